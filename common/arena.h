@@ -1,0 +1,30 @@
+// arena.h - the one ownership rule for memory in this codebase.
+//
+// Every tensor, every shape string and every printed tensor text that the
+// helper hands out lives in ONE program-wide arena. Nothing is freed one by
+// one: a lesson calls lesson_finish() (which calls arena_free_all()) at the
+// end of main, and everything goes at once. valgrind then reports no leaks.
+//
+// A loop that makes many temporary tensors (the KV-cache benchmark, say)
+// brackets its body with a mark and a release:
+//
+//     size_t mark = arena_mark();
+//     ... tensors made here ...
+//     arena_release(mark);        // frees everything allocated since mark
+//
+// Each allocation is its own malloc() so AddressSanitizer and valgrind see
+// the exact bounds of every tensor.
+#ifndef ARENA_H
+#define ARENA_H
+
+#include <stddef.h>
+
+// Zeroed memory for `count` items of `item_size` bytes. Fails (exit 1) with
+// a message when the size overflows or memory runs out; never returns NULL.
+void *arena_alloc(size_t count, size_t item_size);
+
+size_t arena_mark(void);            // how many allocations exist right now
+void arena_release(size_t mark);    // free every allocation made after mark
+void arena_free_all(void);          // free everything (end of program)
+
+#endif

@@ -1,0 +1,75 @@
+// nn.c - nn.Linear.
+#include "nn.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include "arena.h"
+#include "error.h"
+#include "graph.h"
+#include "lesson.h"
+#include "rng.h"
+
+// PyTorch's Linear.reset_parameters (TORCH_RNG.md section 3):
+//   kaiming_uniform_(weight, a=sqrt(5)) -> uniform(-wb, wb),
+//       wb = sqrt(3) * gain / sqrt(in),  gain = sqrt(2 / (1 + a^2))
+//   bias -> uniform(-1/sqrt(in), 1/sqrt(in))
+// worked in double in exactly this order, as Python does. (Both bounds come
+// out as 1/sqrt(in); the long way round is kept so the floats agree.)
+Linear linear_init(const char *name, int in_features, int out_features, bool bias) {
+    Linear layer = {NULL, NULL, in_features, out_features};
+    layer.weight = zeros(shape2(out_features, in_features));   // (out, in)
+    double a = sqrt(5.0);
+    double gain = sqrt(2.0 / (1.0 + a * a));
+    double weight_bound = sqrt(3.0) * (gain / sqrt((double)in_features));
+    uniform_(layer.weight, -weight_bound, weight_bound);
+
+    if (bias) {
+        layer.bias = zeros(shape1(out_features));                  // (out,)
+        double bias_bound = 1.0 / sqrt((double)in_features);
+        uniform_(layer.bias, -bias_bound, bias_bound);
+    }
+
+    char label[128];
+    snprintf(label, sizeof label, "%s.weight", name);
+    named(label, layer.weight);
+    if (bias) {
+        snprintf(label, sizeof label, "%s.bias", name);
+        named(label, layer.bias);
+    }
+    return layer;
+}
+
+// y[r, o] = sum_i x[r, i] * W[o, i] + b[o] for every row r of x.
+Tensor *linear(const Tensor *x, const Linear *layer) {
+    int in = layer->in_features;
+    int out_features = layer->out_features;
+    if (x->ndim < 1 || x->shape[x->ndim - 1] != in) {
+        fail("linear: shapes (%s) and (%dx%d) cannot be multiplied", shape_text(x), in,
+             out_features);   // like PyTorch, the weight is shown as W^T: (in x out)
+    }
+    Tensor *xc = contiguous(x);
+    Shape shape = shape_of(x);
+    shape.size[shape.ndim - 1] = out_features;
+    Tensor *y = zeros(shape);                         // (..., out)
+    long rows = numel(x) / (in == 0 ? 1 : in);
+    const float *W = layer->weight->data;             // (out, in), row-major
+    for (long r = 0; r < rows; r++) {
+        const float *x_r = &xc->data[xc->offset + r * in];
+        float *y_r = &y->data[r * out_features];
+        for (int o = 0; o < out_features; o++) {
+            const float *W_o = &W[(long)o * in];
+            float sum = 0.0f;
+            for (int i = 0; i < in; i++) {
+                sum += x_r[i] * W_o[i];
+            }
+            y_r[o] = layer->bias != NULL ? sum + layer->bias->data[o] : sum;
+        }
+    }
+    if (layer->bias != NULL) {
+        graph_record("linear", y, (const Tensor *const[]){x, layer->weight, layer->bias}, 3);
+    } else {
+        graph_record2("linear", y, x, layer->weight);
+    }
+    return y;
+}

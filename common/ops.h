@@ -1,0 +1,55 @@
+// ops.h - the operations attention is made of.
+//
+// Every function returns a new tensor (from the arena) and leaves its
+// inputs alone. Each checks the shapes it is given and, when they do not fit,
+// fails with a message naming both, e.g.
+//     matmul: shapes (6x4) and (3x4) cannot be multiplied
+// Size letters in the comments: B batch, T/S query/key length, C channels.
+#ifndef OPS_H
+#define OPS_H
+
+#include "tensor.h"
+
+// a @ b. Both at least 2-D; the last two dims multiply as matrices
+// (n x k) @ (k x m) -> (n x m); the leading dims broadcast as in PyTorch.
+Tensor *matmul(const Tensor *a, const Tensor *b);
+
+// Elementwise, with broadcasting: a + b, a * b.
+Tensor *add(const Tensor *a, const Tensor *b);
+Tensor *mul(const Tensor *a, const Tensor *b);
+// With a scalar: t * s, t / s (a true float division, as PyTorch does).
+Tensor *mul_scalar(const Tensor *t, float s);
+Tensor *div_scalar(const Tensor *t, float s);
+
+// softmax along `dim`: exp(x - max) / sum(exp(x - max)). A row that is all
+// -inf gives NaN, like PyTorch.
+Tensor *softmax(const Tensor *t, int dim);
+
+// mask == value, as a bool tensor (1 or 0): the `mask == 0` of the notebooks.
+Tensor *eq_scalar(const Tensor *mask, float value);
+// Where `condition` (broadcast to t's shape) is nonzero, `value`; else t.
+Tensor *masked_fill(const Tensor *t, const Tensor *condition, float value);
+
+// torch.triu(t, diagonal): keeps t[i, j] where j - i >= diagonal, else 0.
+// Works on the last two dims.
+Tensor *triu(const Tensor *t, int diagonal);
+
+// torch.split(t, split_size, dim=-1) into `count` views (count * split_size
+// must equal the last dim).
+void split(Tensor **parts, const Tensor *t, int split_size, int count);
+// torch.cat(tensors, dim): all shapes equal except along dim.
+Tensor *cat(Tensor *const *tensors, int count, int dim);
+// t.repeat(reps): tile the tensor reps[d] times along each dim (copies).
+Tensor *repeat(const Tensor *t, const int *reps);
+// t.repeat_interleave(repeats, dim): each slice along dim repeated in place.
+Tensor *repeat_interleave(const Tensor *t, int repeats, int dim);
+
+// F.dropout(t, p, training): in training, each element is kept with
+// probability 1-p and scaled by 1/(1-p), else zeroed (draws from rng.h);
+// not training (eval mode): returns t itself and draws nothing.
+Tensor *dropout(const Tensor *t, double p, bool training);
+
+// Largest |a - b| over all elements (same shapes), for checks and tests.
+float max_abs_diff(const Tensor *a, const Tensor *b);
+
+#endif

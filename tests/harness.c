@@ -1,0 +1,326 @@
+// harness.c - shared test support: run a suite, read recorded data,
+// compare tensors, catch fail(), run a lesson program.
+#define _POSIX_C_SOURCE 200809L
+#include "harness.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+// --- running --------------------------------------------------------------------
+
+int run_suite(Suite *suite) {
+    SRunner *runner = srunner_create(suite);
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+static void free_arena(void) {
+    arena_free_all();
+}
+
+TCase *new_tcase(const char *name) {
+    TCase *tc = tcase_create(name);
+    tcase_add_checked_fixture(tc, NULL, free_arena);
+    tcase_set_timeout(tc, 120);
+    return tc;
+}
+
+// --- files ------------------------------------------------------------------------
+
+const char *path_join(const char *format, ...) {
+    char *path = arena_alloc(1024, 1);
+    va_list args;
+    va_start(args, format);
+    vsnprintf(path, 1024, format, args);
+    va_end(args);
+    return path;
+}
+
+// Whole file into an arena buffer (NUL-terminated); *length gets its size.
+static char *read_file(const char *path, size_t *length) {
+    FILE *file = fopen(path, "rb");
+    ck_assert_msg(file != NULL, "cannot open %s", path);
+    fseek(file, 0, SEEK_END);
+    long end = ftell(file);
+    fseek(file, 0, SEEK_SET);
+    ck_assert_msg(end >= 0, "cannot size %s", path);
+    char *bytes = arena_alloc((size_t)end + 1, 1);
+    size_t got = fread(bytes, 1, (size_t)end, file);
+    fclose(file);
+    ck_assert_msg(got == (size_t)end, "short read of %s", path);
+    *length = got;
+    return bytes;
+}
+
+const char *read_text(const char *path) {
+    size_t length;
+    return read_file(path, &length);
+}
+
+// Parse the header dict of a .npy file: descr and shape.
+static void parse_npy_header(const char *header, const char *path, char *descr, Shape *shape) {
+    const char *d = strstr(header, "'descr': '");
+    ck_assert_msg(d != NULL, "%s: no descr in header", path);
+    ck_assert_msg(sscanf(d + 10, "%7[^']", descr) == 1, "%s: bad descr", path);
+    ck_assert_msg(strstr(header, "'fortran_order': False") != NULL, "%s: not C order", path);
+    const char *s = strstr(header, "'shape': (");
+    ck_assert_msg(s != NULL, "%s: no shape in header", path);
+    s += 10;
+    shape->ndim = 0;
+    while (*s != ')') {
+        char *end;
+        long n = strtol(s, &end, 10);
+        if (end == s) {          // skip ", " and spaces
+            s += 1;
+            continue;
+        }
+        ck_assert_msg(shape->ndim < MAX_DIMS, "%s: more than %d dims", path, MAX_DIMS);
+        shape->size[shape->ndim] = (int)n;
+        shape->ndim += 1;
+        s = end;
+    }
+}
+
+Tensor *load_npy(const char *path) {
+    size_t length;
+    const unsigned char *bytes = (const unsigned char *)read_file(path, &length);
+    ck_assert_msg(length >= 10 && memcmp(bytes, "\x93NUMPY", 6) == 0, "%s: not .npy", path);
+    size_t header_length = bytes[8] | ((size_t)bytes[9] << 8);
+    size_t data_start = 10 + header_length;
+    ck_assert_msg(bytes[6] == 1 && data_start <= length, "%s: unsupported .npy", path);
+    char *header = arena_alloc(header_length + 1, 1);
+    memcpy(header, bytes + 10, header_length);
+
+    char descr[8] = {0};
+    Shape shape;
+    parse_npy_header(header, path, descr, &shape);
+    Tensor *t = zeros(shape);
+    long n = numel(t);
+    const unsigned char *data = bytes + data_start;
+    if (strcmp(descr, "<f4") == 0) {
+        ck_assert_msg(length - data_start == (size_t)n * 4, "%s: wrong data size", path);
+        memcpy(t->data, data, (size_t)n * 4);
+    } else if (strcmp(descr, "<i8") == 0) {
+        ck_assert_msg(length - data_start == (size_t)n * 8, "%s: wrong data size", path);
+        for (long i = 0; i < n; i++) {
+            int64_t value;
+            memcpy(&value, data + 8 * i, 8);
+            t->data[i] = (float)value;
+        }
+        t->dtype = DTYPE_INT64;
+    } else if (strcmp(descr, "|b1") == 0) {
+        ck_assert_msg(length - data_start == (size_t)n, "%s: wrong data size", path);
+        for (long i = 0; i < n; i++) {
+            t->data[i] = data[i] ? 1.0f : 0.0f;
+        }
+        t->dtype = DTYPE_BOOL;
+    } else {
+        ck_abort_msg("%s: unsupported dtype %s", path, descr);
+    }
+    return t;
+}
+
+// --- comparing -------------------------------------------------------------------
+
+static void assert_same_shape(const Tensor *got, const Tensor *want, const char *what) {
+    ck_assert_msg(same_shape(got, want), "%s: shape %s, expected %s", what, size_str(got),
+                  size_str(want));
+}
+
+static const char *index_text(const int *index, int ndim) {
+    char *text = arena_alloc(16 * MAX_DIMS + 3, 1);
+    int used = snprintf(text, 2, "[");
+    for (int d = 0; d < ndim; d++) {
+        used += snprintf(text + used, 16, d == 0 ? "%d" : ", %d", index[d]);
+    }
+    snprintf(text + used, 2, "]");
+    return text;
+}
+
+void assert_close(const Tensor *got, const Tensor *want, float atol, float rtol,
+                  const char *what) {
+    assert_same_shape(got, want, what);
+    int index[MAX_DIMS] = {0};
+    int worst[MAX_DIMS] = {0};
+    double worst_excess = 0.0;   // how far past its tolerance the worst element is
+    long bad = 0;
+    long n = numel(got);
+    for (long i = 0; i < n; i++) {
+        double g = *at(got, index);
+        double w = *at(want, index);
+        double excess;
+        if (isnan(w) || isnan(g)) {
+            excess = isnan(w) && isnan(g) ? 0.0 : INFINITY;
+        } else if (isinf(w) || isinf(g)) {
+            excess = g == w ? 0.0 : INFINITY;
+        } else {
+            excess = fabs(g - w) - (atol + rtol * fabs(w));
+        }
+        if (excess > 0.0) {
+            bad += 1;
+            if (excess > worst_excess || bad == 1) {
+                worst_excess = excess;
+                memcpy(worst, index, sizeof worst);
+            }
+        }
+        next_index(index, got->shape, got->ndim);
+    }
+    if (bad > 0) {
+        ck_abort_msg("%s: %ld of %ld elements differ beyond atol %g + rtol %g; worst at %s: "
+                     "got %.9g, expected %.9g", what, bad, n, (double)atol, (double)rtol,
+                     index_text(worst, got->ndim), (double)*at(got, worst),
+                     (double)*at(want, worst));
+    }
+}
+
+void assert_bitwise_equal(const Tensor *got, const Tensor *want, const char *what) {
+    assert_same_shape(got, want, what);
+    int index[MAX_DIMS] = {0};
+    long n = numel(got);
+    for (long i = 0; i < n; i++) {
+        float g = *at(got, index);
+        float w = *at(want, index);
+        uint32_t gb, wb;
+        memcpy(&gb, &g, 4);
+        memcpy(&wb, &w, 4);
+        ck_assert_msg(gb == wb, "%s: first difference at %s (element %ld of %ld): got %.9g "
+                      "(0x%08x), expected %.9g (0x%08x)", what, index_text(index, got->ndim),
+                      i, n, (double)g, gb, (double)w, wb);
+        next_index(index, got->shape, got->ndim);
+    }
+}
+
+// --- catching fail() -----------------------------------------------------------
+
+static jmp_buf failure_jump;
+static char failure_message[512];
+
+static void catch_failure(const char *message) {
+    snprintf(failure_message, sizeof failure_message, "%s", message);
+    longjmp(failure_jump, 1);
+}
+
+const char *failure_of(Action fn, void *arg) {
+    set_fail_handler(catch_failure);
+    if (setjmp(failure_jump) != 0) {
+        set_fail_handler(NULL);
+        char *copy = arena_alloc(strlen(failure_message) + 1, 1);
+        memcpy(copy, failure_message, strlen(failure_message) + 1);
+        return copy;
+    }
+    fn(arg);
+    set_fail_handler(NULL);
+    return NULL;
+}
+
+// --- running a program -----------------------------------------------------------
+
+// Read everything from fd into an arena string.
+static const char *slurp(int fd) {
+    size_t capacity = 1 << 16;
+    size_t used = 0;
+    char *text = malloc(capacity);
+    ck_assert(text != NULL);
+    for (;;) {
+        if (used + 4096 > capacity) {
+            capacity *= 2;
+            text = realloc(text, capacity);
+            ck_assert(text != NULL);
+        }
+        ssize_t got = read(fd, text + used, capacity - used - 1);
+        if (got <= 0) {
+            break;
+        }
+        used += (size_t)got;
+    }
+    char *copy = arena_alloc(used + 1, 1);
+    memcpy(copy, text, used);
+    free(text);
+    return copy;
+}
+
+RunResult run_program(const char *program, const char *const *args) {
+    // stdout and stderr go to temporary files, read back after the exit,
+    // so a chatty program can never fill a pipe and block.
+    char out_path[] = "/tmp/attn-test-out-XXXXXX";
+    char err_path[] = "/tmp/attn-test-err-XXXXXX";
+    int out_fd = mkstemp(out_path);
+    int err_fd = mkstemp(err_path);
+    ck_assert(out_fd >= 0 && err_fd >= 0);
+    int n_args = 0;
+    while (args[n_args] != NULL) {
+        n_args += 1;
+    }
+    char **argv = calloc((size_t)n_args + 2, sizeof *argv);
+    ck_assert(argv != NULL);
+    argv[0] = (char *)program;
+    for (int i = 0; i < n_args; i++) {
+        argv[i + 1] = (char *)args[i];
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        dup2(out_fd, 1);
+        dup2(err_fd, 2);
+        execv(program, argv);
+        _exit(127);
+    }
+    free(argv);
+    int status;
+    waitpid(pid, &status, 0);
+    RunResult result;
+    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    lseek(out_fd, 0, SEEK_SET);
+    lseek(err_fd, 0, SEEK_SET);
+    result.out = slurp(out_fd);
+    result.err = slurp(err_fd);
+    close(out_fd);
+    close(err_fd);
+    unlink(out_path);
+    unlink(err_path);
+    return result;
+}
+
+const char *lesson_binary(const char *dir) {
+    return path_join("%s/lessons/%s", BUILD_DIR, dir);
+}
+
+// --- comparing printed text --------------------------------------------------------
+
+// The next line of *text (without its newline) into an arena string.
+static const char *next_line(const char **text) {
+    const char *start = *text;
+    const char *end = strchr(start, '\n');
+    size_t length = end != NULL ? (size_t)(end - start) : strlen(start);
+    char *line = arena_alloc(length + 1, 1);
+    memcpy(line, start, length);
+    *text = end != NULL ? end + 1 : start + length;
+    return line;
+}
+
+int lines_in_order(const char *text, const char *expected, const char **missing) {
+    const char *cursor = text;
+    while (*expected != '\0') {
+        const char *want = next_line(&expected);
+        bool found = false;
+        while (*cursor != '\0' && !found) {
+            found = strcmp(next_line(&cursor), want) == 0;
+        }
+        if (!found) {
+            *missing = want;
+            return 0;
+        }
+    }
+    return 1;
+}

@@ -1,0 +1,66 @@
+// harness.h - what every test program shares.
+//
+// Each tests/test_*.c is one program with one check Suite. It ends with
+//     int main(void) { return run_suite(rng_suite()); }
+// and `make test` runs them all. Paths are relative to the project root
+// (make runs the tests from there); BUILD_DIR is where the lessons are built.
+#ifndef HARNESS_H
+#define HARNESS_H
+
+#include <check.h>
+// check.h defines a deprecated macro fail(); ours (error.h) is the one we mean.
+#undef fail
+
+#include "attention.h"
+
+#ifndef BUILD_DIR
+#define BUILD_DIR "build"
+#endif
+#define DATA_DIR "tests/data"
+
+// Run the suite, print check's summary, return 0 if every check passed.
+int run_suite(Suite *suite);
+// A test case whose tests each end by freeing the arena (so valgrind and
+// LeakSanitizer see no leaks even with CK_FORK=no).
+TCase *new_tcase(const char *name);
+
+// --- reference data recorded from PyTorch (tests/data) ---------------------
+// Read a .npy file ('<f4', '<i8' or '|b1', C order) into an arena tensor;
+// a missing or malformed file fails the current test with its path.
+Tensor *load_npy(const char *path);
+// Read a whole text file into an arena string; fails the test if missing.
+const char *read_text(const char *path);
+// printf-style path building into an arena string.
+const char *path_join(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+// --- comparing tensors --------------------------------------------------------
+// Every |got - want| <= atol + rtol*|want| (NaN only matches NaN). On
+// failure the message names `what`, the worst index and both values.
+void assert_close(const Tensor *got, const Tensor *want, float atol, float rtol,
+                  const char *what);
+// Bit for bit (same shape, same float bits), for generator outputs.
+void assert_bitwise_equal(const Tensor *got, const Tensor *want, const char *what);
+
+// --- error paths ----------------------------------------------------------------
+// Run fn(arg) and return the message it passed to fail(), or NULL if it
+// returned normally. Tests the "matmul: shapes ..." texts.
+typedef void (*Action)(void *arg);
+const char *failure_of(Action fn, void *arg);
+
+// --- running a lesson as a program ----------------------------------------------
+typedef struct {
+    int status;          // exit status, or 128 + signal
+    const char *out;     // everything it wrote on stdout (arena string)
+    const char *err;     // everything it wrote on stderr (arena string)
+} RunResult;
+// Run `program` (a path) with arguments (NULL-terminated list).
+RunResult run_program(const char *program, const char *const *args);
+// The built lesson binary for lesson directory `dir` ("02-self-attention-v1").
+const char *lesson_binary(const char *dir);
+
+// True if the lines of `expected` appear in `text` in the same order (each
+// as a whole line; other lines may come between). On false, *missing points
+// at the first expected line not found (arena string).
+int lines_in_order(const char *text, const char *expected, const char **missing);
+
+#endif
