@@ -47,7 +47,9 @@ $(BUILD)/common/%.o: common/%.c
 $(BUILD)/lessons/%: $$(wildcard lessons/%/*.c) $(COMMON_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $(filter %.c,$^)"
-	@$(CC) $(ALL_CFLAGS) -MF $@.d $(filter %.c,$^) $(COMMON_OBJ) $(SANITIZE) $(LDLIBS) -o $@
+	@mkdir -p $(BUILD)/deps
+	@$(CC) $(ALL_CFLAGS) -MF $(BUILD)/deps/$(notdir $@).d $(filter %.c,$^) $(COMMON_OBJ) \
+	   $(SANITIZE) $(LDLIBS) -o $@
 
 lesson-%: $$(BUILD)/$$(call lesson_dir,$$*)
 	@test -n "$(call lesson_dir,$*)" || { echo "no lesson $* in lessons/"; exit 2; }
@@ -71,9 +73,9 @@ $(BUILD)/tests/harness.o: tests/harness.c
 	@$(CC) $(ALL_CFLAGS) -Itests $(CHECK_FLAGS) -DBUILD_DIR='"$(BUILD)"' -c $< -o $@
 
 $(BUILD)/tests/%: tests/%.c $(BUILD)/tests/harness.o $(COMMON_OBJ)
-	@mkdir -p $(dir $@)
+	@mkdir -p $(dir $@) $(BUILD)/deps
 	@echo "  CC      $<"
-	@$(CC) $(ALL_CFLAGS) -Itests $(CHECK_FLAGS) -DBUILD_DIR='"$(BUILD)"' -MF $@.d $< \
+	@$(CC) $(ALL_CFLAGS) -Itests $(CHECK_FLAGS) -DBUILD_DIR='"$(BUILD)"' -MF $(BUILD)/deps/$(notdir $@).d $< \
 	   $(BUILD)/tests/harness.o $(COMMON_OBJ) $(SANITIZE) $(CHECK_LIBS) $(LDLIBS) -o $@
 
 # `check` is installed first if it is missing (tests/ensure-check.sh says what
@@ -128,4 +130,4 @@ help:
 	@echo "make clean          remove build/"
 	@echo "make CC=clang ...   the same with clang (built in build/clang)"
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(wildcard $(BUILD)/common/*.d $(BUILD)/tests/*.d $(BUILD)/deps/*.d)

@@ -9,6 +9,7 @@
 //   print.h   PyTorch's print() text
 //   npy.h     .npy files for --dump
 //   graph.h   the dataflow graph for --dot
+//   heatmap.h attention weights drawn as shaded grids (--heatmap)
 //   lesson.h  the command line every lesson shares
 #ifndef ATTENTION_H
 #define ATTENTION_H
@@ -16,6 +17,7 @@
 #include "arena.h"
 #include "error.h"
 #include "graph.h"
+#include "heatmap.h"
 #include "lesson.h"
 #include "nn.h"
 #include "npy.h"

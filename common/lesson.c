@@ -41,6 +41,7 @@ static void print_help(const Lesson *lesson) {
     printf("  %-12s N  PyTorch seed: torch.manual_seed(N) (default 0)\n", "--seed");
     printf("  %-12s DIR  write each named tensor as DIR/<name>.npy\n", "--dump");
     printf("  %-11s FILE  write the dataflow as a Graphviz graph\n", "--dot");
+    printf("  %-15s draw the attention weights as shaded grids\n", "--heatmap");
     printf("  %-15s this text\n", "--help");
 }
 
@@ -110,6 +111,7 @@ void parse_lesson_args(Lesson *lesson, int argc, char **argv) {
     lesson->seed = 0;
     lesson->dump_dir = NULL;
     lesson->dot_file = NULL;
+    lesson->heatmap = false;
     for (int i = 0; i < lesson->n_switches; i++) {
         *lesson->switches[i].value = false;
     }
@@ -124,6 +126,9 @@ void parse_lesson_args(Lesson *lesson, int argc, char **argv) {
             lesson->seed = parse_seed(lesson, value_of(lesson, argc, argv, i, "an integer"));
         } else if (strcmp(arg, "--dump") == 0) {
             lesson->dump_dir = value_of(lesson, argc, argv, i, "a directory");
+        } else if (strcmp(arg, "--heatmap") == 0) {
+            lesson->heatmap = true;
+            used = 1;
         } else if (strcmp(arg, "--dot") == 0) {
             lesson->dot_file = value_of(lesson, argc, argv, i, "a file name");
         } else if (!lesson_flag(lesson, argc, argv, i, &used)) {

@@ -57,6 +57,7 @@ typedef struct {
     uint64_t seed;           // --seed N (default 0); negative N is 2^64 + N
     const char *dump_dir;    // --dump DIR, or NULL
     const char *dot_file;    // --dot FILE, or NULL
+    bool heatmap;            // --heatmap: draw attention weights (heatmap.h)
 } Lesson;
 
 void parse_lesson_args(Lesson *lesson, int argc, char **argv);

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -294,6 +295,29 @@ RunResult run_program(const char *program, const char *const *args) {
 
 const char *lesson_binary(const char *dir) {
     return path_join("%s/lessons/%s", BUILD_DIR, dir);
+}
+
+const char *make_temp_dir(void) {
+    char *path = arena_alloc(64, 1);
+    snprintf(path, 64, "/tmp/attn-test-XXXXXX");
+    ck_assert_msg(mkdtemp(path) != NULL, "mkdtemp failed");
+    return path;
+}
+
+// Remove a directory the tests made, and the files in it (one level).
+void remove_dir(const char *path) {
+    DIR *dir = opendir(path);
+    if (dir == NULL) {
+        return;
+    }
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        if (strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0) {
+            unlink(path_join("%s/%s", path, entry->d_name));
+        }
+    }
+    closedir(dir);
+    rmdir(path);
 }
 
 // --- comparing printed text --------------------------------------------------------

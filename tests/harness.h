@@ -58,6 +58,10 @@ RunResult run_program(const char *program, const char *const *args);
 // The built lesson binary for lesson directory `dir` ("02-self-attention-v1").
 const char *lesson_binary(const char *dir);
 
+// A fresh empty directory under /tmp (arena string), and rm -r of one.
+const char *make_temp_dir(void);
+void remove_dir(const char *path);
+
 // True if the lines of `expected` appear in `text` in the same order (each
 // as a whole line; other lines may come between). On false, *missing points
 // at the first expected line not found (arena string).

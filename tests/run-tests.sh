@@ -19,7 +19,7 @@ for program in "$@"; do
     fi
     checks=$(printf '%s' "$summary" | sed -E 's/.*Checks: ([0-9]+).*/\1/')
     bad=$(printf '%s' "$summary" | sed -E 's/.*Failures: ([0-9]+), Errors: ([0-9]+).*/\1 + \2/')
-    bad=$((bad))
+    bad=$(($bad))
     passed=$((passed + checks - bad))
     failed=$((failed + bad))
     [ "$code" -eq 0 ] || status=1
