@@ -7,9 +7,9 @@
 //   how much each input attends to every other one, and mix the values.
 //
 // THE MATH (T = 3 inputs, C = 3 numbers per vector)
-//   scores  = Query @ Key^T              (T, T)  scores[t, s] = q_t . k_s
-//   weights = softmax(scores, dim=-1)    (T, T)  each row sums to 1
-//   out     = weights @ Value            (T, C)  out[t] = sum_s weights[t, s] * v_s
+//   scores  = Query @ Key^T              (T, S)  scores[t, s] = q_t . k_s
+//   weights = softmax(scores, dim=-1)    (T, S)  each row sums to 1
+//   out     = weights @ Value            (T, C)  out[t] = sum over s of weights[t, s] * v_s
 //   (Real attention divides the scores by sqrt(C) first; the post leaves it
 //   out. Part 3 below shows what that changes.)
 //
@@ -22,7 +22,7 @@
 //   out = weights @ Value;                  print(out)
 //
 // RUN IT
-//   make lesson-1                      (flags: --dump DIR, --dot FILE, --help)
+//   make lesson-1             (flags: --dump DIR, --dot FILE, --heatmap, --help)
 //
 // WHAT TO LOOK FOR
 //   - Row 0 of scores is 2, 4, 4, as in the post's figure.
@@ -35,7 +35,7 @@
 //   - The post's soft_max overflows for large scores; subtracting the row's
 //     max first does not.
 //
-// Size letters: T = number of inputs (query and key positions), C = channels.
+// Size letters: T = number of queries, S = number of keys (both 3 here), C = channels.
 // Index letters: t query position, s key position, c channel.
 
 #include <math.h>
@@ -47,14 +47,15 @@
 // subtracted. In float32, exp() overflows to inf for z > 88.7, and then
 // inf / inf is NaN. (numpy in float64 overflows a little later, at 709.8.)
 static Tensor *unstable_softmax(const Tensor *scores) {
-    Tensor *out = clone(scores);                           // (T, T)
+    Tensor *out = clone(scores);                           // (T, S)
     int T = size(scores, 0);
+    int S = size(scores, 1);
     for (int t = 0; t < T; t++) {
         float sum = 0.0f;
-        for (int s = 0; s < T; s++) {
+        for (int s = 0; s < S; s++) {
             sum += expf(*at2(scores, t, s));
         }
-        for (int s = 0; s < T; s++) {
+        for (int s = 0; s < S; s++) {
             *at2(out, t, s) = expf(*at2(scores, t, s)) / sum;
         }
     }
@@ -62,26 +63,30 @@ static Tensor *unstable_softmax(const Tensor *scores) {
 }
 
 // Part 1: the post's matrices, step by step.
-static void toy_attention(void) {
+static void toy_attention(bool heatmap) {
     const float query_values[] = {1, 0, 2,  2, 2, 2,  2, 1, 3};
     const float key_values[] = {0, 1, 1,  4, 4, 0,  2, 3, 1};
     const float value_values[] = {1, 2, 3,  2, 8, 0,  2, 6, 3};
     Tensor *Query = named("Query", tensor_from(shape2(3, 3), query_values));  // (T, C)
-    Tensor *Key = named("Key", tensor_from(shape2(3, 3), key_values));        // (T, C)
-    Tensor *Value = named("Value", tensor_from(shape2(3, 3), value_values));  // (T, C)
+    Tensor *Key = named("Key", tensor_from(shape2(3, 3), key_values));        // (S, C)
+    Tensor *Value = named("Value", tensor_from(shape2(3, 3), value_values));  // (S, C)
     printf("Query:\n%s\nKey:\n%s\nValue:\n%s\n\n", tensor_str(Query, NULL),
            tensor_str(Key, NULL), tensor_str(Value, NULL));
 
     // Step 1: every query against every key. Key.T is a view: the same
     // nine numbers read with rows and columns swapped, nothing copied.
     // scores[t, s] = Query[t, :] . Key[s, :]
-    Tensor *scores = named("scores", matmul(Query, transpose(Key, 0, 1)));    // (T, T)
+    Tensor *scores = named("scores", matmul(Query, transpose(Key, 0, 1)));    // (T, S)
     printf("scores = Query @ Key.T\n%s\n\n", tensor_str(scores, NULL));
 
     // Step 2: softmax along each row turns scores into weights that are
     // positive and sum to 1: how much input t attends to each input s.
-    Tensor *weights = named("weights", softmax(scores, -1));                 // (T, T)
+    Tensor *weights = named("weights", softmax(scores, -1));                 // (T, S)
     printf("weights = softmax(scores, dim=-1)\n%s\n\n", tensor_str(weights, NULL));
+    if (heatmap) {
+        print_heatmap("weights", weights);   // --heatmap: the same weights as shades
+        printf("\n");
+    }
 
     // Step 3: each output row is the weighted sum of the value rows.
     Tensor *out = named("out", matmul(weights, Value));                      // (T, C)
@@ -113,8 +118,8 @@ static void toy_attention(void) {
     // d_k and push softmax into a near one-hot corner where its gradient
     // vanishes. Here d_k = 3, so every score shrinks by 1.732.
     printf("-- with the 1/sqrt(d_k) scaling the post leaves out (d_k = 3) --\n");
-    Tensor *scaled = div_scalar(scores, sqrtf(3.0f));                        // (T, T)
-    Tensor *scaled_weights = softmax(scaled, -1);                            // (T, T)
+    Tensor *scaled = div_scalar(scores, sqrtf(3.0f));                        // (T, S)
+    Tensor *scaled_weights = softmax(scaled, -1);                            // (T, S)
     Tensor *scaled_out = matmul(scaled_weights, Value);                      // (T, C)
     printf("softmax(scores / sqrt(3), dim=-1)\n%s\n", tensor_str(scaled_weights, NULL));
     printf("softmax(scores / sqrt(3), dim=-1) @ Value\n%s\n", tensor_str(scaled_out, NULL));
@@ -124,7 +129,7 @@ static void toy_attention(void) {
     // Part 4: why softmax subtracts the max. Scale the scores up tenfold
     // (long vectors and no 1/sqrt(d_k) easily give such numbers).
     printf("-- the post's soft_max against the max-subtracted softmax --\n");
-    Tensor *big = mul_scalar(scores, 10.0f);                                 // (T, T)
+    Tensor *big = mul_scalar(scores, 10.0f);                                 // (T, S)
     printf("big = scores * 10\n%s\n", tensor_str(big, NULL));
     printf("the post's soft_max(big): exp(160) overflows float32, inf / inf = nan\n%s\n",
            tensor_str(unstable_softmax(big), NULL));
@@ -139,6 +144,6 @@ int main(int argc, char **argv) {
     };
     parse_lesson_args(&lesson, argc, argv);
     lesson_start(&lesson);
-    toy_attention();
+    toy_attention(lesson.heatmap);
     return lesson_finish(&lesson);
 }

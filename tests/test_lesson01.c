@@ -1,0 +1,122 @@
+// test_lesson01.c - lesson 1, the toy 3x3 example: hand-worked numbers,
+// PyTorch's recorded numbers and text, and the lesson's own helpers.
+#include "harness.h"
+
+#include <math.h>
+
+#define main lesson_main
+#include "../lessons/01-toy-qkv/toy_qkv.c"
+#undef main
+
+#define LESSON "01-toy-qkv"
+#define DATA DATA_DIR "/lesson01"
+
+// Run the lesson with --dump into a fresh directory; return that directory.
+static const char *run_with_dump(const char *extra_flag) {
+    const char *dir = make_temp_dir();
+    const char *args[] = {"--dump", dir, extra_flag, NULL};
+    RunResult run = run_program(lesson_binary(LESSON), args);
+    ck_assert_msg(run.status == 0, "lesson 1 exited %d: %s", run.status, run.err);
+    return dir;
+}
+
+// The numbers of the post's walk-through, worked out by hand in double:
+// scores 2, 4, 4; weights e^2 / (e^2 + 2 e^4) and e^4 / (e^2 + 2 e^4).
+START_TEST(test_hand_worked_input_1) {
+    const char *dir = run_with_dump(NULL);
+    Tensor *scores = load_npy(path_join("%s/scores.npy", dir));
+    Tensor *weights = load_npy(path_join("%s/weights.npy", dir));
+    Tensor *out = load_npy(path_join("%s/out.npy", dir));
+    remove_dir(dir);
+
+    float want_scores[9] = {2, 4, 4, 4, 16, 12, 4, 12, 10};   // integer dot products
+    assert_bitwise_equal(scores, tensor_from(shape2(3, 3), want_scores), "scores");
+
+    double low = exp(2.0) / (exp(2.0) + 2.0 * exp(4.0));    // 0.0634
+    double high = exp(4.0) / (exp(2.0) + 2.0 * exp(4.0));   // 0.4683
+    float want_row0[3] = {(float)low, (float)high, (float)high};
+    // A float softmax is within a few ulp of the exact value: 1e-6 relative.
+    assert_close(narrow(weights, 0, 0, 1), tensor_from(shape2(1, 3), want_row0), 0.0f, 1e-6f,
+                 "weights row 0");
+    // out[0] = low*[1,2,3] + high*[2,8,0] + high*[2,6,3]
+    float want_out0[3] = {(float)(low * 1 + high * 4), (float)(low * 2 + high * 14),
+                          (float)(low * 3 + high * 3)};
+    assert_close(narrow(out, 0, 0, 1), tensor_from(shape2(1, 3), want_out0), 0.0f, 1e-6f,
+                 "out row 0");
+    // The post's figure: 0.0, 0.5, 0.5 and [2.0, 7.0, 1.5] are off by this much.
+    ck_assert_float_eq_tol(*at2(out, 0, 1), 6.6831f, 1e-4f);
+    ck_assert_float_eq_tol(*at2(out, 0, 2), 1.5951f, 1e-4f);
+}
+END_TEST
+
+// Every dumped tensor against PyTorch's (tests/reference/gen_lesson01.py).
+START_TEST(test_dumps_match_pytorch) {
+    const char *dir = run_with_dump(NULL);
+    const char *inputs[] = {"Query", "Key", "Value", "scores"};   // exact in float
+    for (int i = 0; i < 4; i++) {
+        assert_bitwise_equal(load_npy(path_join("%s/%s.npy", dir, inputs[i])),
+                             load_npy(path_join("%s/%s.npy", DATA, inputs[i])), inputs[i]);
+    }
+    // softmax and matmul round differently from PyTorch's kernels by an ulp
+    // or two: 1e-6 absolute on values of at most 8 is float rounding.
+    const char *computed[] = {"weights", "out"};
+    for (int i = 0; i < 2; i++) {
+        assert_close(load_npy(path_join("%s/%s.npy", dir, computed[i])),
+                     load_npy(path_join("%s/%s.npy", DATA, computed[i])), 1e-6f, 1e-6f,
+                     computed[i]);
+    }
+    remove_dir(dir);
+}
+END_TEST
+
+// Each line PyTorch printed appears in the lesson's output, in order.
+START_TEST(test_prints_what_pytorch_prints) {
+    const char *no_args[] = {NULL};
+    RunResult run = run_program(lesson_binary(LESSON), no_args);
+    ck_assert_int_eq(run.status, 0);
+    ck_assert_str_eq(run.err, "");
+    const char *missing = NULL;
+    ck_assert_msg(lines_in_order(run.out, read_text(DATA "/stdout.txt"), &missing),
+                  "PyTorch's line not printed (in order): '%s'", missing);
+    ck_assert_ptr_nonnull(strstr(run.out, "figure's output:   [2.0, 7.0, 1.5]"));
+    ck_assert_ptr_nonnull(strstr(run.out, "exact output:      [1.9366, 6.6831, 1.5951]"));
+}
+END_TEST
+
+// The post's soft_max overflows: exp(160) is inf in float32, inf/inf NaN.
+START_TEST(test_unstable_softmax_overflows) {
+    float big_values[3] = {40, 160, 120};
+    Tensor *big = tensor_from(shape2(1, 3), big_values);
+    Tensor *naive = unstable_softmax(big);
+    ck_assert(isnan(*at2(naive, 0, 1)));
+    Tensor *stable = softmax(big, -1);
+    ck_assert(!isnan(*at2(stable, 0, 1)));
+    ck_assert_float_eq_tol(*at2(stable, 0, 1), 1.0f, 1e-6f);
+    // For small scores the two agree: the max cancels in the ratio.
+    float small_values[3] = {2, 4, 4};
+    Tensor *small = tensor_from(shape2(1, 3), small_values);
+    assert_close(unstable_softmax(small), softmax(small, -1), 1e-7f, 1e-6f, "small scores");
+}
+END_TEST
+
+START_TEST(test_heatmap_flag) {
+    const char *args[] = {"--heatmap", NULL};
+    RunResult run = run_program(lesson_binary(LESSON), args);
+    ck_assert_int_eq(run.status, 0);
+    ck_assert_ptr_nonnull(strstr(run.out, "weights[:, :]"));
+}
+END_TEST
+
+Suite *lesson01_suite(void) {
+    Suite *suite = suite_create("lesson01");
+    TCase *tc = new_tcase("toy-qkv");
+    tcase_add_test(tc, test_hand_worked_input_1);
+    tcase_add_test(tc, test_dumps_match_pytorch);
+    tcase_add_test(tc, test_prints_what_pytorch_prints);
+    tcase_add_test(tc, test_unstable_softmax_overflows);
+    tcase_add_test(tc, test_heatmap_flag);
+    suite_add_tcase(suite, tc);
+    return suite;
+}
+
+int main(void) { return run_suite(lesson01_suite()); }
