@@ -1,0 +1,416 @@
+// Lesson 6: multi-head - one attention split into `heads` smaller ones.
+//
+// WHAT THIS ADDS
+//   Lesson 5 (SelfAttV4) ran ONE attention over the whole hidden vector.
+//   MultiHeadAttention (seed 000; seeds 002 and 004 write the same module)
+//   cuts each projected vector into `heads` slices of head_dim numbers and
+//   runs an independent attention in every slice: each head gets its own
+//   scores, its own softmax, its own weighted sum. The trick is all in the
+//   shapes: view() to (batch, seq, heads, head_dim), transpose(1, 2) so the
+//   head axis sits next to batch, and the batched matmul treats
+//   (batch, heads) as one big batch. Afterwards transpose back,
+//   contiguous(), view() to (batch, seq, hidden_dim), and o_proj mixes the
+//   heads.
+//
+// THE MATH (per batch b and head h; D = head_dim = hidden_dim / heads)
+//   q_state[b, h] = (X W_q^T + b_q)[b, :, h*D:(h+1)*D]       (T, D), same for k, v
+//   attention_weight[b, h] = softmax(q_state k_state^T / sqrt(D)
+//                                    masked to -1e20 where mask == 0)  (T, T)
+//   output_mid[b, h] = attention_weight[b, h] @ v_state[b, h]          (T, D)
+//   output = concat_h(output_mid[b, h]) W_o^T + b_o                    (T, C)
+//
+// THE PYTORCH IT MIRRORS (seed 000, "MHSA"; docs/06-multi-head.md has the
+// complete script that prints the same numbers)
+//   attention_mask = torch.randint(0, 2, (3, 8, 2, 2))
+//   x = torch.rand(3, 2, 128)
+//   net = MultiHeadAttention(128, 8)
+//   net(x, attention_mask).shape
+//
+// RUN IT
+//   make lesson-6                  flags: --batch 3 --seq 2 --dim 128 --heads 8
+//   make lesson-6 ARGS="--seed 7 --heads 4 --train --heatmap"
+//                                  (--train turns dropout on, --dump DIR, --dot FILE)
+//
+// WHAT TO LOOK FOR
+//   - The notebook's four shape lines, then the cell's result torch.Size([3, 2, 128]).
+//   - q_state has the strides (256, 16, 128, 1): transpose copied nothing,
+//     it only swapped two strides, and q_state shares Q's memory.
+//   - view() on the transposed output_mid fails with PyTorch's message;
+//     contiguous() (or reshape, which copies by itself) fixes it.
+//   - 8 heads of 16 cost exactly the multiply-adds of one head of 128.
+//   - A row whose mask is all zeros gets uniform weights 0.5, 0.5, not NaN.
+//
+// Size letters: B batch, T sequence length (query positions; S = T key
+// positions), C hidden_dim, H heads, D head_dim = C / H.
+// Index letters: b batch, h head, t query position, s key position, d inside a head.
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "attention.h"
+
+// --- the module ------------------------------------------------------------------------
+
+typedef struct {
+    int nums_head;        // H
+    int head_dim;         // D = hidden_dim / nums_head
+    int hidden_dim;       // C
+    Linear q_proj;        // (C -> C): all H query projections side by side
+    Linear k_proj;        // (C -> C)
+    Linear v_proj;        // (C -> C)
+    double att_dropout;   // nn.Dropout(0.1): its probability
+    Linear o_proj;        // (C -> C): mixes the heads back together
+    bool training;        // net.train() / net.eval(); PyTorch modules start in train mode
+} MultiHeadAttention;
+
+// What the forward computed, kept so main() and the tests can look inside
+// (in PyTorch one would need hooks for this). Pass NULL if not wanted.
+typedef struct {
+    Tensor *Q, *K, *V;                      // (B, T, C)
+    Tensor *q_state, *k_state, *v_state;    // (B, H, T, D)
+    Tensor *attention_weight;               // (B, H, T, S) after softmax, before dropout
+    Tensor *output_mid;                     // (B, H, T, D) before the transpose back
+} MultiHeadAttentionSteps;
+
+// __init__: the four Linear layers draw their weights in this order, as
+// PyTorch registers them (att_dropout draws nothing at init).
+static MultiHeadAttention MultiHeadAttention_init(int hidden_dim, int nums_head) {
+    MultiHeadAttention self;
+    self.nums_head = nums_head;
+    // Each head sees head_dim of the hidden_dim numbers. The caller has
+    // checked that nums_head divides hidden_dim (check_divides in main):
+    // the notebook's `//` would silently drop the remainder and then fail
+    // in view().
+    self.head_dim = hidden_dim / nums_head;
+    self.hidden_dim = hidden_dim;
+    // One (C x C) Linear is H separate (C -> D) projections stacked: rows
+    // h*D .. h*D+D-1 of q_proj.weight make head h's query. So the heads
+    // cost no extra parameters.
+    self.q_proj = linear_init("q_proj", hidden_dim, hidden_dim, true);
+    self.k_proj = linear_init("k_proj", hidden_dim, hidden_dim, true);
+    self.v_proj = linear_init("v_proj", hidden_dim, hidden_dim, true);
+    // GPT-2 and BERT have this dropout; Llama does not.
+    self.att_dropout = 0.1;
+    self.o_proj = linear_init("o_proj", hidden_dim, hidden_dim, true);
+    self.training = true;   // like a fresh nn.Module; main() calls "eval" unless --train
+    return self;
+}
+
+// forward(X, attention_mask): X (B, T, C), attention_mask (B, H, T, S) or
+// NULL. Prints the notebook's shape lines. Returns output (B, T, C).
+static Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
+                                          const MultiHeadAttention *self, const Tensor *X,
+                                          const Tensor *attention_mask) {
+    // X shape is (batch, seq, hidden_dim). The notebook's comment says the
+    // mask is (batch, seq); the mask it passes is (batch, heads, seq, seq),
+    // one (seq x seq) pattern per head, and that is what masked_fill needs
+    // (or anything that broadcasts to it, e.g. a padding mask (batch, 1, 1, seq)).
+    int batch_size = size(X, 0);
+    int seq_len = size(X, 1);
+
+    Tensor *Q = named("Q", linear(X, &self->q_proj));                        // (B, T, C)
+    Tensor *K = named("K", linear(X, &self->k_proj));                        // (B, T, C)
+    // Seed 002's copy of this class writes `V = self.k_proj(X)`: its values
+    // are its keys and v_proj is never used. V comes from v_proj.
+    Tensor *V = named("V", linear(X, &self->v_proj));                        // (B, T, C)
+
+    printf("Q: %s\n", size_str(Q));
+    // (batch, seq, hidden_dim) -> (batch, seq, heads, head_dim): view only
+    // re-reads the same memory with one more axis; element [b, t, h, d] is
+    // Q[b, t, h*D + d]. Then transpose(1, 2) -> (batch, heads, seq, head_dim)
+    // swaps two strides, again copying nothing, so that the matmuls below see
+    // a batch of (B*H) independent (T x D) matrices.
+    Shape split_heads = shape4(batch_size, seq_len, self->nums_head, self->head_dim);
+    Tensor *q_state = named("q_state", transpose(view(Q, split_heads), 1, 2));  // (B, H, T, D)
+    printf("q_state: %s\n", size_str(q_state));
+    Tensor *k_state = named("k_state", transpose(view(K, split_heads), 1, 2));  // (B, H, T, D)
+    Tensor *v_state = named("v_state", transpose(view(V, split_heads), 1, 2));  // (B, H, T, D)
+
+    // Each score is a dot product of head_dim numbers, not hidden_dim: its
+    // spread grows like sqrt(head_dim), so that is what we divide by (the
+    // notebook's comment insists on it). Dividing by sqrt(hidden_dim) would
+    // shrink every score sqrt(H) times too much and flatten the softmax.
+    // attention_weight[b, h, t, s] = q_state[b, h, t, :] . k_state[b, h, s, :] / sqrt(D)
+    Tensor *attention_weight = div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
+                                          (float)sqrt((double)self->head_dim));  // (B, H, T, S)
+    printf("attention_weight: %s\n", size_str(attention_weight));
+    if (attention_mask != NULL) {
+        // A huge negative score gets weight exp(-1e20 - max) = exactly 0.
+        // -1e20 rather than -inf: a row whose mask is all zeros then holds
+        // equal numbers and softmax makes it uniform, where -inf would give
+        // 0/0 = NaN (main() shows such a row).
+        attention_weight = masked_fill(attention_weight, eq_scalar(attention_mask, 0),
+                                       -1e20f);                             // (B, H, T, S)
+    }
+
+    // The fourth dim (3, the key axis s): each query's weights sum to 1.
+    attention_weight = named("attention_weight", softmax(attention_weight, 3));  // (B, H, T, S)
+
+    // Dropout hits the weights, not the output: in training a query
+    // randomly ignores some keys. Identity in eval mode.
+    Tensor *dropped = dropout(attention_weight, self->att_dropout, self->training);  // (B, H, T, S)
+    // output_mid[b, h, t, :] = sum_s dropped[b, h, t, s] * v_state[b, h, s, :]
+    Tensor *output_mid = named("output_mid", matmul(dropped, v_state));       // (B, H, T, D)
+    printf("%s\n", size_str(output_mid));
+    if (steps != NULL) {
+        *steps = (MultiHeadAttentionSteps){Q, K, V, q_state, k_state, v_state,
+                                           attention_weight, output_mid};
+    }
+
+    // Back to (batch, seq, heads, head_dim), then glue the heads into one
+    // vector of hidden_dim. transpose makes a non-contiguous view (the
+    // heads of one position are T*D floats apart), and view() can only
+    // re-read memory that is already in the order it wants, so
+    // contiguous() copies into that order first. (reshape() would do the
+    // copy by itself; main() shows both.)
+    output_mid = contiguous(transpose(output_mid, 1, 2));                    // (B, T, H, D)
+    Tensor *output = view(output_mid, shape3(batch_size, seq_len, -1));      // (B, T, C)
+    output = named("output", linear(output, &self->o_proj));                 // (B, T, C)
+    return output;
+}
+
+// --- looking inside: helpers for main() -----------------------------------------------
+
+// t[i]: the i-th slice along dim 0, a view, as PyTorch's indexing gives it.
+static Tensor *select0(const Tensor *t, int i) {
+    Shape rest = {t->ndim - 1, {0}};
+    for (int d = 1; d < t->ndim; d++) {
+        rest.size[d - 1] = t->shape[d];
+    }
+    return view(narrow(t, 0, i, 1), rest);
+}
+
+// t[b, h, t] of a (B, H, T, S) tensor: one row of S numbers.
+static Tensor *row_of(const Tensor *t, int b, int h, int q) {
+    return select0(select0(select0(t, b), h), q);
+}
+
+// "(256, 16, 128, 1)", as PyTorch prints t.stride().
+static const char *stride_str(const Tensor *t) {
+    char *text = arena_alloc(16 * MAX_DIMS + 4, 1);
+    int used = snprintf(text, 2, "(");
+    for (int d = 0; d < t->ndim; d++) {
+        used += snprintf(text + used, 16, d == 0 ? "%d" : ", %d", t->stride[d]);
+    }
+    snprintf(text + used, 4, t->ndim == 1 ? ",)" : ")");
+    return text;
+}
+
+static const char *python_bool(bool value) {
+    return value ? "True" : "False";
+}
+
+// t.data_ptr() == u.data_ptr(): do the two start at the same float?
+static bool same_data_ptr(const Tensor *t, const Tensor *u) {
+    return t->data + t->offset == u->data + u->offset;
+}
+
+// The numbers of batch element 0, to compare with the PyTorch in the doc.
+static void show_numbers(const Tensor *attention_mask, const MultiHeadAttentionSteps *steps,
+                         const Tensor *output) {
+    printf("\n-- the numbers of batch 0 (docs/06-multi-head.md prints the same) --\n");
+    printf("attention_mask[0]:\n%s\n", tensor_str(select0(attention_mask, 0), NULL));
+    printf("attention_weight[0]:\n%s\n",
+           tensor_str(select0(steps->attention_weight, 0), "grad_fn=<SelectBackward0>"));
+    int shown = size(output, 2) < 8 ? size(output, 2) : 8;
+    printf("output[0, :, :8]:\n%s\n",
+           tensor_str(narrow(select0(output, 0), 1, 0, shown), "grad_fn=<SliceBackward0>"));
+}
+
+// What view and transpose do: same floats, new strides.
+static void show_transpose_memory(const MultiHeadAttention *net,
+                                  const MultiHeadAttentionSteps *steps) {
+    const Tensor *Q = steps->Q;              // (B, T, C)
+    const Tensor *q_state = steps->q_state;  // (B, H, T, D)
+    int B = size(Q, 0), T = size(Q, 1), H = net->nums_head, D = net->head_dim;
+    Tensor *split = view(Q, shape4(B, T, H, D));   // (B, T, H, D)
+    printf("\n-- what view and transpose do to memory --\n");
+    printf("Q.stride(): %s\n", stride_str(Q));
+    printf("Q.view(%d, %d, %d, %d).stride(): %s\n", B, T, H, D, stride_str(split));
+    printf("q_state.stride(): %s\n", stride_str(q_state));
+    printf("q_state.is_contiguous(): %s\n", python_bool(is_contiguous(q_state)));
+    printf("q_state.data_ptr() == Q.data_ptr(): %s\n", python_bool(same_data_ptr(q_state, Q)));
+    // A stride says how many floats one step along that axis jumps. After
+    // the transpose, stepping along the sequence (dim 2) jumps a whole
+    // position (C floats) while stepping along the heads (dim 1) jumps only
+    // D: the order in memory is still Q's (b, t, h, d).
+    printf("one step along q_state's seq axis jumps %d floats, along its head axis %d:\n"
+           "the memory is still in Q's order (batch, seq, heads, head_dim); only the "
+           "strides changed.\n", q_state->stride[2], q_state->stride[1]);
+    if (H > 1) {
+        printf("q_state[0, 1, 0, 0] = %.4f is the same float as Q[0, 0, %d] = %.4f\n",
+               *at4(q_state, 0, 1, 0, 0), D, *at3(Q, 0, 0, D));
+    }
+}
+
+// view() needs memory in the order it reads; reshape() copies when it must.
+static void show_view_and_reshape(const MultiHeadAttentionSteps *steps) {
+    const Tensor *output_mid = steps->output_mid;                 // (B, H, T, D)
+    int B = size(output_mid, 0), T = size(output_mid, 2);
+    Tensor *swapped = transpose(output_mid, 1, 2);                // (B, T, H, D)
+    printf("\n-- why view() needs contiguous() first, and reshape() does not --\n");
+    printf("output_mid.stride(): %s\n", stride_str(output_mid));
+    printf("output_mid.transpose(1, 2).stride(): %s\n", stride_str(swapped));
+    printf("output_mid.transpose(1, 2).is_contiguous(): %s\n",
+           python_bool(is_contiguous(swapped)));
+    // view(B, T, -1) must merge the head axis and the head_dim axis into
+    // one axis of stride 1. That is possible only if one step along the
+    // heads jumps exactly D floats; after the transpose it jumps T*D. For
+    // this (B, T, H, D) tensor that fails exactly when it is not
+    // contiguous (H > 1 and T > 1), so is_contiguous() tells us what
+    // PyTorch's view() would do. (The helper's view() would stop the
+    // program with this message, as PyTorch raises it; the tests check it.)
+    if (!is_contiguous(swapped)) {
+        printf("output_mid.transpose(1, 2).view(%d, %d, -1) raises RuntimeError: view size "
+               "is not compatible with input tensor's size and stride (at least one dimension "
+               "spans across two contiguous subspaces). Use .reshape(...) instead.\n", B, T);
+    } else {
+        printf("output_mid.transpose(1, 2).view(%d, %d, -1) works: %s (the transpose only "
+               "moved an axis of size 1, so the memory order did not change)\n", B, T,
+               size_str(view(swapped, shape3(B, T, -1))));
+    }
+    Tensor *copied = contiguous(swapped);                         // (B, T, H, D), new memory
+    Tensor *merged = view(copied, shape3(B, T, -1));              // (B, T, C)
+    printf("output_mid.transpose(1, 2).contiguous().stride(): %s\n", stride_str(copied));
+    printf("output_mid.transpose(1, 2).contiguous().view(%d, %d, -1).stride(): %s\n", B, T,
+           stride_str(merged));
+    Tensor *reshaped = reshape(swapped, shape3(B, T, -1));        // (B, T, C)
+    printf("output_mid.transpose(1, 2).reshape(%d, %d, -1).data_ptr() == "
+           "output_mid.data_ptr(): %s\n", B, T, python_bool(same_data_ptr(reshaped, output_mid)));
+    printf("torch.equal(output_mid.transpose(1, 2).reshape(%d, %d, -1), "
+           "output_mid.transpose(1, 2).contiguous().view(%d, %d, -1)): %s\n", B, T, B, T,
+           python_bool(max_abs_diff(reshaped, merged) == 0.0f));
+    printf("output_mid.reshape(%d, %d, -1).data_ptr() == output_mid.data_ptr(): %s\n", B,
+           size(output_mid, 1), python_bool(same_data_ptr(reshape(output_mid,
+                                            shape3(B, size(output_mid, 1), -1)), output_mid)));
+    printf("reshape() is view() when the memory allows it and contiguous().view() when not.\n");
+}
+
+// head_dim, the scaling, and what the heads cost.
+static void show_head_cost(const MultiHeadAttention *net, int batch, int seq) {
+    long B = batch, T = seq, S = seq, H = net->nums_head, D = net->head_dim;
+    long C = net->hidden_dim;
+    printf("\n-- head_dim, the scale, and what the heads cost --\n");
+    printf("head_dim = hidden_dim / heads = %ld / %ld = %ld\n", C, H, D);
+    printf("scores are divided by sqrt(head_dim) = %.4f, not sqrt(hidden_dim) = %.4f: each "
+           "is a dot product of %ld numbers\n", sqrt((double)D), sqrt((double)C), D);
+    // Every head multiplies (T x D) by (D x S): H of them is T*S*H*D = T*S*C,
+    // the same as one head of C. The heads split the work, not multiply it.
+    printf("multiply-adds of q_state @ k_state^T: batch*heads*seq*seq*head_dim = "
+           "%ld*%ld*%ld*%ld*%ld = %ld\n", B, H, T, S, D, B * H * T * S * D);
+    printf("  the same for one head of %ld:      batch*1*seq*seq*hidden_dim = "
+           "%ld*1*%ld*%ld*%ld = %ld\n", C, B, T, S, C, B * T * S * C);
+    printf("multiply-adds of attention_weight @ v_state: %ld (one head: %ld)\n",
+           B * H * T * S * D, B * T * S * C);
+    printf("multiply-adds of q/k/v/o_proj: 4*batch*seq*hidden_dim*hidden_dim = %ld, "
+           "parameters 4*(hidden_dim*hidden_dim + hidden_dim) = %ld, whatever the heads\n",
+           4 * B * T * C * C, 4 * (C * C + C));
+    printf("what grows: softmax runs over batch*heads*seq = %ld rows instead of %ld, "
+           "and attention_weight holds %ld numbers instead of %ld\n", B * H * T, B * T,
+           B * H * T * S, B * T * S);
+}
+
+// The notebook's random mask often zeroes a whole row: show one.
+static void show_fully_masked_row(const Tensor *attention_mask,
+                                  const MultiHeadAttentionSteps *steps) {
+    int B = size(attention_mask, 0), H = size(attention_mask, 1);
+    int T = size(attention_mask, 2), S = size(attention_mask, 3);
+    printf("\n-- a query whose mask row is all zeros --\n");
+    int found_b = -1, found_h = -1, found_t = -1;
+    long count = 0;
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < H; h++) {
+            for (int t = 0; t < T; t++) {
+                bool all_zero = true;
+                for (int s = 0; s < S; s++) {
+                    all_zero = all_zero && *at4(attention_mask, b, h, t, s) == 0.0f;
+                }
+                if (all_zero && count == 0) {   // remember the first one
+                    found_b = b;
+                    found_h = h;
+                    found_t = t;
+                }
+                if (all_zero) {
+                    count += 1;
+                }
+            }
+        }
+    }
+    // Each of the S entries is 0 with probability 1/2, so a row is all
+    // zeros with probability 1/2^S: often for the notebook's S = 2.
+    printf("%ld of the %d rows of attention_mask are all zeros\n", count, B * H * T);
+    if (count == 0) {
+        printf("no row of attention_mask is all zeros with this seed\n");
+        return;
+    }
+    int b = found_b, h = found_h, t = found_t;
+    printf("attention_mask[%d, %d, %d]: %s\n", b, h, t,
+           tensor_str(row_of(attention_mask, b, h, t), NULL));
+    // Every score of the row was replaced by the same -1e20, so softmax
+    // sees S equal numbers: exp(0) / S each. The query attends to all keys
+    // equally, including the ones the mask meant to hide.
+    printf("attention_weight[%d, %d, %d]: %s\n", b, h, t,
+           tensor_str(row_of(steps->attention_weight, b, h, t), "grad_fn=<SelectBackward0>"));
+    // With -inf the row would be exp(-inf - (-inf)) = exp(nan): NaN
+    // everywhere, and the NaN would spread through output_mid and o_proj.
+    Tensor *inf_row = softmax(full(shape1(S), -INFINITY), -1);   // (S)
+    printf("with float(\"-inf\") instead of -1e20 the row would be %s\n",
+           tensor_str(inf_row, NULL));
+}
+
+int main(int argc, char **argv) {
+    int batch = 3, seq = 2, dim = 128, heads = 8;   // the notebook's sizes
+    bool train = false;
+    SizeFlag sizes[] = {
+        {"--batch", &batch, "batch size"},
+        {"--seq", &seq, "sequence length"},
+        {"--dim", &dim, "hidden dimension (hidden_dim)"},
+        {"--heads", &heads, "number of heads (nums_head); must divide --dim"},
+    };
+    SwitchFlag switches[] = {
+        {"--train", &train, "train mode: dropout 0.1 on the attention weights"},
+    };
+    Lesson lesson = {
+        .program = "lesson-6",
+        .summary = "multi-head: MultiHeadAttention of seed 000, view/transpose into heads",
+        .sizes = sizes,
+        .n_sizes = 4,
+        .switches = switches,
+        .n_switches = 1,
+    };
+    parse_lesson_args(&lesson, argc, argv);
+    check_divides(&lesson, "--heads", heads, "--dim", dim);
+    check_fits(&lesson, "attention_weight (batch*heads*seq*seq)",
+               (double)batch * heads * seq * seq);
+    check_fits(&lesson, "x (batch*seq*dim)", (double)batch * seq * dim);
+    check_fits(&lesson, "q_proj.weight (dim*dim)", (double)dim * dim);
+    lesson_start(&lesson);
+
+    // The notebook's draws, in its order: mask, input, then the weights.
+    Tensor *attention_mask = named("attention_mask",
+                                   randint(0, 2, shape4(batch, heads, seq, seq)));  // (B, H, T, S)
+    Tensor *x = named("x", rand_tensor(shape3(batch, seq, dim)));               // (B, T, C)
+    MultiHeadAttention net = MultiHeadAttention_init(dim, heads);
+    // The notebook never calls net.eval(), so its dropout was on; we run
+    // in eval mode unless --train (LESSONS.md).
+    net.training = train;
+
+    MultiHeadAttentionSteps steps;
+    Tensor *output = MultiHeadAttention_forward(&steps, &net, x, attention_mask);  // (B, T, C)
+    printf("%s\n", size_str(output));   // the cell's last line: net(x, attention_mask).shape
+    if (lesson.heatmap) {
+        print_heatmap("attention_weight", steps.attention_weight);
+    }
+
+    // The rest looks at what the forward made; keep it out of the diagram.
+    graph_pause(true);
+    show_numbers(attention_mask, &steps, output);
+    show_transpose_memory(&net, &steps);
+    show_view_and_reshape(&steps);
+    show_head_cost(&net, batch, seq);
+    show_fully_masked_row(attention_mask, &steps);
+    graph_pause(false);
+    return lesson_finish(&lesson);
+}

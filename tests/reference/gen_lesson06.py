@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""gen_lesson06.py - record PyTorch's numbers for lesson 6 (multi-head).
+
+Run once, from anywhere, with the PyTorch 1.13 the lessons are checked against
+(CPU, no MKL, so train-mode dropout takes the generic path the C code repeats):
+
+    /usr/bin/python3 tests/reference/gen_lesson06.py
+
+For each case below it does exactly the lesson's draws after
+torch.manual_seed(seed):
+
+    attention_mask = torch.randint(0, 2, (batch, heads, seq, seq))
+    x = torch.rand(batch, seq, dim)
+    net = MultiHeadAttention(dim, heads)      # seed 000's class
+    net(x, attention_mask)                    # net.eval() unless the case trains
+
+and writes into tests/data/lesson06/<case>/:
+
+  <name>.npy   every dump name of LESSONS.md item 6: attention_mask ('<i8'),
+               x, q_proj.* k_proj.* v_proj.* o_proj.*, Q K V (batch, seq, dim),
+               q_state k_state v_state output_mid (batch, heads, seq, head_dim),
+               attention_weight (after softmax, before dropout), output
+               (all '<f4', C order)
+  stdout.txt   every line of the lesson that PyTorch can print: the notebook's
+               shape lines and the cell's result, then the numbers, strides,
+               view/reshape and fully-masked-row lines of the lesson's asides.
+
+The build and the tests never run Python.
+"""
+import math
+import os
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "lesson06")
+
+# case directory -> (seed, batch, seq, dim, heads, train)
+CASES = {
+    "seed0": (0, 3, 2, 128, 8, False),                   # the notebook's sizes
+    "seed7": (7, 3, 2, 128, 8, False),
+    "seed1_train": (1, 3, 2, 128, 8, True),              # dropout on, as in the notebook
+    "seed3_batch2_seq5_dim48_heads4": (3, 2, 5, 48, 4, False),
+    "seed4_batch2_seq3_dim16_heads1": (4, 2, 3, 16, 1, False),   # view works without copy
+}
+
+LINES = []      # what the lesson prints that PyTorch can print, in order
+DUMPS = {}      # name -> tensor, filled by the forward
+
+
+def say(*args):
+    """print(), but kept for stdout.txt."""
+    text = " ".join(str(a) for a in args)
+    print(text)
+    LINES.append(text)
+
+
+class MultiHeadAttention(nn.Module):
+    """Seed 000's class as written (seed 002's copy has V = self.k_proj(X);
+    here V comes from v_proj). The forward also keeps its tensors in DUMPS."""
+
+    def __init__(self, hidden_dim, nums_head) -> None:
+        super().__init__()
+        self.nums_head = nums_head
+        self.head_dim = hidden_dim // nums_head
+        self.hidden_dim = hidden_dim
+        self.q_proj = nn.Linear(hidden_dim, hidden_dim)
+        self.k_proj = nn.Linear(hidden_dim, hidden_dim)
+        self.v_proj = nn.Linear(hidden_dim, hidden_dim)
+        self.att_dropout = nn.Dropout(0.1)
+        self.o_proj = nn.Linear(hidden_dim, hidden_dim)
+
+    def forward(self, X, attention_mask=None):
+        batch_size, seq_len, hidden_dim = X.size()
+        Q = self.q_proj(X)
+        K = self.k_proj(X)
+        V = self.v_proj(X)
+        say(f"Q: {Q.shape}")
+        q_state = Q.view(batch_size, seq_len, self.nums_head, self.head_dim).transpose(1, 2)
+        say(f"q_state: {q_state.shape}")
+        k_state = K.view(batch_size, seq_len, self.nums_head, self.head_dim).transpose(1, 2)
+        v_state = V.view(batch_size, seq_len, self.nums_head, self.head_dim).transpose(1, 2)
+        attention_weight = q_state @ k_state.transpose(-1, -2) / math.sqrt(self.head_dim)
+        say(f"attention_weight:", attention_weight.shape)
+        if attention_mask is not None:
+            attention_weight = attention_weight.masked_fill(attention_mask == 0, float("-1e20"))
+        attention_weight = torch.softmax(attention_weight, dim=3)
+        DUMPS.update(Q=Q, K=K, V=V, q_state=q_state, k_state=k_state, v_state=v_state,
+                     attention_weight=attention_weight)
+        attention_weight = self.att_dropout(attention_weight)
+        output_mid = attention_weight @ v_state
+        say(output_mid.shape)
+        DUMPS.update(output_mid=output_mid)
+        output_mid = output_mid.transpose(1, 2).contiguous()
+        output = output_mid.view(batch_size, seq_len, -1)
+        output = self.o_proj(output)
+        DUMPS.update(output=output)
+        return output
+
+
+def asides(attention_mask, net, output, batch, seq, heads):
+    """The lesson's asides, the lines PyTorch can print."""
+    head_dim = net.head_dim
+    say("attention_mask[0]:")
+    say(attention_mask[0])
+    say("attention_weight[0]:")
+    say(DUMPS["attention_weight"][0])
+    say("output[0, :, :8]:")
+    say(output[0, :, :8])
+
+    Q, q_state = DUMPS["Q"], DUMPS["q_state"]
+    say("Q.stride():", Q.stride())
+    say(f"Q.view({batch}, {seq}, {heads}, {head_dim}).stride():",
+        Q.view(batch, seq, heads, head_dim).stride())
+    say("q_state.stride():", q_state.stride())
+    say("q_state.is_contiguous():", q_state.is_contiguous())
+    say("q_state.data_ptr() == Q.data_ptr():", q_state.data_ptr() == Q.data_ptr())
+
+    output_mid = DUMPS["output_mid"]
+    swapped = output_mid.transpose(1, 2)
+    say("output_mid.stride():", output_mid.stride())
+    say("output_mid.transpose(1, 2).stride():", swapped.stride())
+    say("output_mid.transpose(1, 2).is_contiguous():", swapped.is_contiguous())
+    try:
+        shape = swapped.view(batch, seq, -1).shape
+        say(f"output_mid.transpose(1, 2).view({batch}, {seq}, -1) works: {shape} (the "
+            "transpose only moved an axis of size 1, so the memory order did not change)")
+    except RuntimeError as error:
+        say(f"output_mid.transpose(1, 2).view({batch}, {seq}, -1) raises RuntimeError: {error}")
+    say("output_mid.transpose(1, 2).contiguous().stride():", swapped.contiguous().stride())
+    say(f"output_mid.transpose(1, 2).contiguous().view({batch}, {seq}, -1).stride():",
+        swapped.contiguous().view(batch, seq, -1).stride())
+    reshaped = swapped.reshape(batch, seq, -1)
+    say(f"output_mid.transpose(1, 2).reshape({batch}, {seq}, -1).data_ptr() == "
+        "output_mid.data_ptr():", reshaped.data_ptr() == output_mid.data_ptr())
+    say(f"torch.equal(output_mid.transpose(1, 2).reshape({batch}, {seq}, -1), "
+        f"output_mid.transpose(1, 2).contiguous().view({batch}, {seq}, -1)):",
+        torch.equal(reshaped, swapped.contiguous().view(batch, seq, -1)))
+    say(f"output_mid.reshape({batch}, {heads}, -1).data_ptr() == output_mid.data_ptr():",
+        output_mid.reshape(batch, heads, -1).data_ptr() == output_mid.data_ptr())
+
+    all_zero = (attention_mask == 0).all(dim=-1)           # (batch, heads, seq)
+    say(f"{int(all_zero.sum())} of the {all_zero.numel()} rows of attention_mask are all zeros")
+    if not all_zero.any():
+        say("no row of attention_mask is all zeros with this seed")
+        return
+    b, h, t = (int(i) for i in all_zero.nonzero()[0])     # the first in row-major order
+    say(f"attention_mask[{b}, {h}, {t}]: {attention_mask[b, h, t]}")
+    say(f"attention_weight[{b}, {h}, {t}]: {DUMPS['attention_weight'][b, h, t]}")
+    row = torch.softmax(torch.full((seq,), float("-inf")), dim=-1)
+    say(f'with float("-inf") instead of -1e20 the row would be {row}')
+
+
+def save(directory, name, tensor):
+    array = tensor.detach().numpy()
+    array = array.astype("<i8" if array.dtype == np.int64 else "<f4")
+    np.save(os.path.join(directory, name + ".npy"), np.ascontiguousarray(array))
+
+
+def record(case, seed, batch, seq, dim, heads, train):
+    LINES.clear()
+    DUMPS.clear()
+    directory = os.path.join(OUT, case)
+    os.makedirs(directory, exist_ok=True)
+
+    torch.manual_seed(seed)
+    attention_mask = torch.randint(0, 2, (batch, heads, seq, seq))
+    x = torch.rand(batch, seq, dim)
+    net = MultiHeadAttention(dim, heads)
+    net.train(train)
+    output = net(x, attention_mask)
+    say(output.shape)
+    asides(attention_mask, net, output, batch, seq, heads)
+
+    save(directory, "attention_mask", attention_mask)
+    save(directory, "x", x)
+    for name, param in net.state_dict().items():
+        save(directory, name, param)
+    for name, tensor in DUMPS.items():
+        save(directory, name, tensor)
+    with open(os.path.join(directory, "stdout.txt"), "w") as f:
+        f.write("\n".join(LINES) + "\n")
+
+
+def main():
+    for case, args in CASES.items():
+        print(f"== {case}")
+        record(case, *args)
+
+
+if __name__ == "__main__":
+    main()
