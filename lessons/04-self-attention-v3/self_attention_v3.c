@@ -1,0 +1,318 @@
+// Lesson 4: self-attention-v3 - a padding mask, dropout on the weights, output_proj.
+//
+// WHAT THIS ADDS (over lesson 3, SelfAttV2)
+//   Real batches hold sentences of different lengths, padded to one length.
+//   A padding mask says which key positions are padding, and
+//   masked_fill(mask == 0, -1e20) before the softmax gives them a weight of
+//   exactly 0, so no query reads from them. While training, dropout (p = 0.1)
+//   then zeroes random attention weights and scales the rest by 1/0.9.
+//   The fused projection and output_proj are lesson 3's.
+//
+// THE MATH (B batch, T = S = seq, C = dim)
+//   Q, K, V    = split(X W_proj^T + b_proj, C)               (B, T, C) each
+//   scores     = Q @ K^T / sqrt(C)                           (B, T, S)
+//   scores[b, t, s] = -1e20 wherever mask[b, t, s] == 0      (padding keys)
+//   att_weight = dropout(softmax(scores, dim=-1), p = 0.1)   (B, T, S)
+//   ret        = (att_weight @ V) W_out^T + b_out            (B, T, C)
+//
+// THE PYTORCH IT MIRRORS (seed 000, the SelfAttV3 cell; the whole runnable
+// script is in docs/04-self-attention-v3.md)
+//   torch.manual_seed(seed)
+//   X = torch.rand(batch, seq, dim)
+//   b = ...                       # row i keeps its first max(1, seq-1-i) keys
+//   print(b.shape)
+//   mask = b.unsqueeze(dim=1).repeat(1, seq, 1)
+//   print(mask, mask.shape)
+//   net = SelfAttV3(dim)          # then net.eval(), or net.train() for --train
+//   print(net(X, mask).shape)     # the forward prints att_weight itself
+//
+// RUN IT
+//   make lesson-4                         (3 sentences of 4 tokens, dim 2, eval mode)
+//   make lesson-4 ARGS="--train"          dropout on: see the weights it zeroes
+//   flags: --batch --seq --dim --train --seed --dump DIR --dot FILE --heatmap --help
+//
+// WHAT TO LOOK FOR
+//   - The last column of batch 0, the last two of batch 1 and the last three
+//     of batch 2 are 0.0000 exactly: those keys are padding.
+//   - Every row still sums to 1 over the keys that are left; batch 2 has one
+//     real key, so each of its rows is [1, 0, 0, 0].
+//   - Padded QUERY rows (batch 2, rows 1-3) still get weights and an output:
+//     a padding mask hides keys (columns), not queries (rows).
+//   - With --train, the surviving weights are the eval weights divided by
+//     0.9 (0.3565 -> 0.3961 for seed 0) and some are 0: the rows no longer
+//     sum to 1, but each weight keeps its expected value.
+//   - A row whose keys are ALL masked: -1e20 gives uniform weights, -inf
+//     gives NaN (the last part of the output).
+//
+// Size letters: B = batch, T = seq as query positions (rows of att_weight),
+// S = seq as key positions (columns), C = dim.
+// Index letters: b batch row, t query position, s key position.
+
+#include <math.h>
+#include <stdio.h>
+
+#include "attention.h"
+
+// The value written over masked scores: the notebook's float("-1e20").
+// Any number far below every real score works: exp(-1e20 - max) is exactly
+// 0 in float32. Why not -INFINITY: see fully_masked_row() below.
+#define MASK_FILL -1e20f
+#define ATT_DROPOUT 0.1   // "一般是 0.1 的 dropout" (config.attention_probs_dropout_prob)
+
+// --- the module: SelfAttV3 -------------------------------------------------------
+
+typedef struct {
+    int dim;
+    Linear proj;          // Linear(dim, 3*dim): Q, K and V in one matmul (lesson 3)
+    double att_drop;      // nn.Dropout(0.1): the probability of zeroing a weight
+    // "不写这个应该也没人怪": nobody would blame you for leaving it out; it
+    // really belongs to multi-head attention (lesson 6), where it mixes heads.
+    Linear output_proj;   // Linear(dim, dim)
+    bool training;        // nn.Module.training: dropout acts only when true
+} SelfAttV3;
+
+// What the forward computed on the way, besides ret. HuggingFace models hand
+// back their weights the same way when asked (output_attentions=True); the
+// lesson uses them for the heatmap and the fully masked row below.
+typedef struct {
+    Tensor *scores;               // (B, T, S) Q @ K^T / sqrt(C), before the mask
+    Tensor *att_weight;           // (B, T, S) after softmax, before dropout
+    Tensor *att_weight_dropped;   // (B, T, S) after att_drop (att_weight itself in eval)
+} SelfAttV3Weights;
+
+// SelfAttV3(dim). The draws follow PyTorch's __init__ order: proj.weight,
+// proj.bias, output_proj.weight, output_proj.bias. nn.Dropout has no
+// parameters and draws nothing here. Like every nn.Module it starts in
+// training mode; main() switches it to eval unless --train is given.
+static SelfAttV3 SelfAttV3_init(int dim) {
+    SelfAttV3 self;
+    self.dim = dim;
+    self.proj = linear_init("proj", dim, 3 * dim, true);            // W (3C, C), b (3C)
+    self.att_drop = ATT_DROPOUT;
+    self.output_proj = linear_init("output_proj", dim, dim, true);  // W (C, C), b (C)
+    self.training = true;
+    return self;
+}
+
+// SelfAttV3.forward(X, attention_mask). X is (B, T, C); attention_mask is
+// (B, T, S), 1 for a key that may be attended to and 0 for padding, or NULL
+// for no mask. Prints att_weight as the notebook does (and, in training,
+// the weights after dropout). Returns ret (B, T, C); fills *weights if it
+// is not NULL.
+static Tensor *SelfAttV3_forward(const SelfAttV3 *self, const Tensor *X,
+                                 const Tensor *attention_mask, SelfAttV3Weights *weights) {
+    // The notebook's comment says "attention_mask shape is: (batch, seq)".
+    // It is not: masked_fill needs a mask that broadcasts to the scores,
+    // (B, T, S); the cell passes the (B, T, S) repeat of b. A (B, S) mask
+    // would line up with the LAST two dims (T, S): an error when B != T,
+    // and, worse, a silently wrong mask when B == T. (B, 1, S), from
+    // b.unsqueeze(1) without the repeat, broadcasts correctly.
+    int B = size(X, 0), T = size(X, 1), S = T, C = self->dim;
+    (void)B, (void)S;   // only read by the shape comments
+
+    Tensor *QKV = named("QKV", linear(X, &self->proj));                // (B, T, 3C)
+    // Q, K, V = torch.split(QKV, self.dim, dim=-1): three views, no copy.
+    Tensor *parts[3];
+    split(parts, QKV, C, 3);
+    Tensor *Q = named("Q", parts[0]);                                  // (B, T, C)
+    Tensor *K = named("K", parts[1]);                                  // (B, S, C)
+    Tensor *V = named("V", parts[2]);                                  // (B, S, C)
+
+    // scores[b, t, s] = q_t . k_s / sqrt(C). Dividing by sqrt(C) keeps the
+    // scores' spread independent of C, so softmax does not saturate.
+    Tensor *scores = div_scalar(matmul(Q, transpose(K, -1, -2)), sqrtf((float)C));  // (B, T, S)
+    Tensor *att_weight = scores;                                       // (B, T, S)
+    if (attention_mask != NULL) {
+        // "给 weight 填充一个极小的值": fill a very small value where the mask
+        // is 0. After the softmax those weights are exactly 0: exp(-1e20 - max)
+        // underflows to 0.0f. Only the columns (keys) of padding are masked;
+        // a padding QUERY row still gets weights over the real keys.
+        att_weight = masked_fill(att_weight, eq_scalar(attention_mask, 0), MASK_FILL);  // (B, T, S)
+    }
+    att_weight = named("att_weight", softmax(att_weight, -1));          // (B, T, S)
+    printf("%s\n", tensor_str(att_weight, "grad_fn=<SoftmaxBackward0>"));
+
+    // "注意：dropout 是对 att_weight 的，不是对 att_weight @ V 的": dropout
+    // acts on the attention weights, not on att_weight @ V. Zeroing a weight
+    // cuts one query-key link for this step, so the model cannot lean on any
+    // single token; dropping output numbers would be a different thing
+    // (hidden_dropout_prob, applied later in a Transformer block).
+    // Survivors are divided by 0.9 so each weight keeps its expected value:
+    // 0.9 * (w / 0.9) + 0.1 * 0 = w, and eval mode needs no rescaling.
+    Tensor *att_weight_dropped = dropout(att_weight, self->att_drop, self->training);  // (B, T, S)
+    if (self->training) {
+        printf("att_weight after att_drop: %s\n",
+               tensor_str(att_weight_dropped, "grad_fn=<MulBackward0>"));
+    }
+
+    // output[b, t] = sum_s att_weight[b, t, s] * v_s: each query's mix of values.
+    Tensor *output = named("output", matmul(att_weight_dropped, V));   // (B, T, C)
+    Tensor *ret = named("ret", linear(output, &self->output_proj));    // (B, T, C)
+
+    if (weights != NULL) {
+        weights->scores = scores;
+        weights->att_weight = att_weight;
+        weights->att_weight_dropped = att_weight_dropped;
+    }
+    return ret;
+}
+
+// --- the padding mask --------------------------------------------------------------
+
+// b: (batch, seq), 1 for a real token, 0 for padding. Batch row i keeps its
+// first max(1, seq-1-i) tokens: for 3x4 that is the notebook's
+//     [[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]]
+// and every row keeps at least one real token, however large batch is.
+static Tensor *padding_rows(int batch, int seq) {
+    Tensor *b = zeros(shape2(batch, seq));                             // (B, S)
+    b->dtype = DTYPE_INT64;   // torch.tensor([[1, 1, 1, 0], ...]) is int64
+    for (int i = 0; i < batch; i++) {
+        int kept = seq - 1 - i > 1 ? seq - 1 - i : 1;
+        for (int s = 0; s < kept; s++) {
+            *at2(b, i, s) = 1.0f;
+        }
+    }
+    return b;
+}
+
+// softmax(scores.masked_fill(mask == 0, fill), dim=-1): the forward's two
+// lines with the fill value as a parameter, so -1e20 and -inf can be tried
+// side by side.
+static Tensor *masked_softmax(const Tensor *scores, const Tensor *mask, float fill) {
+    return softmax(masked_fill(scores, eq_scalar(mask, 0), fill), -1);  // shape of scores
+}
+
+// --- the parts the notebook does not show ---------------------------------------------
+
+// Train mode: what att_drop did to the weights.
+static void show_dropout(const SelfAttV3Weights *weights) {
+    const Tensor *before = weights->att_weight;            // (B, T, S)
+    const Tensor *after = weights->att_weight_dropped;     // (B, T, S)
+    long kept = 0, dropped = 0;
+    float example_before = 0.0f, example_after = 0.0f;
+    int index[MAX_DIMS] = {0};
+    for (long i = 0; i < numel(before); i++) {
+        float w = *at(before, index), w_dropped = *at(after, index);
+        if (w != 0.0f && w_dropped == 0.0f) {
+            dropped++;
+        } else if (w != 0.0f) {
+            if (kept == 0) {
+                example_before = w;
+                example_after = w_dropped;
+            }
+            kept++;
+        }
+        next_index(index, before->shape, before->ndim);
+    }
+    printf("\n-- what att_drop did (train mode) --\n");
+    printf("of the %ld unmasked weights it zeroed %ld and divided the other %ld by 0.9 "
+           "(%.4f -> %.4f),\nso rows no longer sum to 1 but each weight keeps its expected "
+           "value: 0.9 * w/0.9 + 0.1 * 0 = w.\n", kept + dropped, dropped, kept,
+           example_before, example_after);
+}
+
+// A padding mask hides keys, not queries: the last batch row has the most
+// padding, yet every one of its query positions gets an output row.
+static void show_padded_queries(const Tensor *b, const Tensor *ret) {
+    int B = size(ret, 0), T = size(ret, 1);
+    int last = B - 1, kept = 0;
+    for (int s = 0; s < size(b, 1); s++) {
+        kept += *at2(b, last, s) != 0.0f;
+    }
+    printf("\n-- the mask hides keys (columns), not queries (rows) --\n");
+    if (kept == T) {
+        printf("(batch row %d has no padding with these sizes)\n", last);
+        return;
+    }
+    printf("batch row %d has %d real token(s) and %d padding; its padded query rows %d..%d "
+           "still get outputs:\n", last, kept, T - kept, kept, T - 1);
+    Tensor *ret_last = narrow(ret, 0, last, 1);                        // (1, T, C)
+    Tensor *ret_row = view(contiguous(ret_last), shape2(T, size(ret, 2)));   // (T, C)
+    printf("ret[%d]:\n%s\n", last, tensor_str(ret_row, "grad_fn=<SelectBackward0>"));
+    printf("a model must ignore those rows itself (the loss or the pooling skips padding).\n");
+}
+
+// Why -1e20 and not -inf: a query whose keys are ALL masked (an all-padding
+// sequence, or a causal mask combined with left padding).
+//   fill -1e20: every score becomes -1e20, max = -1e20, exp(0) = 1 for all:
+//               uniform weights 1/S. Harmless: the row is padding anyway.
+//   fill -inf:  max = -inf, and -inf - (-inf) = NaN: the whole row is NaN,
+//               and NaN spreads through @ V, output_proj and the loss.
+// BERT (seed 003) adds a mask instead: scores + (1 - mask) * -10000. With
+// every key masked that shifts the whole row by -10000, and softmax does not
+// change when a row is shifted, so the row gets (nearly) its UNMASKED weights.
+static void fully_masked_row(const SelfAttV3Weights *weights) {
+    int S = size(weights->scores, 2);
+    // scores of batch 0, query 0, as a 1-D row
+    Tensor *row = view(contiguous(narrow(narrow(weights->scores, 0, 0, 1), 1, 0, 1)),
+                       shape1(S));                                    // (S)
+    Tensor *no_keys = zeros(shape1(S));                                // (S) all padding
+    no_keys->dtype = DTYPE_INT64;
+    Tensor *additive = full(shape1(S), -10000.0f);                     // (S) (1 - 0) * -10000
+
+    printf("\n-- a row whose keys are all masked: why -1e20 and not -inf --\n");
+    printf("scores of batch 0, query 0: %s\n", tensor_str(row, NULL));
+    printf("mask every key, fill -1e20 (the notebook): %s\n",
+           tensor_str(masked_softmax(row, no_keys, MASK_FILL), NULL));
+    printf("mask every key, fill -inf:                 %s\n",
+           tensor_str(masked_softmax(row, no_keys, -INFINITY), NULL));
+    printf("BERT's additive mask, scores - 10000:      %s\n",
+           tensor_str(softmax(add(row, additive), -1), NULL));
+    printf("no mask at all, for comparison:            %s\n", tensor_str(softmax(row, -1), NULL));
+}
+
+int main(int argc, char **argv) {
+    int batch = 3, seq = 4, dim = 2;   // the notebook: torch.rand(3, 4, 2), SelfAttV3(2)
+    bool train = false;
+    SizeFlag sizes[] = {
+        {"--batch", &batch, "batch size"},
+        {"--seq", &seq, "sequence length"},
+        {"--dim", &dim, "hidden dimension"},
+    };
+    SwitchFlag switches[] = {
+        {"--train", &train, "training mode: dropout on (default: eval mode)"},
+    };
+    Lesson lesson = {
+        .program = "lesson-4",
+        .summary = "self-attention-v3: padding mask, dropout on the weights, output_proj "
+                   "(seed 000 SelfAttV3)",
+        .sizes = sizes, .n_sizes = 3,
+        .switches = switches, .n_switches = 1,
+    };
+    parse_lesson_args(&lesson, argc, argv);
+    check_fits(&lesson, "att_weight (batch*seq*seq)", (double)batch * seq * seq);
+    check_fits(&lesson, "QKV (batch*seq*3*dim)", (double)batch * seq * 3 * dim);
+    check_fits(&lesson, "proj.weight (3*dim*dim)", 3.0 * dim * dim);
+    lesson_start(&lesson);
+
+    Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));      // (B, T, C)
+    Tensor *b = padding_rows(batch, seq);                              // (B, S)
+    printf("%s\n", size_str(b));
+    // [B, S] -> [B, 1, S] -> [B, T, S]: the same key mask for every query
+    // row t ("在第 1 维重复 seq 次": repeat seq times along dim 1).
+    Tensor *mask = named("mask", repeat(unsqueeze(b, 1), (int[]){1, seq, 1}));  // (B, T, S)
+    printf("%s %s\n", tensor_str(mask, NULL), size_str(mask));
+
+    SelfAttV3 net = SelfAttV3_init(dim);
+    // The notebook never calls net.eval(), so its dropout was on when it ran;
+    // its printed weights come before dropout and are not affected.
+    net.training = train;
+    SelfAttV3Weights weights;
+    Tensor *ret = SelfAttV3_forward(&net, X, mask, &weights);          // (B, T, C)
+    printf("%s\n", size_str(ret));
+
+    if (lesson.heatmap) {
+        print_heatmap("att_weight (after softmax, before dropout)", weights.att_weight);
+        if (train) {
+            print_heatmap("att_weight after att_drop", weights.att_weight_dropped);
+        }
+    }
+    graph_pause(true);   // what follows is commentary, not the model's dataflow
+    if (train) {
+        show_dropout(&weights);
+    }
+    show_padded_queries(b, ret);
+    fully_masked_row(&weights);
+    graph_pause(false);
+    return lesson_finish(&lesson);
+}
