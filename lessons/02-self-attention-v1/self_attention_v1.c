@@ -1,0 +1,272 @@
+// Lesson 2: self-attention-v1 - learned Q, K, V projections, and counting the work.
+//
+// WHAT THIS ADDS
+//   Lesson 1 was handed its queries, keys and values. Here they are learned:
+//   three nn.Linear layers turn each input vector x_t into q_t, k_t and v_t
+//   (seed 000, the `SelfAttV1` cell), and the scores are divided by
+//   sqrt(dim) before the softmax. Then we count the cost: the notebook's
+//   profiler (thop) reports 0.000288 MFLOPs, but it only sees the three
+//   Linear layers; the attention itself (Q @ K^T, softmax, weights @ V) is
+//   invisible to it. We count it by hand.
+//
+// THE MATH (B = batch, T = seq, C = dim)
+//   Q = X Wq^T + bq,  K = X Wk^T + bk,  V = X Wv^T + bv         (B, T, C) each
+//   attention_value  = Q @ K^T                                   (B, T, T)
+//   attention_weight = softmax(attention_value / sqrt(C), dim=-1) (B, T, T)
+//   output           = attention_weight @ V                      (B, T, C)
+//
+// THE PYTORCH IT MIRRORS (seed 000; docs/02-self-attention-v1.md has it whole)
+//   torch.manual_seed(seed)
+//   X = torch.rand(batch, seq, dim)
+//   net = SelfAttV1(dim)                   # query_proj, key_proj, value_proj
+//   net(X)                                 # forward prints attention_weight
+//   flops_v1, params_v1 = profile(net, inputs=(X,))    # thop
+//   print(f"SelfAttV1 FLOPs: {flops_v1 / 1e6:.6f} MFLOPs")
+//   print(f"SelfAttV1 Parameters: {params_v1 / 1e6:.6f} M")
+//   print(X.T.shape)                       # a separate cell: the X.T aside
+//
+// RUN IT
+//   make lesson-2                      (flags: --batch 3 --seq 2 --dim 4, --seed N,
+//   make lesson-2 ARGS="--seed 7"       --dump DIR, --dot FILE, --heatmap, --help)
+//
+// WHAT TO LOOK FOR
+//   - The weights print twice, as in the notebook: once from net(X) with
+//     grad_fn=<SoftmaxBackward0>, once from the forward that thop's profile()
+//     runs under torch.no_grad(), where no graph is recorded and so no grad_fn.
+//   - With random weights and dim = 4 the scores are small, so every row of
+//     attention_weight is close to uniform (0.48 / 0.52 for seq = 2).
+//   - thop's 288 is exactly 3 layers x in_features (4) x output elements (24).
+//     The full forward is 432 at the default sizes; try --seq 512 --dim 64 to
+//     see the uncounted attention part overtake the Linear layers.
+//   - X.T on a 3-D tensor reverses ALL dims: (3, 2, 4) -> (4, 2, 3), which is
+//     not the batch of transposed matrices one usually wants.
+//
+// Size letters: B = batch, T = seq (query and key positions), C = dim.
+// Index letters: b batch, t query position, s key position.
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "attention.h"
+
+// torch.is_grad_enabled(). It only changes how the weights print: PyTorch
+// shows grad_fn=<SoftmaxBackward0> when autograd recorded the softmax, which
+// it does unless we are inside `with torch.no_grad():` (as thop's profile is).
+static bool grad_enabled = true;
+
+// --- the module ---------------------------------------------------------------------
+
+// class SelfAttV1(nn.Module): three separate projections, no output_proj.
+typedef struct {
+    int hidden_dim;
+    Linear query_proj;   // weight (C, C), bias (C,)
+    Linear key_proj;     // weight (C, C), bias (C,)
+    Linear value_proj;   // weight (C, C), bias (C,)
+} SelfAttV1;
+
+// SelfAttV1(hidden_dim). nn.Linear draws its weight, then its bias, from
+// the generator, so the order of these three lines is the order of
+// PyTorch's __init__ and is what makes the weights equal PyTorch's.
+static SelfAttV1 SelfAttV1_init(int hidden_dim) {
+    SelfAttV1 self;
+    self.hidden_dim = hidden_dim;
+    // "Linear layers usually have a bias" (the notebook's comment).
+    self.query_proj = linear_init("query_proj", hidden_dim, hidden_dim, true);
+    self.key_proj = linear_init("key_proj", hidden_dim, hidden_dim, true);
+    self.value_proj = linear_init("value_proj", hidden_dim, hidden_dim, true);
+    return self;
+}
+
+// SelfAttV1.forward(X): returns output (B, T, C). If `attention_weight_out`
+// is not NULL it also receives the (B, T, T) weights (the notebook only
+// prints them; the heatmap and the tests want them too).
+static Tensor *SelfAttV1_forward(Tensor **attention_weight_out, const SelfAttV1 *self,
+                                 const Tensor *X) {
+    // X: (B, T, C). The notebook notes that X's last dim could differ from
+    // hidden_dim (the Linear layers would map it); here both are --dim.
+    Tensor *Q = named("Q", linear(X, &self->query_proj));                   // (B, T, C)
+    Tensor *K = named("K", linear(X, &self->key_proj));                     // (B, T, C)
+    Tensor *V = named("V", linear(X, &self->value_proj));                   // (B, T, C)
+
+    // Every query against every key of the same batch row. K.transpose(-1, -2)
+    // swaps only the last two dims, (B, T, C) -> (B, C, T), as a view. (K.T
+    // would reverse all three dims: see the aside at the end.)
+    // attention_value[b, t, s] = q_{b,t} . k_{b,s}
+    Tensor *attention_value =
+        named("attention_value", matmul(Q, transpose(K, -1, -2)));          // (B, T, T)
+
+    // Why divide by sqrt(hidden_dim): a dot product of C terms of variance ~1
+    // has variance ~C, so its size grows like sqrt(C); dividing keeps the
+    // scores near 1 whatever C is, and softmax out of its flat-gradient
+    // corners. math.sqrt gives a double; PyTorch rounds it to float and
+    // divides each float score by it, and so do we. (The notebook calls this
+    // variable `attention_wight`: a typo.)
+    float scale = (float)sqrt((double)self->hidden_dim);
+    Tensor *attention_weight = named(
+        "attention_weight", softmax(div_scalar(attention_value, scale), -1));  // (B, T, T)
+    printf("attention_weight: %s\n",
+           tensor_str(attention_weight, grad_enabled ? "grad_fn=<SoftmaxBackward0>" : NULL));
+
+    // Each output row mixes the value rows of its batch row by its weights.
+    Tensor *output = named("output", matmul(attention_weight, V));          // (B, T, C)
+    if (attention_weight_out != NULL) {
+        *attention_weight_out = attention_weight;
+    }
+    return output;
+}
+
+// --- counting: what thop's profile() does, and what it leaves out -------------------
+
+// thop.profile returns two numbers: the sum of each module's counter.
+typedef struct {
+    long long flops;    // thop's "FLOPs": really multiply-adds (MACs)
+    long long params;   // parameter count
+} Profile;
+
+// thop's count_linear (thop/vision/basic_hooks.py) adds, per call,
+//     in_features * y.numel()
+// i.e. in_features multiply-adds for every element of the output. `rows` is
+// how many vectors the layer was applied to (batch * seq), so y.numel() is
+// rows * out_features. The bias add needs no extra count: a dot product of
+// n terms plus a bias is exactly n multiplies and n adds, n multiply-adds.
+static long long count_linear(const Linear *layer, long long rows) {
+    return (long long)layer->in_features * (rows * layer->out_features);
+}
+
+// Parameters of one Linear: weight (out, in) plus bias (out,).
+static long long count_params(const Linear *layer) {
+    long long n = numel(layer->weight);
+    return layer->bias != NULL ? n + numel(layer->bias) : n;
+}
+
+// profile(net, inputs=(X,)): thop hooks a counter onto every nn.Linear, runs
+// net(X) once more under torch.no_grad(), and sums the counters. That second
+// forward is why the notebook prints the weights twice. Q @ K^T, the softmax
+// and @ V are plain tensor operations, not modules, so no hook sees them.
+static Profile thop_profile(const SelfAttV1 *net, const Tensor *X) {
+    printf("[INFO] Register count_linear() for <class 'torch.nn.modules.linear.Linear'>.\n");
+    grad_enabled = false;   // with torch.no_grad():
+    graph_pause(true);      // the --dot diagram shows the first forward only
+    SelfAttV1_forward(NULL, net, X);
+    graph_pause(false);
+    grad_enabled = true;
+
+    long long rows = numel(X) / size(X, -1);   // batch * seq vectors went through each layer
+    const Linear *layers[] = {&net->query_proj, &net->key_proj, &net->value_proj};
+    Profile profile = {0, 0};
+    for (int i = 0; i < 3; i++) {
+        profile.flops += count_linear(layers[i], rows);
+        profile.params += count_params(layers[i]);
+    }
+    return profile;
+}
+
+// The whole forward, counted by hand. Units: one multiply-add for each term
+// of a dot product (as thop counts), one operation for each elementwise step.
+typedef struct {
+    long long linear;       // 3 * batch*seq*dim*dim  (what thop reports)
+    long long scores;       // Q @ K^T: batch*seq*seq*dim
+    long long scale;        // / sqrt(dim): batch*seq*seq
+    long long softmax;      // 3 * batch*seq*seq
+    long long mix;          // attention_weight @ V: batch*seq*seq*dim
+    long long total;
+} FullCount;
+
+static FullCount full_count(long long batch, long long seq, long long dim) {
+    FullCount c;
+    c.linear = 3 * (batch * seq * dim * dim);
+    // Each of the batch*seq*seq scores is a dot product of dim terms.
+    c.scores = batch * seq * seq * dim;
+    // One division per score.
+    c.scale = batch * seq * seq;
+    // Per weight: one exp, one add into its row's sum, one divide by the sum.
+    // (The stable softmax also subtracts the row max, and finding the max
+    // compares; we leave those two out, as most FLOP counters do. An exp
+    // costs far more than a multiply anyway: softmax "FLOPs" are a
+    // convention, not a measurement.)
+    c.softmax = 3 * (batch * seq * seq);
+    // Each of the batch*seq*dim outputs is a dot product of seq terms.
+    c.mix = batch * seq * seq * dim;
+    c.total = c.linear + c.scores + c.scale + c.softmax + c.mix;
+    return c;
+}
+
+static void print_counts(const Profile *profile, const SelfAttV1 *net, int batch, int seq,
+                         int dim) {
+    long long rows = (long long)batch * seq;
+    FullCount c = full_count(batch, seq, dim);
+    printf("\n-- what thop counted --\n");
+    printf("thop adds in_features x (elements of the output) for every nn.Linear call:\n");
+    const Linear *layers[] = {&net->query_proj, &net->key_proj, &net->value_proj};
+    const char *names[] = {"query_proj", "key_proj", "value_proj"};
+    for (int i = 0; i < 3; i++) {
+        printf("  %-11s %d x (%d*%d*%d) = %lld\n", names[i], layers[i]->in_features, batch, seq,
+               layers[i]->out_features, count_linear(layers[i], rows));
+    }
+    printf("  FLOPs = 3 * batch*seq*dim*dim = %lld (really multiply-adds)\n", profile->flops);
+    printf("  Parameters = 3 * (dim*dim + dim) = 3 * (%d + %d) = %lld\n", dim * dim, dim,
+           profile->params);
+
+    printf("\n-- what it left out: the attention itself --\n");
+    printf("  Q @ K^T               batch*seq*seq*dim = %lld multiply-adds\n", c.scores);
+    printf("  / sqrt(dim)           batch*seq*seq     = %lld divisions\n", c.scale);
+    printf("  softmax               3*batch*seq*seq   = %lld (exp, add to row sum, divide)\n",
+           c.softmax);
+    printf("  attention_weight @ V  batch*seq*seq*dim = %lld multiply-adds\n", c.mix);
+    printf("counted by thop:    %lld = %.6f M\n", c.linear, c.linear / 1e6);
+    printf("the whole forward:  %lld = %.6f M (%.1f%% of it not counted by thop)\n", c.total,
+           c.total / 1e6, 100.0 * (double)(c.total - c.linear) / (double)c.total);
+}
+
+// --- the lesson ---------------------------------------------------------------------
+
+int main(int argc, char **argv) {
+    int batch = 3, seq = 2, dim = 4;   // the notebook's torch.rand(3, 2, 4), SelfAttV1(4)
+    SizeFlag sizes[] = {
+        {"--batch", &batch, "batch size"},
+        {"--seq", &seq, "sequence length"},
+        {"--dim", &dim, "hidden dimension (hidden_dim)"},
+    };
+    Lesson lesson = {
+        .program = "lesson-2",
+        .summary = "self-attention-v1: SelfAttV1 of seed 000, Q/K/V projections, "
+                   "thop's FLOP count and the full one",
+        .sizes = sizes,
+        .n_sizes = 3,
+    };
+    parse_lesson_args(&lesson, argc, argv);
+    // The biggest tensors: the weights (B, T, T), X and Q/K/V (B, T, C), a
+    // projection weight (C, C).
+    check_fits(&lesson, "attention_weight (batch*seq*seq)", (double)batch * seq * seq);
+    check_fits(&lesson, "X (batch*seq*dim)", (double)batch * seq * dim);
+    check_fits(&lesson, "query_proj.weight (dim*dim)", (double)dim * dim);
+    lesson_start(&lesson);
+
+    // The notebook's cell, in its order: X first, then the three Linear inits.
+    Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));           // (B, T, C)
+    SelfAttV1 net = SelfAttV1_init(dim);
+    Tensor *attention_weight = NULL;
+    SelfAttV1_forward(&attention_weight, &net, X);   // net(X); output: (B, T, C)
+    if (lesson.heatmap) {
+        print_heatmap("attention_weight", attention_weight);
+    }
+
+    Profile profile = thop_profile(&net, X);
+    // f"{flops_v1 / 1e6:.6f}": C's %.6f rounds the same double the same way.
+    printf("SelfAttV1 FLOPs: %.6f MFLOPs\n", (double)profile.flops / 1e6);
+    printf("SelfAttV1 Parameters: %.6f M\n", (double)profile.params / 1e6);
+
+    print_counts(&profile, &net, batch, seq, dim);
+
+    // The notebook's aside (its own cell, `X = torch.rand(3, 2, 4);
+    // print(X.T.shape)`): .T on a 3-D tensor reverses all its dims, it does
+    // not transpose each matrix of the batch. It is X.permute(2, 1, 0). Newer
+    // PyTorch warns that .T on other than 2 dims is deprecated (1.13 already
+    // does; the notebook silenced warnings): use .mT or .transpose(-1, -2)
+    // for a batch of matrices. The notebook draws a fresh X for this; only
+    // its shape matters, so we reuse ours and draw nothing.
+    printf("\n-- the aside: X.T on a 3-D tensor reverses all three dims --\n");
+    printf("%s\n", size_str(permute(X, (int[]){2, 1, 0})));                // (C, T, B)
+    return lesson_finish(&lesson);
+}

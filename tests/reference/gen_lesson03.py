@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""gen_lesson03.py - record PyTorch's numbers for lesson 3 (self-attention-v2).
+
+Run once, from anywhere, with the PyTorch 1.13 the lessons are checked against:
+
+    /usr/bin/python3 tests/reference/gen_lesson03.py
+
+For each case below it does exactly the lesson's draws after
+torch.manual_seed(seed) (X = torch.rand(batch, seq, dim), then
+SelfAttV2(dim): proj, then output_proj) and writes into
+tests/data/lesson03/<case>/:
+
+  <name>.npy   every dump name of LESSONS.md item 3 ('<f4', C order):
+               X proj.weight proj.bias output_proj.weight output_proj.bias
+               QKV Q K V att_weight output ret
+  stdout.txt   the lines PyTorch prints for what the lesson prints that
+               PyTorch can print: net(X).shape (the notebook evaluates it
+               without displaying it), thop's [INFO] line, the two profile
+               lines WITH THE CORRECTED LABEL SelfAttV2 (the notebook's cell
+               says SelfAttV1, a copy-paste slip), att_weight and ret as
+               print() shows them, and each split part's shape, stride(),
+               storage_offset() and is_contiguous().
+
+thop is not installed here, so profile() is emulated with the rule thop's
+count_linear uses (in_features * output numel per Linear call). The build and
+the tests never run Python.
+"""
+import math
+import os
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "lesson03")
+
+# case directory -> (seed, batch, seq, dim)
+CASES = {
+    "seed0": (0, 3, 2, 4),                       # the notebook's sizes
+    "seed7": (7, 3, 2, 4),
+    "seed1_batch2_seq5_dim8": (1, 2, 5, 8),
+}
+
+LINES = []      # what is printed, in order
+INSIDE = {}     # the forward's locals, filled by the forward
+
+
+def say(*args):
+    """print(), but kept for stdout.txt."""
+    text = " ".join(str(a) for a in args)
+    print(text)
+    LINES.append(text)
+
+
+class SelfAttV2(nn.Module):
+    """The notebook's class (seed 000); its bug is in the cell's labels, not here."""
+
+    def __init__(self, dim) -> None:
+        super().__init__()
+        self.dim = dim
+        self.proj = nn.Linear(dim, dim * 3)
+        self.output_proj = nn.Linear(dim, dim)
+
+    def forward(self, X):
+        QKV = self.proj(X)
+        Q, K, V = torch.split(QKV, self.dim, dim=-1)
+        att_weight = torch.softmax(Q @ K.transpose(-1, -2) / math.sqrt(self.dim), dim=-1)
+        output = att_weight @ V
+        ret = self.output_proj(output)
+        INSIDE.update(QKV=QKV, Q=Q, K=K, V=V, att_weight=att_weight, output=output, ret=ret)
+        return ret
+
+
+def profile(model, inputs):
+    """thop.profile, reduced to what it does for a model of nn.Linear layers."""
+    say("[INFO] Register count_linear() for <class 'torch.nn.modules.linear.Linear'>.")
+    counts = {"ops": 0}
+
+    def count_linear(m, x, y):          # thop/vision/basic_hooks.py
+        counts["ops"] += m.in_features * y.numel()
+
+    hooks = [m.register_forward_hook(count_linear) for m in model.modules()
+             if isinstance(m, nn.Linear)]
+    with torch.no_grad():
+        model(*inputs)
+    for h in hooks:
+        h.remove()
+    params = sum(p.numel() for m in model.modules() if isinstance(m, nn.Linear)
+                 for p in m.parameters())
+    return float(counts["ops"]), float(params)
+
+
+def save(directory, name, tensor):
+    array = tensor.detach().numpy().astype("<f4")
+    np.save(os.path.join(directory, name + ".npy"), np.ascontiguousarray(array))
+
+
+def show_view(name, t):
+    say(f"{name}: {t.shape} stride {t.stride()} storage_offset {t.storage_offset()} "
+        f"is_contiguous {t.is_contiguous()}")
+
+
+def record(case, seed, batch, seq, dim):
+    LINES.clear()
+    INSIDE.clear()
+    directory = os.path.join(OUT, case)
+    os.makedirs(directory, exist_ok=True)
+
+    torch.manual_seed(seed)
+    X = torch.rand(batch, seq, dim)
+    net = SelfAttV2(dim)
+    say("net(X).shape:", net(X).shape)
+    inside = dict(INSIDE)                # from the first (grad) forward
+    flops_v2, params_v2 = profile(net, inputs=(X,))
+    say(f"SelfAttV2 FLOPs: {flops_v2 / 1e6:.6f} MFLOPs")
+    say(f"SelfAttV2 Parameters: {params_v2 / 1e6:.6f} M")
+
+    say("att_weight:", inside["att_weight"])
+    say("ret:", inside["ret"])
+    for name in ("QKV", "Q", "K", "V"):
+        show_view(name, inside[name])
+    shared = all(inside[n].storage().data_ptr() == inside["QKV"].storage().data_ptr()
+                 for n in ("Q", "K", "V"))
+    say(f"Q, K and V share QKV's storage: {shared}")
+
+    save(directory, "X", X)
+    for name, param in net.state_dict().items():
+        save(directory, name, param)
+    for name, tensor in inside.items():
+        save(directory, name, tensor)
+    with open(os.path.join(directory, "stdout.txt"), "w") as f:
+        f.write("\n".join(LINES) + "\n")
+
+
+def main():
+    for case, (seed, batch, seq, dim) in CASES.items():
+        record(case, seed, batch, seq, dim)
+
+
+if __name__ == "__main__":
+    main()
