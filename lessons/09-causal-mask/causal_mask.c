@@ -1,0 +1,343 @@
+// Lesson 9: causal-mask - a query may only look at keys that came before it.
+//
+// WHAT THIS ADDS
+//   Lesson 8 built grouped-query attention (GQA): 8 query heads share 2
+//   key/value heads. Every query there could see every key, including keys
+//   that come LATER in the sequence. A language model that predicts the next
+//   token must not see the future, so each query position t is only allowed
+//   the key positions s <= t. That rule is the causal mask. Seed 001 builds
+//   it with torch.triu, puts it into its `GQA` module, and then shows the
+//   mask a single new query gets when earlier keys sit in a KV cache (the
+//   subject of lesson 10). We print its two masks, generalise the second one
+//   to a chunk of several new queries, run its GQA module, and compare its
+//   mask convention with lesson 4's.
+//
+// THE MATH (T queries, S = T keys; cache_len cached keys come first in lesson 10)
+//   mask[t, s]   = 1 if s > t else 0          = triu(ones(T, T), diagonal=1)
+//   scores[t, s] = q_t . k_s / sqrt(D), set to -inf where mask[t, s] == 1
+//   attn[t, :]   = softmax(scores[t, :])        exp(-inf) = 0: the future gets 0
+//   out[t]       = sum_{s <= t} attn[t, s] * v_s
+//   With cache_len keys already cached, q_len new queries sit at positions
+//   cache_len .. cache_len + q_len - 1 and the mask is
+//   triu(ones(q_len, cache_len + q_len), diagonal = 1 + cache_len).
+//
+// THE PYTORCH IT MIRRORS (seed 001, cells In[10]-In[12]; GQA is the notebook's class)
+//   print(torch.triu(torch.ones(4, 4), diagonal=1))
+//   cache_len = 2
+//   print(torch.triu(torch.ones(1, 1 + cache_len), diagonal=1 + cache_len))
+//   print(torch.triu(torch.ones(2, cache_len + 2), diagonal=1 + cache_len))
+//   torch.manual_seed(seed)
+//   gqa = GQA(dim, heads, kv_heads).eval()
+//   query = torch.randn(batch, seq, dim)
+//   key = torch.randn(batch, seq, dim)
+//   value = torch.randn(batch, seq, dim)
+//   output = gqa(query, key, value)
+//   print(output.shape)
+//   (docs/09-causal-mask.md has the complete script, which prints every
+//   number this lesson prints.)
+//
+// RUN IT
+//   make lesson-9        flags: --batch 4 --seq 32 --dim 512 --heads 8 --kv-heads 2,
+//                        --train (dropout on), --heatmap, --seed, --dump, --dot
+//
+// WHAT TO LOOK FOR
+//   - Row t of the weights is exactly 0 after column t: the upper triangle.
+//   - Row 0 of the weights is [1, 0, 0, ...]: the first token can only see
+//     itself, so all its attention goes to itself.
+//   - Changing the last token changes only the last output: 0 difference at
+//     every earlier position.
+//   - The notebook's mask has 1 where attention is FORBIDDEN (fill where
+//     mask == 1); lesson 4's mask has 1 where it is ALLOWED (fill where
+//     mask == 0). Same pattern, opposite meaning.
+//   - A fully masked row gives NaN with -inf and a uniform row with -1e20;
+//     a causal row is never fully masked, because its diagonal is visible.
+//
+// Size letters: B = batch_size, T = seq_len (query positions), S = key
+// positions, C = dim, H = num_heads, G = num_groups (the key/value heads,
+// --kv-heads), R = expand_ratio = H / G (query heads per key/value head),
+// D = head_dim = C / H.
+// Index letters: b batch, h query head, t query position, s key position.
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "attention.h"
+
+// --- part 1: the masks --------------------------------------------------------
+
+// torch.triu(torch.ones(q_len, cache_len + q_len), diagonal=1 + cache_len):
+// 1 marks a key the query may NOT see. Query row t is the token at absolute
+// position cache_len + t; key column s is at absolute position s. The query
+// sees s <= cache_len + t, i.e. s - t <= cache_len, and triu keeps (sets to
+// 1) exactly the s - t >= cache_len + 1. So the diagonal slides right by
+// cache_len: the mask is aligned to the BOTTOM RIGHT of the score matrix,
+// where the newest query meets the newest key.
+static Tensor *causal_mask(int q_len, int cache_len) {
+    return triu(ones(shape2(q_len, cache_len + q_len)), 1 + cache_len);   // (q_len, cache_len + q_len)
+}
+
+static void show_masks(void) {
+    // In[12]: the plain causal mask for 4 tokens. Row t has 1s (forbidden)
+    // after column t.
+    int seq_len = 4;
+    Tensor *mask = triu(ones(shape2(seq_len, seq_len)), 1);   // (4, 4)
+    printf("mask = torch.triu(torch.ones(4, 4), diagonal=1)\n%s\n", tensor_str(mask, NULL));
+
+    // In[12]: ONE new query after cache_len = 2 cached keys. It is the
+    // newest token, so it may see all 3 keys: the mask is all zeros.
+    int cache_len = 2;
+    Tensor *mask_w_cache = triu(ones(shape2(1, 1 + cache_len)), 1 + cache_len);   // (1, 3)
+    printf("mask_w_cache = torch.triu(torch.ones(1, 1 + cache_len), diagonal=1 + cache_len)\n"
+           "%s\n\n", tensor_str(mask_w_cache, NULL));
+
+    // The general case: q_len = 2 new queries after the same 2 cached keys.
+    // Query 0 (absolute position 2) may see keys 0..2 but not key 3 (the
+    // other new token); query 1 (position 3) sees all 4.
+    int q_len = 2;
+    Tensor *mask_chunk = causal_mask(q_len, cache_len);   // (2, 4)
+    printf("-- the general mask: q_len new queries after cache_len cached keys --\n");
+    printf("mask = torch.triu(torch.ones(q_len, cache_len + q_len), diagonal=1 + cache_len)\n");
+    printf("q_len = 2, cache_len = 2:\n%s\n", tensor_str(mask_chunk, NULL));
+    printf("cache_len = 0 gives the (4, 4) mask above, q_len = 1 the one-row mask:\n%s\n%s\n\n",
+           tensor_str(causal_mask(4, 0), NULL), tensor_str(causal_mask(1, 2), NULL));
+}
+
+// --- part 2: the notebook's GQA module ------------------------------------------
+
+// class GQA(nn.Module) of seed 001, In[10]. The notebook calls the number of
+// key/value heads `num_groups`: G groups of R = H / G query heads, each group
+// sharing one key head and one value head.
+typedef struct {
+    int num_heads;    // H
+    int head_dim;     // D = C / H
+    int num_groups;   // G, the key/value heads
+    Linear w_query;   // C -> C        (H heads of D)
+    Linear w_key;     // C -> G * D    (only G heads: that is the saving)
+    Linear w_value;   // C -> G * D
+    Linear o_proj;    // C -> C
+    bool training;    // module.train() / module.eval(): dropout on or off
+} GQA;
+
+// GQA(dim, num_heads, num_groups). The notebook asserts that num_heads
+// divides dim and num_groups divides num_heads; main() checks both on the
+// command line before we get here. The four Linear layers are created in
+// this order, which is the order PyTorch draws their initial weights in.
+static GQA GQA_init(int dim, int num_heads, int num_groups) {
+    GQA self;
+    self.num_heads = num_heads;
+    self.head_dim = dim / num_heads;
+    self.num_groups = num_groups;
+    self.w_query = linear_init("w_query", dim, dim, true);
+    self.w_key = linear_init("w_key", dim, num_groups * self.head_dim, true);
+    self.w_value = linear_init("w_value", dim, num_groups * self.head_dim, true);
+    self.o_proj = linear_init("o_proj", dim, dim, true);
+    self.training = true;   // nn.Module starts in training mode; .eval() clears it
+    return self;
+}
+
+// GQA.forward(query, key, value), line by line. query, key, value are
+// (B, T, C). Returns out (B, T, C); *attn_weights gets the attention
+// weights (B, H, T, T) (the notebook keeps them local; we hand them out so
+// the lesson can print them). The notebook reuses the names query/key/value
+// for the projected tensors; so do we.
+static Tensor *GQA_forward(const GQA *self, Tensor **attn_weights, const Tensor *query,
+                           const Tensor *key, const Tensor *value) {
+    int batch_size = size(query, 0);
+    int seq_len = size(query, 1);
+    int H = self->num_heads, G = self->num_groups, D = self->head_dim;
+    const int heads_first[4] = {0, 2, 1, 3};   // permute(0, 2, 1, 3)
+
+    // Project, split the last dim into heads, and move heads before
+    // positions so that each head is one (T, D) matrix.
+    query = view(linear(query, &self->w_query), shape4(batch_size, seq_len, H, D));  // (B, T, H, D)
+    query = permute(query, heads_first);                                           // (B, H, T, D)
+    key = view(linear(key, &self->w_key), shape4(batch_size, seq_len, G, D));        // (B, T, G, D)
+    key = permute(key, heads_first);                                               // (B, G, T, D)
+    value = view(linear(value, &self->w_value), shape4(batch_size, seq_len, G, D));  // (B, T, G, D)
+    value = permute(value, heads_first);                                           // (B, G, T, D)
+
+    // Give every query head its key/value head. unsqueeze(2) makes room for
+    // the R heads of a group; expand repeats the group's key R times there
+    // without copying (stride 0); reshape then merges (G, R) into H, which
+    // must copy, because an expanded view cannot be flattened in place.
+    // Merging (G, R) row-major puts query head i = g * R + r on key head
+    // g = i / R: heads 0..R-1 share key head 0, the next R key head 1.
+    // (That is repeat_interleave of seed 002, not repeat.)
+    int expand_ratio = H / G;   // R
+    key = unsqueeze(key, 2);                                                       // (B, G, 1, T, D)
+    key = expand(key, shape5(-1, -1, expand_ratio, -1, -1));                       // (B, G, R, T, D)
+    key = reshape(key, shape4(batch_size, H, seq_len, D));                         // (B, H, T, D)
+    value = unsqueeze(value, 2);                                                   // (B, G, 1, T, D)
+    value = expand(value, shape5(-1, -1, expand_ratio, -1, -1));                   // (B, G, R, T, D)
+    value = reshape(value, shape4(batch_size, H, seq_len, D));                     // (B, H, T, D)
+
+    // Dividing by sqrt(D) keeps the dot products of D-long vectors near
+    // unit size, so softmax does not saturate into a one-hot row.
+    Tensor *scores = matmul(query, transpose(key, -2, -1));                        // (B, H, T, T)
+    scores = div_scalar(scores, sqrtf((float)D));                                  // (B, H, T, T)
+
+    // The causal mask: 1 above the diagonal = key s is in the future of
+    // query t. Filling those scores with -inf makes exp() give exactly 0,
+    // so no weight at all goes to the future. The (T, T) mask broadcasts
+    // over batch and heads. Every row keeps at least its diagonal, so no
+    // row is all -inf (which would give 0/0 = NaN).
+    Tensor *mask = named("mask", triu(ones(shape2(seq_len, seq_len)), 1));         // (T, T)
+    scores = masked_fill(scores, eq_scalar(mask, 1.0f), -INFINITY);                // (B, H, T, T)
+    Tensor *attn = softmax(scores, -1);                                            // (B, H, T, T)
+    // Dropout on the weights, only in training: it randomly silences some
+    // of the links between positions. .eval() turns it off.
+    attn = dropout(attn, 0.1, self->training);                                     // (B, H, T, T)
+    *attn_weights = attn;
+
+    Tensor *attn_out = matmul(attn, value);                                        // (B, H, T, D)
+    // Back to one row per position with the heads side by side; the permuted
+    // view is not contiguous, so reshape copies it.
+    attn_out = permute(attn_out, heads_first);                                     // (B, T, H, D)
+    attn_out = reshape(attn_out, shape3(batch_size, seq_len, H * D));              // (B, T, C)
+    return linear(attn_out, &self->o_proj);                                        // (B, T, C)
+}
+
+// t[0] in PyTorch: the first entry along dim 0, one dim fewer. A narrow()
+// keeps the dim (size 1), so reshape drops it (a view, nothing copied).
+static Tensor *first(const Tensor *t) {
+    Shape rest = {t->ndim - 1, {0}};
+    for (int d = 1; d < t->ndim; d++) {
+        rest.size[d - 1] = t->shape[d];
+    }
+    return reshape(narrow(t, 0, 0, 1), rest);
+}
+
+// The largest |a - b| over positions [from, to) of two (B, T, C) tensors.
+static float diff_of_positions(const Tensor *a, const Tensor *b, int from, int to) {
+    return max_abs_diff(narrow(a, 1, from, to - from), narrow(b, 1, from, to - from));
+}
+
+// --- part 3: two conventions for a mask -------------------------------------------
+
+// The same causal pattern on fixed 3x3 scores, written both ways, and what
+// happens to a row that is masked entirely.
+static void compare_conventions(void) {
+    const float score_values[] = {1, 2, 3,  4, 5, 6,  7, 8, 9};
+    Tensor *scores = tensor_from(shape2(3, 3), score_values);                      // (3, 3)
+    printf("-- two conventions for the same mask --\n");
+    printf("scores = torch.tensor([[1., 2., 3.], [4., 5., 6.], [7., 8., 9.]])\n");
+
+    // Here (seed 001): 1 = forbidden, fill where mask == 1, with -inf.
+    Tensor *mask = triu(ones(shape2(3, 3)), 1);                                    // (3, 3)
+    Tensor *w_inf = softmax(masked_fill(scores, eq_scalar(mask, 1.0f), -INFINITY), -1);  // (3, 3)
+    printf("this lesson: torch.triu(torch.ones(3, 3), diagonal=1), 1 = forbidden\n");
+    printf("scores.masked_fill(mask == 1, float('-inf')).softmax(-1)\n%s\n",
+           tensor_str(w_inf, NULL));
+
+    // Lesson 4 (seed 000, SelfAttV3): 1 = allowed, fill where mask == 0,
+    // with -1e20. The causal "allowed" mask is the lower triangle, tril.
+    // exp(-1e20 - max) underflows to exactly 0, so the weights are the same.
+    Tensor *keep = add(ones(shape2(3, 3)), mul_scalar(mask, -1.0f));               // (3, 3)
+    Tensor *w_big = softmax(masked_fill(scores, eq_scalar(keep, 0.0f), -1e20f), -1);  // (3, 3)
+    printf("lesson 4: keep = torch.tril(torch.ones(3, 3)), 1 = allowed\n%s\n",
+           tensor_str(keep, NULL));
+    printf("scores.masked_fill(keep == 0, -1e20).softmax(-1)\n%s\n", tensor_str(w_big, NULL));
+
+    // A row with every key masked: a padding mask can do that (lesson 4's
+    // last batch row would, if it kept no key). -1e20 leaves finite scores,
+    // all equal, so the row becomes uniform: it attends to padding, quietly.
+    // -inf leaves exp(-inf - (-inf)) = exp(nan): the row is NaN, and NaN
+    // spreads through everything after it. A causal row never gets there:
+    // query t always sees key t (s - t = 0 < 1, or < 1 + cache_len).
+    Tensor *all_masked = zeros(shape2(1, 3));                                      // (1, 3)
+    printf("a row with every key masked: row = scores[:1]\n");
+    printf("with -1e20: %s\n", tensor_str(softmax(masked_fill(narrow(scores, 0, 0, 1),
+           eq_scalar(all_masked, 0.0f), -1e20f), -1), NULL));
+    printf("with -inf:  %s\n", tensor_str(softmax(masked_fill(narrow(scores, 0, 0, 1),
+           eq_scalar(all_masked, 0.0f), -INFINITY), -1), NULL));
+    printf("a causal row always keeps its diagonal, so it never gets there\n\n");
+}
+
+// --- the lesson ---------------------------------------------------------------------
+
+typedef struct {
+    int batch, seq, dim, heads, kv_heads;
+    bool train;
+    bool heatmap;
+} Sizes;
+
+// In[11]: the notebook's example usage, then what it does not print: the
+// weights, the output, and the check that the future is really invisible.
+static void run_gqa(const Sizes *n) {
+    int B = n->batch, T = n->seq, C = n->dim;
+    printf("-- the notebook's GQA module, causal --\n");
+    // gqa = GQA(embed_dim, num_heads, num_groups).eval(): the weights are
+    // drawn first, then the three inputs, as in the notebook.
+    GQA gqa = GQA_init(C, n->heads, n->kv_heads);
+    gqa.training = n->train;   // .eval() unless --train
+    Tensor *query = named("query", randn(shape3(B, T, C)));                        // (B, T, C)
+    Tensor *key = named("key", randn(shape3(B, T, C)));                            // (B, T, C)
+    Tensor *value = named("value", randn(shape3(B, T, C)));                        // (B, T, C)
+
+    Tensor *attn;                                                                  // (B, H, T, T)
+    Tensor *output = named("output", GQA_forward(&gqa, &attn, query, key, value));  // (B, T, C)
+    printf("%s\n", size_str(output));   // print(output.shape)
+
+    // Batch 0, head 0, the first rows and columns: a lower triangle.
+    int corner = T < 4 ? T : 4;
+    Tensor *attn_corner = narrow(narrow(attn, 2, 0, corner), 3, 0, corner);       // (B, H, 4, 4)
+    printf("attention weights, attn[0, 0, :%d, :%d]:\n%s\n", corner, corner,
+           tensor_str(first(first(attn_corner)), NULL));
+    int rows = T < 4 ? T : 4, cols = C < 4 ? C : 4;
+    Tensor *output_corner = narrow(narrow(first(output), 0, 0, rows), 1, 0, cols);  // (4, 4)
+    printf("output[0, :%d, :%d]:\n%s\n", rows, cols, tensor_str(output_corner, NULL));
+    if (n->heatmap) {
+        print_heatmap("attn", narrow(attn, 0, 0, 1));   // batch 0, every head
+    }
+
+    // Causality, checked: change the last token of query, key and value and
+    // run again. Outputs 0 .. T-2 never looked at position T-1 (their
+    // weight on it was exactly 0), so they must not move at all.
+    Tensor *query2 = clone(query), *key2 = clone(key), *value2 = clone(value);  // (B, T, C)
+    for (int b = 0; b < B; b++) {
+        for (int c = 0; c < C; c++) {
+            *at3(query2, b, T - 1, c) += 1.0f;
+            *at3(key2, b, T - 1, c) += 1.0f;
+            *at3(value2, b, T - 1, c) += 1.0f;
+        }
+    }
+    Tensor *attn2;                                                                 // (B, H, T, T)
+    Tensor *output2 = GQA_forward(&gqa, &attn2, query2, key2, value2);             // (B, T, C)
+    printf("add 1 to the last token of query, key and value, run again:\n");
+    printf("  max |output2 - output| at positions 0..%d: %g\n", T - 2,
+           T > 1 ? (double)diff_of_positions(output2, output, 0, T - 1) : 0.0);
+    printf("  max |output2 - output| at position %d: %.4f\n\n", T - 1,
+           (double)diff_of_positions(output2, output, T - 1, T));
+}
+
+int main(int argc, char **argv) {
+    Sizes n = {.batch = 4, .seq = 32, .dim = 512, .heads = 8, .kv_heads = 2};
+    SizeFlag sizes[] = {
+        {"--batch", &n.batch, "batch size"},
+        {"--seq", &n.seq, "sequence length"},
+        {"--dim", &n.dim, "hidden dimension (embed_dim)"},
+        {"--heads", &n.heads, "query heads (num_heads)"},
+        {"--kv-heads", &n.kv_heads, "key/value heads (the notebook's num_groups)"},
+    };
+    SwitchFlag switches[] = {{"--train", &n.train, "training mode: dropout 0.1 on the weights"}};
+    Lesson lesson = {
+        .program = "lesson-9",
+        .summary = "causal-mask: the causal mask, with and without a cache, in seed 001's GQA",
+        .sizes = sizes, .n_sizes = 5, .switches = switches, .n_switches = 1,
+    };
+    parse_lesson_args(&lesson, argc, argv);
+    check_divides(&lesson, "--heads", n.heads, "--dim", n.dim);
+    check_divides(&lesson, "--kv-heads", n.kv_heads, "--heads", n.heads);
+    check_fits(&lesson, "attn (batch*heads*seq*seq)",
+               (double)n.batch * n.heads * n.seq * n.seq);
+    check_fits(&lesson, "query (batch*seq*dim)", (double)n.batch * n.seq * n.dim);
+    check_fits(&lesson, "w_query.weight (dim*dim)", (double)n.dim * n.dim);
+    n.heatmap = lesson.heatmap;
+    lesson_start(&lesson);
+
+    show_masks();
+    run_gqa(&n);
+    compare_conventions();
+    return lesson_finish(&lesson);
+}
