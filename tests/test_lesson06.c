@@ -1,0 +1,328 @@
+// test_lesson06.c - lesson 6, multi-head attention: PyTorch's recorded
+// numbers and text for several seeds and sizes, the invariants (one head is
+// lesson 5's single-head attention, heads do not see each other, a fully
+// masked row is uniform), a hand-worked two-head case, view()'s refusal of
+// a transposed tensor, and the bad flags.
+#include "harness.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define main lesson_main
+#include "../lessons/06-multi-head/multi_head.c"
+#undef main
+
+#define LESSON "06-multi-head"
+#define DATA DATA_DIR "/lesson06"
+
+// The cases tests/reference/gen_lesson06.py recorded, with the flags that
+// make the lesson do the same draws.
+typedef struct {
+    const char *dir;
+    const char *args[12];
+} Case;
+
+static const Case CASES[] = {
+    {"seed0", {NULL}},
+    {"seed7", {"--seed", "7", NULL}},
+    {"seed1_train", {"--seed", "1", "--train", NULL}},
+    {"seed3_batch2_seq5_dim48_heads4",
+     {"--seed", "3", "--batch", "2", "--seq", "5", "--dim", "48", "--heads", "4", NULL}},
+    {"seed4_batch2_seq3_dim16_heads1",
+     {"--seed", "4", "--batch", "2", "--seq", "3", "--dim", "16", "--heads", "1", NULL}},
+};
+enum { N_CASES = sizeof CASES / sizeof CASES[0] };
+
+// Drawn by the generator: must be PyTorch's bits exactly.
+static const char *const DRAWN[] = {
+    "attention_mask", "x", "q_proj.weight", "q_proj.bias", "k_proj.weight", "k_proj.bias",
+    "v_proj.weight", "v_proj.bias", "o_proj.weight", "o_proj.bias",
+};
+// Computed: equal to float rounding.
+static const char *const COMPUTED[] = {
+    "Q", "K", "V", "q_state", "k_state", "v_state", "attention_weight", "output_mid", "output",
+};
+
+// Run the lesson with the case's flags plus --dump DIR; returns its output.
+static RunResult run_case(const Case *c, const char *dump_dir) {
+    const char *args[16];
+    int n = 0;
+    args[n++] = "--dump";
+    args[n++] = dump_dir;
+    for (int i = 0; c->args[i] != NULL; i++) {
+        args[n++] = c->args[i];
+    }
+    args[n] = NULL;
+    return run_program(lesson_binary(LESSON), args);
+}
+
+// Every dump of every case against PyTorch's (the loop index is the case).
+START_TEST(test_dumps_match_pytorch) {
+    const Case *c = &CASES[_i];
+    const char *dir = make_temp_dir();
+    RunResult run = run_case(c, dir);
+    ck_assert_msg(run.status == 0, "%s: lesson exited %d: %s", c->dir, run.status, run.err);
+    for (size_t i = 0; i < sizeof DRAWN / sizeof DRAWN[0]; i++) {
+        const char *what = path_join("%s: %s", c->dir, DRAWN[i]);
+        assert_bitwise_equal(load_npy(path_join("%s/%s.npy", dir, DRAWN[i])),
+                             load_npy(path_join("%s/%s/%s.npy", DATA, c->dir, DRAWN[i])), what);
+    }
+    // Sums of up to 128 products (the projections, two matmuls): PyTorch's
+    // kernels add in another order, so the last bits differ; measured at
+    // most 2.4e-7 (Q, K, V agree exactly). 2e-6 absolute plus 1e-5 relative
+    // leaves room for that and nothing more: a wrong head, a wrong scale or
+    // a missing mask moves these numbers by 1e-2 or more.
+    for (size_t i = 0; i < sizeof COMPUTED / sizeof COMPUTED[0]; i++) {
+        const char *what = path_join("%s: %s", c->dir, COMPUTED[i]);
+        assert_close(load_npy(path_join("%s/%s.npy", dir, COMPUTED[i])),
+                     load_npy(path_join("%s/%s/%s.npy", DATA, c->dir, COMPUTED[i])), 2e-6f,
+                     1e-5f, what);
+    }
+    remove_dir(dir);
+}
+END_TEST
+
+// Each line PyTorch printed appears in the lesson's output, in order.
+START_TEST(test_prints_what_pytorch_prints) {
+    const Case *c = &CASES[_i];
+    const char *dir = make_temp_dir();
+    RunResult run = run_case(c, dir);
+    remove_dir(dir);
+    ck_assert_int_eq(run.status, 0);
+    ck_assert_str_eq(run.err, "");
+    const char *missing = NULL;
+    const char *expected = read_text(path_join("%s/%s/stdout.txt", DATA, c->dir));
+    ck_assert_msg(lines_in_order(run.out, expected, &missing),
+                  "%s: PyTorch's line not printed (in order): '%s'", c->dir, missing);
+}
+END_TEST
+
+// The notebook's own output, word for word, opens the lesson's.
+START_TEST(test_notebook_shape_lines) {
+    const char *no_args[] = {NULL};
+    RunResult run = run_program(lesson_binary(LESSON), no_args);
+    ck_assert_int_eq(run.status, 0);
+    const char *notebook = "Q: torch.Size([3, 2, 128])\n"
+                           "q_state: torch.Size([3, 8, 2, 16])\n"
+                           "attention_weight: torch.Size([3, 8, 2, 2])\n"
+                           "torch.Size([3, 8, 2, 16])\n"
+                           "torch.Size([3, 2, 128])\n";
+    ck_assert_msg(strncmp(run.out, notebook, strlen(notebook)) == 0,
+                  "the output does not open with the notebook's lines:\n%.300s", run.out);
+}
+END_TEST
+
+// Make a module with the generator at `seed`; eval mode.
+static MultiHeadAttention make_net(uint64_t seed, int dim, int heads) {
+    manual_seed(seed);
+    MultiHeadAttention net = MultiHeadAttention_init(dim, heads);
+    net.training = false;
+    return net;
+}
+
+// With one head, multi-head attention is lesson 5's SelfAttV4 (no mask,
+// eval): head_dim = hidden_dim, view/transpose only add an axis of size 1,
+// and the scale is sqrt(hidden_dim). SelfAttV4 is written out here with the
+// library's ops and the same four Linear layers (o_proj as its output_proj).
+START_TEST(test_one_head_is_single_head_attention) {
+    int batch = 2, seq = 5, dim = 12;
+    MultiHeadAttention net = make_net(11, dim, 1);
+    Tensor *X = rand_tensor(shape3(batch, seq, dim));                      // (B, T, C)
+
+    Tensor *Q = linear(X, &net.q_proj);                                    // (B, T, C)
+    Tensor *K = linear(X, &net.k_proj);                                    // (B, T, C)
+    Tensor *V = linear(X, &net.v_proj);                                    // (B, T, C)
+    Tensor *att_weight = softmax(div_scalar(matmul(Q, transpose(K, -1, -2)),
+                                            sqrtf((float)dim)), -1);       // (B, T, T)
+    Tensor *ret = linear(matmul(att_weight, V), &net.o_proj);              // (B, T, C)
+
+    MultiHeadAttentionSteps steps;
+    Tensor *output = MultiHeadAttention_forward(&steps, &net, X, NULL);    // (B, T, C)
+    // The same floats go through the same operations in the same order, so
+    // the results agree bit for bit; a wrong scale (sqrt of anything but
+    // 12) or a mixed-up axis would not.
+    assert_bitwise_equal(view(steps.attention_weight, shape3(batch, seq, seq)), att_weight,
+                         "one head: attention_weight");
+    assert_bitwise_equal(output, ret, "one head: output");
+}
+END_TEST
+
+// Head h reads only rows h*D .. h*D+D-1 of q_proj: changing them changes
+// output_mid[:, h] and no other head's.
+START_TEST(test_heads_are_independent) {
+    int batch = 2, seq = 4, dim = 16, heads = 4, D = dim / heads, changed = 2;
+    MultiHeadAttention net = make_net(5, dim, heads);
+    Tensor *X = rand_tensor(shape3(batch, seq, dim));                      // (B, T, C)
+    MultiHeadAttentionSteps before;
+    MultiHeadAttention_forward(&before, &net, X, NULL);
+
+    for (int o = changed * D; o < (changed + 1) * D; o++) {
+        for (int i = 0; i < dim; i++) {
+            *at2(net.q_proj.weight, o, i) *= -3.0f;   // a very different query for head 2
+        }
+    }
+    MultiHeadAttentionSteps after;
+    MultiHeadAttention_forward(&after, &net, X, NULL);
+    for (int h = 0; h < heads; h++) {
+        Tensor *old_h = narrow(before.output_mid, 1, h, 1);               // (B, 1, T, D)
+        Tensor *new_h = narrow(after.output_mid, 1, h, 1);                // (B, 1, T, D)
+        if (h == changed) {
+            ck_assert_msg(max_abs_diff(old_h, new_h) > 1e-3f,
+                          "head %d's output_mid did not change (max diff %g)", h,
+                          (double)max_abs_diff(old_h, new_h));
+        } else {
+            assert_bitwise_equal(new_h, old_h, path_join("output_mid of head %d", h));
+        }
+    }
+}
+END_TEST
+
+// Two heads of one number each, identity projections: head h attends with
+// the scalar x[t, h] alone, weights[t, s] = softmax_s(x[t, h] * x[s, h] / 1),
+// worked out in double.
+START_TEST(test_hand_worked_two_heads) {
+    int seq = 3, dim = 2, heads = 2;
+    MultiHeadAttention net = make_net(0, dim, heads);
+    Linear *layers[4] = {&net.q_proj, &net.k_proj, &net.v_proj, &net.o_proj};
+    for (int l = 0; l < 4; l++) {
+        for (int o = 0; o < dim; o++) {
+            for (int i = 0; i < dim; i++) {
+                *at2(layers[l]->weight, o, i) = o == i ? 1.0f : 0.0f;
+            }
+            *at1(layers[l]->bias, o) = 0.0f;
+        }
+    }
+    float x_values[6] = {1.0f, -2.0f,  0.5f, 0.0f,  -1.0f, 1.5f};   // (1, T=3, C=2)
+    Tensor *X = tensor_from(shape3(1, seq, dim), x_values);
+    MultiHeadAttentionSteps steps;
+    Tensor *output = MultiHeadAttention_forward(&steps, &net, X, NULL);
+    for (int h = 0; h < heads; h++) {
+        for (int t = 0; t < seq; t++) {
+            double e[3], sum = 0.0, out = 0.0;
+            for (int s = 0; s < seq; s++) {
+                e[s] = exp((double)x_values[t * dim + h] * x_values[s * dim + h]);
+                sum += e[s];
+            }
+            for (int s = 0; s < seq; s++) {
+                ck_assert_double_eq_tol(*at4(steps.attention_weight, 0, h, t, s), e[s] / sum,
+                                        1e-6);
+                out += e[s] / sum * x_values[s * dim + h];
+            }
+            // With identity o_proj, output[t, h] is head h's output.
+            ck_assert_double_eq_tol(*at3(output, 0, t, h), out, 1e-6);
+        }
+    }
+}
+END_TEST
+
+// A row whose mask is all zeros becomes S equal scores of -1e20: uniform
+// weights 1/S exactly. Masked entries of other rows are exactly 0.
+START_TEST(test_fully_masked_row_is_uniform) {
+    int batch = 1, seq = 4, dim = 8, heads = 2;
+    MultiHeadAttention net = make_net(3, dim, heads);
+    Tensor *X = rand_tensor(shape3(batch, seq, dim));                      // (B, T, C)
+    Tensor *mask = ones(shape4(batch, heads, seq, seq));                   // (B, H, T, S)
+    for (int s = 0; s < seq; s++) {
+        *at4(mask, 0, 1, 2, s) = 0.0f;           // head 1, query 2: nothing visible
+    }
+    *at4(mask, 0, 0, 1, 3) = 0.0f;               // head 0, query 1: key 3 hidden
+    MultiHeadAttentionSteps steps;
+    MultiHeadAttention_forward(&steps, &net, X, mask);
+    for (int s = 0; s < seq; s++) {
+        ck_assert_float_eq(*at4(steps.attention_weight, 0, 1, 2, s), 0.25f);
+    }
+    ck_assert_float_eq(*at4(steps.attention_weight, 0, 0, 1, 3), 0.0f);
+    ck_assert_float_eq_tol(*at4(steps.attention_weight, 0, 0, 1, 0) +
+                           *at4(steps.attention_weight, 0, 0, 1, 1) +
+                           *at4(steps.attention_weight, 0, 0, 1, 2), 1.0f, 1e-6f);
+}
+END_TEST
+
+// The lesson's claim, checked on the helper: view() on the transposed
+// output_mid stops with PyTorch's message, reshape() copies instead.
+static void view_transposed(void *arg) {
+    (void)arg;
+    Tensor *output_mid = zeros(shape4(3, 8, 2, 16));                       // (B, H, T, D)
+    view(transpose(output_mid, 1, 2), shape3(3, 2, -1));
+}
+
+START_TEST(test_view_of_transposed_fails) {
+    const char *message = failure_of(view_transposed, NULL);
+    ck_assert_msg(message != NULL, "view() accepted a transposed tensor");
+    ck_assert_str_eq(message, "view: view size is not compatible with input tensor's size and "
+                     "stride (at least one dimension spans across two contiguous subspaces). "
+                     "Use .reshape(...) instead.");
+    Tensor *output_mid = rand_tensor(shape4(3, 8, 2, 16));                 // (B, H, T, D)
+    Tensor *swapped = transpose(output_mid, 1, 2);                         // (B, T, H, D)
+    Tensor *reshaped = reshape(swapped, shape3(3, 2, -1));                 // (B, T, C)
+    ck_assert(reshaped->data != output_mid->data);                         // a copy
+    assert_bitwise_equal(reshaped, view(contiguous(swapped), shape3(3, 2, -1)),
+                         "reshape == contiguous().view()");
+}
+END_TEST
+
+// Bad flags: exit 2, one line on stderr naming the flag, nothing on
+// stdout, and the --dump directory never made.
+static void check_bad_flags(const char *flag, const char *value, const char *expect) {
+    const char *parent = make_temp_dir();
+    const char *dump = path_join("%s/dump", parent);
+    const char *args[] = {"--dump", dump, flag, value, NULL};
+    RunResult run = run_program(lesson_binary(LESSON), args);
+    int dump_made = access(dump, F_OK) == 0;
+    remove_dir(dump);
+    remove_dir(parent);
+    ck_assert_msg(run.status == 2, "%s %s: exit %d, expected 2", flag, value, run.status);
+    ck_assert_msg(strcmp(run.out, "") == 0, "%s %s printed on stdout: %s", flag, value, run.out);
+    const char *newline = strchr(run.err, '\n');
+    ck_assert_msg(newline != NULL && newline[1] == '\0', "%s %s: not one line: '%s'", flag,
+                  value, run.err);
+    ck_assert_msg(strstr(run.err, expect) != NULL, "%s %s: '%s' does not say '%s'", flag, value,
+                  run.err, expect);
+    ck_assert_msg(!dump_made, "%s %s: the dump directory was made", flag, value);
+}
+
+START_TEST(test_bad_flags) {
+    check_bad_flags("--heads", "7", "lesson-6: --heads 7 does not divide --dim 128");
+    check_bad_flags("--heads", "256", "--heads 256 does not divide --dim 128");
+    check_bad_flags("--heads", "0", "--heads expects a whole number");
+    check_bad_flags("--dim", "0", "--dim expects a whole number");
+    check_bad_flags("--seq", "0", "--seq expects a whole number");
+    check_bad_flags("--batch", "0", "--batch expects a whole number");
+    check_bad_flags("--seq", "-2", "--seq expects a whole number");
+    check_bad_flags("--seq", "65536", "attention_weight (batch*heads*seq*seq)");
+    check_bad_flags("--seq-q", "4", "unknown flag '--seq-q'");
+}
+END_TEST
+
+START_TEST(test_heatmap_flag) {
+    const char *args[] = {"--heatmap", NULL};
+    RunResult run = run_program(lesson_binary(LESSON), args);
+    ck_assert_int_eq(run.status, 0);
+    ck_assert_ptr_nonnull(strstr(run.out, "attention_weight["));
+}
+END_TEST
+
+Suite *lesson06_suite(void) {
+    Suite *suite = suite_create("lesson06");
+    TCase *pytorch = new_tcase("pytorch");
+    tcase_add_loop_test(pytorch, test_dumps_match_pytorch, 0, N_CASES);
+    tcase_add_loop_test(pytorch, test_prints_what_pytorch_prints, 0, N_CASES);
+    tcase_add_test(pytorch, test_notebook_shape_lines);
+    suite_add_tcase(suite, pytorch);
+    TCase *invariants = new_tcase("invariants");
+    tcase_add_test(invariants, test_one_head_is_single_head_attention);
+    tcase_add_test(invariants, test_heads_are_independent);
+    tcase_add_test(invariants, test_hand_worked_two_heads);
+    tcase_add_test(invariants, test_fully_masked_row_is_uniform);
+    tcase_add_test(invariants, test_view_of_transposed_fails);
+    suite_add_tcase(suite, invariants);
+    TCase *cli = new_tcase("command line");
+    tcase_add_test(cli, test_bad_flags);
+    tcase_add_test(cli, test_heatmap_flag);
+    suite_add_tcase(suite, cli);
+    return suite;
+}
+
+int main(void) { return run_suite(lesson06_suite()); }
