@@ -1,0 +1,251 @@
+// Lesson 5: self-attention-v4 - the version to write in an interview.
+//
+// WHAT THIS ADDS (over lesson 4, SelfAttV3)
+//   No new idea: the same attention, written the way an interviewer wants to
+//   read it. Q, K and V get separate Linear layers again ("这样很清晰": this
+//   is clear), with the padding mask, dropout on the weights and output_proj
+//   of lesson 4. The new part is knowing why each line is there, and what to
+//   say about it (the comments marked INTERVIEW, and the end of the output).
+//
+// THE MATH (B batch, T = S = seq, C = dim)
+//   Q = X Wq^T + bq,  K = X Wk^T + bk,  V = X Wv^T + bv       (B, T, C) each
+//   scores     = Q @ K^T / sqrt(C), -1e20 where mask == 0     (B, T, S)
+//   att_weight = dropout(softmax(scores, dim=-1), p = 0.1)    (B, T, S)
+//   ret        = (att_weight @ V) Wo^T + bo                   (B, T, C)
+//
+// THE PYTORCH IT MIRRORS (seed 000, the "面试写法" (interview version) cell;
+// the whole runnable script is in docs/05-self-attention-v4.md)
+//   torch.manual_seed(seed)
+//   X = torch.rand(batch, seq, dim)
+//   b = ...                       # row i keeps its first max(1, seq-1-i) keys
+//   mask = b.unsqueeze(dim=1).repeat(1, seq, 1)
+//   net = SelfAttV4(dim)          # then net.eval(), or net.train() for --train
+//   print(net(X, mask).shape)     # the forward prints f"att_weight:\n {att_weight}"
+//   (This cell comments out print(b.shape) and never prints the mask, so
+//   neither does the lesson; lesson 4 shows both.)
+//
+// RUN IT
+//   make lesson-5                         (3 sentences of 4 tokens, dim 2, eval mode)
+//   make lesson-5 ARGS="--train"          dropout on
+//   flags: --batch --seq --dim --train --seed --dump DIR --dot FILE --heatmap --help
+//
+// WHAT TO LOOK FOR
+//   - "att_weight:" and then " tensor(" one space in: the notebook's f-string
+//     puts a space after the newline, so the first line of the tensor is
+//     shifted by one and the rest are not.
+//   - The padded keys get weight 0.0000 exactly, as in lesson 4.
+//   - At the end: the fused projection of lesson 4 built from this lesson's
+//     three weight matrices gives the same Q, K and V, bit for bit.
+//
+// Size letters: B = batch, T = seq as query positions (rows of att_weight),
+// S = seq as key positions (columns), C = dim.
+// Index letters: b batch row, t query position, s key position.
+
+#include <math.h>
+#include <stdio.h>
+
+#include "attention.h"
+
+// INTERVIEW (the mask value): a large negative number, not -inf. A row
+// whose keys are all masked then gets uniform weights instead of NaN
+// (lesson 4 shows both). In float16, -1e20 does not fit and masked_fill
+// refuses it, which is why libraries use torch.finfo(dtype).min.
+#define MASK_FILL -1e20f
+// INTERVIEW (dropout): 0.1 is the usual value, written in configs as
+// attention_probs_dropout_prob (hidden_dropout_prob, for the block's other
+// dropouts, is usually 0.1 too).
+#define ATT_DROPOUT 0.1
+
+// --- the module: SelfAttV4 -------------------------------------------------------
+
+typedef struct {
+    int dim;
+    // INTERVIEW (separate or fused): three Linear(dim, dim) read clearly and
+    // are what the interviewer expects; one Linear(dim, 3*dim) (lesson 4) is
+    // the same math in one matmul, faster for small models. For large models
+    // the weights are sharded across GPUs anyway, and fusing stops mattering.
+    // INTERVIEW (bias): nn.Linear has a bias by default and BERT keeps it;
+    // LLaMA-style models drop it (bias=False). Either is fine; say which.
+    Linear query_proj;    // Linear(dim, dim)
+    Linear key_proj;      // Linear(dim, dim)
+    Linear value_proj;    // Linear(dim, dim)
+    double att_drop;      // nn.Dropout(0.1): the probability of zeroing a weight
+    // INTERVIEW (output_proj): "可以不写；具体和面试官沟通": you may leave it out,
+    // ask the interviewer. It comes from multi-head attention (lesson 6),
+    // where it mixes the heads; with one head it is one more Linear.
+    Linear output_proj;   // Linear(dim, dim)
+    bool training;        // nn.Module.training: dropout acts only when true
+} SelfAttV4;
+
+// What the forward computed on the way, besides ret (as HuggingFace models
+// return their weights with output_attentions=True): for the heatmap.
+typedef struct {
+    Tensor *att_weight;           // (B, T, S) after softmax, before dropout
+    Tensor *att_weight_dropped;   // (B, T, S) after att_drop (att_weight itself in eval)
+} SelfAttV4Weights;
+
+// SelfAttV4(dim). The draws follow PyTorch's __init__ order: query_proj,
+// key_proj, value_proj, output_proj, each weight then bias. Like every
+// nn.Module it starts in training mode; main() sets eval unless --train.
+static SelfAttV4 SelfAttV4_init(int dim) {
+    SelfAttV4 self;
+    self.dim = dim;
+    self.query_proj = linear_init("query_proj", dim, dim, true);    // W (C, C), b (C)
+    self.key_proj = linear_init("key_proj", dim, dim, true);        // W (C, C), b (C)
+    self.value_proj = linear_init("value_proj", dim, dim, true);    // W (C, C), b (C)
+    self.att_drop = ATT_DROPOUT;
+    self.output_proj = linear_init("output_proj", dim, dim, true);  // W (C, C), b (C)
+    self.training = true;
+    return self;
+}
+
+// SelfAttV4.forward(X, attention_mask). X is (B, T, C); attention_mask is
+// (B, T, S), 1 for a key that may be attended to and 0 for padding, or NULL.
+// (The notebook's comment says (batch, seq); the code needs a mask that
+// broadcasts to the (B, T, S) scores: see lesson 4.) Prints att_weight as
+// the notebook's f-string does, and in training the weights after dropout.
+// Returns ret (B, T, C); fills *weights if it is not NULL.
+static Tensor *SelfAttV4_forward(const SelfAttV4 *self, const Tensor *X,
+                                 const Tensor *attention_mask, SelfAttV4Weights *weights) {
+    int B = size(X, 0), T = size(X, 1), S = T, C = self->dim;
+    (void)B, (void)S;   // only read by the shape comments
+
+    Tensor *Q = named("Q", linear(X, &self->query_proj));              // (B, T, C)
+    Tensor *K = named("K", linear(X, &self->key_proj));                // (B, S, C)
+    Tensor *V = named("V", linear(X, &self->value_proj));              // (B, S, C)
+
+    // INTERVIEW (scaling): divide by sqrt(dim). If q and k have entries of
+    // variance 1, q . k sums C products and has variance C; dividing by
+    // sqrt(C) brings it back to 1, so softmax does not saturate into a
+    // one-hot whose gradients vanish. (With heads it is sqrt(head_dim).)
+    Tensor *att_weight = div_scalar(matmul(Q, transpose(K, -1, -2)), sqrtf((float)C));  // (B, T, S)
+    if (attention_mask != NULL) {
+        // "给 weight 填充一个极小的值": fill a very small value where the mask
+        // is 0; after the softmax those weights are exactly 0. The mask hides
+        // keys (columns); padded query rows still get weights and outputs.
+        att_weight = masked_fill(att_weight, eq_scalar(attention_mask, 0), MASK_FILL);  // (B, T, S)
+    }
+    att_weight = named("att_weight", softmax(att_weight, -1));          // (B, T, S)
+    // print(f"att_weight:\n {att_weight}"): note the space after the newline.
+    printf("att_weight:\n %s\n", tensor_str(att_weight, "grad_fn=<SoftmaxBackward0>"));
+
+    // INTERVIEW (where dropout goes): "dropout 是对 att_weight 的，不是对
+    // att_weight @ V 的": on the attention weights, not on att_weight @ V.
+    // It cuts random query-key links while training; the survivors are
+    // divided by 0.9 so that eval mode (no dropout) needs no rescaling.
+    Tensor *att_weight_dropped = dropout(att_weight, self->att_drop, self->training);  // (B, T, S)
+    if (self->training) {
+        printf("att_weight after att_drop:\n %s\n",
+               tensor_str(att_weight_dropped, "grad_fn=<MulBackward0>"));
+    }
+
+    Tensor *output = named("output", matmul(att_weight_dropped, V));   // (B, T, C)
+    Tensor *ret = named("ret", linear(output, &self->output_proj));    // (B, T, C)
+
+    if (weights != NULL) {
+        weights->att_weight = att_weight;
+        weights->att_weight_dropped = att_weight_dropped;
+    }
+    return ret;
+}
+
+// --- the padding mask (as in lesson 4) -----------------------------------------------
+
+// b: (batch, seq), 1 for a real token, 0 for padding. Batch row i keeps its
+// first max(1, seq-1-i) tokens: for 3x4 that is the notebook's
+//     [[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]]
+static Tensor *padding_rows(int batch, int seq) {
+    Tensor *b = zeros(shape2(batch, seq));                             // (B, S)
+    b->dtype = DTYPE_INT64;   // torch.tensor([[1, 1, 1, 0], ...]) is int64
+    for (int i = 0; i < batch; i++) {
+        int kept = seq - 1 - i > 1 ? seq - 1 - i : 1;
+        for (int s = 0; s < kept; s++) {
+            *at2(b, i, s) = 1.0f;
+        }
+    }
+    return b;
+}
+
+// --- what to say, with numbers from this run ------------------------------------------
+
+// Stack the three weight matrices into lesson 4's fused Linear(dim, 3*dim)
+// (rows 0..C-1 are query_proj's, C..2C-1 key_proj's, 2C..3C-1 value_proj's)
+// and split its output: the same Q, K, V.
+static void show_fused_equals_separate(const SelfAttV4 *net, const Tensor *X) {
+    int C = net->dim;
+    Tensor *weights[3] = {net->query_proj.weight, net->key_proj.weight, net->value_proj.weight};
+    Tensor *biases[3] = {net->query_proj.bias, net->key_proj.bias, net->value_proj.bias};
+    Linear proj = {cat(weights, 3, 0), cat(biases, 3, 0), C, 3 * C};  // W (3C, C), b (3C)
+    Tensor *QKV = linear(X, &proj);                                    // (B, T, 3C)
+    Tensor *parts[3];
+    split(parts, QKV, C, 3);                                           // 3 x (B, T, C)
+    float worst = 0.0f;
+    worst = fmaxf(worst, max_abs_diff(parts[0], linear(X, &net->query_proj)));
+    worst = fmaxf(worst, max_abs_diff(parts[1], linear(X, &net->key_proj)));
+    worst = fmaxf(worst, max_abs_diff(parts[2], linear(X, &net->value_proj)));
+    printf("separate or fused: cat(query_proj.weight, key_proj.weight, value_proj.weight) "
+           "as one Linear(%d, %d)\n  gives the same Q, K, V (largest difference %g): the same "
+           "math in one matmul instead of three.\n", C, 3 * C, (double)worst);
+}
+
+static void show_interview_points(const SelfAttV4 *net, const Tensor *X) {
+    long C = net->dim;
+    printf("\n-- what to say about each choice --\n");
+    show_fused_equals_separate(net, X);
+    printf("bias: 3 x (%ld*%ld + %ld) = %ld parameters for Q, K, V with biases, %ld without; "
+           "+ %ld for output_proj.\n", C, C, C, 3 * (C * C + C), 3 * C * C, C * C + C);
+    printf("scaling: scores are divided by sqrt(dim) = %.4f so their variance does not grow "
+           "with dim.\n", sqrt((double)C));
+    printf("dropout: p = %.1f on att_weight (before @ V), %s.\n", net->att_drop,
+           net->training ? "on now (--train)" : "off now (eval mode)");
+    printf("mask value: -1e20, not -inf: a fully masked row gives uniform weights, not NaN.\n");
+    printf("output_proj: optional for one head (ask the interviewer); it mixes the heads "
+           "in multi-head attention.\n");
+}
+
+int main(int argc, char **argv) {
+    int batch = 3, seq = 4, dim = 2;   // the notebook: torch.rand(3, 4, 2), SelfAttV4(2)
+    bool train = false;
+    SizeFlag sizes[] = {
+        {"--batch", &batch, "batch size"},
+        {"--seq", &seq, "sequence length"},
+        {"--dim", &dim, "hidden dimension"},
+    };
+    SwitchFlag switches[] = {
+        {"--train", &train, "training mode: dropout on (default: eval mode)"},
+    };
+    Lesson lesson = {
+        .program = "lesson-5",
+        .summary = "self-attention-v4: the interview version, separate Q/K/V projections, "
+                   "mask, dropout, output_proj (seed 000 SelfAttV4)",
+        .sizes = sizes, .n_sizes = 3,
+        .switches = switches, .n_switches = 1,
+    };
+    parse_lesson_args(&lesson, argc, argv);
+    check_fits(&lesson, "att_weight (batch*seq*seq)", (double)batch * seq * seq);
+    check_fits(&lesson, "X (batch*seq*3*dim)", (double)batch * seq * 3 * dim);
+    check_fits(&lesson, "query_proj.weight (3*dim*dim)", 3.0 * dim * dim);
+    lesson_start(&lesson);
+
+    Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));      // (B, T, C)
+    Tensor *b = padding_rows(batch, seq);                              // (B, S)
+    // [B, S] -> [B, 1, S] -> [B, T, S]: the same key mask for every query row.
+    Tensor *mask = named("mask", repeat(unsqueeze(b, 1), (int[]){1, seq, 1}));  // (B, T, S)
+
+    SelfAttV4 net = SelfAttV4_init(dim);
+    net.training = train;   // the notebook never calls net.eval(): its dropout was on
+    SelfAttV4Weights weights;
+    Tensor *ret = SelfAttV4_forward(&net, X, mask, &weights);          // (B, T, C)
+    printf("%s\n", size_str(ret));
+
+    if (lesson.heatmap) {
+        print_heatmap("att_weight (after softmax, before dropout)", weights.att_weight);
+        if (train) {
+            print_heatmap("att_weight after att_drop", weights.att_weight_dropped);
+        }
+    }
+    graph_pause(true);   // what follows is commentary, not the model's dataflow
+    show_interview_points(&net, X);
+    graph_pause(false);
+    return lesson_finish(&lesson);
+}
