@@ -1,0 +1,584 @@
+// Lesson 8: gqa - grouped-query attention, each einsum written out as loops.
+//
+// WHAT THIS ADDS
+//   Lesson 6 gave every query head its own key head and value head. Here
+//   several query heads SHARE one key/value head: with --heads 8 and
+//   --kv-heads 2, query heads 0-3 read key/value head 0 and query heads 4-7
+//   read key/value head 1. The scores and outputs are still one per query
+//   head (eight of them); only the keys and values, which a decoder must keep
+//   in its KV cache for every past token, shrink fourfold. kv_heads = heads is
+//   lesson 6's multi-head attention, kv_heads = 1 is multi-query attention.
+//   The notebook (seed 001) writes GQA with einops; every einops step below is
+//   a plain nested loop whose index letters are the einsum's letters.
+//
+// THE MATH (G = H / KV query heads per key/value head, i = h*G + g)
+//   scores[b, g, h, n, s] = query[b, n, h*G + g, :] . key[b, s, h, :]
+//   weights = softmax(scores / sqrt(D), over s)
+//   out[b, n, h*G + g, :] = sum over s of weights[b, g, h, n, s] * value[b, s, h, :]
+//   So query head i uses key/value head h = i / G (integer division), the same
+//   pairing as repeat_interleave(G) of the keys and values (seed 002).
+//
+// THE PYTORCH IT MIRRORS (seed 001 cells 7-11 with the group sum fixed; the
+//   doc page docs/08-gqa.md has it complete and runnable)
+//   query = torch.randn(batch, seq, heads, head_dim)
+//   key = torch.randn(batch, seq, kv_heads, head_dim)
+//   value = torch.randn(batch, seq, kv_heads, head_dim)
+//   num_head_groups = query.shape[2] // key.shape[2];  print(num_head_groups)
+//   query = rearrange(query, "b n h d -> b h n d")   (key, value: "b s h d -> b h s d")
+//   query = rearrange(query, "b (h g) n d -> b g h n d", g=num_head_groups)
+//   scores = einsum(query, key, "b g h n d, b h s d -> b g h n s")
+//   attention = F.softmax(scores / scale, dim=-1)      (scale = head_dim ** 0.5)
+//   out = einsum(attention, value, "b g h n s, b h s d -> b g h n d")
+//   out = rearrange(out, "b g h n d -> b n (h g) d")
+//
+// RUN IT
+//   make lesson-8     (flags: --batch --seq --heads --kv-heads --head-dim
+//                      --seed --dump DIR --dot FILE --heatmap --help)
+//
+// WHAT TO LOOK FOR
+//   - The notebook's lines: 4, torch.Size([1, 4, 2, 256, 64]), then the
+//     scores shape, which is (1, 4, 2, 256, 256) here: one score matrix per
+//     query head, 4 x 2 = 8 of them.
+//   - The table of which key/value head each query head reads: the einops
+//     grouping "(h g)" and repeat_interleave agree, head i reads head i / G.
+//   - The notebook's einsum "b g h n d, b h s d -> b h n s" sums the scores
+//     over g and gives (1, 256, 2, 64): two heads where there should be eight.
+//   - The loops equal seed 002's repeat_interleave + matmul version, and the
+//     same loops with kv_heads = heads and kv_heads = 1 are MHA and MQA.
+//   - The KV cache per token: 4096 bytes as MHA, 1024 as GQA, 512 as MQA.
+//
+// Size letters: B batch, N query positions, S key positions (N = S = --seq,
+//   the same tokens), H query heads (--heads), KV key/value heads
+//   (--kv-heads), G = H / KV query heads per key/value head (the notebook's
+//   num_head_groups), D head_dim.
+// Index letters are the einsum's: b batch, n query position, s key position,
+//   h key/value head (and so the group), g query head inside its group,
+//   d inside a head; i = h*G + g is a query head's number from 0 to H-1.
+
+#include <math.h>
+#include <stdio.h>
+
+#include "attention.h"
+
+// --- the einops steps as loops -------------------------------------------------
+//
+// Every function below makes a fresh tensor and fills it element by
+// element, so the reader sees exactly which input element lands where. The
+// einops/einsum string each one computes is in the comment above its loop.
+// In PyTorch the rearranges are views (permute/view) that copy nothing;
+// here they copy, which changes no number.
+
+// "b n h d -> b h n d": move the head axis in front of the positions, so each
+// head's (positions x head_dim) matrix is one block. The same loop does the
+// notebook's "b s h d -> b h s d" for key and value (only the letter differs).
+static Tensor *rearrange_heads_first(const Tensor *x) {
+    int B = size(x, 0), N = size(x, 1), H = size(x, 2), D = size(x, 3);
+    Tensor *out = zeros(shape4(B, H, N, D));                           // (B, H, N, D)
+    // b n h d -> b h n d
+    for (int b = 0; b < B; b++) {
+        for (int n = 0; n < N; n++) {
+            for (int h = 0; h < H; h++) {
+                for (int d = 0; d < D; d++) {
+                    *at4(out, b, h, n, d) = *at4(x, b, n, h, d);
+                }
+            }
+        }
+    }
+    graph_record1("b n h d -> b h n d", out, x);
+    return out;
+}
+
+// "b (h g) n d -> b g h n d": split the H query heads into KV groups of G.
+// In einops a composed axis "(h g)" is counted in C order: the LAST letter
+// moves fastest, exactly like the digits of a number. So query head number
+// i = h*G + g, that is h = i / G and g = i % G: heads 0..G-1 form group
+// h = 0, heads G..2G-1 group h = 1, and so on. The scores einsum below pairs
+// group h with key/value head h, so query head i reads key/value head i / G.
+// (Written "(g h)" instead, i = g*KV + h and head i would read i % KV: heads
+// 0, KV, 2*KV, ... would share a key. An early version of the code the
+// notebook copied had that grouping; it is a different model, not GQA as
+// Llama, llama2.c and repeat_interleave pair them.)
+static Tensor *rearrange_split_groups(const Tensor *query, int G) {
+    int B = size(query, 0), H = size(query, 1), N = size(query, 2), D = size(query, 3);
+    int KV = H / G;
+    Tensor *out = zeros(shape5(B, G, KV, N, D));                       // (B, G, KV, N, D)
+    // b (h g) n d -> b g h n d
+    for (int b = 0; b < B; b++) {
+        for (int g = 0; g < G; g++) {
+            for (int h = 0; h < KV; h++) {
+                for (int n = 0; n < N; n++) {
+                    for (int d = 0; d < D; d++) {
+                        *at5(out, b, g, h, n, d) = *at4(query, b, h * G + g, n, d);
+                    }
+                }
+            }
+        }
+    }
+    char label[64];
+    snprintf(label, sizeof label, "b (h g) n d -> b g h n d, g=%d", G);
+    graph_record1(label, out, query);
+    return out;
+}
+
+// "b g h n d, b h s d -> b g h n s": every query against every key of ITS
+// key/value head h. Letters on both sides (b, h) are matched, d is summed,
+// and g, n, s are kept: one (N x S) score matrix per query head.
+//
+// Speed: at5()/at4() check every index against the shape, which is right for
+// teaching but costs a few nanoseconds a call, and this loop does
+// B*H*N*S*D = 33.5 million multiply-adds at the default sizes. So each loop
+// level seeks a pointer to the start of its row once ("query_n", "key_s")
+// and the inner d loop steps along the row by the tensor's last stride.
+static Tensor *einsum_scores(const Tensor *query, const Tensor *key) {
+    int B = size(query, 0), G = size(query, 1), KV = size(query, 2);
+    int N = size(query, 3), D = size(query, 4), S = size(key, 2);
+    Tensor *scores = zeros(shape5(B, G, KV, N, S));                    // (B, G, KV, N, S)
+    int query_d = query->stride[4], key_d = key->stride[3];   // one step along d
+    // b g h n d, b h s d -> b g h n s
+    for (int b = 0; b < B; b++) {
+        for (int g = 0; g < G; g++) {
+            for (int h = 0; h < KV; h++) {
+                for (int n = 0; n < N; n++) {
+                    const float *query_n = at5(query, b, g, h, n, 0);  // (D) one query
+                    for (int s = 0; s < S; s++) {
+                        const float *key_s = at4(key, b, h, s, 0);     // (D) one key
+                        float sum = 0.0f;
+                        for (int d = 0; d < D; d++) {
+                            sum += query_n[d * query_d] * key_s[d * key_d];
+                        }
+                        *at5(scores, b, g, h, n, s) = sum;
+                    }
+                }
+            }
+        }
+    }
+    graph_record2("einsum b g h n d, b h s d -> b g h n s", scores, query, key);
+    return scores;
+}
+
+// "b g h n s, b h s d -> b g h n d": each query head mixes the values of its
+// key/value head h with its own weights; s is summed.
+static Tensor *einsum_mix_values(const Tensor *attention, const Tensor *value) {
+    int B = size(attention, 0), G = size(attention, 1), KV = size(attention, 2);
+    int N = size(attention, 3), S = size(attention, 4), D = size(value, 3);
+    Tensor *out = zeros(shape5(B, G, KV, N, D));                       // (B, G, KV, N, D)
+    int attention_s = attention->stride[4], value_s = value->stride[2];  // one step along s
+    // b g h n s, b h s d -> b g h n d
+    for (int b = 0; b < B; b++) {
+        for (int g = 0; g < G; g++) {
+            for (int h = 0; h < KV; h++) {
+                for (int n = 0; n < N; n++) {
+                    const float *attention_n = at5(attention, b, g, h, n, 0);  // (S) weights
+                    for (int d = 0; d < D; d++) {
+                        const float *value_d = at4(value, b, h, 0, d);  // (S) column d
+                        float sum = 0.0f;
+                        for (int s = 0; s < S; s++) {
+                            sum += attention_n[s * attention_s] * value_d[s * value_s];
+                        }
+                        *at5(out, b, g, h, n, d) = sum;
+                    }
+                }
+            }
+        }
+    }
+    graph_record2("einsum b g h n s, b h s d -> b g h n d", out, attention, value);
+    return out;
+}
+
+// "b g h n d -> b n (h g) d": undo the split. Query head i = h*G + g goes
+// back to slot i, so out[:, :, i] is the output of query head i, in the same
+// order as the query heads came in.
+static Tensor *rearrange_merge_groups(const Tensor *out) {
+    int B = size(out, 0), G = size(out, 1), KV = size(out, 2);
+    int N = size(out, 3), D = size(out, 4);
+    Tensor *merged = zeros(shape4(B, N, KV * G, D));                   // (B, N, H, D)
+    // b g h n d -> b n (h g) d
+    for (int b = 0; b < B; b++) {
+        for (int n = 0; n < N; n++) {
+            for (int h = 0; h < KV; h++) {
+                for (int g = 0; g < G; g++) {
+                    for (int d = 0; d < D; d++) {
+                        *at4(merged, b, n, h * G + g, d) = *at5(out, b, g, h, n, d);
+                    }
+                }
+            }
+        }
+    }
+    graph_record1("b g h n d -> b n (h g) d", merged, out);
+    return merged;
+}
+
+// --- the notebook's einsum, kept to show what goes wrong ----------------------
+
+// "b g h n d, b h s d -> b h n s", the notebook's cell 9. The output has no
+// g, and einsum sums over every letter that is missing from the output: so
+// it sums over d (the dot product, wanted) AND over g (not wanted):
+//     scores[b, h, n, s] = sum over g of (query_g . key_s)
+//                        = (sum over g of query_g) . key_s
+// The G query heads of a group are added into ONE query before they meet
+// the keys. What is left is multi-head attention with KV heads whose
+// queries are those sums: G - 1 of every G query heads are gone.
+static Tensor *einsum_scores_group_sum(const Tensor *query, const Tensor *key) {
+    int B = size(query, 0), G = size(query, 1), KV = size(query, 2);
+    int N = size(query, 3), D = size(query, 4), S = size(key, 2);
+    Tensor *scores = zeros(shape4(B, KV, N, S));                       // (B, KV, N, S)
+    // b g h n d, b h s d -> b h n s
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < KV; h++) {
+            for (int n = 0; n < N; n++) {
+                for (int s = 0; s < S; s++) {
+                    const float *key_s = at4(key, b, h, s, 0);         // (D) one key
+                    float sum = 0.0f;
+                    for (int g = 0; g < G; g++) {   // the sum the notebook did not mean
+                        const float *query_n = at5(query, b, g, h, n, 0);  // (D)
+                        for (int d = 0; d < D; d++) {
+                            sum += query_n[d * query->stride[4]] * key_s[d * key->stride[3]];
+                        }
+                    }
+                    *at4(scores, b, h, n, s) = sum;
+                }
+            }
+        }
+    }
+    graph_record2("einsum b g h n d, b h s d -> b h n s (sums g)", scores, query, key);
+    return scores;
+}
+
+// "b h n s, b h s d -> b h n d", the notebook's cell 11: ordinary attention
+// output, one per key/value head.
+static Tensor *einsum_mix_values_per_kv_head(const Tensor *attention, const Tensor *value) {
+    int B = size(attention, 0), KV = size(attention, 1), N = size(attention, 2);
+    int S = size(attention, 3), D = size(value, 3);
+    Tensor *out = zeros(shape4(B, KV, N, D));                          // (B, KV, N, D)
+    // b h n s, b h s d -> b h n d
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < KV; h++) {
+            for (int n = 0; n < N; n++) {
+                const float *attention_n = at4(attention, b, h, n, 0);  // (S) weights
+                for (int d = 0; d < D; d++) {
+                    const float *value_d = at4(value, b, h, 0, d);      // (S) column d
+                    float sum = 0.0f;
+                    for (int s = 0; s < S; s++) {
+                        sum += attention_n[s * attention->stride[3]] *
+                               value_d[s * value->stride[2]];
+                    }
+                    *at4(out, b, h, n, d) = sum;
+                }
+            }
+        }
+    }
+    graph_record2("einsum b h n s, b h s d -> b h n d", out, attention, value);
+    return out;
+}
+
+// "b h n d -> b n h d", the notebook's last rearrange.
+static Tensor *rearrange_heads_back(const Tensor *x) {
+    int B = size(x, 0), H = size(x, 1), N = size(x, 2), D = size(x, 3);
+    Tensor *out = zeros(shape4(B, N, H, D));                           // (B, N, H, D)
+    // b h n d -> b n h d
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < H; h++) {
+            for (int n = 0; n < N; n++) {
+                for (int d = 0; d < D; d++) {
+                    *at4(out, b, n, h, d) = *at4(x, b, h, n, d);
+                }
+            }
+        }
+    }
+    graph_record1("b h n d -> b n h d", out, x);
+    return out;
+}
+
+// The first row of the first batch, first 4 numbers of each head:
+// PyTorch's out[0, 0, :, :4].
+static const char *first_token_str(const Tensor *out) {
+    int heads = size(out, 2), width = size(out, 3) < 4 ? size(out, 3) : 4;
+    Tensor *row = narrow(narrow(narrow(out, 0, 0, 1), 1, 0, 1), 3, 0, width);  // (1, 1, H, 4)
+    return tensor_str(reshape(row, shape2(heads, width)), NULL);               // (H, 4)
+}
+
+// --- GQA, the fixed notebook ------------------------------------------------------
+
+// Seed 001's cells 8-11 with the group sum fixed: query (B, N, H, D), key
+// and value (B, S, KV, D) -> out (B, N, H, D). The notebook's variable names
+// are kept, and like the notebook it reassigns query/key/value as they
+// change shape. With `lesson` non-NULL it prints what the notebook prints
+// (and draws the weights under --heatmap); the tests pass NULL.
+static Tensor *grouped_query_attention(const Tensor *query_in, const Tensor *key_in,
+                                       const Tensor *value_in, const Lesson *lesson) {
+    int num_head_groups = size(query_in, 2) / size(key_in, 2);  // G, 4 by default
+    if (lesson != NULL) {
+        printf("num_head_groups = query.shape[2] // key.shape[2]\n%d\n", num_head_groups);
+    }
+    // Cell 8: heads in front of positions, then split the query heads.
+    Tensor *query = rearrange_heads_first(query_in);                   // (B, H, N, D)
+    Tensor *key = rearrange_heads_first(key_in);                       // (B, KV, S, D)
+    Tensor *value = rearrange_heads_first(value_in);                   // (B, KV, S, D)
+    query = rearrange_split_groups(query, num_head_groups);            // (B, G, KV, N, D)
+    if (lesson != NULL) {
+        printf("query = rearrange(query, \"b (h g) n d -> b g h n d\", g=num_head_groups)\n"
+               "%s\n", size_str(query));
+    }
+    // Cell 9, fixed: keep g in the output, one score matrix per query head.
+    Tensor *scores = einsum_scores(query, key);                        // (B, G, KV, N, S)
+    if (lesson != NULL) {
+        printf("scores = einsum(query, key, \"b g h n d, b h s d -> b g h n s\")\n%s\n",
+               size_str(scores));
+    }
+    // Cell 11. Why divide by sqrt(head_dim): a dot product of D numbers of
+    // variance 1 has variance D, so unscaled scores grow with D and push the
+    // softmax towards one-hot, where its gradient vanishes. The notebook
+    // takes query.size(-1) ** 0.5 in Python's double; PyTorch then divides
+    // the float32 scores by that number rounded to float, as we do.
+    float scale = (float)sqrt((double)size(query, -1));
+    Tensor *attention = softmax(div_scalar(scores, scale), -1);        // (B, G, KV, N, S)
+    Tensor *out = einsum_mix_values(attention, value);                 // (B, G, KV, N, D)
+    out = rearrange_merge_groups(out);                                 // (B, N, H, D)
+    if (lesson != NULL) {
+        printf("out = rearrange(out, \"b g h n d -> b n (h g) d\")\n%s\n", size_str(out));
+        if (lesson->heatmap) {
+            print_heatmap("attention (b, g, h)", attention);
+        }
+    }
+    return out;
+}
+
+// What the notebook computes (cells 9 and 11 as written): the scores summed
+// over g. Returns (B, N, KV, D): one output per KEY/VALUE head.
+static Tensor *group_sum_attention(const Tensor *query_in, const Tensor *key_in,
+                                   const Tensor *value_in, const Lesson *lesson) {
+    int num_head_groups = size(query_in, 2) / size(key_in, 2);
+    Tensor *query = rearrange_heads_first(query_in);                   // (B, H, N, D)
+    Tensor *key = rearrange_heads_first(key_in);                       // (B, KV, S, D)
+    Tensor *value = rearrange_heads_first(value_in);                   // (B, KV, S, D)
+    query = rearrange_split_groups(query, num_head_groups);            // (B, G, KV, N, D)
+    Tensor *scores = einsum_scores_group_sum(query, key);              // (B, KV, N, S)
+    if (lesson != NULL) {
+        printf("scores = einsum(query, key, \"b g h n d, b h s d -> b h n s\")\n%s\n",
+               size_str(scores));
+    }
+    float scale = (float)sqrt((double)size(query, -1));
+    Tensor *attention = softmax(div_scalar(scores, scale), -1);        // (B, KV, N, S)
+    Tensor *out = einsum_mix_values_per_kv_head(attention, value);     // (B, KV, N, D)
+    out = rearrange_heads_back(out);                                   // (B, N, KV, D)
+    if (lesson != NULL) {
+        printf("out = rearrange(out, \"b h n d -> b n h d\")\n%s\n", size_str(out));
+    }
+    return out;
+}
+
+// --- seed 002's way: repeat the keys and values, then multi-head attention ----
+
+// The middle of seed 002's GroupQueryAttention.forward, without its
+// projections: q (B, N, H, D), k and v (B, S, KV, D) -> output (B, N, H, D).
+// repeat_interleave(G, dim=1) copies key/value head h into slots
+// h*G .. h*G + G-1, so slot i holds head i / G: the same pairing as the
+// einops "(h g)" grouping. After that it is lesson 6's attention.
+static Tensor *repeat_interleave_attention(const Tensor *q_in, const Tensor *k_in,
+                                           const Tensor *v_in) {
+    int nums_head = size(q_in, 2), nums_key_value_head = size(k_in, 2);
+    int head_dim = size(q_in, 3);
+    Tensor *q = transpose(q_in, 1, 2);                                 // (B, H, N, D)
+    Tensor *k = transpose(k_in, 1, 2);                                 // (B, KV, S, D)
+    Tensor *v = transpose(v_in, 1, 2);                                 // (B, KV, S, D)
+    k = repeat_interleave(k, nums_head / nums_key_value_head, 1);      // (B, H, S, D)
+    v = repeat_interleave(v, nums_head / nums_key_value_head, 1);      // (B, H, S, D)
+    Tensor *attention_score = div_scalar(matmul(q, transpose(k, 2, 3)),
+                                         (float)sqrt((double)head_dim));  // (B, H, N, S)
+    Tensor *attention_weight = softmax(attention_score, -1);           // (B, H, N, S)
+    Tensor *output = matmul(attention_weight, v);                      // (B, H, N, D)
+    return contiguous(transpose(output, 1, 2));                        // (B, N, H, D)
+}
+
+// Lesson 6's multi-head attention core, no mask, by library ops: every
+// query head against the key head with the same number. For multi-query
+// attention the key and value have ONE head, (B, 1, S, D), and matmul's
+// broadcasting hands that one head to all H query heads.
+static Tensor *multi_head_attention(const Tensor *q_in, const Tensor *k_in,
+                                    const Tensor *v_in) {
+    Tensor *q_state = transpose(q_in, 1, 2);                           // (B, H, N, D)
+    Tensor *k_state = transpose(k_in, 1, 2);                           // (B, H or 1, S, D)
+    Tensor *v_state = transpose(v_in, 1, 2);                           // (B, H or 1, S, D)
+    Tensor *attention_weight = div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
+                                          (float)sqrt((double)size(q_in, 3)));  // (B, H, N, S)
+    attention_weight = softmax(attention_weight, -1);                  // (B, H, N, S)
+    Tensor *output_mid = matmul(attention_weight, v_state);            // (B, H, N, D)
+    return contiguous(transpose(output_mid, 1, 2));                    // (B, N, H, D)
+}
+
+// --- the lesson ----------------------------------------------------------------------
+
+typedef struct {
+    int batch, seq, heads, kv_heads, head_dim;
+} Sizes;
+
+// Which key/value head each query head reads, worked out by running the
+// lesson's own index code on head NUMBERS instead of data.
+static void print_head_pairing(int heads, int kv_heads) {
+    int G = heads / kv_heads;
+    // einops: put i into query head slot i, split with "b (h g) n d -> b g h n d"
+    // and see at which h it lands.
+    Tensor *head_numbers = zeros(shape4(1, heads, 1, 1));              // (1, H, 1, 1)
+    for (int i = 0; i < heads; i++) {
+        *at4(head_numbers, 0, i, 0, 0) = (float)i;
+    }
+    Tensor *grouped = rearrange_split_groups(head_numbers, G);         // (1, G, KV, 1, 1)
+    int kv_of_einops[64];   // the table shows at most 64 heads
+    // repeat_interleave: put h into key/value slot h, repeat G times along
+    // the head axis and read which h lands in slot i.
+    Tensor *kv_numbers = zeros(shape4(1, kv_heads, 1, 1));             // (1, KV, 1, 1)
+    for (int h = 0; h < kv_heads; h++) {
+        *at4(kv_numbers, 0, h, 0, 0) = (float)h;
+    }
+    Tensor *repeated = repeat_interleave(kv_numbers, G, 1);            // (1, H, 1, 1)
+
+    int shown = heads < 64 ? heads : 64;
+    for (int g = 0; g < G; g++) {
+        for (int h = 0; h < kv_heads; h++) {
+            int i = (int)*at5(grouped, 0, g, h, 0, 0);
+            if (i < shown) {
+                kv_of_einops[i] = h;
+            }
+        }
+    }
+    printf("query head i:                      ");
+    for (int i = 0; i < shown; i++) {
+        printf(" %d", i);
+    }
+    printf("\nreads kv head, einops \"(h g)\":     ");
+    for (int i = 0; i < shown; i++) {
+        printf(" %d", kv_of_einops[i]);
+    }
+    printf("\nreads kv head, repeat_interleave:  ");
+    for (int i = 0; i < shown; i++) {
+        printf(" %d", (int)*at4(repeated, 0, i, 0, 0));
+    }
+    printf("\n(\"(g h)\" instead would read i %% KV: ");
+    for (int i = 0; i < shown; i++) {
+        printf(" %d", i % kv_heads);
+    }
+    printf(")\n%s", shown < heads ? "(first 64 heads shown)\n" : "");
+    printf("Both read key/value head i / G = i / %d: (h g) counts i = h*G + g, g fastest,\n"
+           "and repeat_interleave copies head h into slots h*G .. h*G + %d.\n", G, G - 1);
+}
+
+// KV-cache bytes per token per layer: one key and one value vector (the 2)
+// per key/value head, head_dim floats of 4 bytes each.
+static void print_kv_cache_bytes(const char *name, int kv_heads, int head_dim) {
+    printf("%s (kv_heads = %d): 2 * %d * %d * 4 = %ld bytes\n", name, kv_heads, kv_heads,
+           head_dim, 2L * kv_heads * head_dim * 4);
+}
+
+static void gqa_lesson(const Lesson *lesson, Sizes z) {
+    // Seed 001 cell 7: the three draws, in this order.
+    Tensor *query = named("query", randn(shape4(z.batch, z.seq, z.heads, z.head_dim)));
+    // (B, N, H, D)
+    Tensor *key = named("key", randn(shape4(z.batch, z.seq, z.kv_heads, z.head_dim)));
+    // (B, S, KV, D)
+    Tensor *value = named("value", randn(shape4(z.batch, z.seq, z.kv_heads, z.head_dim)));
+    // (B, S, KV, D)
+
+    printf("-- grouped-query attention, the notebook's einops steps as loops --\n");
+    Tensor *out = named("out", grouped_query_attention(query, key, value, lesson));
+    // (B, N, H, D)
+    printf("out[0, 0, :, :4]\n%s\n\n", first_token_str(out));
+
+    graph_pause(true);   // the head-number table is not part of the dataflow
+    printf("-- which key/value head each query head reads --\n");
+    print_head_pairing(z.heads, z.kv_heads);
+    graph_pause(false);
+
+    printf("\n-- the notebook's einsum sums the scores over g --\n");
+    Tensor *out_group_sum = named("out_group_sum",
+                                  group_sum_attention(query, key, value, lesson));
+    // (B, N, KV, D)
+    printf("out_group_sum[0, 0, :, :4]\n%s\n", first_token_str(out_group_sum));
+    printf("true GQA out: %s, one output per query head (%d)\n", size_str(out), z.heads);
+    printf("notebook's:   %s, one per key/value head (%d): the o_proj that follows\n"
+           "              (nn.Linear(%d, %d) in the notebook's GQA module) would get %d\n"
+           "              features per token instead of %d.\n",
+           size_str(out_group_sum), z.kv_heads, z.heads * z.head_dim, z.heads * z.head_dim,
+           z.kv_heads * z.head_dim, z.heads * z.head_dim);
+
+    // The group sum is attention with each group's queries ADDED into one
+    // query: show it by doing exactly that with ordinary multi-head attention.
+    graph_pause(true);
+    int G = z.heads / z.kv_heads;
+    Tensor *summed_query = zeros(shape4(z.batch, z.seq, z.kv_heads, z.head_dim));
+    // (B, N, KV, D)
+    for (int b = 0; b < z.batch; b++) {
+        for (int n = 0; n < z.seq; n++) {
+            for (int h = 0; h < z.kv_heads; h++) {
+                for (int g = 0; g < G; g++) {
+                    for (int d = 0; d < z.head_dim; d++) {
+                        *at4(summed_query, b, n, h, d) += *at4(query, b, n, h * G + g, d);
+                    }
+                }
+            }
+        }
+    }
+    printf("max |out_group_sum - attention(sum of each group's %d queries, key, value)| = "
+           "%.3g\n", G, max_abs_diff(out_group_sum, multi_head_attention(summed_query, key,
+                                                                          value)));
+    graph_pause(false);
+
+    printf("\n-- seed 002's way: repeat_interleave K and V, then multi-head attention --\n");
+    Tensor *output = repeat_interleave_attention(query, key, value);   // (B, N, H, D)
+    printf("output: %s\nmax |out - output| = %.3g\n", size_str(output),
+           max_abs_diff(out, output));
+
+    graph_pause(true);   // the rest checks claims; it adds nothing to the dataflow
+    printf("\n-- the two ends: kv_heads = heads is MHA, kv_heads = 1 is MQA --\n");
+    // MHA: give every query head its own copy of its key/value head. The
+    // same loops then run with G = 1 and must reproduce `out` exactly, and
+    // agree with lesson 6's attention.
+    Tensor *key_mha = repeat_interleave(key, G, 2);                    // (B, S, H, D)
+    Tensor *value_mha = repeat_interleave(value, G, 2);                // (B, S, H, D)
+    Tensor *out_mha = grouped_query_attention(query, key_mha, value_mha, NULL);  // (B, N, H, D)
+    // Lesson 6's attention on these copied heads is exactly what seed 002
+    // computed above (`output`), so that is what the loops are held against.
+    printf("kv_heads = %d, G = 1: max |loops - out| = %.3g, max |loops - multi-head "
+           "attention| = %.3g\n", z.heads, max_abs_diff(out_mha, out),
+           max_abs_diff(out_mha, output));
+    // MQA: only key/value head 0, shared by all H query heads.
+    Tensor *key_mqa = narrow(key, 2, 0, 1);                            // (B, S, 1, D)
+    Tensor *value_mqa = narrow(value, 2, 0, 1);                        // (B, S, 1, D)
+    Tensor *out_mqa = grouped_query_attention(query, key_mqa, value_mqa, NULL);  // (B, N, H, D)
+    printf("kv_heads = 1, G = %d: max |loops - multi-query attention (one K/V head, "
+           "broadcast)| = %.3g\n", z.heads,
+           max_abs_diff(out_mqa, multi_head_attention(query, key_mqa, value_mqa)));
+    graph_pause(false);
+
+    printf("\n-- KV cache per token per layer: 2 (K and V) * kv_heads * head_dim * 4 bytes "
+           "--\n");
+    print_kv_cache_bytes("MHA", z.heads, z.head_dim);
+    print_kv_cache_bytes("GQA", z.kv_heads, z.head_dim);
+    print_kv_cache_bytes("MQA", 1, z.head_dim);
+    printf("GQA keeps %d query heads but caches %d times less than MHA.\n", z.heads, G);
+}
+
+int main(int argc, char **argv) {
+    Sizes z = {.batch = 1, .seq = 256, .heads = 8, .kv_heads = 2, .head_dim = 64};
+    SizeFlag sizes[] = {
+        {"--batch", &z.batch, "batch size"},
+        {"--seq", &z.seq, "sequence length (queries and keys)"},
+        {"--heads", &z.heads, "query heads"},
+        {"--kv-heads", &z.kv_heads, "key/value heads (must divide --heads)"},
+        {"--head-dim", &z.head_dim, "numbers per head"},
+    };
+    Lesson lesson = {
+        .program = "lesson-8",
+        .summary = "gqa: grouped-query attention, einops steps as loops (seed 001, 002)",
+        .sizes = sizes,
+        .n_sizes = 5,
+    };
+    parse_lesson_args(&lesson, argc, argv);
+    check_divides(&lesson, "--kv-heads", z.kv_heads, "--heads", z.heads);
+    check_fits(&lesson, "scores (batch*heads*seq*seq)",
+               (double)z.batch * z.heads * z.seq * z.seq);
+    check_fits(&lesson, "query (batch*seq*heads*head_dim)",
+               (double)z.batch * z.seq * z.heads * z.head_dim);
+    lesson_start(&lesson);
+    gqa_lesson(&lesson, z);
+    return lesson_finish(&lesson);
+}

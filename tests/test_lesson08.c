@@ -1,0 +1,355 @@
+// test_lesson08.c - lesson 8 (gqa) against PyTorch and against itself.
+//
+// Recorded: tests/reference/gen_lesson08.py ran seed 001's cells (group sum
+// fixed) in PyTorch 1.13 and wrote tests/data/lesson08/seed<S>/. The lesson
+// binary is run with the same seed and sizes and --dump; its inputs must be
+// PyTorch's bit for bit, its outputs equal to float rounding, its printed
+// lines those of the PyTorch cell.
+// In-process: the lesson's functions (its source is included with main
+// renamed) against the repeat_interleave version, lesson 6's multi-head
+// attention, multi-query attention, and hand-worked cases.
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "harness.h"
+
+#define main lesson_main
+#include "../lessons/08-gqa/gqa.c"
+#undef main
+
+#define BINARY lesson_binary("08-gqa")
+
+// --- reference runs -------------------------------------------------------------
+
+typedef struct {
+    int seed;
+    const char *const flags[11];   // the sizes gen_lesson08.py used, NULL-ended
+} Case;
+
+static const Case CASES[] = {
+    {0, {NULL}},   // the notebook's sizes: 1, 256, 8, 2, 64
+    {7, {"--seq", "16", "--head-dim", "8", NULL}},
+    {1, {"--batch", "2", "--seq", "5", "--heads", "6", "--kv-heads", "3", "--head-dim", "4",
+         NULL}},
+    {3, {"--seq", "2", "--heads", "2", "--kv-heads", "1", "--head-dim", "3", NULL}},
+};
+enum { N_CASES = sizeof CASES / sizeof CASES[0] };
+
+// Run the lesson for one case with --dump into a fresh directory.
+static RunResult run_case(const Case *c, const char *dump_dir) {
+    const char *args[20];
+    int n = 0;
+    args[n++] = "--seed";
+    args[n++] = path_join("%d", c->seed);
+    args[n++] = "--dump";
+    args[n++] = dump_dir;
+    for (int i = 0; c->flags[i] != NULL; i++) {
+        args[n++] = c->flags[i];
+    }
+    args[n] = NULL;
+    return run_program(BINARY, args);
+}
+
+START_TEST(test_recorded_runs) {
+    const Case *c = &CASES[_i];
+    const char *data = path_join("%s/lesson08/seed%d", DATA_DIR, c->seed);
+    const char *dump = make_temp_dir();
+    RunResult run = run_case(c, dump);
+    ck_assert_msg(run.status == 0, "seed %d: exit %d, stderr: %s", c->seed, run.status, run.err);
+    ck_assert_str_eq(run.err, "");
+
+    // torch.randn, both of its paths: bit for bit.
+    const char *inputs[] = {"query", "key", "value"};
+    for (int i = 0; i < 3; i++) {
+        assert_bitwise_equal(load_npy(path_join("%s/%s.npy", dump, inputs[i])),
+                             load_npy(path_join("%s/%s.npy", data, inputs[i])),
+                             path_join("seed %d %s", c->seed, inputs[i]));
+    }
+    // Computed: our loops sum in a different order than PyTorch's einsum
+    // (bmm), so they agree to float rounding only. The scores are sums of D
+    // products of N(0,1) numbers, up to ~30 in size: a relative rounding of
+    // 2^-24 per term gives score errors of ~1e-6 and outputs (weighted means
+    // of the values) of a few 1e-7; measured worst: 3.6e-7 at seed 0.
+    // The notebook's scores sum G*D products (four times larger logits), so
+    // they get a tolerance ten times looser; measured worst: 5.7e-6.
+    assert_close(load_npy(path_join("%s/out.npy", dump)),
+                 load_npy(path_join("%s/out.npy", data)), 2e-6f, 1e-5f,
+                 path_join("seed %d out", c->seed));
+    assert_close(load_npy(path_join("%s/out_group_sum.npy", dump)),
+                 load_npy(path_join("%s/out_group_sum.npy", data)), 2e-5f, 1e-4f,
+                 path_join("seed %d out_group_sum", c->seed));
+
+    // The printed lines: the notebook's, and the tensor values PyTorch prints.
+    const char *missing = NULL;
+    ck_assert_msg(lines_in_order(run.out, read_text(path_join("%s/stdout.txt", data)),
+                                 &missing),
+                  "seed %d: line not printed (or out of order): %s", c->seed, missing);
+    remove_dir(dump);
+}
+END_TEST
+
+// The dump has exactly the names and shapes of LESSONS.md.
+START_TEST(test_dump_shapes) {
+    const char *dump = make_temp_dir();
+    RunResult run = run_case(&CASES[2], dump);   // batch 2, seq 5, heads 6, kv 3, dim 4
+    ck_assert_int_eq(run.status, 0);
+    Tensor *out = load_npy(path_join("%s/out.npy", dump));
+    Tensor *out_group_sum = load_npy(path_join("%s/out_group_sum.npy", dump));
+    ck_assert_str_eq(size_str(out), "torch.Size([2, 5, 6, 4])");
+    ck_assert_str_eq(size_str(out_group_sum), "torch.Size([2, 5, 3, 4])");
+    ck_assert_str_eq(size_str(load_npy(path_join("%s/key.npy", dump))),
+                     "torch.Size([2, 5, 3, 4])");
+    remove_dir(dump);
+}
+END_TEST
+
+// --- in-process: the loops against other ways of computing the same ----------
+
+typedef struct {
+    Tensor *query, *key, *value;
+} Inputs;
+
+static Inputs draw(uint64_t seed, int batch, int seq, int heads, int kv_heads, int head_dim) {
+    manual_seed(seed);
+    Inputs in;
+    in.query = randn(shape4(batch, seq, heads, head_dim));   // (B, N, H, D)
+    in.key = randn(shape4(batch, seq, kv_heads, head_dim));  // (B, S, KV, D)
+    in.value = randn(shape4(batch, seq, kv_heads, head_dim));
+    return in;
+}
+
+// Lesson 6's attention without a mask, written here with library ops:
+// q (B, N, H, D); k, v (B, S, H, D) -> (B, N, H, D).
+static Tensor *lesson6_attention(const Tensor *q, const Tensor *k, const Tensor *v) {
+    Tensor *q_state = transpose(q, 1, 2);
+    Tensor *k_state = transpose(k, 1, 2);
+    Tensor *v_state = transpose(v, 1, 2);
+    Tensor *weight = softmax(div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
+                                        (float)sqrt((double)size(q, 3))), -1);
+    return contiguous(transpose(matmul(weight, v_state), 1, 2));
+}
+
+// kv_heads = 1 (MQA), strictly between (2 and 4 of 8; 3 of 6), and = heads.
+START_TEST(test_loops_equal_repeat_interleave) {
+    const int configs[][3] = {{8, 1, 5}, {8, 2, 6}, {8, 4, 7}, {8, 8, 8}, {6, 3, 9}};
+    for (int c = 0; c < 5; c++) {
+        int heads = configs[c][0], kv_heads = configs[c][1];
+        Inputs in = draw((uint64_t)configs[c][2], 2, 7, heads, kv_heads, 5);
+        Tensor *loops = grouped_query_attention(in.query, in.key, in.value, NULL);
+        Tensor *repeated = repeat_interleave_attention(in.query, in.key, in.value);
+        ck_assert_str_eq(size_str(loops), path_join("torch.Size([2, 7, %d, 5])", heads));
+        // Same products, summed in the same order: they agree to rounding
+        // (in fact bit for bit today, but the claim is only the math).
+        assert_close(loops, repeated, 1e-6f, 1e-5f,
+                     path_join("heads %d kv_heads %d", heads, kv_heads));
+    }
+}
+END_TEST
+
+// kv_heads = heads is lesson 6's multi-head attention.
+START_TEST(test_mha_is_lesson6) {
+    Inputs in = draw(11, 3, 6, 8, 8, 16);
+    Tensor *loops = grouped_query_attention(in.query, in.key, in.value, NULL);
+    assert_close(loops, lesson6_attention(in.query, in.key, in.value), 1e-6f, 1e-5f,
+                 "kv_heads = heads against lesson 6");
+    // With G = 1 there is nothing to sum over g: the notebook's einsum is
+    // then right, and equal to true GQA.
+    assert_close(group_sum_attention(in.query, in.key, in.value, NULL), loops, 1e-6f, 1e-5f,
+                 "group sum with G = 1");
+}
+END_TEST
+
+// kv_heads = 1 is multi-query attention: lesson 6's attention with the one
+// key/value head given to every query head.
+START_TEST(test_mqa_is_shared_head) {
+    Inputs in = draw(12, 2, 9, 4, 1, 8);
+    Tensor *loops = grouped_query_attention(in.query, in.key, in.value, NULL);
+    Tensor *k_shared = contiguous(expand(in.key, shape4(-1, -1, 4, -1)));
+    Tensor *v_shared = contiguous(expand(in.value, shape4(-1, -1, 4, -1)));
+    assert_close(loops, lesson6_attention(in.query, k_shared, v_shared), 1e-6f, 1e-5f,
+                 "kv_heads = 1 against one shared head");
+}
+END_TEST
+
+// Hand-worked: make every value of key/value head h equal to 10*h + 1. A
+// softmax's weights sum to 1, so query head i's output is exactly the
+// constant of the key/value head it reads: 10*(i / G) + 1, never i % KV.
+START_TEST(test_query_head_reads_kv_head_i_over_G) {
+    int heads = 8, kv_heads = 2, G = 4;
+    Inputs in = draw(13, 1, 5, heads, kv_heads, 3);
+    for (int s = 0; s < 5; s++) {
+        for (int h = 0; h < kv_heads; h++) {
+            for (int d = 0; d < 3; d++) {
+                *at4(in.value, 0, s, h, d) = 10.0f * (float)h + 1.0f;
+            }
+        }
+    }
+    Tensor *out = grouped_query_attention(in.query, in.key, in.value, NULL);
+    for (int n = 0; n < 5; n++) {
+        for (int i = 0; i < heads; i++) {
+            for (int d = 0; d < 3; d++) {
+                float want = 10.0f * (float)(i / G) + 1.0f;
+                ck_assert_msg(fabsf(*at4(out, 0, n, i, d) - want) <= 1e-5f,
+                              "out[0, %d, %d, %d] = %g, want %g (kv head %d)", n, i, d,
+                              (double)*at4(out, 0, n, i, d), (double)want, i / G);
+            }
+        }
+    }
+}
+END_TEST
+
+// The notebook's einsum: kv_heads heads, not heads; not any true GQA head;
+// and exactly attention with each group's queries added into one.
+START_TEST(test_group_sum_is_wrong_as_explained) {
+    int heads = 8, kv_heads = 2, G = 4;
+    Inputs in = draw(14, 2, 10, heads, kv_heads, 8);
+    Tensor *out = grouped_query_attention(in.query, in.key, in.value, NULL);
+    Tensor *out_group_sum = group_sum_attention(in.query, in.key, in.value, NULL);
+    ck_assert_str_eq(size_str(out_group_sum), "torch.Size([2, 10, 2, 8])");
+    ck_assert_str_eq(size_str(out), "torch.Size([2, 10, 8, 8])");
+    // It matches none of the G true heads that share its key/value head.
+    for (int h = 0; h < kv_heads; h++) {
+        for (int g = 0; g < G; g++) {
+            Tensor *true_head = narrow(out, 2, h * G + g, 1);
+            Tensor *summed_head = narrow(out_group_sum, 2, h, 1);
+            float diff = max_abs_diff(true_head, summed_head);
+            ck_assert_msg(diff > 0.05f, "kv head %d, query head %d: differs only by %g", h,
+                          h * G + g, (double)diff);
+        }
+    }
+    // What it is: the G queries of a group summed, then ordinary attention.
+    Tensor *summed_query = zeros(shape4(2, 10, kv_heads, 8));
+    for (int b = 0; b < 2; b++) {
+        for (int n = 0; n < 10; n++) {
+            for (int i = 0; i < heads; i++) {
+                for (int d = 0; d < 8; d++) {
+                    *at4(summed_query, b, n, i / G, d) += *at4(in.query, b, n, i, d);
+                }
+            }
+        }
+    }
+    // Looser than above: the summed scores are ~G times larger, and the
+    // two sides add the G*D products in different orders.
+    assert_close(out_group_sum, lesson6_attention(summed_query, in.key, in.value), 1e-5f,
+                 1e-4f, "group sum against attention of summed queries");
+}
+END_TEST
+
+// The rearranges on their own, on numbered elements.
+START_TEST(test_rearranges_by_hand) {
+    // (1, 4, 1, 1) query heads numbered 0..3, G = 2: slot [0, g, h] holds
+    // head h*2 + g, and merging puts every head back where it was.
+    Tensor *heads = zeros(shape4(1, 4, 1, 1));
+    for (int i = 0; i < 4; i++) {
+        *at4(heads, 0, i, 0, 0) = (float)i;
+    }
+    Tensor *grouped = rearrange_split_groups(heads, 2);
+    ck_assert_str_eq(size_str(grouped), "torch.Size([1, 2, 2, 1, 1])");
+    ck_assert_float_eq(*at5(grouped, 0, 0, 0, 0, 0), 0.0f);
+    ck_assert_float_eq(*at5(grouped, 0, 1, 0, 0, 0), 1.0f);
+    ck_assert_float_eq(*at5(grouped, 0, 0, 1, 0, 0), 2.0f);
+    ck_assert_float_eq(*at5(grouped, 0, 1, 1, 0, 0), 3.0f);
+    // "b g h n d -> b n (h g) d" expects (b, g, h, n, d) with n, d = 1.
+    Tensor *merged = rearrange_merge_groups(grouped);
+    ck_assert_str_eq(size_str(merged), "torch.Size([1, 1, 4, 1])");
+    for (int i = 0; i < 4; i++) {
+        ck_assert_float_eq(*at4(merged, 0, 0, i, 0), (float)i);
+    }
+    // "b n h d -> b h n d" then "b h n d -> b n h d" is the identity.
+    manual_seed(15);
+    Tensor *x = randn(shape4(2, 3, 4, 5));
+    Tensor *heads_first = rearrange_heads_first(x);
+    ck_assert_str_eq(size_str(heads_first), "torch.Size([2, 4, 3, 5])");
+    ck_assert_float_eq(*at4(heads_first, 1, 3, 2, 4), *at4(x, 1, 2, 3, 4));
+    assert_bitwise_equal(rearrange_heads_back(heads_first), x, "there and back");
+}
+END_TEST
+
+// --- the command line -------------------------------------------------------------
+
+// Exit 2, one line on stderr naming `flag`, nothing on stdout, no dump dir.
+static void check_refused(const char *const *sizes, const char *flag) {
+    const char *parent = make_temp_dir();
+    const char *dump = path_join("%s/dump", parent);
+    const char *args[16] = {"--dump", dump};
+    int n = 2;
+    for (int i = 0; sizes[i] != NULL; i++) {
+        args[n++] = sizes[i];
+    }
+    args[n] = NULL;
+    RunResult run = run_program(BINARY, args);
+    ck_assert_msg(run.status == 2, "%s: exit %d, want 2", flag, run.status);
+    ck_assert_str_eq(run.out, "");
+    const char *newline = strchr(run.err, '\n');
+    ck_assert_msg(newline != NULL && newline[1] == '\0', "want one line, got: %s", run.err);
+    ck_assert_msg(strstr(run.err, flag) != NULL, "the message does not name %s: %s", flag,
+                  run.err);
+    struct stat info;
+    ck_assert_msg(stat(dump, &info) != 0, "the dump directory was created");
+    remove_dir(parent);
+}
+
+START_TEST(test_bad_flags) {
+    check_refused((const char *const[]){"--kv-heads", "3", NULL}, "--kv-heads");
+    check_refused((const char *const[]){"--kv-heads", "0", NULL}, "--kv-heads");
+    check_refused((const char *const[]){"--kv-heads", "16", NULL}, "--kv-heads");
+    check_refused((const char *const[]){"--heads", "6", "--kv-heads", "4", NULL},
+                  "--kv-heads");
+    check_refused((const char *const[]){"--heads", "0", NULL}, "--heads");
+    check_refused((const char *const[]){"--head-dim", "-4", NULL}, "--head-dim");
+    check_refused((const char *const[]){"--seq", "many", NULL}, "--seq");
+    check_refused((const char *const[]){"--batch", NULL}, "--batch");
+    check_refused((const char *const[]){"--groups", "2", NULL}, "--groups");
+    check_refused((const char *const[]){"--seq", "60000", "--heads", "64", "--kv-heads", "8",
+                                        NULL},
+                  "scores");
+    // The exact text for the usual mistake.
+    RunResult run = run_program(BINARY, (const char *const[]){"--kv-heads", "3", NULL});
+    ck_assert_str_eq(run.err, "lesson-8: --kv-heads 3 does not divide --heads 8\n");
+}
+END_TEST
+
+// --dot draws the einsum steps; --heatmap draws the weights.
+START_TEST(test_dot_and_heatmap) {
+    const char *dir = make_temp_dir();
+    const char *dot = path_join("%s/gqa.dot", dir);
+    RunResult run = run_program(BINARY, (const char *const[]){"--seq", "4", "--head-dim", "2",
+                                                              "--dot", dot, "--heatmap",
+                                                              NULL});
+    ck_assert_int_eq(run.status, 0);
+    const char *graph = read_text(dot);
+    const char *expected[] = {"b (h g) n d -> b g h n d", "b g h n d, b h s d -> b g h n s",
+                              "b g h n s, b h s d -> b g h n d", "b g h n d -> b n (h g) d",
+                              "b g h n d, b h s d -> b h n s", "out_group_sum",
+                              "repeat_interleave"};
+    for (int i = 0; i < 7; i++) {
+        ck_assert_msg(strstr(graph, expected[i]) != NULL, "the graph lacks '%s'", expected[i]);
+    }
+    ck_assert_msg(strstr(run.out, "attention (b, g, h)") != NULL, "no heatmap printed");
+    remove_dir(dir);
+}
+END_TEST
+
+static Suite *lesson08_suite(void) {
+    Suite *suite = suite_create("lesson08");
+    TCase *recorded = new_tcase("recorded from PyTorch");
+    tcase_add_loop_test(recorded, test_recorded_runs, 0, N_CASES);
+    tcase_add_test(recorded, test_dump_shapes);
+    suite_add_tcase(suite, recorded);
+    TCase *invariants = new_tcase("invariants");
+    tcase_add_test(invariants, test_loops_equal_repeat_interleave);
+    tcase_add_test(invariants, test_mha_is_lesson6);
+    tcase_add_test(invariants, test_mqa_is_shared_head);
+    tcase_add_test(invariants, test_query_head_reads_kv_head_i_over_G);
+    tcase_add_test(invariants, test_group_sum_is_wrong_as_explained);
+    tcase_add_test(invariants, test_rearranges_by_hand);
+    suite_add_tcase(suite, invariants);
+    TCase *command_line = new_tcase("command line");
+    tcase_add_test(command_line, test_bad_flags);
+    tcase_add_test(command_line, test_dot_and_heatmap);
+    suite_add_tcase(suite, command_line);
+    return suite;
+}
+
+int main(void) { return run_suite(lesson08_suite()); }
