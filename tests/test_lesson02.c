@@ -1,0 +1,381 @@
+// test_lesson02.c - lesson 2 (SelfAttV1: three projections, thop's count and the full one).
+//
+// Reference values in tests/data/lesson02/<case>/ were recorded from
+// PyTorch 1.13 by tests/reference/gen_lesson02.py. The lesson source is
+// included with its main() renamed, so the tests can also call
+// SelfAttV1_forward with weights loaded from those files or set by hand.
+#define _POSIX_C_SOURCE 200809L
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define main lesson_main
+#include "../lessons/02-self-attention-v1/self_attention_v1.c"
+#undef main
+
+#define LESSON_DIR "02-self-attention-v1"
+#define REF_DIR DATA_DIR "/lesson02"
+
+// Computed tensors go through different summation orders here and in
+// PyTorch (its addmm/bmm kernels vs our plain loops, its vectorised exp), so
+// they agree to a few float32 roundings, not bit for bit. The values are
+// O(1): atol 1e-6 covers the roundings near 0, rtol 1e-5 (~80 ulps) the rest.
+#define ATOL 1e-6f
+#define RTOL 1e-5f
+
+// One recorded PyTorch run: keep in step with CASES in gen_lesson02.py.
+typedef struct {
+    const char *dir;
+    int batch, seq, dim;
+    const char *args[10];   // the lesson's flags for this run
+} Case;
+
+static const Case CASES[] = {
+    {"seed0", 3, 2, 4, {NULL}},
+    {"seed7", 3, 2, 4, {"--seed", "7", NULL}},
+    {"seed1_batch2_seq5_dim8", 2, 5, 8,
+     {"--seed", "1", "--batch", "2", "--seq", "5", "--dim", "8", NULL}},
+    {"seed3_batch2_seq40_dim16", 2, 40, 16,
+     {"--seed", "3", "--batch", "2", "--seq", "40", "--dim", "16", NULL}},
+};
+enum { N_CASES = sizeof CASES / sizeof CASES[0] };
+
+// Drawn from the generator: must match bit for bit.
+static const char *const INPUTS[] = {"X",          "query_proj.weight", "query_proj.bias",
+                                     "key_proj.weight", "key_proj.bias", "value_proj.weight",
+                                     "value_proj.bias"};
+// Computed from them: must match to float rounding.
+static const char *const COMPUTED[] = {"Q", "K", "V", "attention_value", "attention_weight",
+                                       "output"};
+
+static Tensor *reference(const Case *c, const char *name) {
+    return load_npy(path_join("%s/%s/%s.npy", REF_DIR, c->dir, name));
+}
+
+// The forward prints attention_weight; keep that off the test's own output.
+static int quiet_begin(void) {
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, STDOUT_FILENO);
+    close(null);
+    return saved;
+}
+
+static void quiet_end(int saved) {
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+}
+
+// A SelfAttV1 holding the parameters PyTorch recorded for case c.
+static SelfAttV1 recorded_net(const Case *c) {
+    SelfAttV1 net;
+    net.hidden_dim = c->dim;
+    Linear *layers[] = {&net.query_proj, &net.key_proj, &net.value_proj};
+    const char *names[] = {"query_proj", "key_proj", "value_proj"};
+    for (int i = 0; i < 3; i++) {
+        layers[i]->weight = reference(c, path_join("%s.weight", names[i]));
+        layers[i]->bias = reference(c, path_join("%s.bias", names[i]));
+        layers[i]->in_features = c->dim;
+        layers[i]->out_features = c->dim;
+    }
+    return net;
+}
+
+// --- against PyTorch --------------------------------------------------------------------
+
+// The binary, run with --dump: inputs and parameters bit for bit, computed
+// tensors to float rounding, every line PyTorch printed printed in order,
+// and the notebook's lines (weights twice, the two profile lines) first and
+// verbatim, so a diff against the notebook shows only the lesson's extras.
+START_TEST(test_matches_pytorch) {
+    const Case *c = &CASES[_i];
+    const char *dir = make_temp_dir();
+    const char *args[16] = {"--dump", dir};
+    int n = 2;
+    for (int i = 0; c->args[i] != NULL; i++) {
+        args[n++] = c->args[i];
+    }
+    args[n] = NULL;
+    RunResult r = run_program(lesson_binary(LESSON_DIR), args);
+    ck_assert_msg(r.status == 0, "%s: exit %d, stderr: %s", c->dir, r.status, r.err);
+    ck_assert_msg(r.err[0] == '\0', "%s: stderr: %s", c->dir, r.err);
+
+    for (size_t i = 0; i < sizeof INPUTS / sizeof INPUTS[0]; i++) {
+        Tensor *got = load_npy(path_join("%s/%s.npy", dir, INPUTS[i]));
+        assert_bitwise_equal(got, reference(c, INPUTS[i]), path_join("%s %s", c->dir, INPUTS[i]));
+    }
+    for (size_t i = 0; i < sizeof COMPUTED / sizeof COMPUTED[0]; i++) {
+        Tensor *got = load_npy(path_join("%s/%s.npy", dir, COMPUTED[i]));
+        assert_close(got, reference(c, COMPUTED[i]), ATOL, RTOL,
+                     path_join("%s %s", c->dir, COMPUTED[i]));
+    }
+
+    const char *expected = read_text(path_join("%s/%s/stdout.txt", REF_DIR, c->dir));
+    const char *missing = NULL;
+    ck_assert_msg(lines_in_order(r.out, expected, &missing), "%s: line not printed: %s",
+                  c->dir, missing);
+    const char *notebook_end = strstr(expected, " M\n");   // end of the Parameters line
+    ck_assert_ptr_nonnull(notebook_end);
+    size_t notebook_length = (size_t)(notebook_end - expected) + 3;
+    ck_assert_msg(strncmp(r.out, expected, notebook_length) == 0,
+                  "%s: stdout does not start with the notebook's lines:\n%s", c->dir, r.out);
+    remove_dir(dir);
+}
+END_TEST
+
+// The forward alone, in this process, on PyTorch's recorded X and weights
+// (no generator involved): the output and weights agree to rounding.
+START_TEST(test_forward_on_recorded_weights) {
+    for (int i = 0; i < N_CASES; i++) {
+        const Case *c = &CASES[i];
+        SelfAttV1 net = recorded_net(c);
+        Tensor *attention_weight = NULL;
+        int saved = quiet_begin();
+        Tensor *output = SelfAttV1_forward(&attention_weight, &net, reference(c, "X"));
+        quiet_end(saved);
+        assert_close(output, reference(c, "output"), ATOL, RTOL, path_join("%s output", c->dir));
+        assert_close(attention_weight, reference(c, "attention_weight"), ATOL, RTOL,
+                     path_join("%s attention_weight", c->dir));
+    }
+}
+END_TEST
+
+// --- invariants ---------------------------------------------------------------------------
+
+// Every row of the weights sums to 1 (to float rounding) and no weight is
+// 0 or negative: nothing is masked in V1.
+START_TEST(test_rows_sum_to_one) {
+    for (int i = 0; i < N_CASES; i++) {
+        const Case *c = &CASES[i];
+        SelfAttV1 net = recorded_net(c);
+        Tensor *w = NULL;
+        int saved = quiet_begin();
+        SelfAttV1_forward(&w, &net, reference(c, "X"));
+        quiet_end(saved);
+        ck_assert_int_eq(w->ndim, 3);
+        ck_assert_int_eq(size(w, 1), c->seq);
+        ck_assert_int_eq(size(w, 2), c->seq);
+        for (int b = 0; b < size(w, 0); b++) {
+            for (int t = 0; t < size(w, 1); t++) {
+                double sum = 0.0;
+                for (int s = 0; s < size(w, 2); s++) {
+                    ck_assert(*at3(w, b, t, s) > 0.0f);
+                    sum += *at3(w, b, t, s);
+                }
+                ck_assert_msg(fabs(sum - 1.0) < 1e-6, "%s: row [%d, %d] sums to %.9f", c->dir,
+                              b, t, sum);
+            }
+        }
+    }
+}
+END_TEST
+
+// --- hand-worked ------------------------------------------------------------------------------
+
+static void set_linear(Linear *layer, const float *weight, const float *bias) {
+    memcpy(layer->weight->data, weight, sizeof(float) * numel(layer->weight));
+    memcpy(layer->bias->data, bias, sizeof(float) * numel(layer->bias));
+}
+
+// dim 2, all three projections the identity with zero bias, so Q = K = V = X.
+// X = [[1, 0], [0, 1]]:
+//   attention_value = X X^T = [[1, 0], [0, 1]]; / sqrt(2) -> diagonal 0.7071
+//   row 0 weights = [e^0.7071, 1] / (e^0.7071 + 1) = [0.66976, 0.33024]
+//   output = weights @ V = weights (V is the identity)
+// And a bias moves Q: with query_proj.bias = [1, 1], every query gets +1 on
+// both channels, adding k_s . [1, 1] = 1 to every score: softmax does not
+// change when a row moves by a constant, so the weights stay the same.
+START_TEST(test_hand_worked) {
+    SelfAttV1 net = SelfAttV1_init(2);
+    const float identity[] = {1, 0, 0, 1};
+    const float zero_bias[] = {0, 0};
+    set_linear(&net.query_proj, identity, zero_bias);
+    set_linear(&net.key_proj, identity, zero_bias);
+    set_linear(&net.value_proj, identity, zero_bias);
+    Tensor *X = tensor_from(shape3(1, 2, 2), identity);
+    Tensor *w = NULL;
+    int saved = quiet_begin();
+    Tensor *output = SelfAttV1_forward(&w, &net, X);
+    quiet_end(saved);
+
+    double e = exp(1.0 / sqrt(2.0));
+    float big = (float)(e / (e + 1.0)), small = (float)(1.0 / (e + 1.0));
+    const float want[] = {big, small, small, big};
+    assert_close(w, tensor_from(shape3(1, 2, 2), want), 1e-6f, 1e-6f, "hand-worked weights");
+    assert_close(output, tensor_from(shape3(1, 2, 2), want), 1e-6f, 1e-6f, "hand-worked output");
+    ck_assert_msg(fabsf(big - 0.66976f) < 1e-5f, "row 0 weight %g, worked out 0.66976",
+                  (double)big);
+
+    const float one_bias[] = {1, 1};
+    set_linear(&net.query_proj, identity, one_bias);
+    saved = quiet_begin();
+    SelfAttV1_forward(&w, &net, X);
+    quiet_end(saved);
+    assert_close(w, tensor_from(shape3(1, 2, 2), want), 1e-6f, 1e-6f, "weights with a Q bias");
+}
+END_TEST
+
+// thop's numbers and the full count, for two sizes other than the notebook's,
+// against numbers worked out by hand here (not by the lesson's formulas).
+//
+// batch 2, seq 5, dim 8 (80 vectors):
+//   each Linear: 8 x (2*5*8) = 640; thop = 3 * 640 = 1920  -> 0.001920 MFLOPs
+//   params 3 * (64 + 8) = 216                               -> 0.000216 M
+//   Q @ K^T 2*5*5*8 = 400, scale 2*5*5 = 50, softmax 3*50 = 150, @ V 400
+//   whole 1920 + 400 + 50 + 150 + 400 = 2920; uncounted 1000/2920 = 34.2%
+// batch 1, seq 64, dim 16 (64 vectors):
+//   each Linear: 16 x (1*64*16) = 16384; thop 49152          -> 0.049152 MFLOPs
+//   params 3 * (256 + 16) = 816                              -> 0.000816 M
+//   Q @ K^T 64*64*16 = 65536, scale 4096, softmax 12288, @ V 65536
+//   whole 49152 + 65536 + 4096 + 12288 + 65536 = 196608; uncounted 75.0%
+START_TEST(test_counts_two_sizes) {
+    static const struct {
+        const char *args[8];
+        const char *lines;
+    } SIZES[] = {
+        {{"--batch", "2", "--seq", "5", "--dim", "8", NULL},
+         "SelfAttV1 FLOPs: 0.001920 MFLOPs\n"
+         "SelfAttV1 Parameters: 0.000216 M\n"
+         "  query_proj  8 x (2*5*8) = 640\n"
+         "  FLOPs = 3 * batch*seq*dim*dim = 1920 (really multiply-adds)\n"
+         "  Parameters = 3 * (dim*dim + dim) = 3 * (64 + 8) = 216\n"
+         "  Q @ K^T               batch*seq*seq*dim = 400 multiply-adds\n"
+         "  / sqrt(dim)           batch*seq*seq     = 50 divisions\n"
+         "  softmax               3*batch*seq*seq   = 150 (exp, add to row sum, divide)\n"
+         "  attention_weight @ V  batch*seq*seq*dim = 400 multiply-adds\n"
+         "counted by thop:    1920 = 0.001920 M\n"
+         "the whole forward:  2920 = 0.002920 M (34.2% of it not counted by thop)\n"
+         "torch.Size([8, 5, 2])\n"},
+        {{"--batch", "1", "--seq", "64", "--dim", "16", NULL},
+         "SelfAttV1 FLOPs: 0.049152 MFLOPs\n"
+         "SelfAttV1 Parameters: 0.000816 M\n"
+         "  value_proj  16 x (1*64*16) = 16384\n"
+         "  Q @ K^T               batch*seq*seq*dim = 65536 multiply-adds\n"
+         "  / sqrt(dim)           batch*seq*seq     = 4096 divisions\n"
+         "  softmax               3*batch*seq*seq   = 12288 (exp, add to row sum, divide)\n"
+         "  attention_weight @ V  batch*seq*seq*dim = 65536 multiply-adds\n"
+         "the whole forward:  196608 = 0.196608 M (75.0% of it not counted by thop)\n"
+         "torch.Size([16, 64, 1])\n"},
+    };
+    for (size_t i = 0; i < sizeof SIZES / sizeof SIZES[0]; i++) {
+        RunResult r = run_program(lesson_binary(LESSON_DIR), SIZES[i].args);
+        ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+        const char *missing = NULL;
+        ck_assert_msg(lines_in_order(r.out, SIZES[i].lines, &missing),
+                      "size %zu: line not printed: %s\n--- output ---\n%s", i, missing, r.out);
+    }
+}
+END_TEST
+
+// The defaults: the notebook's own numbers, the full count, and the aside.
+START_TEST(test_notebook_numbers) {
+    RunResult r = run_program(lesson_binary(LESSON_DIR), (const char *const[]){NULL});
+    ck_assert_int_eq(r.status, 0);
+    const char *expected =
+        "SelfAttV1 FLOPs: 0.000288 MFLOPs\n"
+        "SelfAttV1 Parameters: 0.000060 M\n"
+        "the whole forward:  432 = 0.000432 M (33.3% of it not counted by thop)\n"
+        "torch.Size([4, 2, 3])\n";
+    const char *missing = NULL;
+    ck_assert_msg(lines_in_order(r.out, expected, &missing), "not printed: %s", missing);
+    // The weights print twice: with grad_fn from net(X), without from profile().
+    const char *first = strstr(r.out, "grad_fn=<SoftmaxBackward0>");
+    ck_assert_ptr_nonnull(first);
+    ck_assert_ptr_null(strstr(first + 1, "grad_fn"));
+    const char *second = strstr(strstr(r.out, "[INFO]"), "attention_weight: tensor(");
+    ck_assert_ptr_nonnull(second);
+}
+END_TEST
+
+// --dot draws the named tensors and the ops between them, once.
+START_TEST(test_dot_graph) {
+    const char *dir = make_temp_dir();
+    const char *dot = path_join("%s/lesson2.dot", dir);
+    RunResult r = run_program(lesson_binary(LESSON_DIR), (const char *const[]){"--dot", dot, NULL});
+    ck_assert_int_eq(r.status, 0);
+    const char *text = read_text(dot);
+    static const char *const NAMES[] = {"query_proj.weight", "attention_value",
+                                        "attention_weight", "output", "softmax", "matmul"};
+    for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++) {
+        ck_assert_msg(strstr(text, NAMES[i]) != NULL, "%s not in the graph", NAMES[i]);
+    }
+    // profile()'s second forward is not drawn: "attention_weight" names one node.
+    const char *once = strstr(text, "\"attention_weight");
+    ck_assert_msg(once == NULL || strstr(once + 1, "\"attention_weight") == NULL,
+                  "attention_weight drawn twice");
+    remove_dir(dir);
+}
+END_TEST
+
+// --- bad flags ---------------------------------------------------------------------------------
+
+// Each: exit 2, nothing on stdout, exactly one line on stderr naming the
+// flag (or the tensor that would not fit), and the --dump directory not made.
+START_TEST(test_bad_flags) {
+    static const struct {
+        const char *args[6];
+        const char *named;   // what the message must mention
+    } BAD[] = {
+        {{"--dim", "0", NULL}, "--dim"},
+        {{"--seq", "x", NULL}, "--seq"},
+        {{"--batch", "-2", NULL}, "--batch"},
+        {{"--dim", "2.5", NULL}, "--dim"},
+        {{"--seq", NULL}, "--seq"},                       // missing value
+        {{"--batch", "--seq", "2", NULL}, "--batch"},     // value missing, next flag follows
+        {{"--seed", "abc", NULL}, "--seed"},
+        {{"--frobnicate", NULL}, "--frobnicate"},
+        {{"--train", NULL}, "--train"},                   // V1 has no dropout
+        {{"--batch", "65536", "--seq", "65536", NULL}, "attention_weight"},
+    };
+    const char *tmp = make_temp_dir();
+    const char *dump = path_join("%s/out", tmp);
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        const char *args[10] = {"--dump", dump};
+        int n = 2;
+        for (int a = 0; BAD[i].args[a] != NULL; a++) {
+            args[n++] = BAD[i].args[a];
+        }
+        args[n] = NULL;
+        RunResult r = run_program(lesson_binary(LESSON_DIR), args);
+        ck_assert_msg(r.status == 2, "%s: exit %d", BAD[i].named, r.status);
+        ck_assert_msg(r.out[0] == '\0', "%s: stdout not empty: %s", BAD[i].named, r.out);
+        const char *newline = strchr(r.err, '\n');
+        ck_assert_msg(newline != NULL && newline[1] == '\0', "%s: not one line: %s",
+                      BAD[i].named, r.err);
+        ck_assert_msg(strstr(r.err, BAD[i].named) != NULL, "'%s' not named in: %s",
+                      BAD[i].named, r.err);
+        ck_assert_msg(strncmp(r.err, "lesson-2: ", 10) == 0, "message: %s", r.err);
+        ck_assert_msg(access(dump, F_OK) != 0, "%s: --dump directory was created", BAD[i].named);
+    }
+    remove_dir(tmp);
+}
+END_TEST
+
+static Suite *lesson02_suite(void) {
+    Suite *suite = suite_create("lesson02");
+    TCase *pytorch = new_tcase("pytorch");
+    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, N_CASES);
+    tcase_add_test(pytorch, test_forward_on_recorded_weights);
+    suite_add_tcase(suite, pytorch);
+    TCase *invariants = new_tcase("invariants");
+    tcase_add_test(invariants, test_rows_sum_to_one);
+    tcase_add_test(invariants, test_hand_worked);
+    suite_add_tcase(suite, invariants);
+    TCase *counts = new_tcase("counts");
+    tcase_add_test(counts, test_counts_two_sizes);
+    tcase_add_test(counts, test_notebook_numbers);
+    tcase_add_test(counts, test_dot_graph);
+    suite_add_tcase(suite, counts);
+    TCase *flags = new_tcase("flags");
+    tcase_add_test(flags, test_bad_flags);
+    suite_add_tcase(suite, flags);
+    return suite;
+}
+
+int main(void) { return run_suite(lesson02_suite()); }
