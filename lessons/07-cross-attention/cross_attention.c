@@ -1,0 +1,360 @@
+// Lesson 7: cross-attention - queries from one sequence, keys and values
+// from another.
+//
+// WHAT THIS ADDS
+//   Lesson 6's MultiHeadAttention made Q, K and V from the same X: every
+//   token of a sequence looked at the tokens of that same sequence.
+//   CrossAttention (seed 000) takes the queries from one sequence
+//   (seq_q = 4 tokens) and the keys and values from another (seq_k = 6),
+//   e.g. a text decoder looking at image features: that is BLIP's decoder
+//   in seed 003, where the prompt "a picture of" asks and the Vision
+//   Transformer's features answer. Nothing in the arithmetic changes; only
+//   the two lengths may now differ: the weights are (seq_q x seq_k) per
+//   head, and the output has one vector per QUERY.
+//
+// THE MATH (per batch b and head h; D = head_dim = hidden_dim / heads)
+//   q_state[b, h] = (Q W_q^T + b_q)[b, :, h*D:(h+1)*D]     (T, D)  from the query sequence
+//   k_state[b, h] = (K W_k^T + b_k)[b, :, h*D:(h+1)*D]     (S, D)  from the other sequence
+//   v_state[b, h] = (V W_v^T + b_v)[b, :, h*D:(h+1)*D]     (S, D)
+//   attention_weight[b, h] = softmax(q_state k_state^T / sqrt(D), masked)   (T, S)
+//   output = concat_h(attention_weight[b, h] @ v_state[b, h]) W_o^T + b_o   (T, C)
+//
+// THE PYTORCH IT MIRRORS (seed 000, "Cross Attention"; docs/07-cross-attention.md
+// has the complete script that prints the same numbers)
+//   Q = torch.rand(3, 4, 128); K = torch.rand(3, 6, 128); V = torch.rand(3, 6, 128)
+//   attention_mask = torch.randint(0, 2, (3, 8, 4, 6))
+//   cross_attention = CrossAttention(hidden_dim=128, nums_head=8)
+//   output = cross_attention(Q, K, V, attention_mask)
+//
+// RUN IT
+//   make lesson-7             flags: --batch 3 --seq-q 4 --seq-k 6 --dim 128 --heads 8
+//   make lesson-7 ARGS="--seq-q 6 --seq-k 2 --heatmap"
+//                             (--train turns dropout on, --dump DIR, --dot FILE)
+//
+// WHAT TO LOOK FOR
+//   - The notebook's sixteen shape lines, in its order.
+//   - attention_weight is (3, 8, 4, 6): 4 queries, each spreading its
+//     weight over 6 keys; output_mid and output have the query's length 4.
+//   - BLIP's shape: 3 text queries against the same 6 "image features".
+//   - Seed 003's numpy version prints the same shapes per batch element.
+//   - CrossAttention(Q, Q, Q) is exactly lesson 6's self-attention.
+//
+// Size letters: B batch, T query length (seq_q), S key/value length (seq_k),
+// C hidden_dim, H heads, D head_dim = C / H.
+// Index letters: b batch, h head, t query position, s key position, d inside a head.
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "attention.h"
+
+// --- the module ------------------------------------------------------------------------
+
+typedef struct {
+    int nums_head;        // H
+    int head_dim;         // D = hidden_dim / nums_head
+    int hidden_dim;       // C
+    Linear q_proj;        // (C -> C): projects the query sequence
+    Linear k_proj;        // (C -> C): projects the key sequence
+    Linear v_proj;        // (C -> C): projects the value sequence
+    double att_dropout;   // nn.Dropout(0.1): its probability
+    Linear o_proj;        // (C -> C)
+    bool training;        // net.train() / net.eval()
+} CrossAttention;
+
+// What the forward computed, kept so main() and the tests can look inside.
+// Pass NULL if not wanted.
+typedef struct {
+    Tensor *q_state;              // (B, H, T, D)
+    Tensor *k_state, *v_state;    // (B, H, S, D)
+    Tensor *attention_weight;     // (B, H, T, S) after softmax, before dropout
+    Tensor *output_mid;           // (B, H, T, D) before the transpose back
+} CrossAttentionSteps;
+
+// __init__: the four Linear layers draw in this order (dropout draws nothing).
+static CrossAttention CrossAttention_init(int hidden_dim, int nums_head) {
+    CrossAttention self;
+    self.nums_head = nums_head;
+    self.head_dim = hidden_dim / nums_head;   // main() checked that it divides
+    self.hidden_dim = hidden_dim;
+    // The query and the key/value sequences both have hidden_dim features
+    // here. In BLIP (seed 003) the image features are encoder_width wide, so
+    // its key and value Linears are (encoder_width -> hidden): the two
+    // sequences only have to meet in the projected space.
+    self.q_proj = linear_init("q_proj", hidden_dim, hidden_dim, true);
+    self.k_proj = linear_init("k_proj", hidden_dim, hidden_dim, true);
+    self.v_proj = linear_init("v_proj", hidden_dim, hidden_dim, true);
+    self.att_dropout = 0.1;
+    self.o_proj = linear_init("o_proj", hidden_dim, hidden_dim, true);
+    self.training = true;   // like a fresh nn.Module; main() sets it from --train
+    return self;
+}
+
+// forward(Q, K, V, attention_mask): Q (B, T, C) the queries' sequence, K and
+// V (B, S, C) the other sequence, attention_mask (B, H, T, S) or NULL.
+// Prints the notebook's eleven shape lines. Returns output (B, T, C).
+static Tensor *CrossAttention_forward(CrossAttentionSteps *steps, const CrossAttention *self,
+                                      const Tensor *Q, const Tensor *K, const Tensor *V,
+                                      const Tensor *attention_mask) {
+    // The notebook's comment says the mask is (batch, seq_len_q, seq_len_k);
+    // the mask it passes, and the one masked_fill needs, is
+    // (batch, heads, seq_len_q, seq_len_k) (or anything that broadcasts to it).
+    int batch_size = size(Q, 0);
+    int seq_len_q = size(Q, 1);
+    int seq_len_k = size(K, 1);
+
+    // The notebook reuses the names: Q, K, V are now the projections.
+    Q = linear(Q, &self->q_proj);                                            // (B, T, C)
+    K = linear(K, &self->k_proj);                                            // (B, S, C)
+    V = linear(V, &self->v_proj);                                            // (B, S, C)
+    printf("Q after projection: %s\n", size_str(Q));
+    printf("K after projection: %s\n", size_str(K));
+    printf("V after projection: %s\n", size_str(V));
+
+    // Split into heads exactly as in lesson 6, each with its own length:
+    // view to (batch, len, heads, head_dim), transpose(1, 2) to
+    // (batch, heads, len, head_dim). No copies, only new strides.
+    Tensor *q_state = named("q_state", transpose(view(Q, shape4(batch_size, seq_len_q,
+                            self->nums_head, self->head_dim)), 1, 2));       // (B, H, T, D)
+    Tensor *k_state = named("k_state", transpose(view(K, shape4(batch_size, seq_len_k,
+                            self->nums_head, self->head_dim)), 1, 2));       // (B, H, S, D)
+    Tensor *v_state = named("v_state", transpose(view(V, shape4(batch_size, seq_len_k,
+                            self->nums_head, self->head_dim)), 1, 2));       // (B, H, S, D)
+    printf("q_state: %s\n", size_str(q_state));
+    printf("k_state: %s\n", size_str(k_state));
+    printf("v_state: %s\n", size_str(v_state));
+
+    // (T x D) @ (D x S) per (batch, head): every query of the first
+    // sequence against every key of the second. The matrices need only
+    // agree on D; T and S are free. Scaled by sqrt(head_dim), as in lesson 6.
+    // attention_weight[b, h, t, s] = q_state[b, h, t, :] . k_state[b, h, s, :] / sqrt(D)
+    Tensor *attention_weight = div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
+                                          (float)sqrt((double)self->head_dim));  // (B, H, T, S)
+    printf("attention_weight before mask: %s\n", size_str(attention_weight));
+
+    if (attention_mask != NULL) {
+        // mask == 0 hides key s from query t: its weight becomes exactly 0
+        // (a row of zeros in the mask gives uniform weights, see lesson 6).
+        attention_weight = masked_fill(attention_weight, eq_scalar(attention_mask, 0),
+                                       -1e20f);                             // (B, H, T, S)
+    }
+    printf("attention_weight after mask: %s\n", size_str(attention_weight));
+
+    // Over the last dim, the keys: each query's weights over the OTHER
+    // sequence sum to 1.
+    attention_weight = named("attention_weight", softmax(attention_weight, -1));  // (B, H, T, S)
+    printf("attention_weight after softmax: %s\n", size_str(attention_weight));
+
+    // Dropout on the weights (identity in eval mode).
+    Tensor *dropped = dropout(attention_weight, self->att_dropout, self->training);  // (B, H, T, S)
+
+    // (T x S) @ (S x D): the sum runs over the keys, so S disappears and
+    // each of the T queries gets one mix of the other sequence's values.
+    // output_mid[b, h, t, :] = sum_s dropped[b, h, t, s] * v_state[b, h, s, :]
+    Tensor *output_mid = named("output_mid", matmul(dropped, v_state));       // (B, H, T, D)
+    printf("output_mid: %s\n", size_str(output_mid));
+    if (steps != NULL) {
+        *steps = (CrossAttentionSteps){q_state, k_state, v_state, attention_weight, output_mid};
+    }
+
+    // Back to (batch, seq_len_q, hidden_dim): transpose, then contiguous()
+    // because view() cannot merge the head axes of a transposed tensor.
+    output_mid = contiguous(transpose(output_mid, 1, 2));                    // (B, T, H, D)
+    Tensor *output = view(output_mid, shape3(batch_size, seq_len_q, -1));    // (B, T, C)
+    output = named("output", linear(output, &self->o_proj));                 // (B, T, C)
+    printf("output: %s\n", size_str(output));
+    return output;
+}
+
+// Lesson 6's MultiHeadAttention.forward(X) (no mask, no prints), run with
+// this module's four Linear layers: the same steps with ONE input.
+static Tensor *self_attention_forward(const CrossAttention *self, const Tensor *X) {
+    int batch_size = size(X, 0);
+    int seq_len = size(X, 1);
+    Shape split_heads = shape4(batch_size, seq_len, self->nums_head, self->head_dim);
+    Tensor *q_state = transpose(view(linear(X, &self->q_proj), split_heads), 1, 2);  // (B, H, T, D)
+    Tensor *k_state = transpose(view(linear(X, &self->k_proj), split_heads), 1, 2);  // (B, H, T, D)
+    Tensor *v_state = transpose(view(linear(X, &self->v_proj), split_heads), 1, 2);  // (B, H, T, D)
+    Tensor *attention_weight = div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
+                                          (float)sqrt((double)self->head_dim));  // (B, H, T, T)
+    attention_weight = softmax(attention_weight, 3);                         // (B, H, T, T)
+    attention_weight = dropout(attention_weight, self->att_dropout, self->training);
+    Tensor *output_mid = contiguous(transpose(matmul(attention_weight, v_state), 1, 2));  // (B, T, H, D)
+    return linear(view(output_mid, shape3(batch_size, seq_len, -1)), &self->o_proj);  // (B, T, C)
+}
+
+// --- looking inside: helpers for main() -----------------------------------------------
+
+// t[i]: the i-th slice along dim 0, a view, as PyTorch's indexing gives it.
+static Tensor *slice0(const Tensor *t, int i) {
+    Shape rest = {t->ndim - 1, {0}};
+    for (int d = 1; d < t->ndim; d++) {
+        rest.size[d - 1] = t->shape[d];
+    }
+    return view(narrow(t, 0, i, 1), rest);
+}
+
+// "(8, 4, 6)", as numpy prints np.shape(a).
+static const char *numpy_shape(const Tensor *t) {
+    char *text = arena_alloc(16 * MAX_DIMS + 4, 1);
+    int used = snprintf(text, 2, "(");
+    for (int d = 0; d < t->ndim; d++) {
+        used += snprintf(text + used, 16, d == 0 ? "%d" : ", %d", t->shape[d]);
+    }
+    snprintf(text + used, 4, t->ndim == 1 ? ",)" : ")");
+    return text;
+}
+
+// The numbers of batch 0, head 0, to compare with the PyTorch in the doc,
+// and what the (T x S) shape of the weights means.
+static void show_numbers_and_lengths(const Tensor *attention_mask, const CrossAttentionSteps *steps,
+                         const Tensor *output) {
+    printf("\n-- the numbers of batch 0, head 0 (docs/07-cross-attention.md prints the same) "
+           "--\n");
+    Tensor *weights = slice0(slice0(steps->attention_weight, 0), 0);        // (T, S)
+    printf("attention_mask[0, 0]:\n%s\n",
+           tensor_str(slice0(slice0(attention_mask, 0), 0), NULL));
+    printf("attention_weight[0, 0]:\n%s\n", tensor_str(weights, "grad_fn=<SelectBackward0>"));
+    int shown = size(output, 2) < 8 ? size(output, 2) : 8;
+    printf("output[0, :, :8]:\n%s\n",
+           tensor_str(narrow(slice0(output, 0), 1, 0, shown), "grad_fn=<SliceBackward0>"));
+
+    int T = size(weights, 0), S = size(weights, 1), D = size(steps->v_state, 3);
+    double worst = 0.0;   // how far any row of the weights is from summing to 1
+    const Tensor *all = steps->attention_weight;
+    for (int b = 0; b < size(all, 0); b++) {
+        for (int h = 0; h < size(all, 1); h++) {
+            for (int t = 0; t < T; t++) {
+                double sum = 0.0;
+                for (int s = 0; s < S; s++) {
+                    sum += *at4(all, b, h, t, s);
+                }
+                worst = fmax(worst, fabs(sum - 1.0));
+            }
+        }
+    }
+    printf("\n-- the output has the query's length --\n");
+    printf("attention_weight[b, h] is %d x %d: each of the %d queries spreads its weight over "
+           "the %d keys (every row sums to 1, within %.1e)\n", T, S, T, S, worst);
+    printf("output_mid[b, h] = attention_weight[b, h] @ v_state[b, h]: (%d x %d) @ (%d x %d) "
+           "= %d x %d; the key length %d is summed away\n", T, S, S, D, T, D, S);
+}
+
+// Seed 003's numpy multi-head, run on batch element 0 of our inputs: the
+// same reshape/transpose, but no projections, no batch axis, no mask and no
+// 1/sqrt(d) scale. It prints the same shapes, one batch element at a time.
+static void show_seed003_numpy(const CrossAttention *net, const Tensor *Q, const Tensor *K,
+                               const Tensor *V) {
+    int H = net->nums_head, D = net->head_dim;
+    Tensor *Query = slice0(Q, 0);                                            // (T, C)
+    Tensor *Key = slice0(K, 0);                                              // (S, C)
+    Tensor *Value = slice0(V, 0);                                            // (S, C)
+    int values_length_q = size(Query, 0), values_length_kv = size(Key, 0);
+    printf("\n-- seed 003's numpy version on batch 0 (no projections, no scale, no mask) --\n");
+    // np.reshape to (len, heads, head_size), np.transpose(., [1, 0, 2]).
+    Query = transpose(reshape(Query, shape3(values_length_q, H, D)), 0, 1);      // (H, T, D)
+    Key = transpose(reshape(Key, shape3(values_length_kv, H, D)), 0, 1);         // (H, S, D)
+    Value = transpose(reshape(Value, shape3(values_length_kv, H, D)), 0, 1);     // (H, S, D)
+    Tensor *scores = matmul(Query, transpose(Key, 1, 2));                        // (H, T, S)
+    printf("%s\n", numpy_shape(scores));
+    scores = softmax(scores, -1);                                                // (H, T, S)
+    printf("%s\n", numpy_shape(scores));
+    Tensor *out = matmul(scores, Value);                                         // (H, T, D)
+    printf("%s\n", numpy_shape(out));
+    out = transpose(out, 0, 1);                                                  // (T, H, D)
+    printf("%s\n", numpy_shape(out));
+    out = reshape(out, shape2(values_length_q, H * D));                          // (T, C)
+    printf("%s\n", numpy_shape(out));
+}
+
+int main(int argc, char **argv) {
+    int batch = 3, seq_q = 4, seq_k = 6, dim = 128, heads = 8;   // the notebook's sizes
+    bool train = false;
+    SizeFlag sizes[] = {
+        {"--batch", &batch, "batch size"},
+        {"--seq-q", &seq_q, "query sequence length (seq_len_q)"},
+        {"--seq-k", &seq_k, "key/value sequence length (seq_len_k)"},
+        {"--dim", &dim, "hidden dimension (hidden_dim)"},
+        {"--heads", &heads, "number of heads (nums_head); must divide --dim"},
+    };
+    SwitchFlag switches[] = {
+        {"--train", &train, "train mode: dropout 0.1 on the attention weights"},
+    };
+    Lesson lesson = {
+        .program = "lesson-7",
+        .summary = "cross-attention: CrossAttention of seed 000, queries from one sequence, "
+                   "keys and values from another",
+        .sizes = sizes,
+        .n_sizes = 5,
+        .switches = switches,
+        .n_switches = 1,
+    };
+    parse_lesson_args(&lesson, argc, argv);
+    check_divides(&lesson, "--heads", heads, "--dim", dim);
+    check_fits(&lesson, "attention_weight (batch*heads*seq_q*seq_k)",
+               (double)batch * heads * seq_q * seq_k);
+    check_fits(&lesson, "Q (batch*seq_q*dim)", (double)batch * seq_q * dim);
+    check_fits(&lesson, "K (batch*seq_k*dim)", (double)batch * seq_k * dim);
+    check_fits(&lesson, "q_proj.weight (dim*dim)", (double)dim * dim);
+    lesson_start(&lesson);
+
+    // The notebook's draws, in its order: the three inputs, the mask, the weights.
+    // Queries come from one sequence (a text, say), keys and values from
+    // another (another text, or image features).
+    Tensor *Q = named("Q", rand_tensor(shape3(batch, seq_q, dim)));          // (B, T, C)
+    Tensor *K = named("K", rand_tensor(shape3(batch, seq_k, dim)));          // (B, S, C)
+    Tensor *V = named("V", rand_tensor(shape3(batch, seq_k, dim)));          // (B, S, C)
+    Tensor *attention_mask = named("attention_mask",
+                                   randint(0, 2, shape4(batch, heads, seq_q, seq_k)));  // (B, H, T, S)
+    printf("Q shape: %s\n", size_str(Q));
+    printf("K shape: %s\n", size_str(K));
+    printf("V shape: %s\n", size_str(V));
+    printf("attention_mask shape: %s\n", size_str(attention_mask));
+
+    CrossAttention cross_attention = CrossAttention_init(dim, heads);
+    // The notebook never calls .eval(), so its dropout was on; we run in
+    // eval mode unless --train (LESSONS.md).
+    cross_attention.training = train;
+    CrossAttentionSteps steps;
+    Tensor *output = CrossAttention_forward(&steps, &cross_attention, Q, K, V,
+                                            attention_mask);                // (B, T, C)
+    printf("Output shape: %s\n", size_str(output));
+    if (lesson.heatmap) {
+        print_heatmap("attention_weight", steps.attention_weight);
+    }
+
+    // The asides run the module again. Keep them out of the diagram and the
+    // dumps (which hold the notebook's run), and in eval mode, so that they
+    // draw no random numbers.
+    graph_pause(true);
+    lesson.dump_dir = NULL;
+    cross_attention.training = false;
+    show_numbers_and_lengths(attention_mask, &steps, output);
+
+    // BLIP's decoder (seed 003): the prompt "a picture of" (3 tokens)
+    // queries the image features of the Vision Transformer. All image
+    // features are valid, so there is no mask. The output has 3 vectors,
+    // whatever the number of image features.
+    int text_len = seq_q < 3 ? seq_q : 3;
+    printf("\n-- seed 003's BLIP decoder: %d text queries, %d image features as keys and "
+           "values --\n", text_len, seq_k);
+    printf("output = cross_attention(Q[:, :%d], K, V)\n", text_len);
+    Tensor *text = narrow(Q, 1, 0, text_len);                                // (B, 3, C)
+    CrossAttention_forward(NULL, &cross_attention, text, K, V, NULL);
+
+    show_seed003_numpy(&cross_attention, Q, K, V);
+
+    // Self-attention is the special case where the "other" sequence is the
+    // sequence itself: K = V = Q input. Then seq_k = seq_q, the weights are
+    // square, and every line of the forward is lesson 6's.
+    printf("\n-- the same tensor as query, key and value: self-attention --\n");
+    printf("output = cross_attention(Q, Q, Q)\n");
+    Tensor *self_output = CrossAttention_forward(NULL, &cross_attention, Q, Q, Q, NULL);  // (B, T, C)
+    Tensor *mha_output = self_attention_forward(&cross_attention, Q);                // (B, T, C)
+    printf("torch.equal(cross_attention(Q, Q, Q), MultiHeadAttention(Q) with the same "
+           "weights): %s\n", max_abs_diff(self_output, mha_output) == 0.0f ? "True" : "False");
+    graph_pause(false);
+    return lesson_finish(&lesson);
+}
