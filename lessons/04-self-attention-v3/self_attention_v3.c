@@ -205,10 +205,13 @@ static void show_dropout(const SelfAttV3Weights *weights) {
         next_index(index, before->shape, before->ndim);
     }
     printf("\n-- what att_drop did (train mode) --\n");
-    printf("of the %ld unmasked weights it zeroed %ld and divided the other %ld by 0.9 "
-           "(%.4f -> %.4f),\nso rows no longer sum to 1 but each weight keeps its expected "
-           "value: 0.9 * w/0.9 + 0.1 * 0 = w.\n", kept + dropped, dropped, kept,
-           example_before, example_after);
+    printf("of the %ld unmasked weights it zeroed %ld and divided the other %ld by 0.9",
+           kept + dropped, dropped, kept);
+    if (kept > 0) {
+        printf(" (%.4f -> %.4f)", example_before, example_after);
+    }
+    printf(",\nso rows no longer sum to 1 but each weight keeps its expected value: "
+           "0.9 * w/0.9 + 0.1 * 0 = w.\n");
 }
 
 // A padding mask hides keys, not queries: the last batch row has the most
