@@ -53,7 +53,10 @@ Tensor *linear(const Tensor *x, const Linear *layer) {
     shape.size[shape.ndim - 1] = out_features;
     Tensor *y = zeros(shape);                         // (..., out)
     long rows = numel(x) / (in == 0 ? 1 : in);
-    const float *W = layer->weight->data;             // (out, in), row-major
+    // The weight may be a view (a slice of a fused weight, say): read it
+    // row-major from where it starts, copying it first if it must.
+    const Tensor *Wc = contiguous(layer->weight);
+    const float *W = &Wc->data[Wc->offset];          // (out, in), row-major
     for (long r = 0; r < rows; r++) {
         const float *x_r = &xc->data[xc->offset + r * in];
         float *y_r = &y->data[r * out_features];
@@ -63,7 +66,7 @@ Tensor *linear(const Tensor *x, const Linear *layer) {
             for (int i = 0; i < in; i++) {
                 sum += x_r[i] * W_o[i];
             }
-            y_r[o] = layer->bias != NULL ? sum + layer->bias->data[o] : sum;
+            y_r[o] = layer->bias != NULL ? sum + *at1(layer->bias, o) : sum;
         }
     }
     if (layer->bias != NULL) {
