@@ -248,14 +248,16 @@ int main(int argc, char **argv) {
     SelfAttV1 net = SelfAttV1_init(dim);
     Tensor *attention_weight = NULL;
     SelfAttV1_forward(&attention_weight, &net, X);   // net(X); output: (B, T, C)
-    if (lesson.heatmap) {
-        print_heatmap("attention_weight", attention_weight);
-    }
 
     Profile profile = thop_profile(&net, X);
     // f"{flops_v1 / 1e6:.6f}": C's %.6f rounds the same double the same way.
     printf("SelfAttV1 FLOPs: %.6f MFLOPs\n", (double)profile.flops / 1e6);
     printf("SelfAttV1 Parameters: %.6f M\n", (double)profile.params / 1e6);
+    // After the notebook's lines, so they still diff cleanly against it.
+    if (lesson.heatmap) {
+        printf("\n");
+        print_heatmap("attention_weight", attention_weight);
+    }
 
     print_counts(&profile, &net, batch, seq, dim);
 

@@ -218,9 +218,6 @@ int main(int argc, char **argv) {
     // The notebook writes `net(X).shape` mid-cell, where Jupyter shows
     // nothing (only a cell's last expression is displayed); we print it.
     printf("net(X).shape: %s\n", size_str(ret));
-    if (lesson.heatmap) {
-        print_heatmap("att_weight", inside.att_weight);
-    }
 
     Profile profile = thop_profile(&net, X);
     // The notebook prints these two lines as "SelfAttV1 FLOPs" and
@@ -235,6 +232,9 @@ int main(int argc, char **argv) {
     printf("\n-- what net(X) computed --\n");
     printf("att_weight: %s\n", tensor_str(inside.att_weight, "grad_fn=<SoftmaxBackward0>"));
     printf("ret: %s\n", tensor_str(ret, "grad_fn=<ViewBackward0>"));
+    if (lesson.heatmap) {
+        print_heatmap("att_weight", inside.att_weight);
+    }
 
     // torch.split made views: same storage, QKV's strides, a moved start.
     // Element Q[b, t, d] is QKV's storage at b*stride0 + t*stride1 + d; K's
