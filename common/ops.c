@@ -391,7 +391,15 @@ Tensor *dropout(const Tensor *t, double p, bool training) {
         return (Tensor *)t;   // eval mode: the identity, and no random draws
     }
     if (p == 1.0) {
-        return zeros(shape_of(t));   // everything dropped; PyTorch draws nothing
+        // Everything dropped; PyTorch draws nothing and returns input * 0.
+        // fix: was zeros(), which lost the sign PyTorch keeps (-3 * 0 = -0.)
+        Tensor *out = clone(t);
+        long n = numel(out);
+        for (long i = 0; i < n; i++) {
+            out->data[i] = out->data[i] * 0.0f;
+        }
+        graph_record1("dropout(p=1)", out, t);
+        return out;
     }
     Tensor *out = clone(t);
     long n = numel(out);
@@ -415,7 +423,17 @@ float max_abs_diff(const Tensor *a, const Tensor *b) {
     int index[MAX_DIMS] = {0};
     long n = numel(a);
     for (long i = 0; i < n; i++) {
-        worst = fmaxf(worst, fabsf(*at(a, index) - *at(b, index)));
+        float x = *at(a, index);
+        float y = *at(b, index);
+        // fix: fmaxf() skips NaN, so a NaN anywhere used to read as "no
+        // difference". Now any NaN makes the answer NaN; equal values
+        // (including the same infinity, as in masked scores) differ by 0.
+        if (isnan(x) || isnan(y)) {
+            return NAN;
+        }
+        if (x != y) {
+            worst = fmaxf(worst, fabsf(x - y));
+        }
         next_index(index, a->shape, a->ndim);
     }
     return worst;

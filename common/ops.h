@@ -49,7 +49,8 @@ Tensor *repeat_interleave(const Tensor *t, int repeats, int dim);
 // not training (eval mode): returns t itself and draws nothing.
 Tensor *dropout(const Tensor *t, double p, bool training);
 
-// Largest |a - b| over all elements (same shapes), for checks and tests.
+// Largest |a - b| over all elements (same shapes), for checks and tests;
+// NaN if either holds a NaN, so a check `diff < tol` cannot pass by accident.
 float max_abs_diff(const Tensor *a, const Tensor *b);
 
 #endif

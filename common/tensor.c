@@ -304,8 +304,9 @@ Tensor *expand(const Tensor *t, Shape shape) {
             out->stride[d] = 0;
         } else {
             fail("expand: the expanded size of the tensor (%d) must match the existing size "
-                 "(%d) at non-singleton dimension %d. Target sizes: %s. Tensor sizes: [%s]",
-                 want, old_size, d, shape_list_text(shape), shape_text(t));
+                 "(%d) at non-singleton dimension %d. Target sizes: %s. Tensor sizes: %s",
+                 want, old_size, d, shape_list_text(shape),
+                 shape_list_text(shape_of(t)));   // fix: was "[2x3]", PyTorch says "[2, 3]"
         }
     }
     graph_record1("expand", out, t);
@@ -334,6 +335,8 @@ static Shape infer_size(const char *op, Shape shape, long count) {
     for (int d = 0; d < shape.ndim; d++) {
         if (shape.size[d] == -1 && infer_at == -1) {
             infer_at = d;
+        } else if (shape.size[d] == -1) {   // fix: a second -1 was "invalid shape dimension -1"
+            fail("%s: only one dimension can be inferred", op);
         } else if (shape.size[d] < 0) {
             fail("%s: invalid shape dimension %d", op, shape.size[d]);
         } else {
@@ -440,6 +443,8 @@ Tensor *contiguous(const Tensor *t) {
 }
 
 Tensor *reshape(const Tensor *t, Shape shape) {
+    // fix: without this check a Shape of more than MAX_DIMS dims was read past its end
+    check_shape("reshape", (Shape){shape.ndim, {0}});
     shape = infer_size("reshape", shape, numel(t));
     int stride[MAX_DIMS] = {0};
     Tensor *out;
