@@ -246,7 +246,7 @@ int main(int argc, char **argv) {
     // The notebook's cell, in its order: X first, then the three Linear inits.
     Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));           // (B, T, C)
     SelfAttV1 net = SelfAttV1_init(dim);
-    Tensor *attention_weight = NULL;
+    Tensor *attention_weight = NULL;                                        // (B, T, T)
     SelfAttV1_forward(&attention_weight, &net, X);   // net(X); output: (B, T, C)
 
     Profile profile = thop_profile(&net, X);

@@ -89,7 +89,7 @@ static Tensor *SelfAttV2_forward(SelfAttV2_Inside *inside, const SelfAttV2 *self
     Tensor *QKV = named("QKV", linear(X, &self->proj));                     // (B, T, 3C)
     // torch.split(QKV, self.dim, dim=-1): three windows onto QKV's storage,
     // each dim wide, starting at columns 0, dim and 2*dim. No copy.
-    Tensor *parts[3];
+    Tensor *parts[3];                                                       // 3 x (B, T, C)
     split(parts, QKV, self->dim, 3);
     Tensor *Q = named("Q", parts[0]);                                       // (B, T, C)
     Tensor *K = named("K", parts[1]);                                       // (B, T, C)
@@ -98,8 +98,8 @@ static Tensor *SelfAttV2_forward(SelfAttV2_Inside *inside, const SelfAttV2 *self
     // As in V1: scores scaled by 1/sqrt(dim) so their size does not grow
     // with dim, then a softmax over the keys (the last dim).
     float scale = (float)sqrt((double)self->dim);   // math.sqrt, rounded to float
-    Tensor *att_weight = named(
-        "att_weight", softmax(div_scalar(matmul(Q, transpose(K, -1, -2)), scale), -1));  // (B, T, T)
+    Tensor *scores = matmul(Q, transpose(K, -1, -2));                       // (B, T, T)
+    Tensor *att_weight = named("att_weight", softmax(div_scalar(scores, scale), -1));  // (B, T, T)
     Tensor *output = named("output", matmul(att_weight, V));                // (B, T, C)
     // output_proj mixes the attended values across channels. With one head
     // it is the W^O of "Attention Is All You Need"; with many heads
@@ -179,11 +179,12 @@ static void show_view(const char *name, const Tensor *t) {
            stride_str(t), t->offset, is_contiguous(t) ? "True" : "False");
 }
 
-// rows [start, start+length) of a Linear's weight and bias, as a new Linear
-// (clone: nn.h's linear() reads its weight as a fresh row-major block).
+// Rows [start, start+length) of a Linear's weight and bias, as a Linear of
+// its own: weight[start:start+length] and bias[start:start+length] in
+// PyTorch, views onto the fused layer's numbers (nothing copied).
 static Linear rows_of(const Linear *layer, int start, int length) {
-    Linear part = {clone(narrow(layer->weight, 0, start, length)),     // (C, C)
-                   clone(narrow(layer->bias, 0, start, length)),       // (C,)
+    Linear part = {narrow(layer->weight, 0, start, length),     // (C, C)
+                   narrow(layer->bias, 0, start, length),       // (C,)
                    layer->in_features, length};
     return part;
 }
@@ -262,14 +263,15 @@ int main(int argc, char **argv) {
     Linear query_proj = rows_of(&net.proj, 0, dim);
     Linear key_proj = rows_of(&net.proj, dim, dim);
     Linear value_proj = rows_of(&net.proj, 2 * dim, dim);
-    Tensor *weights[] = {query_proj.weight, key_proj.weight, value_proj.weight};
-    Tensor *biases[] = {query_proj.bias, key_proj.bias, value_proj.bias};
+    Tensor *weights[] = {query_proj.weight, key_proj.weight, value_proj.weight};  // 3 x (C, C)
+    Tensor *biases[] = {query_proj.bias, key_proj.bias, value_proj.bias};         // 3 x (C,)
     Tensor *stacked_weight = cat(weights, 3, 0);                            // (3C, C)
     Tensor *stacked_bias = cat(biases, 3, 0);                               // (3C,)
     printf("stacked weights %s, max |stacked - proj.weight| = %g\n",
            size_str(stacked_weight), max_abs_diff(stacked_weight, net.proj.weight));
     printf("stacked biases  %s, max |stacked - proj.bias|   = %g\n", size_str(stacked_bias),
            max_abs_diff(stacked_bias, net.proj.bias));
+    // Each query_proj(X), key_proj(X), value_proj(X) below is (B, T, C), like Q.
     printf("max |query_proj(X) - Q| = %g\n", max_abs_diff(linear(X, &query_proj), inside.Q));
     printf("max |key_proj(X) - K|   = %g\n", max_abs_diff(linear(X, &key_proj), inside.K));
     printf("max |value_proj(X) - V| = %g\n", max_abs_diff(linear(X, &value_proj), inside.V));
