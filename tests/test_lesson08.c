@@ -259,7 +259,7 @@ START_TEST(test_rearranges_by_hand) {
     // "b n h d -> b h n d" then "b h n d -> b n h d" is the identity.
     manual_seed(15);
     Tensor *x = randn(shape4(2, 3, 4, 5));
-    Tensor *heads_first = rearrange_heads_first(x);
+    Tensor *heads_first = rearrange_heads_first(x, "b n h d -> b h n d");
     ck_assert_str_eq(size_str(heads_first), "torch.Size([2, 4, 3, 5])");
     ck_assert_float_eq(*at4(heads_first, 1, 3, 2, 4), *at4(x, 1, 2, 3, 4));
     assert_bitwise_equal(rearrange_heads_back(heads_first), x, "there and back");

@@ -70,8 +70,14 @@
 
 // "b n h d -> b h n d": move the head axis in front of the positions, so each
 // head's (positions x head_dim) matrix is one block. The same loop does the
-// notebook's "b s h d -> b h s d" for key and value (only the letter differs).
-static Tensor *rearrange_heads_first(const Tensor *x) {
+// notebook's "b s h d -> b h s d" for key and value (only the letter
+// differs); `pattern` is the notebook's string, for the --dot graph.
+// Seed 001's first cell skips this step: it hands (b, n, h, d) tensors
+// straight to scaled_dot_product_attention, which attends over dim -2 and
+// treats the dims before it as batch, so there the 8 heads of ONE position
+// attend to each other and positions never meet. The printed shape is
+// (1, 256, 8, 64) either way, which is why nothing looked wrong.
+static Tensor *rearrange_heads_first(const Tensor *x, const char *pattern) {
     int B = size(x, 0), N = size(x, 1), H = size(x, 2), D = size(x, 3);
     Tensor *out = zeros(shape4(B, H, N, D));                           // (B, H, N, D)
     // b n h d -> b h n d
@@ -84,7 +90,7 @@ static Tensor *rearrange_heads_first(const Tensor *x) {
             }
         }
     }
-    graph_record1("b n h d -> b h n d", out, x);
+    graph_record1(pattern, out, x);
     return out;
 }
 
@@ -98,6 +104,10 @@ static Tensor *rearrange_heads_first(const Tensor *x) {
 // 0, KV, 2*KV, ... would share a key. An early version of the code the
 // notebook copied had that grouping; it is a different model, not GQA as
 // Llama, llama2.c and repeat_interleave pair them.)
+// The notebook's comments name the letters wrongly: "g stands for the number
+// of groups" - g runs over the G = 4 query heads INSIDE one group (G is the
+// group's size; there are KV = 2 groups), and "h stands for the hidden dim"
+// - h is the key/value head, which is also the group's number.
 static Tensor *rearrange_split_groups(const Tensor *query, int G) {
     int B = size(query, 0), H = size(query, 1), N = size(query, 2), D = size(query, 3);
     int KV = H / G;
@@ -291,10 +301,14 @@ static Tensor *rearrange_heads_back(const Tensor *x) {
 
 // The first row of the first batch, first 4 numbers of each head:
 // PyTorch's out[0, 0, :, :4].
+// (Only printing: kept out of the --dot graph.)
 static const char *first_token_str(const Tensor *out) {
+    graph_pause(true);
     int heads = size(out, 2), width = size(out, 3) < 4 ? size(out, 3) : 4;
     Tensor *row = narrow(narrow(narrow(out, 0, 0, 1), 1, 0, 1), 3, 0, width);  // (1, 1, H, 4)
-    return tensor_str(reshape(row, shape2(heads, width)), NULL);               // (H, 4)
+    const char *text = tensor_str(reshape(row, shape2(heads, width)), NULL);   // (H, 4)
+    graph_pause(false);
+    return text;
 }
 
 // --- GQA, the fixed notebook ------------------------------------------------------
@@ -311,9 +325,9 @@ static Tensor *grouped_query_attention(const Tensor *query_in, const Tensor *key
         printf("num_head_groups = query.shape[2] // key.shape[2]\n%d\n", num_head_groups);
     }
     // Cell 8: heads in front of positions, then split the query heads.
-    Tensor *query = rearrange_heads_first(query_in);                   // (B, H, N, D)
-    Tensor *key = rearrange_heads_first(key_in);                       // (B, KV, S, D)
-    Tensor *value = rearrange_heads_first(value_in);                   // (B, KV, S, D)
+    Tensor *query = rearrange_heads_first(query_in, "b n h d -> b h n d");  // (B, H, N, D)
+    Tensor *key = rearrange_heads_first(key_in, "b s h d -> b h s d");  // (B, KV, S, D)
+    Tensor *value = rearrange_heads_first(value_in, "b s h d -> b h s d");  // (B, KV, S, D)
     query = rearrange_split_groups(query, num_head_groups);            // (B, G, KV, N, D)
     if (lesson != NULL) {
         printf("query = rearrange(query, \"b (h g) n d -> b g h n d\", g=num_head_groups)\n"
@@ -333,6 +347,9 @@ static Tensor *grouped_query_attention(const Tensor *query_in, const Tensor *key
     float scale = (float)sqrt((double)size(query, -1));
     Tensor *attention = softmax(div_scalar(scores, scale), -1);        // (B, G, KV, N, S)
     Tensor *out = einsum_mix_values(attention, value);                 // (B, G, KV, N, D)
+    // Labels for the --dot diagram only (named() would also --dump them).
+    graph_name(scores, "scores");
+    graph_name(attention, "attention");
     out = rearrange_merge_groups(out);                                 // (B, N, H, D)
     if (lesson != NULL) {
         printf("out = rearrange(out, \"b g h n d -> b n (h g) d\")\n%s\n", size_str(out));
@@ -348,9 +365,9 @@ static Tensor *grouped_query_attention(const Tensor *query_in, const Tensor *key
 static Tensor *group_sum_attention(const Tensor *query_in, const Tensor *key_in,
                                    const Tensor *value_in, const Lesson *lesson) {
     int num_head_groups = size(query_in, 2) / size(key_in, 2);
-    Tensor *query = rearrange_heads_first(query_in);                   // (B, H, N, D)
-    Tensor *key = rearrange_heads_first(key_in);                       // (B, KV, S, D)
-    Tensor *value = rearrange_heads_first(value_in);                   // (B, KV, S, D)
+    Tensor *query = rearrange_heads_first(query_in, "b n h d -> b h n d");  // (B, H, N, D)
+    Tensor *key = rearrange_heads_first(key_in, "b s h d -> b h s d");  // (B, KV, S, D)
+    Tensor *value = rearrange_heads_first(value_in, "b s h d -> b h s d");  // (B, KV, S, D)
     query = rearrange_split_groups(query, num_head_groups);            // (B, G, KV, N, D)
     Tensor *scores = einsum_scores_group_sum(query, key);              // (B, KV, N, S)
     if (lesson != NULL) {
@@ -360,6 +377,7 @@ static Tensor *group_sum_attention(const Tensor *query_in, const Tensor *key_in,
     float scale = (float)sqrt((double)size(query, -1));
     Tensor *attention = softmax(div_scalar(scores, scale), -1);        // (B, KV, N, S)
     Tensor *out = einsum_mix_values_per_kv_head(attention, value);     // (B, KV, N, D)
+    graph_name(scores, "scores summed over g");   // for --dot only
     out = rearrange_heads_back(out);                                   // (B, N, KV, D)
     if (lesson != NULL) {
         printf("out = rearrange(out, \"b h n d -> b n h d\")\n%s\n", size_str(out));
@@ -387,7 +405,11 @@ static Tensor *repeat_interleave_attention(const Tensor *q_in, const Tensor *k_i
                                          (float)sqrt((double)head_dim));  // (B, H, N, S)
     Tensor *attention_weight = softmax(attention_score, -1);           // (B, H, N, S)
     Tensor *output = matmul(attention_weight, v);                      // (B, H, N, D)
-    return contiguous(transpose(output, 1, 2));                        // (B, N, H, D)
+    output = contiguous(transpose(output, 1, 2));                      // (B, N, H, D)
+    graph_name(k, "k repeat_interleave");   // labels for --dot only
+    graph_name(attention_weight, "attention_weight");
+    graph_name(output, "output (seed 002)");
+    return output;
 }
 
 // Lesson 6's multi-head attention core, no mask, by library ops: every
@@ -494,11 +516,11 @@ static void gqa_lesson(const Lesson *lesson, Sizes z) {
     // (B, N, KV, D)
     printf("out_group_sum[0, 0, :, :4]\n%s\n", first_token_str(out_group_sum));
     printf("true GQA out: %s, one output per query head (%d)\n", size_str(out), z.heads);
-    printf("notebook's:   %s, one per key/value head (%d): the o_proj that follows\n"
-           "              (nn.Linear(%d, %d) in the notebook's GQA module) would get %d\n"
-           "              features per token instead of %d.\n",
+    printf("notebook's:   %s, one per key/value head (%d): an o_proj after it,\n"
+           "              nn.Linear(%d, %d) as in the notebook's GQA module, needs %d\n"
+           "              features per token and would get %d.\n",
            size_str(out_group_sum), z.kv_heads, z.heads * z.head_dim, z.heads * z.head_dim,
-           z.kv_heads * z.head_dim, z.heads * z.head_dim);
+           z.heads * z.head_dim, z.kv_heads * z.head_dim);
 
     // The group sum is attention with each group's queries ADDED into one
     // query: show it by doing exactly that with ordinary multi-head attention.
@@ -554,7 +576,7 @@ static void gqa_lesson(const Lesson *lesson, Sizes z) {
     print_kv_cache_bytes("MHA", z.heads, z.head_dim);
     print_kv_cache_bytes("GQA", z.kv_heads, z.head_dim);
     print_kv_cache_bytes("MQA", 1, z.head_dim);
-    printf("GQA keeps %d query heads but caches %d times less than MHA.\n", z.heads, G);
+    printf("GQA keeps all %d query heads and caches 1/%d of MHA's bytes.\n", z.heads, G);
 }
 
 int main(int argc, char **argv) {
