@@ -180,8 +180,10 @@ static Tensor *self_attention_forward(const CrossAttention *self, const Tensor *
     Tensor *attention_weight = div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
                                           (float)sqrt((double)self->head_dim));  // (B, H, T, T)
     attention_weight = softmax(attention_weight, 3);                         // (B, H, T, T)
-    attention_weight = dropout(attention_weight, self->att_dropout, self->training);
-    Tensor *output_mid = contiguous(transpose(matmul(attention_weight, v_state), 1, 2));  // (B, T, H, D)
+    attention_weight = dropout(attention_weight, self->att_dropout,
+                               self->training);                          // (B, H, T, T)
+    Tensor *output_mid = matmul(attention_weight, v_state);                  // (B, H, T, D)
+    output_mid = contiguous(transpose(output_mid, 1, 2));                    // (B, T, H, D)
     return linear(view(output_mid, shape3(batch_size, seq_len, -1)), &self->o_proj);  // (B, T, C)
 }
 
@@ -209,8 +211,8 @@ static const char *numpy_shape(const Tensor *t) {
 
 // The numbers of batch 0, head 0, to compare with the PyTorch in the doc,
 // and what the (T x S) shape of the weights means.
-static void show_numbers_and_lengths(const Tensor *attention_mask, const CrossAttentionSteps *steps,
-                         const Tensor *output) {
+static void show_numbers_and_lengths(const Tensor *attention_mask,
+                                     const CrossAttentionSteps *steps, const Tensor *output) {
     printf("\n-- the numbers of batch 0, head 0 (docs/07-cross-attention.md prints the same) "
            "--\n");
     Tensor *weights = slice0(slice0(steps->attention_weight, 0), 0);        // (T, S)
@@ -306,8 +308,8 @@ int main(int argc, char **argv) {
     Tensor *Q = named("Q", rand_tensor(shape3(batch, seq_q, dim)));          // (B, T, C)
     Tensor *K = named("K", rand_tensor(shape3(batch, seq_k, dim)));          // (B, S, C)
     Tensor *V = named("V", rand_tensor(shape3(batch, seq_k, dim)));          // (B, S, C)
-    Tensor *attention_mask = named("attention_mask",
-                                   randint(0, 2, shape4(batch, heads, seq_q, seq_k)));  // (B, H, T, S)
+    Shape mask_shape = shape4(batch, heads, seq_q, seq_k);
+    Tensor *attention_mask = named("attention_mask", randint(0, 2, mask_shape));  // (B, H, T, S)
     printf("Q shape: %s\n", size_str(Q));
     printf("K shape: %s\n", size_str(K));
     printf("V shape: %s\n", size_str(V));
@@ -351,7 +353,8 @@ int main(int argc, char **argv) {
     // square, and every line of the forward is lesson 6's.
     printf("\n-- the same tensor as query, key and value: self-attention --\n");
     printf("output = cross_attention(Q, Q, Q)\n");
-    Tensor *self_output = CrossAttention_forward(NULL, &cross_attention, Q, Q, Q, NULL);  // (B, T, C)
+    Tensor *self_output = CrossAttention_forward(NULL, &cross_attention, Q, Q, Q,
+                                                 NULL);                      // (B, T, C)
     Tensor *mha_output = self_attention_forward(&cross_attention, Q);                // (B, T, C)
     printf("torch.equal(cross_attention(Q, Q, Q), MultiHeadAttention(Q) with the same "
            "weights): %s\n", max_abs_diff(self_output, mha_output) == 0.0f ? "True" : "False");

@@ -1,0 +1,403 @@
+// test_lesson07.c - lesson 7, cross-attention: PyTorch's recorded numbers
+// and text for several seeds and sizes (seq_q < seq_k and seq_q > seq_k),
+// K = V = Q input against lesson 6's MultiHeadAttention, unequal lengths
+// against a double-precision reference written out here, queries that do
+// not see each other, a fully masked row, and the bad flags.
+#include "harness.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+// Both lessons, each with its main renamed: lesson 6's module is the
+// self-attention that cross-attention must reduce to.
+#define main lesson06_main
+#include "../lessons/06-multi-head/multi_head.c"
+#undef main
+#define main lesson07_main
+#include "../lessons/07-cross-attention/cross_attention.c"
+#undef main
+
+#define LESSON "07-cross-attention"
+#define DATA DATA_DIR "/lesson07"
+
+// The cases tests/reference/gen_lesson07.py recorded, with the flags that
+// make the lesson do the same draws.
+typedef struct {
+    const char *dir;
+    const char *args[14];
+} Case;
+
+static const Case CASES[] = {
+    {"seed0", {NULL}},
+    {"seed7", {"--seed", "7", NULL}},
+    {"seed1_train", {"--seed", "1", "--train", NULL}},
+    {"seed3_batch2_seqq6_seqk2_dim48_heads4",
+     {"--seed", "3", "--batch", "2", "--seq-q", "6", "--seq-k", "2", "--dim", "48", "--heads",
+      "4", NULL}},
+    {"seed5_batch1_seqq2_seqk9_dim12_heads3",
+     {"--seed", "5", "--batch", "1", "--seq-q", "2", "--seq-k", "9", "--dim", "12", "--heads",
+      "3", NULL}},
+};
+enum { N_CASES = sizeof CASES / sizeof CASES[0] };
+
+// Drawn by the generator: must be PyTorch's bits exactly.
+static const char *const DRAWN[] = {
+    "Q", "K", "V", "attention_mask", "q_proj.weight", "q_proj.bias", "k_proj.weight",
+    "k_proj.bias", "v_proj.weight", "v_proj.bias", "o_proj.weight", "o_proj.bias",
+};
+// Computed: equal to float rounding.
+static const char *const COMPUTED[] = {
+    "q_state", "k_state", "v_state", "attention_weight", "output_mid", "output",
+};
+
+// Run the lesson with the case's flags plus --dump DIR.
+static RunResult run_case(const Case *c, const char *dump_dir) {
+    const char *args[18];
+    int n = 0;
+    args[n++] = "--dump";
+    args[n++] = dump_dir;
+    for (int i = 0; c->args[i] != NULL; i++) {
+        args[n++] = c->args[i];
+    }
+    args[n] = NULL;
+    return run_program(lesson_binary(LESSON), args);
+}
+
+// Every dump of every case against PyTorch's (the loop index is the case).
+START_TEST(test_dumps_match_pytorch) {
+    const Case *c = &CASES[_i];
+    const char *dir = make_temp_dir();
+    RunResult run = run_case(c, dir);
+    ck_assert_msg(run.status == 0, "%s: lesson exited %d: %s", c->dir, run.status, run.err);
+    for (size_t i = 0; i < sizeof DRAWN / sizeof DRAWN[0]; i++) {
+        const char *what = path_join("%s: %s", c->dir, DRAWN[i]);
+        assert_bitwise_equal(load_npy(path_join("%s/%s.npy", dir, DRAWN[i])),
+                             load_npy(path_join("%s/%s/%s.npy", DATA, c->dir, DRAWN[i])), what);
+    }
+    // PyTorch's kernels add the same products in another order: measured
+    // at most 1.2e-7 apart. 2e-6 absolute plus 1e-5 relative allows that
+    // and nothing more: a swapped K and V, a wrong scale or a missing mask
+    // moves these numbers by 1e-2 or more.
+    for (size_t i = 0; i < sizeof COMPUTED / sizeof COMPUTED[0]; i++) {
+        const char *what = path_join("%s: %s", c->dir, COMPUTED[i]);
+        assert_close(load_npy(path_join("%s/%s.npy", dir, COMPUTED[i])),
+                     load_npy(path_join("%s/%s/%s.npy", DATA, c->dir, COMPUTED[i])), 2e-6f,
+                     1e-5f, what);
+    }
+    remove_dir(dir);
+}
+END_TEST
+
+// Each line PyTorch (and seed 003's numpy) printed appears in the lesson's
+// output, in order.
+START_TEST(test_prints_what_pytorch_prints) {
+    const Case *c = &CASES[_i];
+    const char *dir = make_temp_dir();
+    RunResult run = run_case(c, dir);
+    remove_dir(dir);
+    ck_assert_int_eq(run.status, 0);
+    ck_assert_str_eq(run.err, "");
+    const char *missing = NULL;
+    const char *expected = read_text(path_join("%s/%s/stdout.txt", DATA, c->dir));
+    ck_assert_msg(lines_in_order(run.out, expected, &missing),
+                  "%s: PyTorch's line not printed (in order): '%s'", c->dir, missing);
+}
+END_TEST
+
+// The notebook's sixteen lines, word for word, open the lesson's output.
+START_TEST(test_notebook_shape_lines) {
+    const char *no_args[] = {NULL};
+    RunResult run = run_program(lesson_binary(LESSON), no_args);
+    ck_assert_int_eq(run.status, 0);
+    const char *notebook = "Q shape: torch.Size([3, 4, 128])\n"
+                           "K shape: torch.Size([3, 6, 128])\n"
+                           "V shape: torch.Size([3, 6, 128])\n"
+                           "attention_mask shape: torch.Size([3, 8, 4, 6])\n"
+                           "Q after projection: torch.Size([3, 4, 128])\n"
+                           "K after projection: torch.Size([3, 6, 128])\n"
+                           "V after projection: torch.Size([3, 6, 128])\n"
+                           "q_state: torch.Size([3, 8, 4, 16])\n"
+                           "k_state: torch.Size([3, 8, 6, 16])\n"
+                           "v_state: torch.Size([3, 8, 6, 16])\n"
+                           "attention_weight before mask: torch.Size([3, 8, 4, 6])\n"
+                           "attention_weight after mask: torch.Size([3, 8, 4, 6])\n"
+                           "attention_weight after softmax: torch.Size([3, 8, 4, 6])\n"
+                           "output_mid: torch.Size([3, 8, 4, 16])\n"
+                           "output: torch.Size([3, 4, 128])\n"
+                           "Output shape: torch.Size([3, 4, 128])\n";
+    ck_assert_msg(strncmp(run.out, notebook, strlen(notebook)) == 0,
+                  "the output does not open with the notebook's lines:\n%.900s", run.out);
+}
+END_TEST
+
+// K = V = Q input: cross-attention is lesson 6's MultiHeadAttention, with
+// the same weights (both modules draw them in the same order), with a mask,
+// and in train mode with the same dropout draws. Bit for bit: the same
+// floats go through the same operations.
+START_TEST(test_same_input_is_lesson6_self_attention) {
+    int batch = 2, seq = 5, dim = 24, heads = 3;
+    for (int train = 0; train <= 1; train++) {
+        manual_seed(21);
+        Tensor *X = rand_tensor(shape3(batch, seq, dim));                      // (B, T, C)
+        Tensor *mask = randint(0, 2, shape4(batch, heads, seq, seq));          // (B, H, T, T)
+        manual_seed(8);
+        CrossAttention cross = CrossAttention_init(dim, heads);
+        cross.training = train;
+        manual_seed(8);
+        MultiHeadAttention mha = MultiHeadAttention_init(dim, heads);
+        mha.training = train;
+
+        manual_seed(99);   // the dropout draws, if any
+        CrossAttentionSteps cross_steps;
+        Tensor *cross_out = CrossAttention_forward(&cross_steps, &cross, X, X, X, mask);
+        manual_seed(99);
+        MultiHeadAttentionSteps mha_steps;
+        Tensor *mha_out = MultiHeadAttention_forward(&mha_steps, &mha, X, mask);
+        const char *mode = train ? "train" : "eval";
+        assert_bitwise_equal(cross_steps.attention_weight, mha_steps.attention_weight,
+                             path_join("%s: attention_weight", mode));
+        assert_bitwise_equal(cross_steps.output_mid, mha_steps.output_mid,
+                             path_join("%s: output_mid", mode));
+        assert_bitwise_equal(cross_out, mha_out, path_join("%s: output", mode));
+    }
+}
+END_TEST
+
+// y = x W^T + b for one row, in double.
+static void linear_row(double *y, const float *x, const Linear *layer) {
+    for (int o = 0; o < layer->out_features; o++) {
+        double sum = *at1(layer->bias, o);
+        for (int i = 0; i < layer->in_features; i++) {
+            sum += (double)x[i] * *at2(layer->weight, o, i);
+        }
+        y[o] = sum;
+    }
+}
+
+// Cross-attention written out from the formula, in double, for one batch
+// element: Qin (T, C), Kin and Vin (S, C), no mask, eval. Writes out (T, C).
+static void reference_cross_attention(double *out, const CrossAttention *net,
+                                      const Tensor *Qin, const Tensor *Kin, const Tensor *Vin) {
+    int T = size(Qin, 0), S = size(Kin, 0), C = net->hidden_dim;
+    int H = net->nums_head, D = net->head_dim;
+    double *q = arena_alloc((size_t)T * C, sizeof *q);
+    double *k = arena_alloc((size_t)S * C, sizeof *k);
+    double *v = arena_alloc((size_t)S * C, sizeof *v);
+    double *mid = arena_alloc((size_t)T * C, sizeof *mid);   // heads side by side
+    double *w = arena_alloc((size_t)S, sizeof *w);
+    for (int t = 0; t < T; t++) {
+        linear_row(&q[t * C], at2(Qin, t, 0), &net->q_proj);
+    }
+    for (int s = 0; s < S; s++) {
+        linear_row(&k[s * C], at2(Kin, s, 0), &net->k_proj);
+        linear_row(&v[s * C], at2(Vin, s, 0), &net->v_proj);
+    }
+    for (int h = 0; h < H; h++) {
+        for (int t = 0; t < T; t++) {
+            double max = -INFINITY, sum = 0.0;
+            for (int s = 0; s < S; s++) {
+                double dot = 0.0;
+                for (int d = 0; d < D; d++) {
+                    dot += q[t * C + h * D + d] * k[s * C + h * D + d];
+                }
+                w[s] = dot / sqrt((double)D);
+                max = fmax(max, w[s]);
+            }
+            for (int s = 0; s < S; s++) {
+                w[s] = exp(w[s] - max);
+                sum += w[s];
+            }
+            for (int d = 0; d < D; d++) {
+                double acc = 0.0;
+                for (int s = 0; s < S; s++) {
+                    acc += w[s] / sum * v[s * C + h * D + d];
+                }
+                mid[t * C + h * D + d] = acc;
+            }
+        }
+    }
+    for (int t = 0; t < T; t++) {
+        for (int o = 0; o < C; o++) {
+            double acc = *at1(net->o_proj.bias, o);
+            for (int i = 0; i < C; i++) {
+                acc += mid[t * C + i] * *at2(net->o_proj.weight, o, i);
+            }
+            out[t * C + o] = acc;
+        }
+    }
+}
+
+// seq_q < seq_k and seq_q > seq_k: shapes follow the query, values follow
+// the formula (computed above in double, independently of the ops).
+START_TEST(test_unequal_lengths_both_ways) {
+    int lengths[2][2] = {{2, 7}, {7, 2}};   // {seq_q, seq_k}
+    int batch = 2, dim = 12, heads = 4;
+    for (int c = 0; c < 2; c++) {
+        int T = lengths[c][0], S = lengths[c][1];
+        manual_seed(40 + c);
+        Tensor *Q = rand_tensor(shape3(batch, T, dim));                        // (B, T, C)
+        Tensor *K = rand_tensor(shape3(batch, S, dim));                        // (B, S, C)
+        Tensor *V = rand_tensor(shape3(batch, S, dim));                        // (B, S, C)
+        CrossAttention net = CrossAttention_init(dim, heads);
+        net.training = false;
+        CrossAttentionSteps steps;
+        Tensor *output = CrossAttention_forward(&steps, &net, Q, K, V, NULL);  // (B, T, C)
+        int D = dim / heads;
+        ck_assert(same_shape(steps.attention_weight, zeros(shape4(batch, heads, T, S))));
+        ck_assert(same_shape(steps.output_mid, zeros(shape4(batch, heads, T, D))));
+        ck_assert(same_shape(output, zeros(shape3(batch, T, dim))));
+        for (int b = 0; b < batch; b++) {
+            double *want = arena_alloc((size_t)T * dim, sizeof *want);
+            reference_cross_attention(want, &net, slice0(Q, b), slice0(K, b), slice0(V, b));
+            Tensor *want_t = zeros(shape2(T, dim));
+            for (int i = 0; i < T * dim; i++) {
+                want_t->data[i] = (float)want[i];
+            }
+            // float against double over sums of 12 products: 1e-6 is a
+            // few float roundings on values below 1.
+            assert_close(slice0(output, b), want_t, 1e-6f, 1e-5f,
+                         path_join("seq_q %d, seq_k %d, batch %d", T, S, b));
+        }
+    }
+}
+END_TEST
+
+// Without a mask each query is on its own: changing query t changes
+// output[:, t] only; changing one key changes every query's output.
+START_TEST(test_queries_do_not_see_each_other) {
+    int batch = 1, T = 4, S = 5, dim = 8, heads = 2, changed = 1;
+    manual_seed(13);
+    Tensor *Q = rand_tensor(shape3(batch, T, dim));                            // (B, T, C)
+    Tensor *K = rand_tensor(shape3(batch, S, dim));                            // (B, S, C)
+    Tensor *V = rand_tensor(shape3(batch, S, dim));                            // (B, S, C)
+    CrossAttention net = CrossAttention_init(dim, heads);
+    net.training = false;
+    Tensor *before = CrossAttention_forward(NULL, &net, Q, K, V, NULL);        // (B, T, C)
+    Tensor *Q2 = clone(Q);
+    for (int i = 0; i < dim; i++) {
+        *at3(Q2, 0, changed, i) += 1.0f;
+    }
+    Tensor *after = CrossAttention_forward(NULL, &net, Q2, K, V, NULL);        // (B, T, C)
+    for (int t = 0; t < T; t++) {
+        Tensor *old_t = narrow(before, 1, t, 1);
+        Tensor *new_t = narrow(after, 1, t, 1);
+        if (t == changed) {
+            ck_assert_msg(max_abs_diff(old_t, new_t) > 1e-4f, "query %d did not change", t);
+        } else {
+            assert_bitwise_equal(new_t, old_t, path_join("output of query %d", t));
+        }
+    }
+    Tensor *K2 = clone(K);
+    *at3(K2, 0, 3, 0) += 2.0f;                                                 // one key
+    Tensor *after_key = CrossAttention_forward(NULL, &net, Q, K2, V, NULL);    // (B, T, C)
+    for (int t = 0; t < T; t++) {
+        ck_assert_msg(max_abs_diff(narrow(before, 1, t, 1), narrow(after_key, 1, t, 1)) > 0.0f,
+                      "query %d ignored a changed key", t);
+    }
+}
+END_TEST
+
+// A query whose mask row is all zeros: S equal scores, weights 1/S exactly.
+START_TEST(test_fully_masked_row_is_uniform) {
+    int batch = 1, T = 3, S = 6, dim = 8, heads = 2;
+    manual_seed(2);
+    Tensor *Q = rand_tensor(shape3(batch, T, dim));                            // (B, T, C)
+    Tensor *K = rand_tensor(shape3(batch, S, dim));                            // (B, S, C)
+    CrossAttention net = CrossAttention_init(dim, heads);
+    net.training = false;
+    Tensor *mask = ones(shape4(batch, heads, T, S));                           // (B, H, T, S)
+    for (int s = 0; s < S; s++) {
+        *at4(mask, 0, 0, 1, s) = 0.0f;
+    }
+    *at4(mask, 0, 1, 2, 4) = 0.0f;
+    CrossAttentionSteps steps;
+    CrossAttention_forward(&steps, &net, Q, K, K, mask);
+    for (int s = 0; s < S; s++) {
+        ck_assert_float_eq(*at4(steps.attention_weight, 0, 0, 1, s), 1.0f / 6.0f);
+    }
+    ck_assert_float_eq(*at4(steps.attention_weight, 0, 1, 2, 4), 0.0f);
+}
+END_TEST
+
+// view() on the transposed (B, H, T, D) output_mid, T != S, fails as PyTorch's.
+static void view_transposed(void *arg) {
+    (void)arg;
+    Tensor *output_mid = zeros(shape4(3, 8, 4, 16));                           // (B, H, T, D)
+    view(transpose(output_mid, 1, 2), shape3(3, 4, -1));
+}
+
+START_TEST(test_view_of_transposed_fails) {
+    const char *message = failure_of(view_transposed, NULL);
+    ck_assert_msg(message != NULL, "view() accepted a transposed tensor");
+    ck_assert_ptr_nonnull(strstr(message, "view size is not compatible with input tensor's "
+                                 "size and stride (at least one dimension spans across two "
+                                 "contiguous subspaces). Use .reshape(...) instead."));
+}
+END_TEST
+
+// Bad flags: exit 2, one line on stderr naming the flag, nothing on
+// stdout, and the --dump directory never made.
+static void check_bad_flags(const char *flag, const char *value, const char *expect) {
+    const char *parent = make_temp_dir();
+    const char *dump = path_join("%s/dump", parent);
+    const char *args[] = {"--dump", dump, flag, value, NULL};
+    RunResult run = run_program(lesson_binary(LESSON), args);
+    int dump_made = access(dump, F_OK) == 0;
+    remove_dir(dump);
+    remove_dir(parent);
+    ck_assert_msg(run.status == 2, "%s %s: exit %d, expected 2", flag, value, run.status);
+    ck_assert_msg(strcmp(run.out, "") == 0, "%s %s printed on stdout: %s", flag, value, run.out);
+    const char *newline = strchr(run.err, '\n');
+    ck_assert_msg(newline != NULL && newline[1] == '\0', "%s %s: not one line: '%s'", flag,
+                  value, run.err);
+    ck_assert_msg(strstr(run.err, expect) != NULL, "%s %s: '%s' does not say '%s'", flag, value,
+                  run.err, expect);
+    ck_assert_msg(!dump_made, "%s %s: the dump directory was made", flag, value);
+}
+
+START_TEST(test_bad_flags) {
+    check_bad_flags("--heads", "5", "lesson-7: --heads 5 does not divide --dim 128");
+    check_bad_flags("--dim", "100", "--heads 8 does not divide --dim 100");
+    check_bad_flags("--heads", "0", "--heads expects a whole number");
+    check_bad_flags("--seq-q", "0", "--seq-q expects a whole number");
+    check_bad_flags("--seq-k", "0", "--seq-k expects a whole number");
+    check_bad_flags("--dim", "0", "--dim expects a whole number");
+    check_bad_flags("--batch", "0", "--batch expects a whole number");
+    check_bad_flags("--seq-k", "x", "--seq-k expects a whole number");
+    check_bad_flags("--dim", "65536", "q_proj.weight (dim*dim)");
+    check_bad_flags("--seq", "4", "unknown flag '--seq'");
+}
+END_TEST
+
+START_TEST(test_heatmap_flag) {
+    const char *args[] = {"--heatmap", NULL};
+    RunResult run = run_program(lesson_binary(LESSON), args);
+    ck_assert_int_eq(run.status, 0);
+    ck_assert_ptr_nonnull(strstr(run.out, "attention_weight["));
+}
+END_TEST
+
+Suite *lesson07_suite(void) {
+    Suite *suite = suite_create("lesson07");
+    TCase *pytorch = new_tcase("pytorch");
+    tcase_add_loop_test(pytorch, test_dumps_match_pytorch, 0, N_CASES);
+    tcase_add_loop_test(pytorch, test_prints_what_pytorch_prints, 0, N_CASES);
+    tcase_add_test(pytorch, test_notebook_shape_lines);
+    suite_add_tcase(suite, pytorch);
+    TCase *invariants = new_tcase("invariants");
+    tcase_add_test(invariants, test_same_input_is_lesson6_self_attention);
+    tcase_add_test(invariants, test_unequal_lengths_both_ways);
+    tcase_add_test(invariants, test_queries_do_not_see_each_other);
+    tcase_add_test(invariants, test_fully_masked_row_is_uniform);
+    tcase_add_test(invariants, test_view_of_transposed_fails);
+    suite_add_tcase(suite, invariants);
+    TCase *cli = new_tcase("command line");
+    tcase_add_test(cli, test_bad_flags);
+    tcase_add_test(cli, test_heatmap_flag);
+    suite_add_tcase(suite, cli);
+    return suite;
+}
+
+int main(void) { return run_suite(lesson07_suite()); }
