@@ -1,0 +1,336 @@
+// test_lesson09.c - lesson 9 (causal-mask: the masks, seed 001's causal GQA).
+//
+// Reference values in tests/data/lesson09/<case>/ were recorded from
+// PyTorch 1.13 by tests/reference/gen_lesson09.py. The lesson source is
+// included with its main() renamed, so the tests can call GQA_forward and
+// causal_mask directly, with PyTorch's recorded weights or weights of their own.
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define main lesson_main
+#include "../lessons/09-causal-mask/causal_mask.c"
+#undef main
+
+#define LESSON_DIR "09-causal-mask"
+#define REF_DIR DATA_DIR "/lesson09"
+
+// Computed tensors go through different summation orders here and in
+// PyTorch (its blocked matmul kernels vs our plain loops, its vectorised
+// exp), so they agree to a few float32 roundings, not bit for bit. Values
+// are O(1) or smaller: atol 1e-6 covers the roundings near 0, rtol 1e-5
+// (~80 ulps) the rest; a real error (a wrong head, a wrong mask) is 1e-2 or more.
+#define ATOL 1e-6f
+#define RTOL 1e-5f
+
+// One recorded PyTorch run: keep in step with CASES in gen_lesson09.py.
+typedef struct {
+    const char *dir;
+    int batch, seq, dim, heads, kv_heads;
+    const char *args[16];
+} Case;
+
+static const Case CASES[] = {
+    {"seed0", 4, 32, 512, 8, 2, {NULL}},
+    {"seed7", 2, 6, 32, 4, 2,
+     {"--seed", "7", "--batch", "2", "--seq", "6", "--dim", "32", "--heads", "4", NULL}},
+    {"seed3_tiny", 1, 3, 4, 2, 1,
+     {"--seed", "3", "--batch", "1", "--seq", "3", "--dim", "4", "--heads", "2", "--kv-heads",
+      "1", NULL}},
+    {"seed5_mha", 2, 5, 16, 4, 4,
+     {"--seed", "5", "--batch", "2", "--seq", "5", "--dim", "16", "--heads", "4", "--kv-heads",
+      "4", NULL}},
+};
+enum { N_CASES = sizeof CASES / sizeof CASES[0] };
+
+// Drawn from the generator (or, for the mask, made without arithmetic):
+// must match bit for bit.
+static const char *const EXACT[] = {
+    "w_query.weight", "w_query.bias", "w_key.weight", "w_key.bias", "w_value.weight",
+    "w_value.bias", "o_proj.weight", "o_proj.bias", "query", "key", "value", "mask",
+};
+
+static Tensor *reference(const Case *c, const char *name) {
+    return load_npy(path_join("%s/%s/%s.npy", REF_DIR, c->dir, name));
+}
+
+static Linear linear_of(Tensor *weight, Tensor *bias) {
+    Linear layer = {weight, bias, size(weight, 1), size(weight, 0)};
+    return layer;
+}
+
+// A GQA holding the parameters PyTorch recorded for case c, in eval mode.
+static GQA recorded_gqa(const Case *c) {
+    GQA gqa;
+    gqa.num_heads = c->heads;
+    gqa.head_dim = c->dim / c->heads;
+    gqa.num_groups = c->kv_heads;
+    gqa.w_query = linear_of(reference(c, "w_query.weight"), reference(c, "w_query.bias"));
+    gqa.w_key = linear_of(reference(c, "w_key.weight"), reference(c, "w_key.bias"));
+    gqa.w_value = linear_of(reference(c, "w_value.weight"), reference(c, "w_value.bias"));
+    gqa.o_proj = linear_of(reference(c, "o_proj.weight"), reference(c, "o_proj.bias"));
+    gqa.training = false;
+    return gqa;
+}
+
+// --- against PyTorch --------------------------------------------------------------------
+
+// The binary, run with --dump: parameters, inputs and mask bit for bit,
+// output to float rounding, and every line PyTorch printed, in order.
+START_TEST(test_matches_pytorch) {
+    const Case *c = &CASES[_i];
+    const char *dir = make_temp_dir();
+    const char *args[24] = {"--dump", dir};
+    int n = 2;
+    for (int i = 0; c->args[i] != NULL; i++) {
+        args[n++] = c->args[i];
+    }
+    args[n] = NULL;
+    RunResult r = run_program(lesson_binary(LESSON_DIR), args);
+    ck_assert_msg(r.status == 0, "%s: exit %d, stderr: %s", c->dir, r.status, r.err);
+    ck_assert_msg(r.err[0] == '\0', "%s: stderr: %s", c->dir, r.err);
+
+    for (size_t i = 0; i < sizeof EXACT / sizeof EXACT[0]; i++) {
+        Tensor *got = load_npy(path_join("%s/%s.npy", dir, EXACT[i]));
+        assert_bitwise_equal(got, reference(c, EXACT[i]), path_join("%s %s", c->dir, EXACT[i]));
+    }
+    Tensor *output = load_npy(path_join("%s/output.npy", dir));
+    assert_close(output, reference(c, "output"), ATOL, RTOL, path_join("%s output", c->dir));
+
+    const char *expected = read_text(path_join("%s/%s/stdout.txt", REF_DIR, c->dir));
+    const char *missing = NULL;
+    ck_assert_msg(lines_in_order(r.out, expected, &missing), "%s: line not printed: %s",
+                  c->dir, missing);
+    remove_dir(dir);
+}
+END_TEST
+
+// The forward alone on PyTorch's recorded inputs and weights: the output
+// and the attention weights.
+START_TEST(test_forward_on_recorded_weights) {
+    const Case *c = &CASES[_i];
+    GQA gqa = recorded_gqa(c);
+    Tensor *attn;
+    Tensor *output = GQA_forward(&gqa, &attn, reference(c, "query"), reference(c, "key"),
+                                 reference(c, "value"));
+    assert_close(output, reference(c, "output"), ATOL, RTOL, path_join("%s output", c->dir));
+    assert_close(attn, reference(c, "attn"), ATOL, RTOL, path_join("%s attn", c->dir));
+}
+END_TEST
+
+// --- the causal property --------------------------------------------------------------
+
+// Row t of the weights is exactly 0 after column t, the rest is positive
+// and sums to 1, and row 0 is [1, 0, 0, ...].
+START_TEST(test_weights_zero_after_the_diagonal) {
+    const Case *c = &CASES[_i];
+    GQA gqa = recorded_gqa(c);
+    Tensor *attn;                                                                  // (B, H, T, T)
+    GQA_forward(&gqa, &attn, reference(c, "query"), reference(c, "key"), reference(c, "value"));
+    for (int b = 0; b < c->batch; b++) {
+        for (int h = 0; h < c->heads; h++) {
+            for (int t = 0; t < c->seq; t++) {
+                double sum = 0.0;
+                for (int s = 0; s < c->seq; s++) {
+                    float w = *at4(attn, b, h, t, s);
+                    if (s > t) {
+                        ck_assert_msg(w == 0.0f, "%s attn[%d, %d, %d, %d] = %g after the diagonal",
+                                      c->dir, b, h, t, s, (double)w);
+                    } else {
+                        ck_assert_msg(w > 0.0f, "%s attn[%d, %d, %d, %d] = %g", c->dir, b, h, t,
+                                      s, (double)w);
+                    }
+                    sum += w;
+                }
+                ck_assert_msg(fabs(sum - 1.0) < 1e-6, "%s row [%d, %d, %d] sums to %.9f", c->dir,
+                              b, h, t, sum);
+            }
+            ck_assert(*at4(attn, b, h, 0, 0) == 1.0f);
+        }
+    }
+}
+END_TEST
+
+// Changing token p of the query, the key or the value changes no output
+// before p, bit for bit, and does change output p (except query
+// and key at 0: see below).
+START_TEST(test_later_token_never_changes_earlier_output) {
+    const Case *c = &CASES[1];   // seq 6
+    GQA gqa = recorded_gqa(c);
+    Tensor *inputs[3] = {reference(c, "query"), reference(c, "key"), reference(c, "value")};
+    Tensor *attn;
+    Tensor *output = GQA_forward(&gqa, &attn, inputs[0], inputs[1], inputs[2]);    // (B, T, C)
+    for (int which = 0; which < 3; which++) {
+        for (int p = 0; p < c->seq; p++) {
+            Tensor *changed[3] = {inputs[0], inputs[1], inputs[2]};
+            changed[which] = clone(inputs[which]);
+            for (int b = 0; b < c->batch; b++) {
+                for (int d = 0; d < c->dim; d++) {
+                    *at3(changed[which], b, p, d) += 0.5f * (float)(d % 3) - 0.3f;
+                }
+            }
+            Tensor *output2 = GQA_forward(&gqa, &attn, changed[0], changed[1], changed[2]);
+            if (p > 0) {
+                assert_bitwise_equal(narrow(output2, 1, 0, p), narrow(output, 1, 0, p),
+                                     path_join("input %d changed at %d: outputs before it", which,
+                                               p));
+            }
+            if (which < 2 && p == 0) {
+                // The first query sees one key only: its weight is 1 whatever
+                // the query and the key are, so output 0 is v_0 projected.
+                assert_bitwise_equal(narrow(output2, 1, 0, 1), narrow(output, 1, 0, 1),
+                                     path_join("input %d changed at 0: output 0", which));
+                continue;
+            }
+            ck_assert_msg(diff_of_positions(output2, output, p, p + 1) > 1e-4f,
+                          "input %d changed at %d: output %d did not change", which, p, p);
+        }
+    }
+}
+END_TEST
+
+// The general mask, element by element: 1 exactly where key s lies after
+// the query's own position cache_len + t.
+START_TEST(test_mask_with_offset) {
+    for (int q_len = 1; q_len <= 5; q_len++) {
+        for (int cache_len = 0; cache_len <= 4; cache_len++) {
+            Tensor *mask = causal_mask(q_len, cache_len);
+            ck_assert_int_eq(size(mask, 0), q_len);
+            ck_assert_int_eq(size(mask, 1), cache_len + q_len);
+            for (int t = 0; t < q_len; t++) {
+                ck_assert_msg(*at2(mask, t, cache_len + t) == 0.0f, "the diagonal is masked");
+                for (int s = 0; s < cache_len + q_len; s++) {
+                    float want = s > cache_len + t ? 1.0f : 0.0f;
+                    ck_assert_msg(*at2(mask, t, s) == want, "q_len %d cache_len %d [%d, %d]",
+                                  q_len, cache_len, t, s);
+                }
+            }
+        }
+    }
+    // Worked by hand: 2 queries after 2 cached keys; the notebook's one row.
+    const float chunk[] = {0, 0, 0, 1,  0, 0, 0, 0};
+    assert_bitwise_equal(causal_mask(2, 2), tensor_from(shape2(2, 4), chunk), "chunk mask");
+    assert_bitwise_equal(causal_mask(1, 2), zeros(shape2(1, 3)), "mask_w_cache");
+    const float square[] = {0, 1, 1, 1,  0, 0, 1, 1,  0, 0, 0, 1,  0, 0, 0, 0};
+    assert_bitwise_equal(causal_mask(4, 0), tensor_from(shape2(4, 4), square), "4x4 mask");
+}
+END_TEST
+
+// Query head i uses key/value head i / R: a GQA with G key/value heads
+// equals the GQA with H key/value heads whose key and value weights repeat
+// each of the G heads R times in a row (repeat_interleave, not repeat).
+START_TEST(test_query_head_i_uses_kv_head_i_over_R) {
+    const Case *c = &CASES[1];   // heads 4, kv_heads 2: R = 2
+    GQA gqa = recorded_gqa(c);
+    int H = c->heads, R = c->heads / c->kv_heads, D = c->dim / c->heads;
+    GQA mha = gqa;
+    mha.num_groups = H;
+    Linear *layers[2] = {&mha.w_key, &mha.w_value};
+    const Linear *grouped[2] = {&gqa.w_key, &gqa.w_value};
+    for (int l = 0; l < 2; l++) {
+        Tensor *weight = zeros(shape2(H * D, c->dim));                             // (H*D, C)
+        Tensor *bias = zeros(shape1(H * D));                                       // (H*D,)
+        for (int h = 0; h < H; h++) {
+            for (int d = 0; d < D; d++) {
+                int from = (h / R) * D + d;   // row of kv head h / R
+                for (int i = 0; i < c->dim; i++) {
+                    *at2(weight, h * D + d, i) = *at2(grouped[l]->weight, from, i);
+                }
+                *at1(bias, h * D + d) = *at1(grouped[l]->bias, from);
+            }
+        }
+        *layers[l] = linear_of(weight, bias);
+    }
+    Tensor *attn;
+    Tensor *q = reference(c, "query"), *k = reference(c, "key"), *v = reference(c, "value");
+    assert_bitwise_equal(GQA_forward(&mha, &attn, q, k, v), GQA_forward(&gqa, &attn, q, k, v),
+                         "GQA vs MHA with interleaved kv weights");
+}
+END_TEST
+
+// --train: dropout on the weights changes the output; eval is the default.
+START_TEST(test_train_switch) {
+    const Case *c = &CASES[1];
+    const char *args[24];
+    int n = 0;
+    for (int i = 0; c->args[i] != NULL; i++) {
+        args[n++] = c->args[i];
+    }
+    args[n] = NULL;
+    RunResult eval_run = run_program(lesson_binary(LESSON_DIR), args);
+    args[n] = "--train";
+    args[n + 1] = NULL;
+    RunResult train_run = run_program(lesson_binary(LESSON_DIR), args);
+    ck_assert_int_eq(eval_run.status, 0);
+    ck_assert_int_eq(train_run.status, 0);
+    ck_assert_msg(strcmp(eval_run.out, train_run.out) != 0, "--train changed nothing");
+}
+END_TEST
+
+// --- bad flags ---------------------------------------------------------------------------------
+
+// Each: exit 2, nothing on stdout, exactly one line on stderr naming the
+// flag (or the tensor that would not fit), and the --dump directory not made.
+START_TEST(test_bad_flags) {
+    static const struct {
+        const char *args[6];
+        const char *named;
+    } BAD[] = {
+        {{"--kv-heads", "3", NULL}, "--kv-heads 3 does not divide --heads 8"},
+        {{"--kv-heads", "16", NULL}, "--kv-heads 16 does not divide --heads 8"},
+        {{"--heads", "7", NULL}, "--heads 7 does not divide --dim 512"},
+        {{"--seq", "0", NULL}, "--seq"},
+        {{"--batch", "-1", NULL}, "--batch"},
+        {{"--dim", "x", NULL}, "--dim"},
+        {{"--heads", NULL}, "--heads"},
+        {{"--cache", "2", NULL}, "--cache"},
+        {{"--seq", "8000", NULL}, "attn"},                    // 4*8*8000^2 > 2^28
+    };
+    const char *tmp = make_temp_dir();
+    const char *dump = path_join("%s/out", tmp);
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        const char *args[10] = {"--dump", dump};
+        int n = 2;
+        for (int a = 0; BAD[i].args[a] != NULL; a++) {
+            args[n++] = BAD[i].args[a];
+        }
+        args[n] = NULL;
+        RunResult r = run_program(lesson_binary(LESSON_DIR), args);
+        ck_assert_msg(r.status == 2, "%s: exit %d", BAD[i].named, r.status);
+        ck_assert_msg(r.out[0] == '\0', "%s: stdout not empty: %s", BAD[i].named, r.out);
+        const char *newline = strchr(r.err, '\n');
+        ck_assert_msg(newline != NULL && newline[1] == '\0', "%s: not one line: %s",
+                      BAD[i].named, r.err);
+        ck_assert_msg(strstr(r.err, BAD[i].named) != NULL, "'%s' not named in: %s",
+                      BAD[i].named, r.err);
+        ck_assert_msg(strncmp(r.err, "lesson-9: ", 10) == 0, "message: %s", r.err);
+        ck_assert_msg(access(dump, F_OK) != 0, "%s: --dump directory was created", BAD[i].named);
+    }
+    remove_dir(tmp);
+}
+END_TEST
+
+static Suite *lesson09_suite(void) {
+    Suite *suite = suite_create("lesson09");
+    TCase *pytorch = new_tcase("pytorch");
+    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, N_CASES);
+    tcase_add_loop_test(pytorch, test_forward_on_recorded_weights, 0, N_CASES);
+    suite_add_tcase(suite, pytorch);
+    TCase *causal = new_tcase("causal");
+    tcase_add_loop_test(causal, test_weights_zero_after_the_diagonal, 0, N_CASES);
+    tcase_add_test(causal, test_later_token_never_changes_earlier_output);
+    tcase_add_test(causal, test_mask_with_offset);
+    tcase_add_test(causal, test_query_head_i_uses_kv_head_i_over_R);
+    suite_add_tcase(suite, causal);
+    TCase *flags = new_tcase("flags");
+    tcase_add_test(flags, test_train_switch);
+    tcase_add_test(flags, test_bad_flags);
+    suite_add_tcase(suite, flags);
+    return suite;
+}
+
+int main(void) { return run_suite(lesson09_suite()); }
