@@ -492,56 +492,52 @@ static void print_kv_cache_bytes(const char *name, int kv_heads, int head_dim) {
 }
 
 static void gqa_lesson(const Lesson *lesson, Sizes z) {
+    int B = z.batch, N = z.seq, S = z.seq, H = z.heads, KV = z.kv_heads, D = z.head_dim;
+    int G = H / KV;
     // Seed 001 cell 7: the three draws, in this order.
-    Tensor *query = named("query", randn(shape4(z.batch, z.seq, z.heads, z.head_dim)));
-    // (B, N, H, D)
-    Tensor *key = named("key", randn(shape4(z.batch, z.seq, z.kv_heads, z.head_dim)));
-    // (B, S, KV, D)
-    Tensor *value = named("value", randn(shape4(z.batch, z.seq, z.kv_heads, z.head_dim)));
-    // (B, S, KV, D)
+    Tensor *query = named("query", randn(shape4(B, N, H, D)));         // (B, N, H, D)
+    Tensor *key = named("key", randn(shape4(B, S, KV, D)));            // (B, S, KV, D)
+    Tensor *value = named("value", randn(shape4(B, S, KV, D)));        // (B, S, KV, D)
 
     printf("-- grouped-query attention, the notebook's einops steps as loops --\n");
-    Tensor *out = named("out", grouped_query_attention(query, key, value, lesson));
-    // (B, N, H, D)
+    Tensor *out = grouped_query_attention(query, key, value, lesson);  // (B, N, H, D)
+    named("out", out);
     printf("out[0, 0, :, :4]\n%s\n\n", first_token_str(out));
 
     graph_pause(true);   // the head-number table is not part of the dataflow
     printf("-- which key/value head each query head reads --\n");
-    print_head_pairing(z.heads, z.kv_heads);
+    print_head_pairing(H, KV);
     graph_pause(false);
 
     printf("\n-- the notebook's einsum sums the scores over g --\n");
-    Tensor *out_group_sum = named("out_group_sum",
-                                  group_sum_attention(query, key, value, lesson));
-    // (B, N, KV, D)
+    Tensor *out_group_sum = group_sum_attention(query, key, value, lesson);  // (B, N, KV, D)
+    named("out_group_sum", out_group_sum);
     printf("out_group_sum[0, 0, :, :4]\n%s\n", first_token_str(out_group_sum));
-    printf("true GQA out: %s, one output per query head (%d)\n", size_str(out), z.heads);
+    printf("true GQA out: %s, one output per query head (%d)\n", size_str(out), H);
     printf("notebook's:   %s, one per key/value head (%d): an o_proj after it,\n"
            "              nn.Linear(%d, %d) as in the notebook's GQA module, needs %d\n"
            "              features per token and would get %d.\n",
-           size_str(out_group_sum), z.kv_heads, z.heads * z.head_dim, z.heads * z.head_dim,
-           z.heads * z.head_dim, z.kv_heads * z.head_dim);
+           size_str(out_group_sum), KV, H * D, H * D,
+           H * D, KV * D);
 
     // The group sum is attention with each group's queries ADDED into one
     // query: show it by doing exactly that with ordinary multi-head attention.
     graph_pause(true);
-    int G = z.heads / z.kv_heads;
-    Tensor *summed_query = zeros(shape4(z.batch, z.seq, z.kv_heads, z.head_dim));
-    // (B, N, KV, D)
-    for (int b = 0; b < z.batch; b++) {
-        for (int n = 0; n < z.seq; n++) {
-            for (int h = 0; h < z.kv_heads; h++) {
+    Tensor *summed_query = zeros(shape4(B, N, KV, D));                 // (B, N, KV, D)
+    for (int b = 0; b < B; b++) {
+        for (int n = 0; n < N; n++) {
+            for (int h = 0; h < KV; h++) {
                 for (int g = 0; g < G; g++) {
-                    for (int d = 0; d < z.head_dim; d++) {
+                    for (int d = 0; d < D; d++) {
                         *at4(summed_query, b, n, h, d) += *at4(query, b, n, h * G + g, d);
                     }
                 }
             }
         }
     }
+    Tensor *summed_attention = multi_head_attention(summed_query, key, value);  // (B, N, KV, D)
     printf("max |out_group_sum - attention(sum of each group's %d queries, key, value)| = "
-           "%.3g\n", G, max_abs_diff(out_group_sum, multi_head_attention(summed_query, key,
-                                                                          value)));
+           "%.3g\n", G, max_abs_diff(out_group_sum, summed_attention));
     graph_pause(false);
 
     printf("\n-- seed 002's way: repeat_interleave K and V, then multi-head attention --\n");
@@ -560,23 +556,23 @@ static void gqa_lesson(const Lesson *lesson, Sizes z) {
     // Lesson 6's attention on these copied heads is exactly what seed 002
     // computed above (`output`), so that is what the loops are held against.
     printf("kv_heads = %d, G = 1: max |loops - out| = %.3g, max |loops - multi-head "
-           "attention| = %.3g\n", z.heads, max_abs_diff(out_mha, out),
+           "attention| = %.3g\n", H, max_abs_diff(out_mha, out),
            max_abs_diff(out_mha, output));
     // MQA: only key/value head 0, shared by all H query heads.
     Tensor *key_mqa = narrow(key, 2, 0, 1);                            // (B, S, 1, D)
     Tensor *value_mqa = narrow(value, 2, 0, 1);                        // (B, S, 1, D)
     Tensor *out_mqa = grouped_query_attention(query, key_mqa, value_mqa, NULL);  // (B, N, H, D)
+    Tensor *mqa = multi_head_attention(query, key_mqa, value_mqa);     // (B, N, H, D)
     printf("kv_heads = 1, G = %d: max |loops - multi-query attention (one K/V head, "
-           "broadcast)| = %.3g\n", z.heads,
-           max_abs_diff(out_mqa, multi_head_attention(query, key_mqa, value_mqa)));
+           "broadcast)| = %.3g\n", H, max_abs_diff(out_mqa, mqa));
     graph_pause(false);
 
     printf("\n-- KV cache per token per layer: 2 (K and V) * kv_heads * head_dim * 4 bytes "
            "--\n");
-    print_kv_cache_bytes("MHA", z.heads, z.head_dim);
-    print_kv_cache_bytes("GQA", z.kv_heads, z.head_dim);
-    print_kv_cache_bytes("MQA", 1, z.head_dim);
-    printf("GQA keeps all %d query heads and caches 1/%d of MHA's bytes.\n", z.heads, G);
+    print_kv_cache_bytes("MHA", H, D);
+    print_kv_cache_bytes("GQA", KV, D);
+    print_kv_cache_bytes("MQA", 1, D);
+    printf("GQA keeps all %d query heads and caches 1/%d of MHA's bytes.\n", H, G);
 }
 
 int main(int argc, char **argv) {
