@@ -338,7 +338,9 @@ int main(int argc, char **argv) {
     // BLIP's decoder (seed 003): the prompt "a picture of" (3 tokens)
     // queries the image features of the Vision Transformer. All image
     // features are valid, so there is no mask. The output has 3 vectors,
-    // whatever the number of image features.
+    // whatever the number of image features. (A decoder layer does not
+    // swap its self-attention for this: BLIP's BertLayer runs its own
+    // causal self-attention first, then this cross-attention.)
     int text_len = seq_q < 3 ? seq_q : 3;
     printf("\n-- seed 003's BLIP decoder: %d text queries, %d image features as keys and "
            "values --\n", text_len, seq_k);
