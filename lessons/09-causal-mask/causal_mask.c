@@ -294,6 +294,7 @@ static void run_gqa(const Sizes *n) {
     // Causality, checked: change the last token of query, key and value and
     // run again. Outputs 0 .. T-2 never looked at position T-1 (their
     // weight on it was exactly 0), so they must not move at all.
+    graph_pause(true);   // a second run of the same graph: not drawn again
     Tensor *query2 = clone(query), *key2 = clone(key), *value2 = clone(value);  // (B, T, C)
     for (int b = 0; b < B; b++) {
         for (int c = 0; c < C; c++) {
@@ -309,6 +310,7 @@ static void run_gqa(const Sizes *n) {
            T > 1 ? (double)diff_of_positions(output2, output, 0, T - 1) : 0.0);
     printf("  max |output2 - output| at position %d: %.4f\n\n", T - 1,
            (double)diff_of_positions(output2, output, T - 1, T));
+    graph_pause(false);
 }
 
 int main(int argc, char **argv) {
@@ -338,6 +340,7 @@ int main(int argc, char **argv) {
 
     show_masks();
     run_gqa(&n);
+    graph_pause(true);   // the 3x3 toy scores are not part of the module's dataflow
     compare_conventions();
     return lesson_finish(&lesson);
 }

@@ -137,6 +137,10 @@ static void GQA_W_KVcache_start_cache(GQA_W_KVcache *self, int batch_size, int c
     self->v_cache = zeros(cache_shape);                          // (B, capacity, G, D)
     self->k_spare = append == APPEND_BY_COPY ? zeros(cache_shape) : NULL;  // (B, capacity, G, D)
     self->v_spare = append == APPEND_BY_COPY ? zeros(cache_shape) : NULL;  // (B, capacity, G, D)
+    // Label the storage in the --dot diagram (named() would also --dump it,
+    // empty; the lesson dumps the filled caches at the end).
+    graph_name(self->k_cache, "k_cache");
+    graph_name(self->v_cache, "v_cache");
 }
 
 // Rows [from, from + count) of positions, for every batch entry b, copied
@@ -257,8 +261,22 @@ static Tensor *step(GQA_W_KVcache *self, Tensor **attn, const Tensor *x, int fro
 }
 
 // max |a - b| between a (B, T, C) and positions [from, from + T) of b.
+// A check, not dataflow: kept out of the --dot diagram.
 static float diff_at(const Tensor *a, const Tensor *b, int from) {
-    return max_abs_diff(a, narrow(b, 1, from, size(a, 1)));
+    bool drawing = graph_recording();
+    graph_pause(true);
+    float diff = max_abs_diff(a, narrow(b, 1, from, size(a, 1)));
+    graph_pause(!drawing);
+    return diff;
+}
+
+// torch.Size of the filled part of a cache (B, cache_len, G, D), for printing.
+static const char *cache_size_str(const Tensor *cache, int cache_len) {
+    bool drawing = graph_recording();
+    graph_pause(true);
+    const char *text = size_str(narrow(cache, 1, 0, cache_len));
+    graph_pause(!drawing);
+    return text;
 }
 
 // --- the walk-through ---------------------------------------------------------------
@@ -315,7 +333,7 @@ static void walk_through(const Sizes *n) {
     Tensor **outs = arena_alloc((size_t)(n->new_tokens + 1), sizeof *outs);
     outs[0] = step(&gqa, &attn, x, 0, P);                                          // (B, P, C)
     printf("out: %s\n", size_str(outs[0]));
-    printf("k_cache: %s\n", size_str(narrow(gqa.k_cache, 1, 0, gqa.cache_len)));
+    printf("k_cache: %s\n", cache_size_str(gqa.k_cache, gqa.cache_len));
     printf("  max |out - full_out[:, 0:%d]| = %.3g\n", P, (double)diff_at(outs[0], full_out, 0));
 
     // Decode: one token per call. Only its query, key and value are
@@ -325,8 +343,8 @@ static void walk_through(const Sizes *n) {
         int t = P + i - 1;   // the position of this step's token
         outs[i] = step(&gqa, &attn, x, t, 1);                                      // (B, 1, C)
         printf("token %d: out: %s, k_cache: %s, v_cache: %s\n", t, size_str(outs[i]),
-               size_str(narrow(gqa.k_cache, 1, 0, gqa.cache_len)),
-               size_str(narrow(gqa.v_cache, 1, 0, gqa.cache_len)));
+               cache_size_str(gqa.k_cache, gqa.cache_len),
+               cache_size_str(gqa.v_cache, gqa.cache_len));
         printf("  max |out - full_out[:, %d]| = %.3g\n", t, (double)diff_at(outs[i], full_out, t));
         if (i == 1) {
             graph_pause(true);   // the --dot diagram: full forward, prefill and one step
