@@ -3,8 +3,10 @@
 // lesson 5's single-head attention, heads do not see each other, a fully
 // masked row is uniform), a hand-worked two-head case, view()'s refusal of
 // a transposed tensor, and the bad flags.
+#define _POSIX_C_SOURCE 200809L   // dup, dup2, fileno
 #include "harness.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -304,6 +306,25 @@ START_TEST(test_heatmap_flag) {
 }
 END_TEST
 
+// The forward prints the notebook's shape lines; the tests that call it
+// in-process send stdout to /dev/null meanwhile, so `make test` shows only
+// check's report. (Failures are reported by check, not on stdout.)
+static int saved_stdout = -1;
+
+static void mute_stdout(void) {
+    fflush(stdout);
+    saved_stdout = dup(fileno(stdout));
+    int null_fd = open("/dev/null", O_WRONLY);
+    dup2(null_fd, fileno(stdout));
+    close(null_fd);
+}
+
+static void unmute_stdout(void) {
+    fflush(stdout);
+    dup2(saved_stdout, fileno(stdout));
+    close(saved_stdout);
+}
+
 Suite *lesson06_suite(void) {
     Suite *suite = suite_create("lesson06");
     TCase *pytorch = new_tcase("pytorch");
@@ -312,6 +333,7 @@ Suite *lesson06_suite(void) {
     tcase_add_test(pytorch, test_notebook_shape_lines);
     suite_add_tcase(suite, pytorch);
     TCase *invariants = new_tcase("invariants");
+    tcase_add_checked_fixture(invariants, mute_stdout, unmute_stdout);
     tcase_add_test(invariants, test_one_head_is_single_head_attention);
     tcase_add_test(invariants, test_heads_are_independent);
     tcase_add_test(invariants, test_hand_worked_two_heads);

@@ -3,8 +3,10 @@
 // K = V = Q input against lesson 6's MultiHeadAttention, unequal lengths
 // against a double-precision reference written out here, queries that do
 // not see each other, a fully masked row, and the bad flags.
+#define _POSIX_C_SOURCE 200809L   // dup, dup2, fileno
 #include "harness.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -379,6 +381,25 @@ START_TEST(test_heatmap_flag) {
 }
 END_TEST
 
+// The forward prints the notebook's shape lines; the tests that call it
+// in-process send stdout to /dev/null meanwhile, so `make test` shows only
+// check's report. (Failures are reported by check, not on stdout.)
+static int saved_stdout = -1;
+
+static void mute_stdout(void) {
+    fflush(stdout);
+    saved_stdout = dup(fileno(stdout));
+    int null_fd = open("/dev/null", O_WRONLY);
+    dup2(null_fd, fileno(stdout));
+    close(null_fd);
+}
+
+static void unmute_stdout(void) {
+    fflush(stdout);
+    dup2(saved_stdout, fileno(stdout));
+    close(saved_stdout);
+}
+
 Suite *lesson07_suite(void) {
     Suite *suite = suite_create("lesson07");
     TCase *pytorch = new_tcase("pytorch");
@@ -387,6 +408,7 @@ Suite *lesson07_suite(void) {
     tcase_add_test(pytorch, test_notebook_shape_lines);
     suite_add_tcase(suite, pytorch);
     TCase *invariants = new_tcase("invariants");
+    tcase_add_checked_fixture(invariants, mute_stdout, unmute_stdout);
     tcase_add_test(invariants, test_same_input_is_lesson6_self_attention);
     tcase_add_test(invariants, test_unequal_lengths_both_ways);
     tcase_add_test(invariants, test_queries_do_not_see_each_other);
