@@ -436,7 +436,7 @@ static double now_seconds(void) {
 // Returns the seconds it took.
 static double generate(Tensor *out, GQA_W_KVcache *gqa, const Tensor *x, int P, int append) {
     int B = size(x, 0), N = size(x, 1), C = size(x, 2);
-    Tensor *attn;
+    Tensor *attn;                                                                  // (B, H, T, L)
     double start = now_seconds();
     if (append >= 0) {
         size_t mark = arena_mark();

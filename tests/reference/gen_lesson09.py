@@ -112,8 +112,9 @@ def run_gqa(batch, seq, dim, heads, kv_heads):
     value2[:, -1] += 1
     output2 = gqa(query2, key2, value2)
     print("add 1 to the last token of query, key and value, run again:")
-    earlier = (output2[:, :-1] - output[:, :-1]).abs().max().item() if seq > 1 else 0.0
-    print(f"  max |output2 - output| at positions 0..{seq - 2}: {earlier:g}")
+    if seq > 1:
+        earlier = (output2[:, :-1] - output[:, :-1]).abs().max().item()
+        print(f"  max |output2 - output| at positions 0..{seq - 2}: {earlier:g}")
     print(f"  max |output2 - output| at position {seq - 1}: "
           f"{(output2[:, -1] - output[:, -1]).abs().max().item():.4f}")
     print()
