@@ -225,7 +225,7 @@ static void show_numbers_and_lengths(const Tensor *attention_mask,
 
     int T = size(weights, 0), S = size(weights, 1), D = size(steps->v_state, 3);
     double worst = 0.0;   // how far any row of the weights is from summing to 1
-    const Tensor *all = steps->attention_weight;
+    const Tensor *all = steps->attention_weight;                            // (B, H, T, S)
     for (int b = 0; b < size(all, 0); b++) {
         for (int h = 0; h < size(all, 1); h++) {
             for (int t = 0; t < T; t++) {
