@@ -543,7 +543,7 @@ static void bench(void) {
     // perf on the cached run: about 65% of its time goes to clone/at, the
     // element-by-element copy of the expand().reshape() lines, 21% to
     // linear, 6% to the attention matmuls.
-    printf("why measured < predicted: the FLOP model counts multiply-adds, not data moved.\n"
+    printf("why measured < predicted: the FLOP model counts arithmetic only, not data moved.\n"
            "A cached step still copies the whole cache to all %d heads (the notebook's\n"
            "expand().reshape(): %d floats per position, every step, one element at a time),\n"
            "builds a mask and allocates about 40 tensors; profiled, that copying takes about\n"
