@@ -13,13 +13,13 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 if command -v apt-get >/dev/null 2>&1; then
-    install="$SUDO apt-get update && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y check pkg-config"
+    install="${SUDO:+$SUDO }apt-get update && ${SUDO:+$SUDO }env DEBIAN_FRONTEND=noninteractive apt-get install -y check pkg-config"
 elif command -v dnf >/dev/null 2>&1; then
-    install="$SUDO dnf install -y check-devel pkgconf-pkg-config"
+    install="${SUDO:+$SUDO }dnf install -y check-devel pkgconf-pkg-config"
 elif command -v pacman >/dev/null 2>&1; then
-    install="$SUDO pacman -S --noconfirm --needed check pkgconf"
+    install="${SUDO:+$SUDO }pacman -S --noconfirm --needed check pkgconf"
 elif command -v apk >/dev/null 2>&1; then
-    install="$SUDO apk add check-dev pkgconf"
+    install="${SUDO:+$SUDO }apk add check-dev pkgconf"
 elif command -v brew >/dev/null 2>&1; then
     install="brew install check pkg-config"
 else
