@@ -146,6 +146,8 @@ static Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
     }
 
     // The fourth dim (3, the key axis s): each query's weights sum to 1.
+    // (Seed 004's step-by-step copy writes `F.softmax(aattn_scores, ...)`
+    // here: a typo for attn_scores, a NameError, so its code never ran.)
     attention_weight = named("attention_weight", softmax(attention_weight, 3));  // (B, H, T, S)
 
     // Dropout hits the weights, not the output: in training a query
