@@ -54,6 +54,9 @@
 // Index letters are the einsum's: b batch, n query position, s key position,
 //   h key/value head (and so the group), g query head inside its group,
 //   d inside a head; i = h*G + g is a query head's number from 0 to H-1.
+// Careful in lessons 9 and 10: they follow seed 001's GQA module, whose
+//   num_groups is the NUMBER of key/value heads (our KV), and whose
+//   expand_ratio R is the size of a group (our G). Same model, other names.
 
 #include <math.h>
 #include <stdio.h>
@@ -227,7 +230,10 @@ static Tensor *rearrange_merge_groups(const Tensor *out) {
 //                        = (sum over g of query_g) . key_s
 // The G query heads of a group are added into ONE query before they meet
 // the keys. What is left is multi-head attention with KV heads whose
-// queries are those sums: G - 1 of every G query heads are gone.
+// queries are those sums: G - 1 of every G query heads are gone. The
+// notebook took these einsums from fkodom/grouped-query-attention-pytorch,
+// where this was a known bug, fixed upstream (commit a80f538, May 2024)
+// the way einsum_scores above does it: keep g in the output.
 static Tensor *einsum_scores_group_sum(const Tensor *query, const Tensor *key) {
     int B = size(query, 0), G = size(query, 1), KV = size(query, 2);
     int N = size(query, 3), D = size(query, 4), S = size(key, 2);
@@ -538,6 +544,11 @@ static void gqa_lesson(const Lesson *lesson, Sizes z) {
     Tensor *summed_attention = multi_head_attention(summed_query, key, value);  // (B, N, KV, D)
     printf("max |out_group_sum - attention(sum of each group's %d queries, key, value)| = "
            "%.3g\n", G, max_abs_diff(out_group_sum, summed_attention));
+    // Where the einsum came from: fkodom/grouped-query-attention-pytorch
+    // (scaled_dot_product_gqa) had exactly these strings and this bug; its
+    // commit a80f538 (May 2024) kept g, as the loops above do.
+    printf("A known bug of the code the notebook copied (fkodom/grouped-query-attention-pytorch),\n"
+           "fixed there in May 2024 by keeping g: \"-> b g h n s\", then \"b n (h g) d\".\n");
     graph_pause(false);
 
     printf("\n-- seed 002's way: repeat_interleave K and V, then multi-head attention --\n");
