@@ -56,7 +56,14 @@
 // positions, C = dim, H = num_heads, G = num_groups (the key/value heads,
 // --kv-heads), R = expand_ratio = H / G (query heads per key/value head),
 // D = head_dim = C / H.
-// Index letters: b batch, h query head, t query position, s key position.
+// Index letters: b batch, h query head, t query position, s key position;
+// in the expand below, g a key/value head (a group) and r a query head
+// inside it, so query head h = g*R + r reads key/value head g = h / R.
+// Coming from lesson 8: this module's names differ from the einsum's.
+// Here G = num_groups is HOW MANY groups (= key/value heads; lesson 8's
+// KV) and R the size of each (lesson 8's G); lesson 8's letter h (the
+// key/value head) is g here, and lesson 8's g (place inside the group) is
+// r. The pairing is the same: query head i reads key/value head i / R.
 
 #include <math.h>
 #include <stdbool.h>
@@ -163,7 +170,8 @@ static Tensor *GQA_forward(const GQA *self, Tensor **attn_weights, const Tensor 
     // must copy, because an expanded view cannot be flattened in place.
     // Merging (G, R) row-major puts query head i = g * R + r on key head
     // g = i / R: heads 0..R-1 share key head 0, the next R key head 1.
-    // (That is repeat_interleave of seed 002, not repeat.)
+    // (That is repeat_interleave of seed 002, not repeat, and lesson 8's
+    // einops "(h g)" grouping, whose h is this g and whose g is this r.)
     int expand_ratio = H / G;   // R
     key = unsqueeze(key, 2);                                                       // (B, G, 1, T, D)
     key = expand(key, shape5(-1, -1, expand_ratio, -1, -1));                       // (B, G, R, T, D)
@@ -279,14 +287,15 @@ static void run_gqa(const Sizes *n) {
     Tensor *output = named("output", GQA_forward(&gqa, &attn, query, key, value));  // (B, T, C)
     printf("%s\n", size_str(output));   // print(output.shape)
 
-    // Batch 0, head 0, the first rows and columns: a lower triangle.
+    // Batch 0, head 0, the first rows and columns: a lower triangle. (As
+    // in Python, [:4] takes fewer when there are fewer.)
     int corner = T < 4 ? T : 4;
     Tensor *attn_corner = narrow(narrow(attn, 2, 0, corner), 3, 0, corner);       // (B, H, 4, 4)
-    printf("attention weights, attn[0, 0, :%d, :%d]:\n%s\n", corner, corner,
+    printf("attention weights, attn[0, 0, :4, :4]:\n%s\n",
            tensor_str(first(first(attn_corner)), NULL));
     int rows = T < 4 ? T : 4, cols = C < 4 ? C : 4;
     Tensor *output_corner = narrow(narrow(first(output), 0, 0, rows), 1, 0, cols);  // (4, 4)
-    printf("output[0, :%d, :%d]:\n%s\n", rows, cols, tensor_str(output_corner, NULL));
+    printf("output[0, :4, :4]:\n%s\n", tensor_str(output_corner, NULL));
     if (n->heatmap) {
         print_heatmap("attn", narrow(attn, 0, 0, 1));   // batch 0, every head
     }
