@@ -52,7 +52,12 @@
 // cache_len + T (keys attended to), N = prompt + new (all tokens), C = dim,
 // H = num_heads, G = num_groups (key/value heads, --kv-heads), R = H / G,
 // D = head_dim = C / H.
-// Index letters: b batch, t position, g key/value head.
+// Index letters: b batch, t position, g key/value head (a group), r query
+// head inside a group: query head h = g*R + r reads key/value head h / R.
+// Coming from lesson 8: seed 001's module names things differently from
+// its einsum. Here G = num_groups counts the groups (= key/value heads,
+// lesson 8's KV) and R is a group's size (lesson 8's G); lesson 8's letter
+// h (key/value head) is g here. Same pairing: head i reads i / R.
 
 #define _POSIX_C_SOURCE 200809L   // clock_gettime(CLOCK_MONOTONIC)
 
@@ -360,13 +365,12 @@ static void walk_through(const Sizes *n) {
     // float rounding (about 1e-7).
     printf("max |cached_out - full_out| = %.3g   (0 or float rounding)\n",
            (double)max_abs_diff(cached_out, full_out));
+    // [:8] as in Python: fewer rows or columns when there are fewer.
     int rows = N < 8 ? N : 8, cols = C < 4 ? C : 4;
     Tensor *corner = narrow(narrow(narrow(cached_out, 0, 0, 1), 1, 0, rows), 2, 0, cols);  // (1, 8, 4)
-    printf("cached_out[0, :%d, :%d]:\n%s\n", rows, cols,
-           tensor_str(reshape(corner, shape2(rows, cols)), NULL));
+    printf("cached_out[0, :8, :4]:\n%s\n", tensor_str(reshape(corner, shape2(rows, cols)), NULL));
     corner = narrow(narrow(narrow(full_out, 0, 0, 1), 1, 0, rows), 2, 0, cols);    // (1, 8, 4)
-    printf("full_out[0, :%d, :%d]:\n%s\n\n", rows, cols,
-           tensor_str(reshape(corner, shape2(rows, cols)), NULL));
+    printf("full_out[0, :8, :4]:\n%s\n\n", tensor_str(reshape(corner, shape2(rows, cols)), NULL));
 
     // BUG 2, shown: the notebook's cache keeps the prompt only, as if we
     // reset cache_len to the prompt before every step. The first decoded
