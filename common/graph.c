@@ -66,14 +66,7 @@ static int node_of(const Tensor *t) {
     Node *node = &nodes[n_nodes];
     node->id = t->id;
     snprintf(node->name, LABEL_SIZE, "%s", t->name != NULL ? t->name : "");
-    int used = snprintf(node->shape, LABEL_SIZE, "(");
-    for (int d = 0; d < t->ndim && used < LABEL_SIZE; d++) {
-        used += snprintf(node->shape + used, (size_t)(LABEL_SIZE - used),
-                         d == 0 ? "%d" : ", %d", t->shape[d]);
-    }
-    if (used < LABEL_SIZE) {
-        snprintf(node->shape + used, (size_t)(LABEL_SIZE - used), ")");
-    }
+    snprintf(node->shape, LABEL_SIZE, "(%s)", join_sizes(t->shape, t->ndim, ", "));
     n_nodes += 1;
     return n_nodes - 1;
 }

@@ -14,20 +14,10 @@
 // The header dict for t, padded; returns its length.
 static int npy_header(char *header, size_t capacity, const Tensor *t) {
     const char *descr = t->dtype == DTYPE_FLOAT32 ? "<f4" : "<i8";
-    char shape[16 * MAX_DIMS + 4];
-    int used = snprintf(shape, sizeof shape, "(");
-    for (int d = 0; d < t->ndim; d++) {
-        used += snprintf(shape + used, sizeof shape - (size_t)used, "%d, ", t->shape[d]);
-    }
-    if (t->ndim > 1) {
-        used -= 2;   // (3, 2, 4) but (5,) for one dim, () for none
-    } else if (t->ndim == 1) {
-        used -= 1;
-    }
-    snprintf(shape + used, sizeof shape - (size_t)used, ")");
-
+    // The shape as a Python tuple: (3, 2, 4), but (5,) for one dim.
+    const char *sizes = join_sizes(t->shape, t->ndim, ", ");
     int length = snprintf(header, capacity, "{'descr': '%s', 'fortran_order': False, "
-                          "'shape': %s, }", descr, shape);
+                          "'shape': (%s%s), }", descr, sizes, t->ndim == 1 ? "," : "");
     // 10 bytes of preamble + header (with its final '\n') must be a multiple of 64.
     while ((10 + length + 1) % 64 != 0) {
         header[length] = ' ';

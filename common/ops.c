@@ -90,6 +90,19 @@ Tensor *div_scalar(const Tensor *t, float s) { return with_scalar("/", div_fn, t
 
 // --- matmul ------------------------------------------------------------------------------
 
+// Where row 0, column 0 of t's matrix sits for one batch index of the
+// output (batch_ndim entries). t's leading dims line up with the last of
+// the batch dims, and a dim of size 1 is broadcast: its index stays 0.
+static const float *matrix_start(const Tensor *t, const int *batch, int batch_ndim) {
+    int lead = batch_ndim - (t->ndim - 2);   // batch dims that t does not have
+    long position = t->offset;
+    for (int d = 0; d < t->ndim - 2; d++) {
+        int i = t->shape[d] == 1 ? 0 : batch[lead + d];
+        position += (long)i * t->stride[d];
+    }
+    return &t->data[position];
+}
+
 // out[..., i, j] = sum over p of a[..., i, p] * b[..., p, j]
 Tensor *matmul(const Tensor *a, const Tensor *b) {
     if (a->ndim < 2 || b->ndim < 2) {
@@ -108,39 +121,28 @@ Tensor *matmul(const Tensor *a, const Tensor *b) {
         fail("matmul: batch dims of (%s) and (%s) cannot be broadcast together", shape_text(a),
              shape_text(b));
     }
-    Shape shape = batch;
+    Shape shape = batch;   // at most 3 batch dims (inputs have at most 5), then (n, m)
     shape.size[shape.ndim] = n;
     shape.size[shape.ndim + 1] = m;
     shape.ndim += 2;
-    if (shape.ndim > MAX_DIMS) {
-        fail("matmul: result would have %d dims, at most %d", shape.ndim, MAX_DIMS);
-    }
     Tensor *out = zeros(shape);
 
-    // Each batch index picks one (n x k) matrix of a and one (k x m) of b.
+    // How far one step down a column (row stride) or along a row (column
+    // stride) moves in each input; a transposed input just swaps them.
     int a_row = a->stride[a->ndim - 2], a_col = a->stride[a->ndim - 1];
     int b_row = b->stride[b->ndim - 2], b_col = b->stride[b->ndim - 1];
-    int index[MAX_DIMS] = {0};   // the batch index, plus two zeros for i, j
     long n_batches = 1;
     for (int d = 0; d < batch.ndim; d++) {
         n_batches *= batch.size[d];
     }
+    int index[MAX_DIMS] = {0};   // the batch index, counted like an odometer
     for (long batch_i = 0; batch_i < n_batches; batch_i++) {
-        // Where matrix [0, 0] of this batch sits in a's and b's storage.
-        const float *a_mat = &a->data[a->offset];
-        const float *b_mat = &b->data[b->offset];
-        int lead_a = batch.ndim - (a->ndim - 2);
-        int lead_b = batch.ndim - (b->ndim - 2);
-        for (int d = 0; d < a->ndim - 2; d++) {
-            a_mat += (a->shape[d] == 1 ? 0 : index[d + lead_a]) * a->stride[d];
-        }
-        for (int d = 0; d < b->ndim - 2; d++) {
-            b_mat += (b->shape[d] == 1 ? 0 : index[d + lead_b]) * b->stride[d];
-        }
-        float *out_mat = &out->data[batch_i * n * m];
+        const float *a_mat = matrix_start(a, index, batch.ndim);   // (n, k)
+        const float *b_mat = matrix_start(b, index, batch.ndim);   // (k, m)
+        float *out_mat = &out->data[batch_i * n * m];              // (n, m)
         for (int i = 0; i < n; i++) {
             for (int j = 0; j < m; j++) {
-                float sum = 0.0f;
+                float sum = 0.0f;   // row i of a . column j of b
                 for (int p = 0; p < k; p++) {
                     sum += a_mat[i * a_row + p * a_col] * b_mat[p * b_row + j * b_col];
                 }
@@ -155,58 +157,44 @@ Tensor *matmul(const Tensor *a, const Tensor *b) {
 
 // --- softmax -------------------------------------------------------------------------------
 
-// A contiguous tensor seen as (outer, n, inner) around dimension `dim`:
-// element [o, i, r] sits at (o * n + i) * inner + r.
-typedef struct {
-    long outer, inner;
-    int n;
-} Around;
-
-static Around around_dim(const Tensor *t, int dim) {
-    Around a = {1, 1, t->shape[dim]};
-    for (int d = 0; d < dim; d++) {
-        a.outer *= t->shape[d];
+// softmax of the n numbers x[0], x[step], ..., x[(n-1)*step], in place:
+// exp(x_i - max) / sum_j exp(x_j - max). Subtracting the max changes nothing
+// mathematically (exp(-max) cancels in the ratio) but keeps exp() from
+// overflowing: the largest term becomes exp(0) = 1. A row that is all -inf
+// has max = -inf, and -inf - (-inf) is NaN: the row becomes NaN, as in PyTorch.
+static void softmax_row(float *x, int n, long step) {
+    float max = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        max = fmaxf(max, x[i * step]);
     }
-    for (int d = dim + 1; d < t->ndim; d++) {
-        a.inner *= t->shape[d];
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) {
+        x[i * step] = expf(x[i * step] - max);
+        sum += x[i * step];
     }
-    return a;
+    for (int i = 0; i < n; i++) {
+        x[i * step] /= sum;
+    }
 }
 
-static int wrap(const char *op, int dim, int ndim) {
-    int d = dim < 0 ? dim + ndim : dim;
-    if (d < 0 || d >= ndim) {
-        fail("%s: dimension out of range (expected to be in range of [%d, %d], but got %d)", op,
-             -ndim, ndim - 1, dim);
-    }
-    return d;
-}
-
-// softmax(x)_i = exp(x_i - max) / sum_j exp(x_j - max). Subtracting the
-// row's max changes nothing mathematically (it cancels) but keeps exp()
-// from overflowing: the largest term becomes exp(0) = 1.
+// softmax along `dim`, on a row-major copy of t. Seen as (outer, n, inner)
+// around dim, the copy holds outer * inner softmaxes of n values each, the
+// values of one `inner` floats apart (inner = 1 for the last dim).
 Tensor *softmax(const Tensor *t, int dim) {
-    int d = wrap("softmax", dim, t->ndim);
+    int d = wrap_dim("softmax", dim, t->ndim);
     Tensor *out = clone(t);
     out->dtype = DTYPE_FLOAT32;
-    Around a = around_dim(out, d);
-    for (long o = 0; o < a.outer; o++) {
-        for (long r = 0; r < a.inner; r++) {
-            float *row = &out->data[o * a.n * a.inner + r];   // row[i * inner]
-            float max = -INFINITY;
-            for (int i = 0; i < a.n; i++) {
-                max = fmaxf(max, row[i * a.inner]);
-            }
-            // An all -inf row has max = -inf, and -inf - (-inf) is NaN:
-            // the whole row becomes NaN, as in PyTorch.
-            float sum = 0.0f;
-            for (int i = 0; i < a.n; i++) {
-                row[i * a.inner] = expf(row[i * a.inner] - max);
-                sum += row[i * a.inner];
-            }
-            for (int i = 0; i < a.n; i++) {
-                row[i * a.inner] /= sum;
-            }
+    int n = out->shape[d];
+    long outer = 1, inner = 1;   // the sizes before dim, and after it, multiplied
+    for (int e = 0; e < d; e++) {
+        outer *= out->shape[e];
+    }
+    for (int e = d + 1; e < out->ndim; e++) {
+        inner *= out->shape[e];
+    }
+    for (long o = 0; o < outer; o++) {
+        for (long r = 0; r < inner; r++) {
+            softmax_row(&out->data[o * n * inner + r], n, inner);
         }
     }
     char label[32];
@@ -230,18 +218,25 @@ Tensor *eq_scalar(const Tensor *mask, float value) {
     return out;
 }
 
+// Can `from` be broadcast to exactly the shape of `to`? Each of its dims,
+// lined up from the right, is 1 or `to`'s size, and it has no extra dims.
+static bool broadcasts_to(const Tensor *from, const Tensor *to) {
+    int lead = to->ndim - from->ndim;
+    if (lead < 0) {
+        return false;
+    }
+    for (int d = 0; d < from->ndim; d++) {
+        if (from->shape[d] != 1 && from->shape[d] != to->shape[lead + d]) {
+            return false;
+        }
+    }
+    return true;
+}
+
 Tensor *masked_fill(const Tensor *t, const Tensor *condition, float value) {
-    Shape shape;
-    if (!broadcast_shapes(&shape, t->shape, t->ndim, condition->shape, condition->ndim) ||
-        shape.ndim != t->ndim) {
+    if (!broadcasts_to(condition, t)) {
         fail("masked_fill: the mask (%s) cannot be broadcast to the tensor (%s)",
              shape_text(condition), shape_text(t));
-    }
-    for (int d = 0; d < t->ndim; d++) {
-        if (shape.size[d] != t->shape[d]) {
-            fail("masked_fill: the mask (%s) cannot be broadcast to the tensor (%s)",
-                 shape_text(condition), shape_text(t));
-        }
     }
     Tensor *out = clone(t);
     int index[MAX_DIMS] = {0};
@@ -297,7 +292,7 @@ Tensor *cat(Tensor *const *tensors, int count, int dim) {
         fail("cat: expected a non-empty list of tensors");
     }
     const Tensor *first = tensors[0];
-    int d = wrap("cat", dim, first->ndim);
+    int d = wrap_dim("cat", dim, first->ndim);
     Shape shape = shape_of(first);
     shape.size[d] = 0;
     for (int i = 0; i < count; i++) {
@@ -354,7 +349,7 @@ Tensor *repeat(const Tensor *t, const int *reps) {
 
 // out[..., i, ...] = t[..., i / repeats, ...] along dim: 0 0 1 1 2 2, not 0 1 2 0 1 2.
 Tensor *repeat_interleave(const Tensor *t, int repeats, int dim) {
-    int d = wrap("repeat_interleave", dim, t->ndim);
+    int d = wrap_dim("repeat_interleave", dim, t->ndim);
     if (repeats < 1) {
         fail("repeat_interleave: repeats must be positive, got %d", repeats);
     }

@@ -310,16 +310,6 @@ typedef struct {
     char dtype_text[32];   // storage for "dtype=torch.int64"
 } Suffixes;
 
-// The sizes joined by ", " ("3, 2, 4"), as both Python tuples and
-// torch.Size print them.
-static void dims_text(char *out, size_t capacity, const Tensor *t) {
-    int len = 0;
-    out[0] = '\0';
-    for (int d = 0; d < t->ndim; d++) {
-        len += snprintf(out + len, capacity - (size_t)len, "%s%d", d > 0 ? ", " : "", t->shape[d]);
-    }
-}
-
 static const char *dtype_name(DType dtype) {
     return dtype == DTYPE_INT64 ? "torch.int64" : dtype == DTYPE_BOOL ? "torch.bool" : "torch.float32";
 }
@@ -328,9 +318,9 @@ static const char *dtype_name(DType dtype) {
 // them: size=(...) unless it is 1-D, dtype=... unless it is float32.
 static void empty_suffixes(Suffixes *s, const Tensor *t) {
     if (t->ndim != 1) {
-        char dims[96];
-        dims_text(dims, sizeof dims, t);
-        snprintf(s->size_text, sizeof s->size_text, "size=(%s)", dims);
+        // The sizes as a Python tuple: "(0, 3)".
+        snprintf(s->size_text, sizeof s->size_text, "size=(%s)",
+                 join_sizes(t->shape, t->ndim, ", "));
         s->items[s->count++] = s->size_text;
     }
     if (t->dtype != DTYPE_FLOAT32) {
@@ -391,8 +381,7 @@ const char *tensor_str(const Tensor *t, const char *suffix) {
 }
 
 const char *size_str(const Tensor *t) {
-    char dims[96], text[128];
-    dims_text(dims, sizeof dims, t);
-    snprintf(text, sizeof text, "torch.Size([%s])", dims);
+    char text[128];
+    snprintf(text, sizeof text, "torch.Size([%s])", join_sizes(t->shape, t->ndim, ", "));
     return arena_copy(text);
 }

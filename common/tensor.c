@@ -19,14 +19,20 @@ Shape shape5(int s0, int s1, int s2, int s3, int s4) {
     return (Shape){5, {s0, s1, s2, s3, s4}};
 }
 
+const char *join_sizes(const int *sizes, int n, const char *separator) {
+    char *text = arena_alloc((size_t)n * (16 + strlen(separator)) + 1, 1);
+    size_t used = 0;
+    for (int d = 0; d < n; d++) {
+        used += (size_t)sprintf(text + used, "%s%d", d == 0 ? "" : separator, sizes[d]);
+    }
+    return text;
+}
+
 // "[3, -1]" for messages about a requested shape.
 static const char *shape_list_text(Shape shape) {
-    char *text = arena_alloc(16 * MAX_DIMS + 3, 1);
-    int used = snprintf(text, 3, "[");
-    for (int d = 0; d < shape.ndim; d++) {
-        used += snprintf(text + used, 16, d == 0 ? "%d" : ", %d", shape.size[d]);
-    }
-    snprintf(text + used, 2, "]");
+    const char *sizes = join_sizes(shape.size, shape.ndim, ", ");
+    char *text = arena_alloc(strlen(sizes) + 3, 1);
+    sprintf(text, "[%s]", sizes);
     return text;
 }
 
@@ -119,8 +125,7 @@ long numel(const Tensor *t) {
     return shape_numel(shape_of(t));
 }
 
-// PyTorch's dim wrapping: -1 is the last dim, -ndim the first.
-static int wrap_dim(const char *op, int dim, int ndim) {
+int wrap_dim(const char *op, int dim, int ndim) {
     int wrapped = dim < 0 ? dim + ndim : dim;
     if (wrapped < 0 || wrapped >= ndim) {
         fail("%s: dimension out of range (expected to be in range of [%d, %d], but got %d)",
@@ -167,12 +172,7 @@ bool same_shape(const Tensor *a, const Tensor *b) {
 }
 
 const char *shape_text(const Tensor *t) {
-    char *text = arena_alloc(16 * MAX_DIMS + 1, 1);
-    int used = 0;
-    for (int d = 0; d < t->ndim; d++) {
-        used += snprintf(text + used, 16, d == 0 ? "%d" : "x%d", t->shape[d]);
-    }
-    return text;
+    return join_sizes(t->shape, t->ndim, "x");
 }
 
 // --- element access ---------------------------------------------------------------
@@ -421,14 +421,31 @@ Tensor *view(const Tensor *t, Shape shape) {
 
 // --- copies ---------------------------------------------------------------------------
 
+// Copy one row (the last dim) at a time: in t its n elements are `step`
+// floats apart, in the copy they sit side by side. Finding where a row
+// starts goes through the strides (at()); the row itself is a plain loop.
 Tensor *clone(const Tensor *t) {
     Tensor *out = zeros(shape_of(t));
     out->dtype = t->dtype;
-    int index[MAX_DIMS] = {0};
-    long n = numel(t);
-    for (long i = 0; i < n; i++) {
-        out->data[i] = *at(t, index);   // read through t's strides, write in order
-        next_index(index, t->shape, t->ndim);
+    if (numel(t) == 0) {
+        return out;
+    }
+    if (t->ndim == 0) {
+        out->data[0] = t->data[t->offset];   // one element, no rows
+        return out;
+    }
+    int last = t->ndim - 1;
+    int n = t->shape[last];
+    int step = t->stride[last];
+    long rows = numel(t) / n;
+    int index[MAX_DIMS] = {0};   // index[last] stays 0: the start of a row
+    for (long r = 0; r < rows; r++) {
+        const float *row = at(t, index);
+        float *out_row = &out->data[r * n];
+        for (int i = 0; i < n; i++) {
+            out_row[i] = row[i * step];
+        }
+        next_index(index, t->shape, last);   // the next row: count in the dims before last
     }
     return out;
 }

@@ -62,6 +62,12 @@ bool is_contiguous(const Tensor *t);
 bool same_shape(const Tensor *a, const Tensor *b);
 // "3x4" for messages (arena string), like PyTorch's error texts.
 const char *shape_text(const Tensor *t);
+// The n sizes joined by `separator`: (3, 2, 4) and ", " give "3, 2, 4"
+// (arena string). shape_text, torch.Size and the .npy header are made from it.
+const char *join_sizes(const int *sizes, int n, const char *separator);
+// PyTorch's dim wrapping: -1 is the last of ndim dims, -ndim the first. A dim
+// out of range fails with PyTorch's text, naming `op`.
+int wrap_dim(const char *op, int dim, int ndim);
 
 // --- element access ---------------------------------------------------------
 // A pointer to one element; the index must have t->ndim entries, each in range.

@@ -130,6 +130,15 @@ Tensor *load_npy(const char *path) {
     return t;
 }
 
+Tensor *arange(Shape shape) {
+    Tensor *t = zeros(shape);
+    long n = numel(t);
+    for (long i = 0; i < n; i++) {
+        t->data[i] = (float)i;
+    }
+    return t;
+}
+
 // --- comparing -------------------------------------------------------------------
 
 static void assert_same_shape(const Tensor *got, const Tensor *want, const char *what) {
@@ -137,14 +146,9 @@ static void assert_same_shape(const Tensor *got, const Tensor *want, const char 
                   size_str(want));
 }
 
+// "[1, 0, 2]"
 static const char *index_text(const int *index, int ndim) {
-    char *text = arena_alloc(16 * MAX_DIMS + 3, 1);
-    int used = snprintf(text, 2, "[");
-    for (int d = 0; d < ndim; d++) {
-        used += snprintf(text + used, 16, d == 0 ? "%d" : ", %d", index[d]);
-    }
-    snprintf(text + used, 2, "]");
-    return text;
+    return path_join("[%s]", join_sizes(index, ndim, ", "));
 }
 
 void assert_close(const Tensor *got, const Tensor *want, float atol, float rtol,
@@ -322,26 +326,28 @@ void remove_dir(const char *path) {
 
 // --- comparing printed text --------------------------------------------------------
 
-// The next line of *text (without its newline) into an arena string.
-static const char *next_line(const char **text) {
-    const char *start = *text;
+const char *next_line(const char **cursor) {
+    const char *start = *cursor;
+    if (*start == '\0') {
+        return NULL;
+    }
     const char *end = strchr(start, '\n');
     size_t length = end != NULL ? (size_t)(end - start) : strlen(start);
     char *line = arena_alloc(length + 1, 1);
     memcpy(line, start, length);
-    *text = end != NULL ? end + 1 : start + length;
+    *cursor = end != NULL ? end + 1 : start + length;
     return line;
 }
 
 int lines_in_order(const char *text, const char *expected, const char **missing) {
     const char *cursor = text;
-    while (*expected != '\0') {
-        const char *want = next_line(&expected);
-        bool found = false;
-        while (*cursor != '\0' && !found) {
-            found = strcmp(next_line(&cursor), want) == 0;
+    const char *want;
+    while ((want = next_line(&expected)) != NULL) {
+        const char *line = next_line(&cursor);
+        while (line != NULL && strcmp(line, want) != 0) {
+            line = next_line(&cursor);
         }
-        if (!found) {
+        if (line == NULL) {
             *missing = want;
             return 0;
         }

@@ -33,6 +33,10 @@ const char *read_text(const char *path);
 // printf-style path building into an arena string.
 const char *path_join(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
+// torch.arange(numel).view(shape): 0, 1, 2, ... in row-major order, so
+// element [i, j, k] of a (2, 3, 4) tensor is 12*i + 4*j + k, easy to check.
+Tensor *arange(Shape shape);
+
 // --- comparing tensors --------------------------------------------------------
 // Every |got - want| <= atol + rtol*|want| (NaN only matches NaN). On
 // failure the message names `what`, the worst index and both values.
@@ -66,5 +70,8 @@ void remove_dir(const char *path);
 // as a whole line; other lines may come between). On false, *missing points
 // at the first expected line not found (arena string).
 int lines_in_order(const char *text, const char *expected, const char **missing);
+// The line at *cursor (without its newline) as an arena string, moving
+// *cursor to the next line; NULL when *cursor is at the end of the text.
+const char *next_line(const char **cursor);
 
 #endif

@@ -15,14 +15,6 @@
 
 // --- helpers ---------------------------------------------------------------------
 
-static Tensor *arange(Shape shape) {
-    Tensor *t = zeros(shape);
-    for (long i = 0; i < numel(t); i++) {
-        t->data[i] = (float)i;
-    }
-    return t;
-}
-
 // t equals a tensor of the given shape and values, bit for bit.
 static void assert_exact(const Tensor *t, Shape shape, const float *values, const char *what) {
     assert_bitwise_equal(t, tensor_from(shape, values), what);

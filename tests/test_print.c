@@ -79,20 +79,6 @@ static const Tensor *permuted(const Tensor *t, const char *order) {
 
 // --- recorded cases ----------------------------------------------------------------
 
-// The next line of `text` (starting at *cursor) as an arena string, or NULL at the end.
-static const char *next_line(const char **cursor) {
-    const char *start = *cursor;
-    if (*start == '\0') {
-        return NULL;
-    }
-    const char *end = strchr(start, '\n');
-    size_t length = end != NULL ? (size_t)(end - start) : strlen(start);
-    char *line = arena_alloc(length + 1, 1);
-    memcpy(line, start, length);
-    *cursor = end != NULL ? end + 1 : start + length;
-    return line;
-}
-
 START_TEST(test_recorded_cases) {
     const char *manifest = read_text(PRINT_DIR "/manifest.txt");
     Tally tally = {0};

@@ -31,12 +31,7 @@ enum { N_SEEDS = sizeof SEEDS / sizeof SEEDS[0] };
 
 // "3x2x128", as gen_rng.py names shapes.
 static const char *shape_name(Shape shape) {
-    char *text = arena_alloc(16 * MAX_DIMS, 1);
-    int used = 0;
-    for (int d = 0; d < shape.ndim; d++) {
-        used += snprintf(text + used, 16, d == 0 ? "%d" : "x%d", shape.size[d]);
-    }
-    return text;
+    return join_sizes(shape.size, shape.ndim, "x");
 }
 
 static const char *reference_path(const char *what, const char *tag) {

@@ -14,16 +14,6 @@
 
 // --- helpers ---------------------------------------------------------------------
 
-// 0, 1, 2, ... numel-1 in `shape`, row-major: element [i, j, k] of a
-// (2, 3, 4) tensor is 12*i + 4*j + k, easy to work out by hand.
-static Tensor *arange(Shape shape) {
-    Tensor *t = zeros(shape);
-    for (long i = 0; i < numel(t); i++) {
-        t->data[i] = (float)i;
-    }
-    return t;
-}
-
 static void assert_shape(const Tensor *t, Shape want, const char *what) {
     ck_assert_msg(t->ndim == want.ndim, "%s: %d dims, expected %d", what, t->ndim, want.ndim);
     for (int d = 0; d < want.ndim; d++) {
@@ -382,6 +372,37 @@ START_TEST(test_contiguous) {
 }
 END_TEST
 
+// clone() copies one row (the last dim) at a time. Views whose rows are
+// laid out every way: stride 0 along the row (expand), a large stride
+// (permute), rows at an offset (narrow), 5 dims, a single element, none.
+START_TEST(test_clone_of_views) {
+    Tensor *big = arange(shape4(2, 3, 4, 5));
+    const Tensor *views[] = {
+        expand(arange(shape3(2, 3, 1)), shape3(2, 3, 4)),            // row stride 0
+        permute(big, (int[]){3, 1, 0, 2}),                           // row stride 5
+        permute(big, (int[]){0, 3, 2, 1}),                           // row stride 20
+        narrow(narrow(big, 3, 1, 3), 1, 1, 2),                       // offset 6, gaps
+        unsqueeze(transpose(arange(shape2(3, 2)), 0, 1), -1),        // rows of length 1
+        permute(arange(shape5(2, 1, 3, 2, 2)), (int[]){4, 2, 0, 3, 1}),
+        narrow(arange(shape1(9)), 0, 4, 1),                          // one element
+        full((Shape){.ndim = 0}, -7.0f),                             // 0-d
+        narrow(big, 2, 4, 0),                                        // empty
+    };
+    for (size_t v = 0; v < sizeof views / sizeof views[0]; v++) {
+        const Tensor *t = views[v];
+        Tensor *c = clone(t);
+        const char *what = path_join("clone of view %zu (%s)", v, shape_text(t));
+        ck_assert_msg(same_shape(c, t) && is_contiguous(c) && c->offset == 0, "%s", what);
+        int index[MAX_DIMS] = {0};
+        for (long i = 0; i < numel(t); i++) {
+            ck_assert_msg(c->data[i] == *at(t, index), "%s: element %ld is %g, expected %g",
+                          what, i, (double)c->data[i], (double)*at(t, index));
+            next_index(index, t->shape, t->ndim);
+        }
+    }
+}
+END_TEST
+
 START_TEST(test_view_contiguous_input) {
     Tensor *base = arange(shape3(2, 3, 4));
     Tensor *v = view(base, shape2(6, -1));                  // -1 is inferred: 4
@@ -524,6 +545,7 @@ static Suite *tensor_suite(void) {
 
     TCase *copies = new_tcase("contiguous, view, reshape");
     tcase_add_test(copies, test_contiguous);
+    tcase_add_test(copies, test_clone_of_views);
     tcase_add_test(copies, test_view_contiguous_input);
     tcase_add_test(copies, test_view_noncontiguous_input);
     tcase_add_test(copies, test_view_invalid_shapes);
