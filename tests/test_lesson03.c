@@ -80,8 +80,8 @@ static SelfAttV2 recorded_net(const Case *c) {
 
 // The binary, run with --dump: inputs and parameters bit for bit, computed
 // tensors to float rounding, every line PyTorch printed printed in order,
-// and the notebook's four lines (shape, [INFO], the two profile lines with
-// the corrected label) first and verbatim.
+// and the notebook's three lines ([INFO], the two profile lines with the
+// corrected label) first and verbatim.
 START_TEST(test_matches_pytorch) {
     const Case *c = &CASES[_i];
     const char *dir = make_temp_dir();

@@ -215,10 +215,10 @@ int main(int argc, char **argv) {
     Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));           // (B, T, C)
     SelfAttV2 net = SelfAttV2_init(dim);
     SelfAttV2_Inside inside;
-    Tensor *ret = SelfAttV2_forward(&inside, &net, X);                      // (B, T, C)
     // The notebook writes `net(X).shape` mid-cell, where Jupyter shows
-    // nothing (only a cell's last expression is displayed); we print it.
-    printf("net(X).shape: %s\n", size_str(ret));
+    // nothing (only a cell's last expression is displayed); we print it
+    // after the notebook's lines, so those still come first.
+    Tensor *ret = SelfAttV2_forward(&inside, &net, X);                      // (B, T, C)
 
     Profile profile = thop_profile(&net, X);
     // The notebook prints these two lines as "SelfAttV1 FLOPs" and
@@ -231,9 +231,11 @@ int main(int argc, char **argv) {
     // ret's grad_fn is ViewBackward0: PyTorch's Linear flattens a contiguous
     // 3-D input to (B*T, C), does one addmm and views the result back.
     printf("\n-- what net(X) computed --\n");
+    printf("net(X).shape: %s\n", size_str(ret));
     printf("att_weight: %s\n", tensor_str(inside.att_weight, "grad_fn=<SoftmaxBackward0>"));
     printf("ret: %s\n", tensor_str(ret, "grad_fn=<ViewBackward0>"));
     if (lesson.heatmap) {
+        printf("\n");
         print_heatmap("att_weight", inside.att_weight);
     }
 

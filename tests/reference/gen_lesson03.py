@@ -14,12 +14,12 @@ tests/data/lesson03/<case>/:
                X proj.weight proj.bias output_proj.weight output_proj.bias
                QKV Q K V att_weight output ret
   stdout.txt   the lines PyTorch prints for what the lesson prints that
-               PyTorch can print: net(X).shape (the notebook evaluates it
-               without displaying it), thop's [INFO] line, the two profile
+               PyTorch can print: thop's [INFO] line, the two profile
                lines WITH THE CORRECTED LABEL SelfAttV2 (the notebook's cell
-               says SelfAttV1, a copy-paste slip), att_weight and ret as
-               print() shows them, and each split part's shape, stride(),
-               storage_offset() and is_contiguous().
+               says SelfAttV1, a copy-paste slip), then net(X).shape (the
+               notebook evaluates it without displaying it), att_weight and
+               ret as print() shows them, and each split part's shape,
+               stride(), storage_offset() and is_contiguous().
 
 thop is not installed here, so profile() is emulated with the rule thop's
 count_linear uses (in_features * output numel per Linear call). The build and
@@ -109,12 +109,13 @@ def record(case, seed, batch, seq, dim):
     torch.manual_seed(seed)
     X = torch.rand(batch, seq, dim)
     net = SelfAttV2(dim)
-    say("net(X).shape:", net(X).shape)
+    ret = net(X)                         # the notebook's net(X).shape, not displayed
     inside = dict(INSIDE)                # from the first (grad) forward
     flops_v2, params_v2 = profile(net, inputs=(X,))
     say(f"SelfAttV2 FLOPs: {flops_v2 / 1e6:.6f} MFLOPs")
     say(f"SelfAttV2 Parameters: {params_v2 / 1e6:.6f} M")
 
+    say("net(X).shape:", ret.shape)
     say("att_weight:", inside["att_weight"])
     say("ret:", inside["ret"])
     for name in ("QKV", "Q", "K", "V"):
