@@ -305,6 +305,7 @@ int main(int argc, char **argv) {
     printf("%s\n", size_str(ret));
 
     if (lesson.heatmap) {
+        printf("\n");
         print_heatmap("att_weight (after softmax, before dropout)", weights.att_weight);
         if (train) {
             print_heatmap("att_weight after att_drop", weights.att_weight_dropped);

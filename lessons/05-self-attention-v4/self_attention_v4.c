@@ -222,9 +222,11 @@ int main(int argc, char **argv) {
         .switches = switches, .n_switches = 1,
     };
     parse_lesson_args(&lesson, argc, argv);
+    // The biggest tensors: att_weight (B, T, S), and the fused QKV (B, T, 3C)
+    // and its (3C, C) weight that the interview part builds at the end.
     check_fits(&lesson, "att_weight (batch*seq*seq)", (double)batch * seq * seq);
-    check_fits(&lesson, "X (batch*seq*3*dim)", (double)batch * seq * 3 * dim);
-    check_fits(&lesson, "query_proj.weight (3*dim*dim)", 3.0 * dim * dim);
+    check_fits(&lesson, "the fused QKV (batch*seq*3*dim)", (double)batch * seq * 3 * dim);
+    check_fits(&lesson, "the fused weight (3*dim*dim)", 3.0 * dim * dim);
     lesson_start(&lesson);
 
     Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));      // (B, T, C)
@@ -239,6 +241,7 @@ int main(int argc, char **argv) {
     printf("%s\n", size_str(ret));
 
     if (lesson.heatmap) {
+        printf("\n");
         print_heatmap("att_weight (after softmax, before dropout)", weights.att_weight);
         if (train) {
             print_heatmap("att_weight after att_drop", weights.att_weight_dropped);
