@@ -254,9 +254,12 @@ START_TEST(test_dropout_scales_survivors) {
             dropped++;
         } else {
             kept++;
-            float want = weight / 0.9f;
-            ck_assert_msg(fabsf(after - want) <= 2e-7f * want, "kept %g, eval %g / 0.9 = %g",
+            // PyTorch's arithmetic exactly: noise = 1.0f / 0.9f (the float
+            // 1/(1-p)), out = weight * noise. That is weight / 0.9 to one rounding.
+            float want = weight * (1.0f / 0.9f);
+            ck_assert_msg(after == want, "kept %.9g, eval %.9g * (1/0.9) = %.9g",
                           (double)after, (double)weight, (double)want);
+            ck_assert(fabs(after - weight / 0.9) <= 2e-7 * after);
         }
         next_index(index, w->shape, w->ndim);
     }

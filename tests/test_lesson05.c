@@ -212,16 +212,16 @@ END_TEST
 // Build a V4 from V3's weights: rows 0..C-1 of proj.weight are query_proj,
 // C..2C-1 key_proj, 2C..3C-1 value_proj (torch.split of QKV takes its
 // columns in that order, and output column o comes from weight row o).
-// clone() and not just narrow(): common/nn.c's linear() reads weight->data
-// from its start, ignoring a view's offset.
+// The parts are views into proj, as weight[p*C:(p+1)*C] would be in
+// PyTorch; linear() reads a view through its offset, so nothing is copied.
 static void load_v3_weights(SelfAttV4 *net, const char *case_dir) {
     int C = net->dim;
     Tensor *proj_weight = load_npy(path_join("%s/%s/proj.weight.npy", V3_DIR, case_dir));
     Tensor *proj_bias = load_npy(path_join("%s/%s/proj.bias.npy", V3_DIR, case_dir));
     Linear *parts[3] = {&net->query_proj, &net->key_proj, &net->value_proj};
     for (int p = 0; p < 3; p++) {
-        parts[p]->weight = clone(narrow(proj_weight, 0, p * C, C));   // (C, C)
-        parts[p]->bias = clone(narrow(proj_bias, 0, p * C, C));       // (C)
+        parts[p]->weight = narrow(proj_weight, 0, p * C, C);   // (C, C)
+        parts[p]->bias = narrow(proj_bias, 0, p * C, C);       // (C)
     }
     net->output_proj.weight =
         load_npy(path_join("%s/%s/output_proj.weight.npy", V3_DIR, case_dir));
@@ -296,9 +296,12 @@ START_TEST(test_dropout_scales_survivors) {
             dropped++;
         } else {
             kept++;
-            float want = weight / 0.9f;
-            ck_assert_msg(fabsf(after - want) <= 2e-7f * want, "kept %g, eval %g / 0.9 = %g",
+            // PyTorch's arithmetic exactly: noise = 1.0f / 0.9f (the float
+            // 1/(1-p)), out = weight * noise. That is weight / 0.9 to one rounding.
+            float want = weight * (1.0f / 0.9f);
+            ck_assert_msg(after == want, "kept %.9g, eval %.9g * (1/0.9) = %.9g",
                           (double)after, (double)weight, (double)want);
+            ck_assert(fabs(after - weight / 0.9) <= 2e-7 * after);
         }
         next_index(index, w->shape, w->ndim);
     }
