@@ -12,6 +12,7 @@ if [ "$(id -u)" -ne 0 ]; then
     fi
 fi
 
+needs_root=yes
 if command -v apt-get >/dev/null 2>&1; then
     install="${SUDO:+$SUDO }apt-get update && ${SUDO:+$SUDO }env DEBIAN_FRONTEND=noninteractive apt-get install -y check pkg-config"
 elif command -v dnf >/dev/null 2>&1; then
@@ -22,13 +23,14 @@ elif command -v apk >/dev/null 2>&1; then
     install="${SUDO:+$SUDO }apk add check-dev pkgconf"
 elif command -v brew >/dev/null 2>&1; then
     install="brew install check pkg-config"
+    needs_root=no   # Homebrew installs as the user
 else
     echo "make test needs the 'check' unit-test library and pkg-config, and no known package"
     echo "manager was found. Install them (https://libcheck.github.io/check/), then run make test."
     exit 1
 fi
 
-if [ "$(id -u)" -ne 0 ] && [ -z "$SUDO" ] && ! command -v brew >/dev/null 2>&1; then
+if [ "$(id -u)" -ne 0 ] && [ -z "$SUDO" ] && [ "$needs_root" = yes ]; then
     echo "make test needs the 'check' unit-test library; install it as root with:"
     echo "    $install"
     exit 1

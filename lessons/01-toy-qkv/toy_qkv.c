@@ -59,6 +59,7 @@ static Tensor *unstable_softmax(const Tensor *scores) {
             *at2(out, t, s) = expf(*at2(scores, t, s)) / sum;
         }
     }
+    graph_record1("the post's soft_max", out, scores);   // an edge in the --dot diagram
     return out;
 }
 
