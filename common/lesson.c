@@ -148,7 +148,8 @@ void check_divides(const Lesson *lesson, const char *divisor_flag, int divisor,
 void check_fits(const Lesson *lesson, const char *what, double elements) {
     if (elements > (double)MAX_ELEMENTS) {
         usage_error(lesson, "these sizes make %s %.3g elements, more than the %ld allowed "
-                    "(1 GiB of floats); choose smaller sizes", what, elements, MAX_ELEMENTS);
+                    "(%ld MiB of floats); choose smaller sizes", what, elements, MAX_ELEMENTS,
+                    MAX_ELEMENTS * (long)sizeof(float) >> 20);
     }
 }
 

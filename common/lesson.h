@@ -31,7 +31,10 @@
 #include "tensor.h"
 
 #define MAX_SIZE_FLAG 65536   // no single size may exceed this
-#define MAX_ELEMENTS (1L << 28)  // no tensor may exceed this (1 GiB of floats)
+// No tensor may exceed this: 256 MiB of floats. A lesson keeps several
+// tensors of its largest size alive at once (scores, weights, their
+// copies), so this keeps a run within a few GiB of memory.
+#define MAX_ELEMENTS (1L << 26)
 
 typedef struct {
     const char *flag;   // "--dim"
@@ -55,7 +58,7 @@ typedef struct {
     int n_switches;
     // Filled in by parse_lesson_args:
     uint64_t seed;           // --seed N (default 0); negative N is 2^64 + N
-    const char *dump_dir;    // --dump DIR, or NULL
+    const char *dump_dir;    // --dump DIR, or NULL (set it to NULL to stop dumping)
     const char *dot_file;    // --dot FILE, or NULL
     bool heatmap;            // --heatmap: draw attention weights (heatmap.h)
 } Lesson;
@@ -80,6 +83,10 @@ int lesson_finish(Lesson *lesson);
 
 // Give a tensor its notebook name: it labels the tensor's node in the --dot
 // graph, and with --dump writes DIR/<name>.npy. Returns t.
+// A lesson that runs its module again after the notebook's run (an aside
+// with other inputs, a benchmark) would overwrite those files: before it,
+// it sets lesson.dump_dir = NULL (named() looks at it on every call) and
+// calls graph_pause(true).
 Tensor *named(const char *name, Tensor *t);
 
 #endif

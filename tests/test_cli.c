@@ -115,7 +115,7 @@ START_TEST(test_size_flags) {
     assert_refused_by(SIZED_LESSON, (const char *[]){"--dump", dump, "--dot", dot, "--batch",
                                                      "65536", "--seq", "65536", NULL},
                       "lesson-2: these sizes make attention_weight (batch*seq*seq) 2.81e+14 "
-                      "elements, more than the 268435456 allowed (1 GiB of floats); choose "
+                      "elements, more than the 67108864 allowed (256 MiB of floats); choose "
                       "smaller sizes", sandbox);
     remove_dir(sandbox);
     // Small sizes run, and a leading zero is still a decimal number.
