@@ -121,7 +121,7 @@ clean:
 
 help:
 	@echo "make                build every lesson (and the tests, if check is installed)"
-	@echo "make lesson-N       build and run lesson N (1-10); ARGS=\"--seed 7\" passes flags"
+	@echo "make lesson-N       build and run lesson N (1-$(words $(LESSON_DIRS))); ARGS=\"--seed 7\" passes flags"
 	@echo "make lessons        run every lesson in order"
 	@echo "make test           build and run the tests (installs check if it is missing)"
 	@echo "make sanitize       run every lesson and test under ASan + UBSan"
