@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "arena.h"
 #include "error.h"
@@ -173,20 +174,34 @@ static bool make_directories(const char *path) {
     return stat(path, &info) == 0 && S_ISDIR(info.st_mode);
 }
 
+// Can the file at `path` be written? Opening it to append leaves an
+// existing file as it is, and a file made only for the try is removed.
+static bool can_write(const char *path) {
+    bool existed = access(path, F_OK) == 0;
+    FILE *file = fopen(path, "a");
+    if (file == NULL) {
+        return false;
+    }
+    fclose(file);
+    if (!existed) {
+        remove(path);
+    }
+    return true;
+}
+
+// --dot is checked first because the check leaves nothing behind; so a
+// refused --dot or --dump leaves no file and no directory.
 void lesson_start(Lesson *lesson) {
     current = lesson;
+    if (lesson->dot_file != NULL && !can_write(lesson->dot_file)) {
+        usage_error(lesson, "--dot cannot write '%s': %s", lesson->dot_file, strerror(errno));
+    }
     if (lesson->dump_dir != NULL && !make_directories(lesson->dump_dir)) {
         usage_error(lesson, "--dump cannot create the directory '%s': %s", lesson->dump_dir,
                     strerror(errno));
     }
     if (lesson->dot_file != NULL) {
-        FILE *file = fopen(lesson->dot_file, "w");   // can we write it at the end?
-        if (file == NULL) {
-            usage_error(lesson, "--dot cannot write '%s': %s", lesson->dot_file,
-                        strerror(errno));
-        }
-        fclose(file);
-        graph_start();
+        graph_start();   // lesson_finish writes the file
     }
     manual_seed(lesson->seed);
 }

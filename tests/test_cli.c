@@ -193,6 +193,27 @@ START_TEST(test_dump) {
 }
 END_TEST
 
+// A --dot file that cannot be written is refused before the --dump
+// directory is made, and a --dump that cannot be made leaves no --dot file.
+START_TEST(test_unwritable_dot_or_dump_leaves_nothing) {
+    const char *sandbox = make_temp_dir();
+    const char *dump = path_join("%s/dump", sandbox);
+    const char *dot = path_join("%s/graph.dot", sandbox);
+    const char *blocker = path_join("%s/plain", sandbox);   // a file where a directory must go
+    FILE *f = fopen(blocker, "w");
+    ck_assert(f != NULL);
+    fclose(f);
+    assert_refused((const char *[]){"--dump", dump, "--dot", "/nonexistent-attn-dir/g.dot",
+                                    NULL},
+                   "lesson-1: --dot cannot write '/nonexistent-attn-dir/g.dot': No such file or "
+                   "directory", sandbox);
+    assert_refused((const char *[]){"--dot", dot, "--dump", path_join("%s/sub", blocker), NULL},
+                   path_join("lesson-1: --dump cannot create the directory '%s/sub': Not a "
+                             "directory", blocker), sandbox);
+    remove_dir(sandbox);
+}
+END_TEST
+
 START_TEST(test_dump_into_a_file_is_refused) {
     // --dump naming an existing file: one line, exit 2, nothing on stdout.
     const char *sandbox = make_temp_dir();
@@ -240,6 +261,7 @@ static Suite *cli_suite(void) {
     TCase *refused = new_tcase("bad input");
     tcase_add_test(refused, test_bad_flags);
     tcase_add_test(refused, test_dump_into_a_file_is_refused);
+    tcase_add_test(refused, test_unwritable_dot_or_dump_leaves_nothing);
     tcase_add_test(refused, test_size_flags);
     suite_add_tcase(suite, refused);
     TCase *accepted = new_tcase("good input");
