@@ -30,20 +30,29 @@ _Noreturn void usage_error(const Lesson *lesson, const char *format, ...) {
     exit(2);
 }
 
+// One line of --help: the flag and its value, then what it does, in columns.
+static void help_line(const char *flag, const char *value, const char *text) {
+    char left[48];
+    snprintf(left, sizeof left, "%s %s", flag, value);
+    printf("  %-16s %s\n", left, text);
+}
+
 static void print_help(const Lesson *lesson) {
     printf("usage: %s [flags]\n%s\n\nflags:\n", lesson->program, lesson->summary);
     for (int i = 0; i < lesson->n_sizes; i++) {
-        printf("  %-12s N  %s (default %d)\n", lesson->sizes[i].flag, lesson->sizes[i].help,
-               *lesson->sizes[i].value);
+        char text[160];
+        snprintf(text, sizeof text, "%s (default %d)", lesson->sizes[i].help,
+                 *lesson->sizes[i].value);
+        help_line(lesson->sizes[i].flag, "N", text);
     }
     for (int i = 0; i < lesson->n_switches; i++) {
-        printf("  %-15s %s\n", lesson->switches[i].flag, lesson->switches[i].help);
+        help_line(lesson->switches[i].flag, "", lesson->switches[i].help);
     }
-    printf("  %-12s N  PyTorch seed: torch.manual_seed(N) (default 0)\n", "--seed");
-    printf("  %-12s DIR  write each named tensor as DIR/<name>.npy\n", "--dump");
-    printf("  %-11s FILE  write the dataflow as a Graphviz graph\n", "--dot");
-    printf("  %-15s draw the attention weights as shaded grids\n", "--heatmap");
-    printf("  %-15s this text\n", "--help");
+    help_line("--seed", "N", "PyTorch seed: torch.manual_seed(N) (default 0)");
+    help_line("--dump", "DIR", "write each named tensor as DIR/<name>.npy");
+    help_line("--dot", "FILE", "write the dataflow as a Graphviz graph");
+    help_line("--heatmap", "", "draw the attention weights as shaded grids");
+    help_line("--help", "", "this text");
 }
 
 // The word after a flag, or a usage error if there is none.
