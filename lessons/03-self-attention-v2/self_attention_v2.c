@@ -258,8 +258,9 @@ int main(int argc, char **argv) {
     // value_proj.weight (the same for the bias). Running them V1's way, as
     // three separate Linear layers, gives Q, K and V again. (Here to the
     // last bit, because each output element is the same dot product in the
-    // same order; PyTorch's BLAS may block a (3C, C) and a (C, C) product
-    // differently, so there they can differ in the last bit.)
+    // same order. A BLAS is free to block a (3C, C) and a (C, C) product
+    // differently, which could change the last bit; the PyTorch 1.13 of the
+    // tests gives equal bits too.)
     graph_pause(true);   // a check, not part of the dataflow
     printf("\n-- V1's three projections stacked are V2's proj --\n");
     Linear query_proj = rows_of(&net.proj, 0, dim);
