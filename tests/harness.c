@@ -4,6 +4,7 @@
 #include "harness.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -353,4 +354,93 @@ int lines_in_order(const char *text, const char *expected, const char **missing)
         }
     }
     return 1;
+}
+
+// --- what every lesson test does ---------------------------------------------------
+
+int quiet_stdout(void) {
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    int null = open("/dev/null", O_WRONLY);
+    ck_assert(saved >= 0 && null >= 0);
+    dup2(null, STDOUT_FILENO);
+    close(null);
+    return saved;
+}
+
+void restore_stdout(int saved) {
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+}
+
+// The NULL-terminated list `list` appended to argv[*n], NULL-terminated.
+static void append_args(const char **argv, int *n, int capacity, const char *const *list) {
+    for (int i = 0; list != NULL && list[i] != NULL; i++) {
+        ck_assert_msg(*n < capacity - 1, "too many arguments");
+        argv[*n] = list[i];
+        *n += 1;
+    }
+    argv[*n] = NULL;
+}
+
+RunResult check_against_reference(const ReferenceRun *run) {
+    const char *dir = make_temp_dir();
+    const char *argv[32] = {"--dump", dir};
+    int n = 2;
+    append_args(argv, &n, 32, run->args);
+    RunResult result = run_program(lesson_binary(run->lesson), argv);
+    ck_assert_msg(result.status == 0, "%s (%s): exit %d, stderr: %s", run->lesson,
+                  run->reference, result.status, result.err);
+
+    for (int i = 0; run->exact != NULL && run->exact[i] != NULL; i++) {
+        const char *name = run->exact[i];
+        assert_bitwise_equal(load_npy(path_join("%s/%s.npy", dir, name)),
+                             load_npy(path_join("%s/%s.npy", run->reference, name)),
+                             path_join("%s %s", run->reference, name));
+    }
+    for (int i = 0; run->computed != NULL && run->computed[i] != NULL; i++) {
+        const char *name = run->computed[i];
+        assert_close(load_npy(path_join("%s/%s.npy", dir, name)),
+                     load_npy(path_join("%s/%s.npy", run->reference, name)), run->atol,
+                     run->rtol, path_join("%s %s", run->reference, name));
+    }
+    const char *expected = read_text(path_join("%s/stdout.txt", run->reference));
+    if (run->starts_with_reference) {
+        ck_assert_msg(strncmp(result.out, expected, strlen(expected)) == 0,
+                      "%s: stdout does not start with PyTorch's text:\n%s\n--- got:\n%s",
+                      run->reference, expected, result.out);
+    } else {
+        const char *missing = NULL;
+        ck_assert_msg(lines_in_order(result.out, expected, &missing),
+                      "%s: PyTorch's line not printed (in order): '%s'", run->reference,
+                      missing);
+    }
+    remove_dir(dir);
+    return result;
+}
+
+void check_bad_flags(const char *lesson, const char *program, const BadFlags *cases,
+                     int n_cases) {
+    const char *tmp = make_temp_dir();
+    const char *dump = path_join("%s/out", tmp);
+    const char *prefix = path_join("%s: ", program);
+    for (int i = 0; i < n_cases; i++) {
+        const char *argv[16] = {"--dump", dump};
+        int n = 2;
+        append_args(argv, &n, 16, cases[i].args);
+        RunResult r = run_program(lesson_binary(lesson), argv);
+        const char *named = cases[i].named;
+        ck_assert_msg(r.status == 2, "%s: exit %d, expected 2 (stderr: %s)", named, r.status,
+                      r.err);
+        ck_assert_msg(r.out[0] == '\0', "%s: stdout not empty: %s", named, r.out);
+        const char *newline = strchr(r.err, '\n');
+        ck_assert_msg(newline != NULL && newline[1] == '\0', "%s: not one line: %s", named,
+                      r.err);
+        ck_assert_msg(strncmp(r.err, prefix, strlen(prefix)) == 0,
+                      "%s: the message does not start with '%s': %s", named, prefix, r.err);
+        ck_assert_msg(strstr(r.err, named) != NULL, "'%s' not named in: %s", named, r.err);
+        ck_assert_msg(access(dump, F_OK) != 0, "%s: the --dump directory was created", named);
+    }
+    remove_dir(tmp);
 }
