@@ -1,10 +1,10 @@
 // heatmap.c - attention weights as a grid of shaded cells (see heatmap.h).
 //
-//   att_weight[0]        keys s ->
-//        0 1 2 3
-//     0 ▓▓▒▒▒▒          each cell is two characters wide so the grid is
-//     1 ▒▒▓▓▒▒          roughly square; darker = closer to 1
-//     2 ░░▒▒██
+//   att_weight[0, :, :]  rows: query t, columns: key s
+//          0 1 2
+//       0 ██▓▓▓▓          each cell is two characters wide so the grid is
+//       1 ▒▒██▒▒          roughly square; darker = closer to the largest
+//       2 ░░▒▒██          weight of its row, blank = exactly 0
 #define _POSIX_C_SOURCE 200809L
 #include "heatmap.h"
 
@@ -39,19 +39,20 @@ static bool terminal_speaks_utf8(void) {
 
 typedef struct {
     const char *const *shades;
-    int levels;   // shades[0] is "exactly zero", shades[levels-1] is "1"
+    int levels;   // shades[0] is "exactly zero", shades[levels-1] the darkest
 } Palette;
 
-// Zero stays blank, so masked cells are seen as holes; any positive weight
-// gets at least the lightest shade, rounding up.
-static const char *shade(const Palette *palette, float w) {
+// Shade w on a scale whose darkest shade is `top` (its row's largest
+// weight). Zero stays blank, so masked cells are seen as holes; any positive
+// weight gets at least the lightest shade, rounding up.
+static const char *shade(const Palette *palette, float w, float top) {
     if (isnan(w)) {
         return "?";
     }
-    if (w <= 0.0f) {
+    if (w <= 0.0f || top <= 0.0f) {
         return palette->shades[0];
     }
-    int level = (int)ceilf(w * (float)(palette->levels - 1));
+    int level = (int)ceilf(w / top * (float)(palette->levels - 1));
     if (level < 1) {
         level = 1;
     }
@@ -61,38 +62,63 @@ static const char *shade(const Palette *palette, float w) {
     return palette->shades[level];
 }
 
-// One (T x S) grid: the matrix at `lead` (the leading indices).
+// The weight at row t, column s of the grid at `lead` (the leading indices).
+static float cell(const Tensor *w, const int *lead, int n_lead, int t, int s) {
+    int index[MAX_DIMS] = {0};
+    memcpy(index, lead, (size_t)n_lead * sizeof(int));
+    index[n_lead] = t;
+    index[n_lead + 1] = s;
+    return *at(w, index);
+}
+
+// Column numbers, two characters per column: one line when they all have
+// one digit, else a line of tens above a line of units (12 = "1" over "2").
+static void print_column_numbers(int cols) {
+    if (cols > 10) {
+        printf("      ");
+        for (int s = 0; s < cols; s++) {
+            printf(s >= 10 ? "%2d" : "  ", (s / 10) % 10);
+        }
+        printf("\n");
+    }
+    printf("      ");
+    for (int s = 0; s < cols; s++) {
+        printf("%2d", s % 10);
+    }
+    printf("\n");
+}
+
+// One (T x S) grid: the matrix at `lead` (the leading indices). At most
+// MAX_CELLS rows and columns are drawn.
 static void print_grid(const Palette *palette, const char *title, const Tensor *w,
                        const int *lead, int n_lead) {
-    int T = w->shape[w->ndim - 2];
-    int S = w->shape[w->ndim - 1];
+    int T = w->shape[n_lead];
+    int S = w->shape[n_lead + 1];
     int rows = T < MAX_CELLS ? T : MAX_CELLS;
     int cols = S < MAX_CELLS ? S : MAX_CELLS;
 
     printf("%s[", title);
     for (int d = 0; d < n_lead; d++) {
-        printf(d == 0 ? "%d" : ", %d", lead[d]);
+        printf("%d, ", lead[d]);
     }
-    printf(n_lead == 0 ? ":, :]" : ", :, :]");
-    printf("  rows: query t, columns: key s");
+    printf(":, :]  rows: query t, columns: key s");
     if (rows < T || cols < S) {
         printf(" (first %d x %d of %d x %d)", rows, cols, T, S);
     }
-    printf("\n      ");
-    for (int s = 0; s < cols; s++) {
-        printf("%2d", s % 100);
-    }
     printf("\n");
-
-    int index[MAX_DIMS] = {0};
-    memcpy(index, lead, (size_t)n_lead * sizeof(int));
+    print_column_numbers(cols);
     for (int t = 0; t < rows; t++) {
+        // Each row (one query's weights, summing to 1) is shaded relative to
+        // its own largest weight: with 256 keys every weight is near 1/256,
+        // and on a fixed 0..1 scale all cells would look alike.
+        float top = 0.0f;
+        for (int s = 0; s < S; s++) {
+            top = fmaxf(top, cell(w, lead, n_lead, t, s));   // fmaxf skips NaN
+        }
         printf("  %3d ", t);
         for (int s = 0; s < cols; s++) {
-            index[w->ndim - 2] = t;
-            index[w->ndim - 1] = s;
-            const char *cell = shade(palette, *at(w, index));
-            printf("%s%s", cell, cell);   // two characters per cell
+            const char *c = shade(palette, cell(w, lead, n_lead, t, s), top);
+            printf("%s%s", c, c);   // two characters per cell
         }
         printf("\n");
     }
@@ -107,8 +133,8 @@ void print_heatmap(const char *title, const Tensor *weights) {
     if (terminal_speaks_utf8()) {
         palette = (Palette){UTF8_SHADES, 5};
     }
-    printf("%s: heatmap, shades from 0 (blank) to 1 (", title);
-    printf("%s), ? = nan\n", palette.shades[palette.levels - 1]);
+    printf("%s: heatmap, each row shaded from 0 (blank) to its own largest weight (%s), "
+           "? = nan\n", title, palette.shades[palette.levels - 1]);
 
     // One grid per index of the leading dims (batch, head, ...).
     int n_lead = weights->ndim - 2;

@@ -2,7 +2,8 @@
 //
 // Each (query x key) matrix in the last two dims of `weights` is drawn as
 // one grid: a row per query position t, a column per key position s, each
-// cell shaded by its weight (blank = 0, darkest = 1), with the row and
+// cell shaded by its weight (blank = exactly 0, darkest = the largest weight
+// of its row: each row is one query's distribution), with the row and
 // column numbers around it, so a causal triangle, a padding mask's dead
 // columns or a fully masked (uniform) row are seen at a glance. Leading
 // dims (batch, head, ...) give one grid each, titled with their index.

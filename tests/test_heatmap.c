@@ -50,16 +50,19 @@ static const char *line_starting(const char *text, const char *prefix) {
     ck_abort_msg("no line starting with '%s' in:\n%s", prefix, text);
 }
 
-// A causal pattern: row 0 sees only key 0 (weight 1), row 1 splits 0.5/0.5.
+// A causal pattern: row 0 sees only key 0, row 1 splits 0.5/0.5, row 2
+// weighs 0.2/0.2/0.6. Each row is shaded relative to its own largest weight.
 START_TEST(test_ascii_shades) {
-    float w[4] = {1.0f, 0.0f, 0.5f, 0.5f};
-    const char *text = draw("C", "w", tensor_from(shape2(2, 2), w));
+    float w[9] = {1.0f, 0.0f, 0.0f, 0.5f, 0.5f, 0.0f, 0.2f, 0.2f, 0.6f};
+    const char *text = draw("C", "w", tensor_from(shape2(3, 3), w));
     ck_assert_ptr_nonnull(strstr(text, "w: heatmap"));
     ck_assert_ptr_nonnull(strstr(text, "w[:, :]"));
-    // Each cell is two characters: "@@" for 1, "  " for 0, and 0.5 rounds up
-    // to level ceil(0.5 * 9) = 5 of " .:-=+*#%@", which is '+'.
-    ck_assert_str_eq(line_starting(text, "    0 "), "    0 @@  ");
-    ck_assert_str_eq(line_starting(text, "    1 "), "    1 ++++");
+    // Each cell is two characters: "@@" for the row's largest, "  " for 0;
+    // 0.2 of a row whose largest is 0.6 rounds up to level ceil(0.2/0.6 * 9)
+    // = 3 of " .:-=+*#%@", which is '-'.
+    ck_assert_str_eq(line_starting(text, "    0 "), "    0 @@    ");
+    ck_assert_str_eq(line_starting(text, "    1 "), "    1 @@@@  ");
+    ck_assert_str_eq(line_starting(text, "    2 "), "    2 ----@@");
 }
 END_TEST
 
@@ -68,6 +71,15 @@ START_TEST(test_utf8_shades_and_nan) {
     const char *text = draw("en_US.UTF-8", "w", tensor_from(shape2(1, 3), w));
     // 1 -> full block; NaN -> '?'; 0.01 -> the lightest shade, never blank.
     ck_assert_str_eq(line_starting(text, "    0 "), "    0 \u2588\u2588??\u2591\u2591");
+}
+END_TEST
+
+// Column numbers above 9 are written as tens over units.
+START_TEST(test_two_line_column_numbers) {
+    Tensor *w = full(shape2(1, 12), 1.0f / 12.0f);
+    const char *text = draw("C", "w", w);
+    ck_assert_ptr_nonnull(strstr(text, "\n                           1 1\n"
+                                       "       0 1 2 3 4 5 6 7 8 9 0 1\n"));
 }
 END_TEST
 
@@ -93,6 +105,7 @@ Suite *heatmap_suite(void) {
     TCase *tc = new_tcase("heatmap");
     tcase_add_test(tc, test_ascii_shades);
     tcase_add_test(tc, test_utf8_shades_and_nan);
+    tcase_add_test(tc, test_two_line_column_numbers);
     tcase_add_test(tc, test_one_grid_per_head);
     tcase_add_test(tc, test_big_tensors_are_capped);
     suite_add_tcase(suite, tc);
