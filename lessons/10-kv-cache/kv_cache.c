@@ -597,6 +597,11 @@ int main(int argc, char **argv) {
         .sizes = sizes, .n_sizes = 6, .switches = switches, .n_switches = 1,
     };
     parse_lesson_args(&lesson, argc, argv);
+    // The bench builds its own, larger model: its parameters would overwrite
+    // the lesson's dumps under the same names, and it draws no graph.
+    if (run_bench && (lesson.dump_dir != NULL || lesson.dot_file != NULL)) {
+        usage_error(&lesson, "--bench runs its own larger model; drop --dump and --dot");
+    }
     check_divides(&lesson, "--heads", n.heads, "--dim", n.dim);
     check_divides(&lesson, "--kv-heads", n.kv_heads, "--heads", n.heads);
     double N = (double)n.prompt + n.new_tokens;
