@@ -444,3 +444,30 @@ void check_bad_flags(const char *lesson, const char *program, const BadFlags *ca
     }
     remove_dir(tmp);
 }
+
+// --- shared by the tests of lessons 6-10 ---------------------------------------------
+
+// A checked fixture takes no arguments, so the saved descriptor waits here.
+static int saved_stdout = -1;
+
+static void quiet_stdout_fixture(void) {
+    saved_stdout = quiet_stdout();
+}
+
+static void restore_stdout_fixture(void) {
+    restore_stdout(saved_stdout);
+}
+
+void quiet_stdout_in(TCase *tc) {
+    tcase_add_checked_fixture(tc, quiet_stdout_fixture, restore_stdout_fixture);
+}
+
+Linear linear_from(Tensor *weight, Tensor *bias) {
+    Linear layer = {weight, bias, size(weight, 1), size(weight, 0)};
+    return layer;
+}
+
+Linear recorded_linear(const char *reference, const char *name) {
+    return linear_from(load_npy(path_join("%s/%s.weight.npy", reference, name)),
+                       load_npy(path_join("%s/%s.bias.npy", reference, name)));
+}

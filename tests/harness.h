@@ -146,4 +146,17 @@ typedef struct {
 void check_bad_flags(const char *lesson, const char *program, const BadFlags *cases,
                      int n_cases);
 
+// --- shared by the tests of lessons 6-10 ------------------------------------------
+
+// For tests that call a printing forward in-process: every test of `tc`
+// runs with stdout sent to /dev/null (quiet_stdout/restore_stdout as a
+// checked fixture), so `make test` shows only check's report.
+void quiet_stdout_in(TCase *tc);
+
+// A Linear around given tensors: weight (out, in), bias (out,) or NULL.
+Linear linear_from(Tensor *weight, Tensor *bias);
+// The Linear `name` PyTorch recorded in the directory `reference`:
+// <reference>/<name>.weight.npy and <name>.bias.npy.
+Linear recorded_linear(const char *reference, const char *name);
+
 #endif
