@@ -471,3 +471,149 @@ Linear recorded_linear(const char *reference, const char *name) {
     return linear_from(load_npy(path_join("%s/%s.weight.npy", reference, name)),
                        load_npy(path_join("%s/%s.bias.npy", reference, name)));
 }
+
+// --- shared by the lesson 1-5 tests ------------------------------------------------
+
+void set_linear(Linear *layer, const float *weight, const float *bias) {
+    memcpy(layer->weight->data, weight, sizeof(float) * numel(layer->weight));
+    memcpy(layer->bias->data, bias, sizeof(float) * numel(layer->bias));
+}
+
+RunResult check_prints(const char *lesson, const char *const *args, const char *lines) {
+    RunResult r = run_program(lesson_binary(lesson), args);
+    ck_assert_msg(r.status == 0, "%s: exit %d: %s", lesson, r.status, r.err);
+    ck_assert_msg(r.err[0] == '\0', "%s: stderr: %s", lesson, r.err);
+    const char *missing = NULL;
+    ck_assert_msg(lines_in_order(r.out, lines, &missing),
+                  "%s: line not printed: %s\n--- output ---\n%s", lesson, missing, r.out);
+    return r;
+}
+
+void check_notebook_lines_first(const char *out, const char *reference) {
+    const char *expected = read_text(path_join("%s/stdout.txt", reference));
+    const char *notebook_end = strstr(expected, " M\n");   // end of the Parameters line
+    ck_assert_msg(notebook_end != NULL, "%s: no Parameters line in stdout.txt", reference);
+    size_t notebook_length = (size_t)(notebook_end - expected) + 3;
+    ck_assert_msg(strncmp(out, expected, notebook_length) == 0,
+                  "%s: stdout does not start with the notebook's lines:\n%s", reference, out);
+}
+
+int check_weight_rows(const Tensor *att_weight, const Tensor *mask, const char *what) {
+    const Tensor *w = att_weight;                                       // (B, T, S)
+    ck_assert_msg(w->ndim == 3, "%s: att_weight has %d dims, expected 3", what, w->ndim);
+    int masked = 0;
+    for (int b = 0; b < size(w, 0); b++) {
+        for (int t = 0; t < size(w, 1); t++) {
+            double sum = 0.0;
+            for (int s = 0; s < size(w, 2); s++) {
+                float weight = *at3(w, b, t, s);
+                sum += weight;
+                if (mask != NULL && *at3(mask, b, t, s) == 0.0f) {
+                    ck_assert_msg(weight == 0.0f, "%s: masked weight [%d, %d, %d] = %g", what,
+                                  b, t, s, (double)weight);
+                    masked++;
+                } else {
+                    ck_assert_msg(weight > 0.0f, "%s: unmasked weight [%d, %d, %d] is %g", what,
+                                  b, t, s, (double)weight);
+                }
+            }
+            ck_assert_msg(fabs(sum - 1.0) < 1e-6, "%s: row [%d, %d] sums to %.9f", what, b, t,
+                          sum);
+        }
+    }
+    return masked;
+}
+
+void assert_same_zeros(const Tensor *dropped, const Tensor *want, const char *what) {
+    assert_same_shape(dropped, want, what);
+    int index[MAX_DIMS] = {0};
+    for (long e = 0; e < numel(want); e++) {
+        ck_assert_msg((*at(dropped, index) == 0.0f) == (*at(want, index) == 0.0f),
+                      "%s: element %s dropped in one and not the other", what,
+                      index_text(index, want->ndim));
+        next_index(index, want->shape, want->ndim);
+    }
+}
+
+void check_dropout_survivors(const Tensor *before, const Tensor *dropped) {
+    assert_same_shape(dropped, before, "att_weight after dropout");
+    long kept = 0, n_dropped = 0;
+    int index[MAX_DIMS] = {0};
+    for (long e = 0; e < numel(before); e++) {
+        float weight = *at(before, index), after = *at(dropped, index);
+        if (weight == 0.0f) {
+            ck_assert(after == 0.0f);   // masked stays 0; dropout of a 0 cannot be seen
+        } else if (after == 0.0f) {
+            n_dropped++;
+        } else {
+            kept++;
+            // PyTorch's arithmetic exactly: noise = 1.0f / 0.9f (the float
+            // 1/(1-p)), out = weight * noise. That is weight / 0.9 to one rounding.
+            float want = weight * (1.0f / 0.9f);
+            ck_assert_msg(after == want, "kept %.9g, eval %.9g * (1/0.9) = %.9g",
+                          (double)after, (double)weight, (double)want);
+            ck_assert(fabs(after - weight / 0.9) <= 2e-7 * after);
+        }
+        next_index(index, before->shape, before->ndim);
+    }
+    double fraction = (double)n_dropped / (double)(kept + n_dropped);
+    ck_assert_msg(fraction > 0.05 && fraction < 0.15, "dropped %.3f of the weights", fraction);
+}
+
+void check_padding_rows(Tensor *(*padding_rows)(int batch, int seq)) {
+    const float notebook[] = {1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0};
+    Tensor *want = tensor_from(shape2(3, 4), notebook);
+    want->dtype = DTYPE_INT64;
+    assert_bitwise_equal(padding_rows(3, 4), want, "b for 3x4");
+    const float tall[] = {1, 1, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0};   // batch 5, seq 3
+    Tensor *want_tall = tensor_from(shape2(5, 3), tall);
+    want_tall->dtype = DTYPE_INT64;
+    assert_bitwise_equal(padding_rows(5, 3), want_tall, "b for 5x3");
+    Tensor *single = padding_rows(2, 1);
+    ck_assert(*at2(single, 0, 0) == 1.0f && *at2(single, 1, 0) == 1.0f);
+}
+
+Tensor *hand_worked_X(void) {
+    const float x_values[] = {1, 0, 0, 1, 1, 1};
+    return tensor_from(shape3(1, 3, 2), x_values);
+}
+
+Tensor *hand_worked_mask(void) {
+    const float b_values[] = {1, 1, 0};
+    return repeat(unsqueeze(tensor_from(shape2(1, 3), b_values), 1), (int[]){1, 3, 1});
+}
+
+// X = [[1, 0], [0, 1], [1, 1]], and key 2 is padding:
+//   scores row 0 = [1, 0, 1] / sqrt(2) -> masked [0.7071, 0, -1e20]
+//   weights row 0 = [e^0.7071, 1, 0] / (e^0.7071 + 1) = [0.66976, 0.33024, 0]
+//   ret row 0 = 0.66976 * [1, 0] + 0.33024 * [0, 1]
+// Query 2 is padding, yet it gets weights too: scores [1, 1, 2]/sqrt(2)
+// masked to [0.7071, 0.7071, -1e20] -> [0.5, 0.5, 0] and ret [0.5, 0.5].
+void check_hand_worked(const Tensor *att_weight, const Tensor *ret) {
+    double e = exp(1.0 / sqrt(2.0));
+    double w0 = e / (e + 1.0), w1 = 1.0 / (e + 1.0);
+    double e_row1 = exp(1.0 / sqrt(2.0));   // query 1 = [0, 1]: scores [0, 1, 1]/sqrt(2)
+    const float want_w[] = {
+        (float)w0, (float)w1, 0,
+        (float)(1.0 / (1.0 + e_row1)), (float)(e_row1 / (1.0 + e_row1)), 0,
+        0.5f, 0.5f, 0,
+    };
+    assert_close(att_weight, tensor_from(shape3(1, 3, 3), want_w), 1e-6f, 1e-6f,
+                 "hand-worked att_weight");
+    const float want_ret[] = {
+        (float)w0, (float)w1,
+        (float)(1.0 / (1.0 + e_row1)), (float)(e_row1 / (1.0 + e_row1)),
+        0.5f, 0.5f,
+    };
+    assert_close(ret, tensor_from(shape3(1, 3, 2), want_ret), 1e-6f, 1e-6f, "hand-worked ret");
+}
+
+Tensor *mask_hiding_batch_row(int batch, int seq, int hidden) {
+    Tensor *mask = ones(shape3(batch, seq, seq));
+    for (int t = 0; t < seq; t++) {
+        for (int s = 0; s < seq; s++) {
+            *at3(mask, hidden, t, s) = 0.0f;
+        }
+    }
+    return mask;
+}

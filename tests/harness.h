@@ -159,4 +159,47 @@ Linear linear_from(Tensor *weight, Tensor *bias);
 // <reference>/<name>.weight.npy and <name>.bias.npy.
 Linear recorded_linear(const char *reference, const char *name);
 
+// --- shared by the lesson 1-5 tests ------------------------------------------------
+// (helpers for more than one of tests/test_lesson01..05.c and test_cli.c)
+
+// Copy numel values into a Linear's existing weight and bias (hand-set layers).
+void set_linear(Linear *layer, const float *weight, const float *bias);
+
+// Run the lesson with `args` (NULL-terminated); it must exit 0 with nothing
+// on stderr and print every line of `lines`, in order. Returns the run.
+RunResult check_prints(const char *lesson, const char *const *args, const char *lines);
+
+// stdout must start, verbatim, with stdout.txt of `reference` up to and
+// including its first line ending " M" (the notebook's profile() lines of
+// lessons 2 and 3), so a diff against the notebook shows only the extras.
+void check_notebook_lines_first(const char *out, const char *reference);
+
+// Attention weights (B, T, S): every row sums to 1 (to 1e-6), and where
+// `mask` (B, T, S) is 0 the weight is exactly 0 (exp(-1e20 - max)
+// underflows), elsewhere above 0. mask NULL: nothing is masked. Returns how
+// many weights were masked. `what` names the run in a failure.
+int check_weight_rows(const Tensor *att_weight, const Tensor *mask, const char *what);
+
+// Dropout, p = 0.1 as in every notebook. `dropped` zero exactly where `want`
+// is (same shape, element for element).
+void assert_same_zeros(const Tensor *dropped, const Tensor *want, const char *what);
+// `dropped` is `before` after dropout in train mode: zeros stay zero, each
+// survivor is before * (1.0f / 0.9f) exactly as PyTorch computes it, and
+// between 5% and 15% of the non-zero weights were dropped (a large sample).
+void check_dropout_survivors(const Tensor *before, const Tensor *dropped);
+
+// padding_rows of lessons 4 and 5: the notebook's b for 3x4, and for
+// batch > seq every row keeps at least one key.
+void check_padding_rows(Tensor *(*padding_rows)(int batch, int seq));
+
+// The masked example of lessons 4 and 5, worked by hand: dim 2, Q = K = V = X
+// and output_proj the identity, X = [[1, 0], [0, 1], [1, 1]], key 2 padding.
+Tensor *hand_worked_X(void);      // (1, 3, 2)
+Tensor *hand_worked_mask(void);   // (1, 3, 3): b = [1, 1, 0] repeated per query
+void check_hand_worked(const Tensor *att_weight, const Tensor *ret);
+
+// A (batch, seq, seq) mask of ones but for batch row `hidden`, whose every
+// key is masked.
+Tensor *mask_hiding_batch_row(int batch, int seq, int hidden);
+
 #endif
