@@ -3,14 +3,11 @@
 // K = V = Q input against lesson 6's MultiHeadAttention, unequal lengths
 // against a double-precision reference written out here, queries that do
 // not see each other, a fully masked row, and the bad flags.
-#define _POSIX_C_SOURCE 200809L   // dup, dup2, fileno
 #include "harness.h"
 
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 // Both lessons, each with its main renamed: lesson 6's module is the
 // self-attention that cross-attention must reduce to.
@@ -47,64 +44,33 @@ enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 // Drawn by the generator: must be PyTorch's bits exactly.
 static const char *const DRAWN[] = {
     "Q", "K", "V", "attention_mask", "q_proj.weight", "q_proj.bias", "k_proj.weight",
-    "k_proj.bias", "v_proj.weight", "v_proj.bias", "o_proj.weight", "o_proj.bias",
+    "k_proj.bias", "v_proj.weight", "v_proj.bias", "o_proj.weight", "o_proj.bias", NULL,
 };
 // Computed: equal to float rounding.
 static const char *const COMPUTED[] = {
-    "q_state", "k_state", "v_state", "attention_weight", "output_mid", "output",
+    "q_state", "k_state", "v_state", "attention_weight", "output_mid", "output", NULL,
 };
 
-// Run the lesson with the case's flags plus --dump DIR.
-static RunResult run_case(const Case *c, const char *dump_dir) {
-    const char *args[18];
-    int n = 0;
-    args[n++] = "--dump";
-    args[n++] = dump_dir;
-    for (int i = 0; c->args[i] != NULL; i++) {
-        args[n++] = c->args[i];
-    }
-    args[n] = NULL;
-    return run_program(lesson_binary(LESSON), args);
-}
-
-// Every dump of every case against PyTorch's (the loop index is the case).
-START_TEST(test_dumps_match_pytorch) {
+// Every dump of every case against PyTorch's, and each line PyTorch (and
+// seed 003's numpy) printed in the lesson's output, in order (the loop
+// index is the case).
+START_TEST(test_matches_pytorch) {
     const Case *c = &CASES[_i];
-    const char *dir = make_temp_dir();
-    RunResult run = run_case(c, dir);
-    ck_assert_msg(run.status == 0, "%s: lesson exited %d: %s", c->dir, run.status, run.err);
-    for (size_t i = 0; i < sizeof DRAWN / sizeof DRAWN[0]; i++) {
-        const char *what = path_join("%s: %s", c->dir, DRAWN[i]);
-        assert_bitwise_equal(load_npy(path_join("%s/%s.npy", dir, DRAWN[i])),
-                             load_npy(path_join("%s/%s/%s.npy", DATA, c->dir, DRAWN[i])), what);
-    }
     // PyTorch's kernels add the same products in another order: measured
     // at most 1.2e-7 apart. 2e-6 absolute plus 1e-5 relative allows that
     // and nothing more: a swapped K and V, a wrong scale or a missing mask
     // moves these numbers by 1e-2 or more.
-    for (size_t i = 0; i < sizeof COMPUTED / sizeof COMPUTED[0]; i++) {
-        const char *what = path_join("%s: %s", c->dir, COMPUTED[i]);
-        assert_close(load_npy(path_join("%s/%s.npy", dir, COMPUTED[i])),
-                     load_npy(path_join("%s/%s/%s.npy", DATA, c->dir, COMPUTED[i])), 2e-6f,
-                     1e-5f, what);
-    }
-    remove_dir(dir);
-}
-END_TEST
-
-// Each line PyTorch (and seed 003's numpy) printed appears in the lesson's
-// output, in order.
-START_TEST(test_prints_what_pytorch_prints) {
-    const Case *c = &CASES[_i];
-    const char *dir = make_temp_dir();
-    RunResult run = run_case(c, dir);
-    remove_dir(dir);
-    ck_assert_int_eq(run.status, 0);
+    ReferenceRun reference = {
+        .lesson = LESSON,
+        .reference = path_join("%s/%s", DATA, c->dir),
+        .args = c->args,
+        .exact = DRAWN,
+        .computed = COMPUTED,
+        .atol = 2e-6f,
+        .rtol = 1e-5f,
+    };
+    RunResult run = check_against_reference(&reference);
     ck_assert_str_eq(run.err, "");
-    const char *missing = NULL;
-    const char *expected = read_text(path_join("%s/%s/stdout.txt", DATA, c->dir));
-    ck_assert_msg(lines_in_order(run.out, expected, &missing),
-                  "%s: PyTorch's line not printed (in order): '%s'", c->dir, missing);
 }
 END_TEST
 
@@ -341,35 +307,20 @@ END_TEST
 
 // Bad flags: exit 2, one line on stderr naming the flag, nothing on
 // stdout, and the --dump directory never made.
-static void check_bad_flags(const char *flag, const char *value, const char *expect) {
-    const char *parent = make_temp_dir();
-    const char *dump = path_join("%s/dump", parent);
-    const char *args[] = {"--dump", dump, flag, value, NULL};
-    RunResult run = run_program(lesson_binary(LESSON), args);
-    int dump_made = access(dump, F_OK) == 0;
-    remove_dir(dump);
-    remove_dir(parent);
-    ck_assert_msg(run.status == 2, "%s %s: exit %d, expected 2", flag, value, run.status);
-    ck_assert_msg(strcmp(run.out, "") == 0, "%s %s printed on stdout: %s", flag, value, run.out);
-    const char *newline = strchr(run.err, '\n');
-    ck_assert_msg(newline != NULL && newline[1] == '\0', "%s %s: not one line: '%s'", flag,
-                  value, run.err);
-    ck_assert_msg(strstr(run.err, expect) != NULL, "%s %s: '%s' does not say '%s'", flag, value,
-                  run.err, expect);
-    ck_assert_msg(!dump_made, "%s %s: the dump directory was made", flag, value);
-}
-
 START_TEST(test_bad_flags) {
-    check_bad_flags("--heads", "5", "lesson-7: --heads 5 does not divide --dim 128");
-    check_bad_flags("--dim", "100", "--heads 8 does not divide --dim 100");
-    check_bad_flags("--heads", "0", "--heads expects a whole number");
-    check_bad_flags("--seq-q", "0", "--seq-q expects a whole number");
-    check_bad_flags("--seq-k", "0", "--seq-k expects a whole number");
-    check_bad_flags("--dim", "0", "--dim expects a whole number");
-    check_bad_flags("--batch", "0", "--batch expects a whole number");
-    check_bad_flags("--seq-k", "x", "--seq-k expects a whole number");
-    check_bad_flags("--dim", "65536", "q_proj.weight (dim*dim)");
-    check_bad_flags("--seq", "4", "unknown flag '--seq'");
+    static const BadFlags BAD[] = {
+        {{"--heads", "5", NULL}, "lesson-7: --heads 5 does not divide --dim 128"},
+        {{"--dim", "100", NULL}, "--heads 8 does not divide --dim 100"},
+        {{"--heads", "0", NULL}, "--heads expects a whole number"},
+        {{"--seq-q", "0", NULL}, "--seq-q expects a whole number"},
+        {{"--seq-k", "0", NULL}, "--seq-k expects a whole number"},
+        {{"--dim", "0", NULL}, "--dim expects a whole number"},
+        {{"--batch", "0", NULL}, "--batch expects a whole number"},
+        {{"--seq-k", "x", NULL}, "--seq-k expects a whole number"},
+        {{"--dim", "65536", NULL}, "q_proj.weight (dim*dim)"},
+        {{"--seq", "4", NULL}, "unknown flag '--seq'"},
+    };
+    check_bad_flags(LESSON, "lesson-7", BAD, sizeof BAD / sizeof BAD[0]);
 }
 END_TEST
 
@@ -381,34 +332,16 @@ START_TEST(test_heatmap_flag) {
 }
 END_TEST
 
-// The forward prints the notebook's shape lines; the tests that call it
-// in-process send stdout to /dev/null meanwhile, so `make test` shows only
-// check's report. (Failures are reported by check, not on stdout.)
-static int saved_stdout = -1;
-
-static void mute_stdout(void) {
-    fflush(stdout);
-    saved_stdout = dup(fileno(stdout));
-    int null_fd = open("/dev/null", O_WRONLY);
-    dup2(null_fd, fileno(stdout));
-    close(null_fd);
-}
-
-static void unmute_stdout(void) {
-    fflush(stdout);
-    dup2(saved_stdout, fileno(stdout));
-    close(saved_stdout);
-}
-
 Suite *lesson07_suite(void) {
     Suite *suite = suite_create("lesson07");
     TCase *pytorch = new_tcase("pytorch");
-    tcase_add_loop_test(pytorch, test_dumps_match_pytorch, 0, N_CASES);
-    tcase_add_loop_test(pytorch, test_prints_what_pytorch_prints, 0, N_CASES);
+    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, N_CASES);
     tcase_add_test(pytorch, test_notebook_shape_lines);
     suite_add_tcase(suite, pytorch);
     TCase *invariants = new_tcase("invariants");
-    tcase_add_checked_fixture(invariants, mute_stdout, unmute_stdout);
+    // The forward prints the notebook's shape lines; the tests that call
+    // it in-process keep them out of check's report.
+    quiet_stdout_in(invariants);
     tcase_add_test(invariants, test_same_input_is_lesson6_self_attention);
     tcase_add_test(invariants, test_unequal_lengths_both_ways);
     tcase_add_test(invariants, test_queries_do_not_see_each_other);
