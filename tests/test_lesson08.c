@@ -10,7 +10,6 @@
 // attention, multi-query attention, and hand-worked cases.
 #include <math.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "harness.h"
 
@@ -18,81 +17,70 @@
 #include "../lessons/08-gqa/gqa.c"
 #undef main
 
-#define BINARY lesson_binary("08-gqa")
+#define LESSON "08-gqa"
+#define BINARY lesson_binary(LESSON)
 
 // --- reference runs -------------------------------------------------------------
 
 typedef struct {
-    int seed;
-    const char *const flags[11];   // the sizes gen_lesson08.py used, NULL-ended
+    const char *dir;                // tests/data/lesson08/<dir>
+    const char *const args[13];     // the seed and sizes gen_lesson08.py used, NULL-ended
 } Case;
 
 static const Case CASES[] = {
-    {0, {NULL}},   // the notebook's sizes: 1, 256, 8, 2, 64
-    {7, {"--seq", "16", "--head-dim", "8", NULL}},
-    {1, {"--batch", "2", "--seq", "5", "--heads", "6", "--kv-heads", "3", "--head-dim", "4",
-         NULL}},
-    {3, {"--seq", "2", "--heads", "2", "--kv-heads", "1", "--head-dim", "3", NULL}},
+    {"seed0", {"--seed", "0", NULL}},   // the notebook's sizes: 1, 256, 8, 2, 64
+    {"seed7", {"--seed", "7", "--seq", "16", "--head-dim", "8", NULL}},
+    {"seed1", {"--seed", "1", "--batch", "2", "--seq", "5", "--heads", "6", "--kv-heads", "3",
+               "--head-dim", "4", NULL}},
+    {"seed3", {"--seed", "3", "--seq", "2", "--heads", "2", "--kv-heads", "1", "--head-dim", "3",
+               NULL}},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 
-// Run the lesson for one case with --dump into a fresh directory.
-static RunResult run_case(const Case *c, const char *dump_dir) {
-    const char *args[20];
-    int n = 0;
-    args[n++] = "--seed";
-    args[n++] = path_join("%d", c->seed);
-    args[n++] = "--dump";
-    args[n++] = dump_dir;
-    for (int i = 0; c->flags[i] != NULL; i++) {
-        args[n++] = c->flags[i];
-    }
-    args[n] = NULL;
-    return run_program(BINARY, args);
+// torch.randn, both of its paths: bit for bit.
+static const char *const INPUTS[] = {"query", "key", "value", NULL};
+
+// The lesson run with the case's flags and --dump against PyTorch's run:
+// inputs bit for bit, `computed` to atol + rtol*|x|, the printed lines
+// (the notebook's, and the tensor values PyTorch prints) in order.
+static void check_case(const Case *c, const char *const *computed, float atol, float rtol) {
+    ReferenceRun reference = {
+        .lesson = LESSON,
+        .reference = path_join("%s/lesson08/%s", DATA_DIR, c->dir),
+        .args = c->args,
+        .exact = INPUTS,
+        .computed = computed,
+        .atol = atol,
+        .rtol = rtol,
+    };
+    RunResult run = check_against_reference(&reference);
+    ck_assert_str_eq(run.err, "");
 }
 
+// Computed: our loops sum in a different order than PyTorch's einsum
+// (bmm), so they agree to float rounding only. The scores are sums of D
+// products of N(0,1) numbers, up to ~30 in size: a relative rounding of
+// 2^-24 per term gives score errors of ~1e-6 and outputs (weighted means
+// of the values) of a few 1e-7; measured worst: 3.6e-7 at seed 0.
 START_TEST(test_recorded_runs) {
-    const Case *c = &CASES[_i];
-    const char *data = path_join("%s/lesson08/seed%d", DATA_DIR, c->seed);
-    const char *dump = make_temp_dir();
-    RunResult run = run_case(c, dump);
-    ck_assert_msg(run.status == 0, "seed %d: exit %d, stderr: %s", c->seed, run.status, run.err);
-    ck_assert_str_eq(run.err, "");
+    check_case(&CASES[_i], (const char *const[]){"out", NULL}, 2e-6f, 1e-5f);
+}
+END_TEST
 
-    // torch.randn, both of its paths: bit for bit.
-    const char *inputs[] = {"query", "key", "value"};
-    for (int i = 0; i < 3; i++) {
-        assert_bitwise_equal(load_npy(path_join("%s/%s.npy", dump, inputs[i])),
-                             load_npy(path_join("%s/%s.npy", data, inputs[i])),
-                             path_join("seed %d %s", c->seed, inputs[i]));
-    }
-    // Computed: our loops sum in a different order than PyTorch's einsum
-    // (bmm), so they agree to float rounding only. The scores are sums of D
-    // products of N(0,1) numbers, up to ~30 in size: a relative rounding of
-    // 2^-24 per term gives score errors of ~1e-6 and outputs (weighted means
-    // of the values) of a few 1e-7; measured worst: 3.6e-7 at seed 0.
-    // The notebook's scores sum G*D products (four times larger logits), so
-    // they get a tolerance ten times looser; measured worst: 5.7e-6.
-    assert_close(load_npy(path_join("%s/out.npy", dump)),
-                 load_npy(path_join("%s/out.npy", data)), 2e-6f, 1e-5f,
-                 path_join("seed %d out", c->seed));
-    assert_close(load_npy(path_join("%s/out_group_sum.npy", dump)),
-                 load_npy(path_join("%s/out_group_sum.npy", data)), 2e-5f, 1e-4f,
-                 path_join("seed %d out_group_sum", c->seed));
-
-    // The printed lines: the notebook's, and the tensor values PyTorch prints.
-    const char *missing = NULL;
-    ck_assert_msg(lines_in_order(run.out, read_text(path_join("%s/stdout.txt", data)),
-                                 &missing),
-                  "seed %d: line not printed (or out of order): %s", c->seed, missing);
-    remove_dir(dump);
+// The notebook's scores sum G*D products (four times larger logits), so
+// they get a tolerance ten times looser; measured worst: 5.7e-6.
+START_TEST(test_recorded_group_sum) {
+    check_case(&CASES[_i], (const char *const[]){"out_group_sum", NULL}, 2e-5f, 1e-4f);
 }
 END_TEST
 
 // The dump has exactly the names and shapes of LESSONS.md.
 START_TEST(test_dump_shapes) {
     const char *dump = make_temp_dir();
-    RunResult run = run_case(&CASES[2], dump);   // batch 2, seq 5, heads 6, kv 3, dim 4
+    RunResult run = run_program(BINARY, (const char *const[]){"--dump", dump, "--seed", "1",
+                                                              "--batch", "2", "--seq", "5",
+                                                              "--heads", "6", "--kv-heads", "3",
+                                                              "--head-dim", "4", NULL});
     ck_assert_int_eq(run.status, 0);
     Tensor *out = load_npy(path_join("%s/out.npy", dump));
     Tensor *out_group_sum = load_npy(path_join("%s/out_group_sum.npy", dump));
@@ -268,42 +256,22 @@ END_TEST
 
 // --- the command line -------------------------------------------------------------
 
-// Exit 2, one line on stderr naming `flag`, nothing on stdout, no dump dir.
-static void check_refused(const char *const *sizes, const char *flag) {
-    const char *parent = make_temp_dir();
-    const char *dump = path_join("%s/dump", parent);
-    const char *args[16] = {"--dump", dump};
-    int n = 2;
-    for (int i = 0; sizes[i] != NULL; i++) {
-        args[n++] = sizes[i];
-    }
-    args[n] = NULL;
-    RunResult run = run_program(BINARY, args);
-    ck_assert_msg(run.status == 2, "%s: exit %d, want 2", flag, run.status);
-    ck_assert_str_eq(run.out, "");
-    const char *newline = strchr(run.err, '\n');
-    ck_assert_msg(newline != NULL && newline[1] == '\0', "want one line, got: %s", run.err);
-    ck_assert_msg(strstr(run.err, flag) != NULL, "the message does not name %s: %s", flag,
-                  run.err);
-    struct stat info;
-    ck_assert_msg(stat(dump, &info) != 0, "the dump directory was created");
-    remove_dir(parent);
-}
-
+// Exit 2, one line on stderr naming the flag (or the tensor that would not
+// fit), nothing on stdout, no dump dir.
 START_TEST(test_bad_flags) {
-    check_refused((const char *const[]){"--kv-heads", "3", NULL}, "--kv-heads");
-    check_refused((const char *const[]){"--kv-heads", "0", NULL}, "--kv-heads");
-    check_refused((const char *const[]){"--kv-heads", "16", NULL}, "--kv-heads");
-    check_refused((const char *const[]){"--heads", "6", "--kv-heads", "4", NULL},
-                  "--kv-heads");
-    check_refused((const char *const[]){"--heads", "0", NULL}, "--heads");
-    check_refused((const char *const[]){"--head-dim", "-4", NULL}, "--head-dim");
-    check_refused((const char *const[]){"--seq", "many", NULL}, "--seq");
-    check_refused((const char *const[]){"--batch", NULL}, "--batch");
-    check_refused((const char *const[]){"--groups", "2", NULL}, "--groups");
-    check_refused((const char *const[]){"--seq", "60000", "--heads", "64", "--kv-heads", "8",
-                                        NULL},
-                  "scores");
+    static const BadFlags BAD[] = {
+        {{"--kv-heads", "3", NULL}, "--kv-heads"},
+        {{"--kv-heads", "0", NULL}, "--kv-heads"},
+        {{"--kv-heads", "16", NULL}, "--kv-heads"},
+        {{"--heads", "6", "--kv-heads", "4", NULL}, "--kv-heads"},
+        {{"--heads", "0", NULL}, "--heads"},
+        {{"--head-dim", "-4", NULL}, "--head-dim"},
+        {{"--seq", "many", NULL}, "--seq"},
+        {{"--batch", NULL}, "--batch"},
+        {{"--groups", "2", NULL}, "--groups"},
+        {{"--seq", "60000", "--heads", "64", "--kv-heads", "8", NULL}, "scores"},
+    };
+    check_bad_flags(LESSON, "lesson-8", BAD, sizeof BAD / sizeof BAD[0]);
     // The exact text for the usual mistake.
     RunResult run = run_program(BINARY, (const char *const[]){"--kv-heads", "3", NULL});
     ck_assert_str_eq(run.err, "lesson-8: --kv-heads 3 does not divide --heads 8\n");
@@ -335,6 +303,7 @@ static Suite *lesson08_suite(void) {
     Suite *suite = suite_create("lesson08");
     TCase *recorded = new_tcase("recorded from PyTorch");
     tcase_add_loop_test(recorded, test_recorded_runs, 0, N_CASES);
+    tcase_add_loop_test(recorded, test_recorded_group_sum, 0, N_CASES);
     tcase_add_test(recorded, test_dump_shapes);
     suite_add_tcase(suite, recorded);
     TCase *invariants = new_tcase("invariants");
