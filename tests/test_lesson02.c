@@ -4,12 +4,8 @@
 // PyTorch 1.13 by tests/reference/gen_lesson02.py. The lesson source is
 // included with its main() renamed, so the tests can also call
 // SelfAttV1_forward with weights loaded from those files or set by hand.
-#define _POSIX_C_SOURCE 200809L
-#include <fcntl.h>
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "harness.h"
 
@@ -47,29 +43,13 @@ enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 // Drawn from the generator: must match bit for bit.
 static const char *const INPUTS[] = {"X",          "query_proj.weight", "query_proj.bias",
                                      "key_proj.weight", "key_proj.bias", "value_proj.weight",
-                                     "value_proj.bias"};
+                                     "value_proj.bias", NULL};
 // Computed from them: must match to float rounding.
 static const char *const COMPUTED[] = {"Q", "K", "V", "attention_value", "attention_weight",
-                                       "output"};
+                                       "output", NULL};
 
 static Tensor *reference(const Case *c, const char *name) {
     return load_npy(path_join("%s/%s/%s.npy", REF_DIR, c->dir, name));
-}
-
-// The forward prints attention_weight; keep that off the test's own output.
-static int quiet_begin(void) {
-    fflush(stdout);
-    int saved = dup(STDOUT_FILENO);
-    int null = open("/dev/null", O_WRONLY);
-    dup2(null, STDOUT_FILENO);
-    close(null);
-    return saved;
-}
-
-static void quiet_end(int saved) {
-    fflush(stdout);
-    dup2(saved, STDOUT_FILENO);
-    close(saved);
 }
 
 // A SelfAttV1 holding the parameters PyTorch recorded for case c.
@@ -95,37 +75,11 @@ static SelfAttV1 recorded_net(const Case *c) {
 // verbatim, so a diff against the notebook shows only the lesson's extras.
 START_TEST(test_matches_pytorch) {
     const Case *c = &CASES[_i];
-    const char *dir = make_temp_dir();
-    const char *args[16] = {"--dump", dir};
-    int n = 2;
-    for (int i = 0; c->args[i] != NULL; i++) {
-        args[n++] = c->args[i];
-    }
-    args[n] = NULL;
-    RunResult r = run_program(lesson_binary(LESSON_DIR), args);
-    ck_assert_msg(r.status == 0, "%s: exit %d, stderr: %s", c->dir, r.status, r.err);
+    const char *recorded = path_join("%s/%s", REF_DIR, c->dir);
+    ReferenceRun run = {LESSON_DIR, recorded, c->args, INPUTS, COMPUTED, ATOL, RTOL, false};
+    RunResult r = check_against_reference(&run);
     ck_assert_msg(r.err[0] == '\0', "%s: stderr: %s", c->dir, r.err);
-
-    for (size_t i = 0; i < sizeof INPUTS / sizeof INPUTS[0]; i++) {
-        Tensor *got = load_npy(path_join("%s/%s.npy", dir, INPUTS[i]));
-        assert_bitwise_equal(got, reference(c, INPUTS[i]), path_join("%s %s", c->dir, INPUTS[i]));
-    }
-    for (size_t i = 0; i < sizeof COMPUTED / sizeof COMPUTED[0]; i++) {
-        Tensor *got = load_npy(path_join("%s/%s.npy", dir, COMPUTED[i]));
-        assert_close(got, reference(c, COMPUTED[i]), ATOL, RTOL,
-                     path_join("%s %s", c->dir, COMPUTED[i]));
-    }
-
-    const char *expected = read_text(path_join("%s/%s/stdout.txt", REF_DIR, c->dir));
-    const char *missing = NULL;
-    ck_assert_msg(lines_in_order(r.out, expected, &missing), "%s: line not printed: %s",
-                  c->dir, missing);
-    const char *notebook_end = strstr(expected, " M\n");   // end of the Parameters line
-    ck_assert_ptr_nonnull(notebook_end);
-    size_t notebook_length = (size_t)(notebook_end - expected) + 3;
-    ck_assert_msg(strncmp(r.out, expected, notebook_length) == 0,
-                  "%s: stdout does not start with the notebook's lines:\n%s", c->dir, r.out);
-    remove_dir(dir);
+    check_notebook_lines_first(r.out, recorded);
 }
 END_TEST
 
@@ -136,9 +90,9 @@ START_TEST(test_forward_on_recorded_weights) {
         const Case *c = &CASES[i];
         SelfAttV1 net = recorded_net(c);
         Tensor *attention_weight = NULL;
-        int saved = quiet_begin();
+        int saved = quiet_stdout();
         Tensor *output = SelfAttV1_forward(&attention_weight, &net, reference(c, "X"));
-        quiet_end(saved);
+        restore_stdout(saved);
         assert_close(output, reference(c, "output"), ATOL, RTOL, path_join("%s output", c->dir));
         assert_close(attention_weight, reference(c, "attention_weight"), ATOL, RTOL,
                      path_join("%s attention_weight", c->dir));
@@ -155,33 +109,18 @@ START_TEST(test_rows_sum_to_one) {
         const Case *c = &CASES[i];
         SelfAttV1 net = recorded_net(c);
         Tensor *w = NULL;
-        int saved = quiet_begin();
+        int saved = quiet_stdout();
         SelfAttV1_forward(&w, &net, reference(c, "X"));
-        quiet_end(saved);
+        restore_stdout(saved);
         ck_assert_int_eq(w->ndim, 3);
         ck_assert_int_eq(size(w, 1), c->seq);
         ck_assert_int_eq(size(w, 2), c->seq);
-        for (int b = 0; b < size(w, 0); b++) {
-            for (int t = 0; t < size(w, 1); t++) {
-                double sum = 0.0;
-                for (int s = 0; s < size(w, 2); s++) {
-                    ck_assert(*at3(w, b, t, s) > 0.0f);
-                    sum += *at3(w, b, t, s);
-                }
-                ck_assert_msg(fabs(sum - 1.0) < 1e-6, "%s: row [%d, %d] sums to %.9f", c->dir,
-                              b, t, sum);
-            }
-        }
+        check_weight_rows(w, NULL, c->dir);
     }
 }
 END_TEST
 
 // --- hand-worked ------------------------------------------------------------------------------
-
-static void set_linear(Linear *layer, const float *weight, const float *bias) {
-    memcpy(layer->weight->data, weight, sizeof(float) * numel(layer->weight));
-    memcpy(layer->bias->data, bias, sizeof(float) * numel(layer->bias));
-}
 
 // dim 2, all three projections the identity with zero bias, so Q = K = V = X.
 // X = [[1, 0], [0, 1]]:
@@ -200,9 +139,9 @@ START_TEST(test_hand_worked) {
     set_linear(&net.value_proj, identity, zero_bias);
     Tensor *X = tensor_from(shape3(1, 2, 2), identity);
     Tensor *w = NULL;
-    int saved = quiet_begin();
+    int saved = quiet_stdout();
     Tensor *output = SelfAttV1_forward(&w, &net, X);
-    quiet_end(saved);
+    restore_stdout(saved);
 
     double e = exp(1.0 / sqrt(2.0));
     float big = (float)(e / (e + 1.0)), small = (float)(1.0 / (e + 1.0));
@@ -214,9 +153,9 @@ START_TEST(test_hand_worked) {
 
     const float one_bias[] = {1, 1};
     set_linear(&net.query_proj, identity, one_bias);
-    saved = quiet_begin();
+    saved = quiet_stdout();
     SelfAttV1_forward(&w, &net, X);
-    quiet_end(saved);
+    restore_stdout(saved);
     assert_close(w, tensor_from(shape3(1, 2, 2), want), 1e-6f, 1e-6f, "weights with a Q bias");
 }
 END_TEST
@@ -264,26 +203,19 @@ START_TEST(test_counts_two_sizes) {
          "torch.Size([16, 64, 1])\n"},
     };
     for (size_t i = 0; i < sizeof SIZES / sizeof SIZES[0]; i++) {
-        RunResult r = run_program(lesson_binary(LESSON_DIR), SIZES[i].args);
-        ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-        const char *missing = NULL;
-        ck_assert_msg(lines_in_order(r.out, SIZES[i].lines, &missing),
-                      "size %zu: line not printed: %s\n--- output ---\n%s", i, missing, r.out);
+        check_prints(LESSON_DIR, SIZES[i].args, SIZES[i].lines);
     }
 }
 END_TEST
 
 // The defaults: the notebook's own numbers, the full count, and the aside.
 START_TEST(test_notebook_numbers) {
-    RunResult r = run_program(lesson_binary(LESSON_DIR), (const char *const[]){NULL});
-    ck_assert_int_eq(r.status, 0);
-    const char *expected =
-        "SelfAttV1 FLOPs: 0.000288 MFLOPs\n"
-        "SelfAttV1 Parameters: 0.000060 M\n"
-        "the whole forward:  432 = 0.000432 M (33.3% of it not counted by thop)\n"
-        "torch.Size([4, 2, 3])\n";
-    const char *missing = NULL;
-    ck_assert_msg(lines_in_order(r.out, expected, &missing), "not printed: %s", missing);
+    RunResult r = check_prints(LESSON_DIR, (const char *const[]){NULL},
+                               "SelfAttV1 FLOPs: 0.000288 MFLOPs\n"
+                               "SelfAttV1 Parameters: 0.000060 M\n"
+                               "the whole forward:  432 = 0.000432 M (33.3% of it not counted "
+                               "by thop)\n"
+                               "torch.Size([4, 2, 3])\n");
     // The weights print twice: with grad_fn from net(X), without from profile().
     const char *first = strstr(r.out, "grad_fn=<SoftmaxBackward0>");
     ck_assert_ptr_nonnull(first);
@@ -318,10 +250,7 @@ END_TEST
 // Each: exit 2, nothing on stdout, exactly one line on stderr naming the
 // flag (or the tensor that would not fit), and the --dump directory not made.
 START_TEST(test_bad_flags) {
-    static const struct {
-        const char *args[6];
-        const char *named;   // what the message must mention
-    } BAD[] = {
+    static const BadFlags BAD[] = {
         {{"--dim", "0", NULL}, "--dim"},
         {{"--seq", "x", NULL}, "--seq"},
         {{"--batch", "-2", NULL}, "--batch"},
@@ -333,27 +262,7 @@ START_TEST(test_bad_flags) {
         {{"--train", NULL}, "--train"},                   // V1 has no dropout
         {{"--batch", "65536", "--seq", "65536", NULL}, "attention_weight"},
     };
-    const char *tmp = make_temp_dir();
-    const char *dump = path_join("%s/out", tmp);
-    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
-        const char *args[10] = {"--dump", dump};
-        int n = 2;
-        for (int a = 0; BAD[i].args[a] != NULL; a++) {
-            args[n++] = BAD[i].args[a];
-        }
-        args[n] = NULL;
-        RunResult r = run_program(lesson_binary(LESSON_DIR), args);
-        ck_assert_msg(r.status == 2, "%s: exit %d", BAD[i].named, r.status);
-        ck_assert_msg(r.out[0] == '\0', "%s: stdout not empty: %s", BAD[i].named, r.out);
-        const char *newline = strchr(r.err, '\n');
-        ck_assert_msg(newline != NULL && newline[1] == '\0', "%s: not one line: %s",
-                      BAD[i].named, r.err);
-        ck_assert_msg(strstr(r.err, BAD[i].named) != NULL, "'%s' not named in: %s",
-                      BAD[i].named, r.err);
-        ck_assert_msg(strncmp(r.err, "lesson-2: ", 10) == 0, "message: %s", r.err);
-        ck_assert_msg(access(dump, F_OK) != 0, "%s: --dump directory was created", BAD[i].named);
-    }
-    remove_dir(tmp);
+    check_bad_flags(LESSON_DIR, "lesson-2", BAD, sizeof BAD / sizeof BAD[0]);
 }
 END_TEST
 

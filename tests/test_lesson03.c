@@ -5,11 +5,8 @@
 // SelfAttV1 runs (tests/data/lesson02/) give the "V2 with V1's weights
 // stacked equals V1" check. The lesson source is included with its main()
 // renamed, so the tests can call SelfAttV2_forward with weights of their own.
-#define _POSIX_C_SOURCE 200809L
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "harness.h"
 
@@ -53,9 +50,10 @@ static const Case V1_CASES[] = {
 
 // Drawn from the generator: must match bit for bit.
 static const char *const INPUTS[] = {"X", "proj.weight", "proj.bias", "output_proj.weight",
-                                     "output_proj.bias"};
+                                     "output_proj.bias", NULL};
 // Computed from them: must match to float rounding.
-static const char *const COMPUTED[] = {"QKV", "Q", "K", "V", "att_weight", "output", "ret"};
+static const char *const COMPUTED[] = {"QKV", "Q", "K", "V", "att_weight", "output", "ret",
+                                       NULL};
 
 static Tensor *reference(const char *base, const Case *c, const char *name) {
     return load_npy(path_join("%s/%s/%s.npy", base, c->dir, name));
@@ -84,40 +82,13 @@ static SelfAttV2 recorded_net(const Case *c) {
 // corrected label) first and verbatim.
 START_TEST(test_matches_pytorch) {
     const Case *c = &CASES[_i];
-    const char *dir = make_temp_dir();
-    const char *args[16] = {"--dump", dir};
-    int n = 2;
-    for (int i = 0; c->args[i] != NULL; i++) {
-        args[n++] = c->args[i];
-    }
-    args[n] = NULL;
-    RunResult r = run_program(lesson_binary(LESSON_DIR), args);
-    ck_assert_msg(r.status == 0, "%s: exit %d, stderr: %s", c->dir, r.status, r.err);
+    const char *recorded = path_join("%s/%s", REF_DIR, c->dir);
+    ReferenceRun run = {LESSON_DIR, recorded, c->args, INPUTS, COMPUTED, ATOL, RTOL, false};
+    RunResult r = check_against_reference(&run);
     ck_assert_msg(r.err[0] == '\0', "%s: stderr: %s", c->dir, r.err);
-
-    for (size_t i = 0; i < sizeof INPUTS / sizeof INPUTS[0]; i++) {
-        Tensor *got = load_npy(path_join("%s/%s.npy", dir, INPUTS[i]));
-        assert_bitwise_equal(got, reference(REF_DIR, c, INPUTS[i]),
-                             path_join("%s %s", c->dir, INPUTS[i]));
-    }
-    for (size_t i = 0; i < sizeof COMPUTED / sizeof COMPUTED[0]; i++) {
-        Tensor *got = load_npy(path_join("%s/%s.npy", dir, COMPUTED[i]));
-        assert_close(got, reference(REF_DIR, c, COMPUTED[i]), ATOL, RTOL,
-                     path_join("%s %s", c->dir, COMPUTED[i]));
-    }
-
-    const char *expected = read_text(path_join("%s/%s/stdout.txt", REF_DIR, c->dir));
-    const char *missing = NULL;
-    ck_assert_msg(lines_in_order(r.out, expected, &missing), "%s: line not printed: %s",
-                  c->dir, missing);
-    const char *notebook_end = strstr(expected, " M\n");   // end of the Parameters line
-    ck_assert_ptr_nonnull(notebook_end);
-    size_t notebook_length = (size_t)(notebook_end - expected) + 3;
-    ck_assert_msg(strncmp(r.out, expected, notebook_length) == 0,
-                  "%s: stdout does not start with the notebook's lines:\n%s", c->dir, r.out);
+    check_notebook_lines_first(r.out, recorded);
     // The notebook's label was SelfAttV1; ours must not repeat it.
     ck_assert_ptr_null(strstr(r.out, "SelfAttV1 FLOPs"));
-    remove_dir(dir);
 }
 END_TEST
 
@@ -181,18 +152,7 @@ START_TEST(test_rows_sum_to_one) {
         SelfAttV2 net = recorded_net(c);
         SelfAttV2_Inside inside;
         SelfAttV2_forward(&inside, &net, reference(REF_DIR, c, "X"));
-        Tensor *w = inside.att_weight;                                   // (B, T, T)
-        for (int b = 0; b < size(w, 0); b++) {
-            for (int t = 0; t < size(w, 1); t++) {
-                double sum = 0.0;
-                for (int s = 0; s < size(w, 2); s++) {
-                    ck_assert(*at3(w, b, t, s) > 0.0f);
-                    sum += *at3(w, b, t, s);
-                }
-                ck_assert_msg(fabs(sum - 1.0) < 1e-6, "%s: row [%d, %d] sums to %.9f", c->dir,
-                              b, t, sum);
-            }
-        }
+        check_weight_rows(inside.att_weight, NULL, c->dir);   // (B, T, T)
     }
 }
 END_TEST
@@ -255,29 +215,21 @@ START_TEST(test_counts_two_sizes) {
          "the whole forward:  212992 = 0.212992 M\n"},
     };
     for (size_t i = 0; i < sizeof SIZES / sizeof SIZES[0]; i++) {
-        RunResult r = run_program(lesson_binary(LESSON_DIR), SIZES[i].args);
-        ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-        const char *missing = NULL;
-        ck_assert_msg(lines_in_order(r.out, SIZES[i].lines, &missing),
-                      "size %zu: line not printed: %s\n--- output ---\n%s", i, missing, r.out);
+        check_prints(LESSON_DIR, SIZES[i].args, SIZES[i].lines);
     }
 }
 END_TEST
 
 // The defaults: the notebook's numbers and the stacking demo's zeros.
 START_TEST(test_notebook_numbers) {
-    RunResult r = run_program(lesson_binary(LESSON_DIR), (const char *const[]){NULL});
-    ck_assert_int_eq(r.status, 0);
-    const char *expected =
-        "SelfAttV2 FLOPs: 0.000384 MFLOPs\n"
-        "SelfAttV2 Parameters: 0.000080 M\n"
-        "stacked weights torch.Size([12, 4]), max |stacked - proj.weight| = 0\n"
-        "max |query_proj(X) - Q| = 0\n"
-        "max |key_proj(X) - K|   = 0\n"
-        "max |value_proj(X) - V| = 0\n"
-        "the whole forward:  528 = 0.000528 M\n";
-    const char *missing = NULL;
-    ck_assert_msg(lines_in_order(r.out, expected, &missing), "not printed: %s", missing);
+    check_prints(LESSON_DIR, (const char *const[]){NULL},
+                 "SelfAttV2 FLOPs: 0.000384 MFLOPs\n"
+                 "SelfAttV2 Parameters: 0.000080 M\n"
+                 "stacked weights torch.Size([12, 4]), max |stacked - proj.weight| = 0\n"
+                 "max |query_proj(X) - Q| = 0\n"
+                 "max |key_proj(X) - K|   = 0\n"
+                 "max |value_proj(X) - V| = 0\n"
+                 "the whole forward:  528 = 0.000528 M\n");
 }
 END_TEST
 
@@ -286,10 +238,7 @@ END_TEST
 // Each: exit 2, nothing on stdout, exactly one line on stderr naming the
 // flag (or the tensor that would not fit), and the --dump directory not made.
 START_TEST(test_bad_flags) {
-    static const struct {
-        const char *args[6];
-        const char *named;   // what the message must mention
-    } BAD[] = {
+    static const BadFlags BAD[] = {
         {{"--dim", "0", NULL}, "--dim"},
         {{"--seq", "x", NULL}, "--seq"},
         {{"--batch", "-2", NULL}, "--batch"},
@@ -301,27 +250,7 @@ START_TEST(test_bad_flags) {
         {{"--dim", "20000", NULL}, "proj.weight"},        // 3*dim*dim > 2^28
         {{"--seq", "60000", "--dim", "1", NULL}, "att_weight"},   // batch*seq*seq > 2^28
     };
-    const char *tmp = make_temp_dir();
-    const char *dump = path_join("%s/out", tmp);
-    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
-        const char *args[10] = {"--dump", dump};
-        int n = 2;
-        for (int a = 0; BAD[i].args[a] != NULL; a++) {
-            args[n++] = BAD[i].args[a];
-        }
-        args[n] = NULL;
-        RunResult r = run_program(lesson_binary(LESSON_DIR), args);
-        ck_assert_msg(r.status == 2, "%s: exit %d", BAD[i].named, r.status);
-        ck_assert_msg(r.out[0] == '\0', "%s: stdout not empty: %s", BAD[i].named, r.out);
-        const char *newline = strchr(r.err, '\n');
-        ck_assert_msg(newline != NULL && newline[1] == '\0', "%s: not one line: %s",
-                      BAD[i].named, r.err);
-        ck_assert_msg(strstr(r.err, BAD[i].named) != NULL, "'%s' not named in: %s",
-                      BAD[i].named, r.err);
-        ck_assert_msg(strncmp(r.err, "lesson-3: ", 10) == 0, "message: %s", r.err);
-        ck_assert_msg(access(dump, F_OK) != 0, "%s: --dump directory was created", BAD[i].named);
-    }
-    remove_dir(tmp);
+    check_bad_flags(LESSON_DIR, "lesson-3", BAD, sizeof BAD / sizeof BAD[0]);
 }
 END_TEST
 
