@@ -4,11 +4,9 @@
 // PyTorch 1.13 by tests/reference/gen_lesson09.py. The lesson source is
 // included with its main() renamed, so the tests can call GQA_forward and
 // causal_mask directly, with PyTorch's recorded weights or weights of their own.
-#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "harness.h"
 
@@ -51,16 +49,16 @@ enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 // must match bit for bit.
 static const char *const EXACT[] = {
     "w_query.weight", "w_query.bias", "w_key.weight", "w_key.bias", "w_value.weight",
-    "w_value.bias", "o_proj.weight", "o_proj.bias", "query", "key", "value", "mask",
+    "w_value.bias", "o_proj.weight", "o_proj.bias", "query", "key", "value", "mask", NULL,
 };
 
-static Tensor *reference(const Case *c, const char *name) {
-    return load_npy(path_join("%s/%s/%s.npy", REF_DIR, c->dir, name));
+// tests/data/lesson09/<case>
+static const char *reference_dir(const Case *c) {
+    return path_join("%s/%s", REF_DIR, c->dir);
 }
 
-static Linear linear_of(Tensor *weight, Tensor *bias) {
-    Linear layer = {weight, bias, size(weight, 1), size(weight, 0)};
-    return layer;
+static Tensor *reference(const Case *c, const char *name) {
+    return load_npy(path_join("%s/%s.npy", reference_dir(c), name));
 }
 
 // A GQA holding the parameters PyTorch recorded for case c, in eval mode.
@@ -69,10 +67,10 @@ static GQA recorded_gqa(const Case *c) {
     gqa.num_heads = c->heads;
     gqa.head_dim = c->dim / c->heads;
     gqa.num_groups = c->kv_heads;
-    gqa.w_query = linear_of(reference(c, "w_query.weight"), reference(c, "w_query.bias"));
-    gqa.w_key = linear_of(reference(c, "w_key.weight"), reference(c, "w_key.bias"));
-    gqa.w_value = linear_of(reference(c, "w_value.weight"), reference(c, "w_value.bias"));
-    gqa.o_proj = linear_of(reference(c, "o_proj.weight"), reference(c, "o_proj.bias"));
+    gqa.w_query = recorded_linear(reference_dir(c), "w_query");
+    gqa.w_key = recorded_linear(reference_dir(c), "w_key");
+    gqa.w_value = recorded_linear(reference_dir(c), "w_value");
+    gqa.o_proj = recorded_linear(reference_dir(c), "o_proj");
     gqa.training = false;
     return gqa;
 }
@@ -83,29 +81,17 @@ static GQA recorded_gqa(const Case *c) {
 // output to float rounding, and every line PyTorch printed, in order.
 START_TEST(test_matches_pytorch) {
     const Case *c = &CASES[_i];
-    const char *dir = make_temp_dir();
-    const char *args[24] = {"--dump", dir};
-    int n = 2;
-    for (int i = 0; c->args[i] != NULL; i++) {
-        args[n++] = c->args[i];
-    }
-    args[n] = NULL;
-    RunResult r = run_program(lesson_binary(LESSON_DIR), args);
-    ck_assert_msg(r.status == 0, "%s: exit %d, stderr: %s", c->dir, r.status, r.err);
-    ck_assert_msg(r.err[0] == '\0', "%s: stderr: %s", c->dir, r.err);
-
-    for (size_t i = 0; i < sizeof EXACT / sizeof EXACT[0]; i++) {
-        Tensor *got = load_npy(path_join("%s/%s.npy", dir, EXACT[i]));
-        assert_bitwise_equal(got, reference(c, EXACT[i]), path_join("%s %s", c->dir, EXACT[i]));
-    }
-    Tensor *output = load_npy(path_join("%s/output.npy", dir));
-    assert_close(output, reference(c, "output"), ATOL, RTOL, path_join("%s output", c->dir));
-
-    const char *expected = read_text(path_join("%s/%s/stdout.txt", REF_DIR, c->dir));
-    const char *missing = NULL;
-    ck_assert_msg(lines_in_order(r.out, expected, &missing), "%s: line not printed: %s",
-                  c->dir, missing);
-    remove_dir(dir);
+    ReferenceRun recorded = {
+        .lesson = LESSON_DIR,
+        .reference = reference_dir(c),
+        .args = c->args,
+        .exact = EXACT,
+        .computed = (const char *const[]){"output", NULL},
+        .atol = ATOL,
+        .rtol = RTOL,
+    };
+    RunResult run = check_against_reference(&recorded);
+    ck_assert_msg(run.err[0] == '\0', "%s: stderr: %s", c->dir, run.err);
 }
 END_TEST
 
@@ -243,7 +229,7 @@ START_TEST(test_query_head_i_uses_kv_head_i_over_R) {
                 *at1(bias, h * D + d) = *at1(grouped[l]->bias, from);
             }
         }
-        *layers[l] = linear_of(weight, bias);
+        *layers[l] = linear_from(weight, bias);
     }
     Tensor *attn;
     Tensor *q = reference(c, "query"), *k = reference(c, "key"), *v = reference(c, "value");
@@ -276,10 +262,7 @@ END_TEST
 // Each: exit 2, nothing on stdout, exactly one line on stderr naming the
 // flag (or the tensor that would not fit), and the --dump directory not made.
 START_TEST(test_bad_flags) {
-    static const struct {
-        const char *args[6];
-        const char *named;
-    } BAD[] = {
+    static const BadFlags BAD[] = {
         {{"--kv-heads", "3", NULL}, "--kv-heads 3 does not divide --heads 8"},
         {{"--kv-heads", "16", NULL}, "--kv-heads 16 does not divide --heads 8"},
         {{"--heads", "7", NULL}, "--heads 7 does not divide --dim 512"},
@@ -290,27 +273,7 @@ START_TEST(test_bad_flags) {
         {{"--cache", "2", NULL}, "--cache"},
         {{"--seq", "8000", NULL}, "attn"},                    // 4*8*8000^2 > 2^28
     };
-    const char *tmp = make_temp_dir();
-    const char *dump = path_join("%s/out", tmp);
-    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
-        const char *args[10] = {"--dump", dump};
-        int n = 2;
-        for (int a = 0; BAD[i].args[a] != NULL; a++) {
-            args[n++] = BAD[i].args[a];
-        }
-        args[n] = NULL;
-        RunResult r = run_program(lesson_binary(LESSON_DIR), args);
-        ck_assert_msg(r.status == 2, "%s: exit %d", BAD[i].named, r.status);
-        ck_assert_msg(r.out[0] == '\0', "%s: stdout not empty: %s", BAD[i].named, r.out);
-        const char *newline = strchr(r.err, '\n');
-        ck_assert_msg(newline != NULL && newline[1] == '\0', "%s: not one line: %s",
-                      BAD[i].named, r.err);
-        ck_assert_msg(strstr(r.err, BAD[i].named) != NULL, "'%s' not named in: %s",
-                      BAD[i].named, r.err);
-        ck_assert_msg(strncmp(r.err, "lesson-9: ", 10) == 0, "message: %s", r.err);
-        ck_assert_msg(access(dump, F_OK) != 0, "%s: --dump directory was created", BAD[i].named);
-    }
-    remove_dir(tmp);
+    check_bad_flags(LESSON_DIR, "lesson-9", BAD, sizeof BAD / sizeof BAD[0]);
 }
 END_TEST
 
