@@ -5,11 +5,10 @@
 // included with its main() renamed, so the tests can drive the module's
 // cache step by step for many sizes. No test times anything: --bench is a
 // lesson mode, not a test.
-#define _POSIX_C_SOURCE 200809L
+#define _POSIX_C_SOURCE 200809L   // the lesson's clock_gettime
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "harness.h"
 
@@ -54,17 +53,17 @@ enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 
 static const char *const EXACT[] = {
     "w_query.weight", "w_query.bias", "w_key.weight", "w_key.bias", "w_value.weight",
-    "w_value.bias", "o_proj.weight", "o_proj.bias", "x",
+    "w_value.bias", "o_proj.weight", "o_proj.bias", "x", NULL,
 };
-static const char *const COMPUTED[] = {"full_out", "cached_out", "k_cache", "v_cache"};
+static const char *const COMPUTED[] = {"full_out", "cached_out", "k_cache", "v_cache", NULL};
 
-static Tensor *reference(const Case *c, const char *name) {
-    return load_npy(path_join("%s/%s/%s.npy", REF_DIR, c->dir, name));
+// tests/data/lesson10/<case>
+static const char *reference_dir(const Case *c) {
+    return path_join("%s/%s", REF_DIR, c->dir);
 }
 
-static Linear linear_of(Tensor *weight, Tensor *bias) {
-    Linear layer = {weight, bias, size(weight, 1), size(weight, 0)};
-    return layer;
+static Tensor *reference(const Case *c, const char *name) {
+    return load_npy(path_join("%s/%s.npy", reference_dir(c), name));
 }
 
 static GQA_W_KVcache recorded_gqa(const Case *c) {
@@ -73,10 +72,10 @@ static GQA_W_KVcache recorded_gqa(const Case *c) {
     gqa.num_heads = c->heads;
     gqa.head_dim = c->dim / c->heads;
     gqa.num_groups = c->kv_heads;
-    gqa.w_query = linear_of(reference(c, "w_query.weight"), reference(c, "w_query.bias"));
-    gqa.w_key = linear_of(reference(c, "w_key.weight"), reference(c, "w_key.bias"));
-    gqa.w_value = linear_of(reference(c, "w_value.weight"), reference(c, "w_value.bias"));
-    gqa.o_proj = linear_of(reference(c, "o_proj.weight"), reference(c, "o_proj.bias"));
+    gqa.w_query = recorded_linear(reference_dir(c), "w_query");
+    gqa.w_key = recorded_linear(reference_dir(c), "w_key");
+    gqa.w_value = recorded_linear(reference_dir(c), "w_value");
+    gqa.o_proj = recorded_linear(reference_dir(c), "o_proj");
     return gqa;
 }
 
@@ -101,38 +100,26 @@ static Tensor *decode(GQA_W_KVcache *gqa, const Tensor *x, int prompt, int chunk
 
 START_TEST(test_matches_pytorch) {
     const Case *c = &CASES[_i];
-    const char *dir = make_temp_dir();
-    const char *args[28] = {"--dump", dir};
-    int n = 2;
-    for (int i = 0; c->args[i] != NULL; i++) {
-        args[n++] = c->args[i];
-    }
-    args[n] = NULL;
-    RunResult r = run_program(lesson_binary(LESSON_DIR), args);
-    ck_assert_msg(r.status == 0, "%s: exit %d, stderr: %s", c->dir, r.status, r.err);
-    ck_assert_msg(r.err[0] == '\0', "%s: stderr: %s", c->dir, r.err);
-    for (size_t i = 0; i < sizeof EXACT / sizeof EXACT[0]; i++) {
-        Tensor *got = load_npy(path_join("%s/%s.npy", dir, EXACT[i]));
-        assert_bitwise_equal(got, reference(c, EXACT[i]), path_join("%s %s", c->dir, EXACT[i]));
-    }
-    for (size_t i = 0; i < sizeof COMPUTED / sizeof COMPUTED[0]; i++) {
-        Tensor *got = load_npy(path_join("%s/%s.npy", dir, COMPUTED[i]));
-        assert_close(got, reference(c, COMPUTED[i]), ATOL, RTOL,
-                     path_join("%s %s", c->dir, COMPUTED[i]));
-    }
-    // The caches: (batch, prompt + new, kv_heads, head_dim).
-    Tensor *k_cache = load_npy(path_join("%s/k_cache.npy", dir));
+    ReferenceRun recorded = {
+        .lesson = LESSON_DIR,
+        .reference = reference_dir(c),
+        .args = c->args,
+        .exact = EXACT,
+        .computed = COMPUTED,
+        .atol = ATOL,
+        .rtol = RTOL,
+    };
+    RunResult run = check_against_reference(&recorded);
+    ck_assert_msg(run.err[0] == '\0', "%s: stderr: %s", c->dir, run.err);
+    // The caches: (batch, prompt + new, kv_heads, head_dim). The dumped
+    // k_cache has the recorded one's shape (assert_close checks shapes),
+    // so checking the recorded shape checks the dumped one too.
+    Tensor *k_cache = reference(c, "k_cache");
     ck_assert_int_eq(k_cache->ndim, 4);
     ck_assert_int_eq(size(k_cache, 0), c->batch);
     ck_assert_int_eq(size(k_cache, 1), c->prompt + c->new_tokens);
     ck_assert_int_eq(size(k_cache, 2), c->kv_heads);
     ck_assert_int_eq(size(k_cache, 3), c->dim / c->heads);
-
-    const char *expected = read_text(path_join("%s/%s/stdout.txt", REF_DIR, c->dir));
-    const char *missing = NULL;
-    ck_assert_msg(lines_in_order(r.out, expected, &missing), "%s: line not printed: %s",
-                  c->dir, missing);
-    remove_dir(dir);
 }
 END_TEST
 
@@ -318,10 +305,7 @@ START_TEST(test_help_mentions_bench) {
 END_TEST
 
 START_TEST(test_bad_flags) {
-    static const struct {
-        const char *args[6];
-        const char *named;
-    } BAD[] = {
+    static const BadFlags BAD[] = {
         {{"--kv-heads", "3", NULL}, "--kv-heads 3 does not divide --heads 8"},
         {{"--heads", "5", NULL}, "--heads 5 does not divide --dim 512"},
         {{"--prompt", "0", NULL}, "--prompt"},
@@ -331,27 +315,7 @@ START_TEST(test_bad_flags) {
         {{"--train", NULL}, "--train"},                       // no dropout while generating
         {{"--prompt", "30000", "--new", "30000", NULL}, "full_attn"},
     };
-    const char *tmp = make_temp_dir();
-    const char *dump = path_join("%s/out", tmp);
-    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
-        const char *args[10] = {"--dump", dump};
-        int n = 2;
-        for (int a = 0; BAD[i].args[a] != NULL; a++) {
-            args[n++] = BAD[i].args[a];
-        }
-        args[n] = NULL;
-        RunResult r = run_program(lesson_binary(LESSON_DIR), args);
-        ck_assert_msg(r.status == 2, "%s: exit %d", BAD[i].named, r.status);
-        ck_assert_msg(r.out[0] == '\0', "%s: stdout not empty: %s", BAD[i].named, r.out);
-        const char *newline = strchr(r.err, '\n');
-        ck_assert_msg(newline != NULL && newline[1] == '\0', "%s: not one line: %s",
-                      BAD[i].named, r.err);
-        ck_assert_msg(strstr(r.err, BAD[i].named) != NULL, "'%s' not named in: %s",
-                      BAD[i].named, r.err);
-        ck_assert_msg(strncmp(r.err, "lesson-10: ", 11) == 0, "message: %s", r.err);
-        ck_assert_msg(access(dump, F_OK) != 0, "%s: --dump directory was created", BAD[i].named);
-    }
-    remove_dir(tmp);
+    check_bad_flags(LESSON_DIR, "lesson-10", BAD, sizeof BAD / sizeof BAD[0]);
 }
 END_TEST
 
