@@ -617,3 +617,27 @@ Tensor *mask_hiding_batch_row(int batch, int seq, int hidden) {
     }
     return mask;
 }
+
+const MaskedCase MASKED_CASES[N_MASKED_CASES] = {
+    {"seed0", 0, 3, 4, 2, false, {NULL}},
+    {"seed0-train", 0, 3, 4, 2, true, {"--train", NULL}},
+    {"seed7", 7, 5, 3, 4, false,
+     {"--seed", "7", "--batch", "5", "--seq", "3", "--dim", "4", NULL}},
+    {"seed7-train", 7, 5, 3, 4, true,
+     {"--seed", "7", "--batch", "5", "--seq", "3", "--dim", "4", "--train", NULL}},
+    {"seed123", 123, 2, 6, 8, false,
+     {"--seed", "123", "--batch", "2", "--seq", "6", "--dim", "8", NULL}},
+};
+
+const BadFlags MASKED_BAD_FLAGS[N_MASKED_BAD_FLAGS] = {
+    {{"--dim", "0", NULL}, "--dim"},
+    {{"--seq", "x", NULL}, "--seq"},
+    {{"--batch", "-1", NULL}, "--batch"},
+    {{"--dim", "2.5", NULL}, "--dim"},
+    {{"--seq", "70000", NULL}, "--seq"},
+    {{"--seed", "abc", NULL}, "--seed"},
+    {{"--dim", NULL}, "--dim"},                         // missing value
+    {{"--bogus", "1", NULL}, "--bogus"},
+    {{"--train", "yes", NULL}, "yes"},                  // --train takes no value
+    {{"--batch", "65536", "--seq", "65536", NULL}, "att_weight"},   // each fine, too big together
+};

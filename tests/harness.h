@@ -202,4 +202,21 @@ void check_hand_worked(const Tensor *att_weight, const Tensor *ret);
 // key is masked.
 Tensor *mask_hiding_batch_row(int batch, int seq, int hidden);
 
+// The five runs gen_lesson04.py and gen_lesson05.py both record (the same
+// seeds and sizes for V3 and V4, so test_lesson05 can also check V4 against
+// lesson 4's V3): keep in step with MASKED_CASES in tests/reference/reference.py.
+typedef struct {
+    const char *dir;
+    uint64_t seed;
+    int batch, seq, dim;
+    bool train;
+    const char *args[12];   // the lesson's flags for this run
+} MaskedCase;
+enum { N_MASKED_CASES = 5 };
+extern const MaskedCase MASKED_CASES[N_MASKED_CASES];
+
+// The command lines lessons 4 and 5 (sizes, --seed, --train) must refuse.
+enum { N_MASKED_BAD_FLAGS = 10 };
+extern const BadFlags MASKED_BAD_FLAGS[N_MASKED_BAD_FLAGS];
+
 #endif
