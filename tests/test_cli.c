@@ -119,25 +119,17 @@ START_TEST(test_size_flags) {
                       "smaller sizes", sandbox);
     remove_dir(sandbox);
     // Small sizes run, and a leading zero is still a decimal number.
-    RunResult r = run_program(lesson_binary(SIZED_LESSON),
-                              (const char *[]){"--batch", "1", "--seq", "2", "--dim", "08", NULL});
-    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-    ck_assert_str_eq(r.err, "");
+    check_prints(SIZED_LESSON, (const char *[]){"--batch", "1", "--seq", "2", "--dim", "08", NULL},
+                 "");
 }
 END_TEST
 
 START_TEST(test_help) {
-    RunResult r = run((const char *[]){"--help", NULL});
-    ck_assert_int_eq(r.status, 0);
-    ck_assert_str_eq(r.err, "");
-    const char *missing = NULL;
-    ck_assert_msg(lines_in_order(r.out,
-                                 "usage: lesson-1 [flags]\n"
-                                 "toy-qkv: attention on the 3x3 Query/Key/Value example of "
-                                 "seed 003\n"
-                                 "flags:\n",
-                                 &missing),
-                  "--help lacks \"%s\":\n%s", missing, r.out);
+    RunResult r = check_prints(LESSON, (const char *[]){"--help", NULL},
+                               "usage: lesson-1 [flags]\n"
+                               "toy-qkv: attention on the 3x3 Query/Key/Value example of "
+                               "seed 003\n"
+                               "flags:\n");
     const char *flags[] = {"--seed", "--dump", "--dot", "--heatmap", "--help"};
     for (int i = 0; i < 5; i++) {
         ck_assert_msg(strstr(r.out, path_join("  %s ", flags[i])) != NULL, "--help lacks %s",
