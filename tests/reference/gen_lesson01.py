@@ -6,20 +6,18 @@ Run from the project root with Debian's python3-torch:
 Writes tests/data/lesson01/<name>.npy and stdout.txt. The build and the tests
 only read these files; they never run Python.
 """
-import contextlib
-import io
 import os
 
-import numpy as np
 import torch
 
-OUT = "tests/data/lesson01"
+from reference import DATA, save_all, stdout_txt
+
+OUT = os.path.join(DATA, "lesson01")
 
 
 def main():
     os.makedirs(OUT, exist_ok=True)
-    text = io.StringIO()
-    with contextlib.redirect_stdout(text):
+    with stdout_txt(OUT):
         Query = torch.tensor([[1., 0., 2.], [2., 2., 2.], [2., 1., 3.]])
         Key = torch.tensor([[0., 1., 1.], [4., 4., 0.], [2., 3., 1.]])
         Value = torch.tensor([[1., 2., 3.], [2., 8., 0.], [2., 6., 3.]])
@@ -40,11 +38,8 @@ def main():
         big = scores * 10
         print(big)
         print(torch.softmax(big, dim=-1))
-    tensors = dict(Query=Query, Key=Key, Value=Value, scores=scores, weights=weights, out=out)
-    for name, t in tensors.items():
-        np.save(os.path.join(OUT, name + ".npy"), t.numpy().astype("<f4"))
-    with open(os.path.join(OUT, "stdout.txt"), "w") as f:
-        f.write(text.getvalue())
+    save_all(OUT, dict(Query=Query, Key=Key, Value=Value, scores=scores, weights=weights,
+                       out=out))
 
 
 if __name__ == "__main__":

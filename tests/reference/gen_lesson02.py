@@ -18,19 +18,17 @@ SelfAttV1(dim)) and writes into tests/data/lesson02/<case>/:
                weights again from profile()'s no_grad forward, the two
                profile lines, and the X.T aside's shape.
 
-thop is not installed here, so profile() is emulated below with the same
+thop is not installed here, so profile() is emulated (reference.py) with the same
 rule thop's count_linear uses (in_features * output numel per Linear call,
 summed over every Linear; parameters summed per leaf module), and the same
 no_grad forward. The build and the tests never run Python.
 """
 import math
-import os
 
-import numpy as np
 import torch
 import torch.nn as nn
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "lesson02")
+from reference import profile, record_cases, save, save_all, say, stdout_txt
 
 # case directory -> (seed, batch, seq, dim)
 CASES = {
@@ -40,15 +38,7 @@ CASES = {
     "seed3_batch2_seq40_dim16": (3, 2, 40, 16),  # weights print summarised (> 1000)
 }
 
-LINES = []      # what the cell prints, in order
 DUMPS = {}      # name -> tensor, filled by the forward
-
-
-def say(*args):
-    """print(), but kept for stdout.txt."""
-    text = " ".join(str(a) for a in args)
-    print(text)
-    LINES.append(text)
 
 
 class SelfAttV1(nn.Module):
@@ -74,60 +64,28 @@ class SelfAttV1(nn.Module):
         return output
 
 
-def profile(model, inputs):
-    """thop.profile, reduced to what it does for a model of nn.Linear layers."""
-    say("[INFO] Register count_linear() for <class 'torch.nn.modules.linear.Linear'>.")
-    counts = {"ops": 0}
-
-    def count_linear(m, x, y):          # thop/vision/basic_hooks.py
-        counts["ops"] += m.in_features * y.numel()
-
-    hooks = [m.register_forward_hook(count_linear) for m in model.modules()
-             if isinstance(m, nn.Linear)]
-    with torch.no_grad():
-        model(*inputs)
-    for h in hooks:
-        h.remove()
-    params = sum(p.numel() for m in model.modules() if isinstance(m, nn.Linear)
-                 for p in m.parameters())
-    return float(counts["ops"]), float(params)
-
-
-def save(directory, name, tensor):
-    array = tensor.detach().numpy().astype("<f4")
-    np.save(os.path.join(directory, name + ".npy"), np.ascontiguousarray(array))
-
-
-def record(case, seed, batch, seq, dim):
-    LINES.clear()
+def record(directory, seed, batch, seq, dim):
     DUMPS.clear()
-    directory = os.path.join(OUT, case)
-    os.makedirs(directory, exist_ok=True)
-
-    torch.manual_seed(seed)
-    X = torch.rand(batch, seq, dim)
-    net = SelfAttV1(dim)
-    net(X)
-    tensors = dict(DUMPS)                # from the first (grad) forward
-    flops_v1, params_v1 = profile(net, inputs=(X,))
-    say(f"SelfAttV1 FLOPs: {flops_v1 / 1e6:.6f} MFLOPs")
-    say(f"SelfAttV1 Parameters: {params_v1 / 1e6:.6f} M")
-    # The aside; the notebook draws a new X here, the lesson reuses its own:
-    # only the shape is printed, and nothing is drawn after it.
-    say(X.permute(2, 1, 0).shape)        # == X.T.shape, without the warning
+    with stdout_txt(directory):
+        torch.manual_seed(seed)
+        X = torch.rand(batch, seq, dim)
+        net = SelfAttV1(dim)
+        net(X)
+        tensors = dict(DUMPS)            # from the first (grad) forward
+        flops_v1, params_v1 = profile(net, inputs=(X,))
+        say(f"SelfAttV1 FLOPs: {flops_v1 / 1e6:.6f} MFLOPs")
+        say(f"SelfAttV1 Parameters: {params_v1 / 1e6:.6f} M")
+        # The aside; the notebook draws a new X here, the lesson reuses its own:
+        # only the shape is printed, and nothing is drawn after it.
+        say(X.permute(2, 1, 0).shape)    # == X.T.shape, without the warning
 
     save(directory, "X", X)
-    for name, param in net.state_dict().items():
-        save(directory, name, param)
-    for name, tensor in tensors.items():
-        save(directory, name, tensor)
-    with open(os.path.join(directory, "stdout.txt"), "w") as f:
-        f.write("\n".join(LINES) + "\n")
+    save_all(directory, net.state_dict())
+    save_all(directory, tensors)
 
 
 def main():
-    for case, (seed, batch, seq, dim) in CASES.items():
-        record(case, seed, batch, seq, dim)
+    record_cases("lesson02", CASES, record)
 
 
 if __name__ == "__main__":

@@ -21,18 +21,16 @@ tests/data/lesson03/<case>/:
                ret as print() shows them, and each split part's shape,
                stride(), storage_offset() and is_contiguous().
 
-thop is not installed here, so profile() is emulated with the rule thop's
+thop is not installed here, so profile() is emulated (reference.py) with the rule thop's
 count_linear uses (in_features * output numel per Linear call). The build and
 the tests never run Python.
 """
 import math
-import os
 
-import numpy as np
 import torch
 import torch.nn as nn
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "lesson03")
+from reference import profile, record_cases, save, save_all, say, stdout_txt
 
 # case directory -> (seed, batch, seq, dim)
 CASES = {
@@ -41,15 +39,7 @@ CASES = {
     "seed1_batch2_seq5_dim8": (1, 2, 5, 8),
 }
 
-LINES = []      # what is printed, in order
 INSIDE = {}     # the forward's locals, filled by the forward
-
-
-def say(*args):
-    """print(), but kept for stdout.txt."""
-    text = " ".join(str(a) for a in args)
-    print(text)
-    LINES.append(text)
 
 
 class SelfAttV2(nn.Module):
@@ -71,71 +61,39 @@ class SelfAttV2(nn.Module):
         return ret
 
 
-def profile(model, inputs):
-    """thop.profile, reduced to what it does for a model of nn.Linear layers."""
-    say("[INFO] Register count_linear() for <class 'torch.nn.modules.linear.Linear'>.")
-    counts = {"ops": 0}
-
-    def count_linear(m, x, y):          # thop/vision/basic_hooks.py
-        counts["ops"] += m.in_features * y.numel()
-
-    hooks = [m.register_forward_hook(count_linear) for m in model.modules()
-             if isinstance(m, nn.Linear)]
-    with torch.no_grad():
-        model(*inputs)
-    for h in hooks:
-        h.remove()
-    params = sum(p.numel() for m in model.modules() if isinstance(m, nn.Linear)
-                 for p in m.parameters())
-    return float(counts["ops"]), float(params)
-
-
-def save(directory, name, tensor):
-    array = tensor.detach().numpy().astype("<f4")
-    np.save(os.path.join(directory, name + ".npy"), np.ascontiguousarray(array))
-
-
 def show_view(name, t):
     say(f"{name}: {t.shape} stride {t.stride()} storage_offset {t.storage_offset()} "
         f"is_contiguous {t.is_contiguous()}")
 
 
-def record(case, seed, batch, seq, dim):
-    LINES.clear()
+def record(directory, seed, batch, seq, dim):
     INSIDE.clear()
-    directory = os.path.join(OUT, case)
-    os.makedirs(directory, exist_ok=True)
+    with stdout_txt(directory):
+        torch.manual_seed(seed)
+        X = torch.rand(batch, seq, dim)
+        net = SelfAttV2(dim)
+        ret = net(X)                     # the notebook's net(X).shape, not displayed
+        inside = dict(INSIDE)            # from the first (grad) forward
+        flops_v2, params_v2 = profile(net, inputs=(X,))
+        say(f"SelfAttV2 FLOPs: {flops_v2 / 1e6:.6f} MFLOPs")
+        say(f"SelfAttV2 Parameters: {params_v2 / 1e6:.6f} M")
 
-    torch.manual_seed(seed)
-    X = torch.rand(batch, seq, dim)
-    net = SelfAttV2(dim)
-    ret = net(X)                         # the notebook's net(X).shape, not displayed
-    inside = dict(INSIDE)                # from the first (grad) forward
-    flops_v2, params_v2 = profile(net, inputs=(X,))
-    say(f"SelfAttV2 FLOPs: {flops_v2 / 1e6:.6f} MFLOPs")
-    say(f"SelfAttV2 Parameters: {params_v2 / 1e6:.6f} M")
-
-    say("net(X).shape:", ret.shape)
-    say("att_weight:", inside["att_weight"])
-    say("ret:", inside["ret"])
-    for name in ("QKV", "Q", "K", "V"):
-        show_view(name, inside[name])
-    shared = all(inside[n].storage().data_ptr() == inside["QKV"].storage().data_ptr()
-                 for n in ("Q", "K", "V"))
-    say(f"Q, K and V share QKV's storage: {shared}")
+        say("net(X).shape:", ret.shape)
+        say("att_weight:", inside["att_weight"])
+        say("ret:", inside["ret"])
+        for name in ("QKV", "Q", "K", "V"):
+            show_view(name, inside[name])
+        shared = all(inside[n].storage().data_ptr() == inside["QKV"].storage().data_ptr()
+                     for n in ("Q", "K", "V"))
+        say(f"Q, K and V share QKV's storage: {shared}")
 
     save(directory, "X", X)
-    for name, param in net.state_dict().items():
-        save(directory, name, param)
-    for name, tensor in inside.items():
-        save(directory, name, tensor)
-    with open(os.path.join(directory, "stdout.txt"), "w") as f:
-        f.write("\n".join(LINES) + "\n")
+    save_all(directory, net.state_dict())
+    save_all(directory, inside)
 
 
 def main():
-    for case, (seed, batch, seq, dim) in CASES.items():
-        record(case, seed, batch, seq, dim)
+    record_cases("lesson03", CASES, record)
 
 
 if __name__ == "__main__":

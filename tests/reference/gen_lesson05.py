@@ -16,26 +16,16 @@ For every case below it writes tests/data/lesson05/<case>/:
 The class is seed 000's SelfAttV4; the only addition is the print of the
 weights after dropout in train mode, which the lesson adds too.
 """
-import contextlib
-import io
 import math
-import os
 
-import numpy as np
 import torch
 import torch.nn as nn
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "lesson05")
+from reference import MASKED_CASES, padding_rows, record_cases, save, save_all, stdout_txt
 
-# case directory -> (seed, batch, seq, dim, train). Keep in step with
-# CASES in tests/test_lesson05.c.
-CASES = {
-    "seed0": (0, 3, 4, 2, False),
-    "seed0-train": (0, 3, 4, 2, True),
-    "seed7": (7, 5, 3, 4, False),          # batch > seq: rows keep at least 1 key
-    "seed7-train": (7, 5, 3, 4, True),
-    "seed123": (123, 2, 6, 8, False),
-}
+# case directory -> (seed, batch, seq, dim, train): the five runs lessons 4
+# and 5 share (tests/harness.c keeps the same list).
+CASES = MASKED_CASES
 
 seen = {}   # name -> tensor, filled by the forward for the dump
 
@@ -73,26 +63,9 @@ class SelfAttV4(nn.Module):
         return ret
 
 
-def padding_rows(batch, seq):
-    """b: batch row i keeps its first max(1, seq-1-i) keys (the notebook's b for 3x4)."""
-    b = torch.zeros(batch, seq, dtype=torch.int64)
-    for i in range(batch):
-        b[i, :max(1, seq - 1 - i)] = 1
-    return b
-
-
-def save(directory, name, value):
-    array = value.detach().numpy()
-    array = array.astype("<i8" if array.dtype == np.int64 else "<f4")
-    np.save(os.path.join(directory, name + ".npy"), array)
-
-
-def run_case(name, seed, batch, seq, dim, train):
-    directory = os.path.join(OUT, name)
-    os.makedirs(directory, exist_ok=True)
+def record(directory, seed, batch, seq, dim, train):
     seen.clear()
-    text = io.StringIO()
-    with contextlib.redirect_stdout(text):
+    with stdout_txt(directory):
         torch.manual_seed(seed)
         X = torch.rand(batch, seq, dim)
         b = padding_rows(batch, seq)
@@ -101,21 +74,15 @@ def run_case(name, seed, batch, seq, dim, train):
         net = SelfAttV4(dim)
         net.train(train)
         print(net(X, mask).shape)
-    with open(os.path.join(directory, "stdout.txt"), "w") as f:
-        f.write(text.getvalue())
 
     save(directory, "X", X)
     save(directory, "mask", mask)
-    for key, value in net.state_dict().items():
-        save(directory, key, value)
-    for key, value in seen.items():
-        save(directory, key, value)
+    save_all(directory, net.state_dict())
+    save_all(directory, seen)
 
 
 def main():
-    for name, (seed, batch, seq, dim, train) in CASES.items():
-        run_case(name, seed, batch, seq, dim, train)
-        print("wrote", os.path.join(OUT, name))
+    record_cases("lesson05", CASES, record)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,95 @@
+"""reference.py - the plumbing every gen_lessonNN.py shares.
+
+The gen scripts keep the notebooks' classes as they are; what is the same
+in all of them lives here: where tests/data is, the case loop, capturing
+what a cell prints into stdout.txt, and writing tensors as .npy files the
+C harness reads (tests/harness.c: load_npy).
+"""
+import contextlib
+import io
+import os
+
+import numpy as np
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
+
+# The five runs of lessons 4 and 5 (the same draws for SelfAttV3 and
+# SelfAttV4): case directory -> (seed, batch, seq, dim, train). Keep in step
+# with MASKED_CASES in tests/harness.c.
+MASKED_CASES = {
+    "seed0": (0, 3, 4, 2, False),
+    "seed0-train": (0, 3, 4, 2, True),
+    "seed7": (7, 5, 3, 4, False),          # batch > seq: rows keep at least 1 key
+    "seed7-train": (7, 5, 3, 4, True),
+    "seed123": (123, 2, 6, 8, False),
+}
+
+
+def save(directory, name, tensor):
+    """<directory>/<name>.npy in C order: int64 as '<i8' (the masks), the rest '<f4'."""
+    array = tensor.detach().numpy()
+    array = array.astype("<i8" if array.dtype == np.int64 else "<f4")
+    np.save(os.path.join(directory, name + ".npy"), np.ascontiguousarray(array))
+
+
+def save_all(directory, tensors):
+    """save() each name -> tensor of a dict (a state_dict, a forward's locals)."""
+    for name, tensor in tensors.items():
+        save(directory, name, tensor)
+
+
+@contextlib.contextmanager
+def stdout_txt(directory):
+    """What the block prints goes to <directory>/stdout.txt instead of the screen."""
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        yield
+    with open(os.path.join(directory, "stdout.txt"), "w") as f:
+        f.write(text.getvalue())
+
+
+def record_cases(lesson, cases, record):
+    """For each case name -> parameters: record(directory, *parameters) into a
+    fresh-or-existing tests/data/<lesson>/<name>/."""
+    for name, parameters in cases.items():
+        directory = os.path.join(DATA, lesson, name)
+        os.makedirs(directory, exist_ok=True)
+        record(directory, *parameters)
+        print("wrote", directory)
+
+
+def say(*args):
+    """print(), under the name the recorded classes call it by."""
+    print(*args)
+
+
+def profile(model, inputs):
+    """thop.profile, reduced to what it does for a model of nn.Linear layers
+    (thop is not installed here): in_features * output numel per Linear call,
+    parameters summed over every Linear, one no_grad forward."""
+    import torch
+    import torch.nn as nn
+    say("[INFO] Register count_linear() for <class 'torch.nn.modules.linear.Linear'>.")
+    counts = {"ops": 0}
+
+    def count_linear(m, x, y):          # thop/vision/basic_hooks.py
+        counts["ops"] += m.in_features * y.numel()
+
+    hooks = [m.register_forward_hook(count_linear) for m in model.modules()
+             if isinstance(m, nn.Linear)]
+    with torch.no_grad():
+        model(*inputs)
+    for h in hooks:
+        h.remove()
+    params = sum(p.numel() for m in model.modules() if isinstance(m, nn.Linear)
+                 for p in m.parameters())
+    return float(counts["ops"]), float(params)
+
+
+def padding_rows(batch, seq):
+    """b: batch row i keeps its first max(1, seq-1-i) keys (the notebook's b for 3x4)."""
+    import torch
+    b = torch.zeros(batch, seq, dtype=torch.int64)
+    for i in range(batch):
+        b[i, :max(1, seq - 1 - i)] = 1
+    return b
