@@ -15,42 +15,6 @@
 
 #ifndef BUILD_DIR
 #define BUILD_DIR "build"
-// --- what every lesson test does ------------------------------------------------
-
-// Silence stdout (a forward that prints, called in-process) and bring it back:
-//     int saved = quiet_stdout();  ...  restore_stdout(saved);
-int quiet_stdout(void);
-void restore_stdout(int saved);
-
-// One lesson run against one run recorded from PyTorch
-// (tests/reference/gen_lessonNN.py wrote `reference`/<name>.npy and stdout.txt).
-typedef struct {
-    const char *lesson;            // "04-self-attention-v3"
-    const char *reference;         // "tests/data/lesson04/seed0"
-    const char *const *args;       // the case's flags, NULL-terminated (NULL: none)
-    const char *const *exact;      // dumps that must match bit for bit: drawn
-                                   // inputs and parameters (NULL-terminated)
-    const char *const *computed;   // dumps that must match to atol + rtol*|x|
-    float atol, rtol;
-    bool starts_with_reference;    // stdout must START with stdout.txt, verbatim
-                                   // (otherwise its lines must appear in order)
-} ReferenceRun;
-// Run the lesson with the case's flags and --dump into a temporary
-// directory, compare every listed dump and the printed text with the
-// reference, clean up, and return the run (for further checks).
-RunResult check_against_reference(const ReferenceRun *run);
-
-// A command line the lesson must refuse.
-typedef struct {
-    const char *args[8];   // NULL-terminated
-    const char *named;     // text the one stderr line must contain (the flag)
-} BadFlags;
-// Each case, run with "--dump DIR" in front, must exit 2 with nothing on
-// stdout, exactly one line on stderr starting "<program>: " and containing
-// `named`, and must not create DIR.
-void check_bad_flags(const char *lesson, const char *program, const BadFlags *cases,
-                     int n_cases);
-
 #endif
 #define DATA_DIR "tests/data"
 
