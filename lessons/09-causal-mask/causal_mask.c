@@ -106,8 +106,13 @@ static void show_masks(void) {
     printf("-- the general mask: q_len new queries after cache_len cached keys --\n");
     printf("mask = torch.triu(torch.ones(q_len, cache_len + q_len), diagonal=1 + cache_len)\n");
     printf("q_len = 2, cache_len = 2:\n%s\n", tensor_str(mask_chunk, NULL));
+    // (Two statements, not two calls inside one printf: C leaves the order in
+    // which arguments are evaluated open, and the --dot graph records the
+    // operations in the order they run.)
+    Tensor *no_cache = causal_mask(4, 0);     // (4, 4)
+    Tensor *one_query = causal_mask(1, 2);    // (1, 3)
     printf("cache_len = 0 gives the (4, 4) mask above, q_len = 1 the one-row mask:\n%s\n%s\n\n",
-           tensor_str(causal_mask(4, 0), NULL), tensor_str(causal_mask(1, 2), NULL));
+           tensor_str(no_cache, NULL), tensor_str(one_query, NULL));
 }
 
 // --- part 2: the notebook's GQA module ------------------------------------------
