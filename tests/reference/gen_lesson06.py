@@ -28,13 +28,11 @@ and writes into tests/data/lesson06/<case>/:
 The build and the tests never run Python.
 """
 import math
-import os
 
-import numpy as np
 import torch
 import torch.nn as nn
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "lesson06")
+from reference import record_cases, save, save_all, say, stdout_txt
 
 # case directory -> (seed, batch, seq, dim, heads, train)
 CASES = {
@@ -45,15 +43,7 @@ CASES = {
     "seed4_batch2_seq3_dim16_heads1": (4, 2, 3, 16, 1, False),   # view works without copy
 }
 
-LINES = []      # what the lesson prints that PyTorch can print, in order
 DUMPS = {}      # name -> tensor, filled by the forward
-
-
-def say(*args):
-    """print(), but kept for stdout.txt."""
-    text = " ".join(str(a) for a in args)
-    print(text)
-    LINES.append(text)
 
 
 class MultiHeadAttention(nn.Module):
@@ -152,41 +142,26 @@ def asides(attention_mask, net, output, batch, seq, heads):
     say(f'with float("-inf") instead of -1e20 the row would be {row}')
 
 
-def save(directory, name, tensor):
-    array = tensor.detach().numpy()
-    array = array.astype("<i8" if array.dtype == np.int64 else "<f4")
-    np.save(os.path.join(directory, name + ".npy"), np.ascontiguousarray(array))
-
-
-def record(case, seed, batch, seq, dim, heads, train):
-    LINES.clear()
+def record(directory, seed, batch, seq, dim, heads, train):
     DUMPS.clear()
-    directory = os.path.join(OUT, case)
-    os.makedirs(directory, exist_ok=True)
-
-    torch.manual_seed(seed)
-    attention_mask = torch.randint(0, 2, (batch, heads, seq, seq))
-    x = torch.rand(batch, seq, dim)
-    net = MultiHeadAttention(dim, heads)
-    net.train(train)
-    output = net(x, attention_mask)
-    say(output.shape)
-    asides(attention_mask, net, output, batch, seq, heads)
+    with stdout_txt(directory):
+        torch.manual_seed(seed)
+        attention_mask = torch.randint(0, 2, (batch, heads, seq, seq))
+        x = torch.rand(batch, seq, dim)
+        net = MultiHeadAttention(dim, heads)
+        net.train(train)
+        output = net(x, attention_mask)
+        say(output.shape)
+        asides(attention_mask, net, output, batch, seq, heads)
 
     save(directory, "attention_mask", attention_mask)
     save(directory, "x", x)
-    for name, param in net.state_dict().items():
-        save(directory, name, param)
-    for name, tensor in DUMPS.items():
-        save(directory, name, tensor)
-    with open(os.path.join(directory, "stdout.txt"), "w") as f:
-        f.write("\n".join(LINES) + "\n")
+    save_all(directory, net.state_dict())
+    save_all(directory, DUMPS)
 
 
 def main():
-    for case, args in CASES.items():
-        print(f"== {case}")
-        record(case, *args)
+    record_cases("lesson06", CASES, record)
 
 
 if __name__ == "__main__":

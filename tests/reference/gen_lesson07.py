@@ -31,13 +31,12 @@ and writes into tests/data/lesson07/<case>/:
 The build and the tests never run Python.
 """
 import math
-import os
 
 import numpy as np
 import torch
 import torch.nn as nn
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "lesson07")
+from reference import record_cases, save, save_all, say, stdout_txt
 
 # case directory -> (seed, batch, seq_q, seq_k, dim, heads, train)
 CASES = {
@@ -47,16 +46,6 @@ CASES = {
     "seed3_batch2_seqq6_seqk2_dim48_heads4": (3, 2, 6, 2, 48, 4, False),   # seq_q > seq_k
     "seed5_batch1_seqq2_seqk9_dim12_heads3": (5, 1, 2, 9, 12, 3, False),   # BLIP run has 2 queries
 }
-
-LINES = []      # what the lesson prints that PyTorch can print, in order
-DUMPS = {}      # name -> tensor, filled by the first forward
-
-
-def say(*args):
-    """print(), but kept for stdout.txt."""
-    text = " ".join(str(a) for a in args)
-    print(text)
-    LINES.append(text)
 
 
 class CrossAttention(nn.Module):
@@ -197,47 +186,31 @@ def asides(Q, K, V, attention_mask, cross_attention, output, heads):
     return kept
 
 
-def save(directory, name, tensor):
-    array = tensor.detach().numpy()
-    array = array.astype("<i8" if array.dtype == np.int64 else "<f4")
-    np.save(os.path.join(directory, name + ".npy"), np.ascontiguousarray(array))
+def record(directory, seed, batch, seq_q, seq_k, dim, heads, train):
+    with stdout_txt(directory):
+        torch.manual_seed(seed)
+        Q = torch.rand(batch, seq_q, dim)
+        K = torch.rand(batch, seq_k, dim)
+        V = torch.rand(batch, seq_k, dim)
+        attention_mask = torch.randint(0, 2, (batch, heads, seq_q, seq_k))
+        say(f"Q shape: {Q.shape}")
+        say(f"K shape: {K.shape}")
+        say(f"V shape: {V.shape}")
+        say(f"attention_mask shape: {attention_mask.shape}")
+        cross_attention = CrossAttention(hidden_dim=dim, nums_head=heads)
+        cross_attention.train(train)
+        output = cross_attention(Q, K, V, attention_mask)
+        say(f"Output shape: {output.shape}")
+        kept = asides(Q, K, V, attention_mask, cross_attention, output, heads)
 
-
-def record(case, seed, batch, seq_q, seq_k, dim, heads, train):
-    LINES.clear()
-    directory = os.path.join(OUT, case)
-    os.makedirs(directory, exist_ok=True)
-
-    torch.manual_seed(seed)
-    Q = torch.rand(batch, seq_q, dim)
-    K = torch.rand(batch, seq_k, dim)
-    V = torch.rand(batch, seq_k, dim)
-    attention_mask = torch.randint(0, 2, (batch, heads, seq_q, seq_k))
-    say(f"Q shape: {Q.shape}")
-    say(f"K shape: {K.shape}")
-    say(f"V shape: {V.shape}")
-    say(f"attention_mask shape: {attention_mask.shape}")
-    cross_attention = CrossAttention(hidden_dim=dim, nums_head=heads)
-    cross_attention.train(train)
-    output = cross_attention(Q, K, V, attention_mask)
-    say(f"Output shape: {output.shape}")
-    kept = asides(Q, K, V, attention_mask, cross_attention, output, heads)
-
-    for name, tensor in (("Q", Q), ("K", K), ("V", V), ("attention_mask", attention_mask)):
-        save(directory, name, tensor)
-    for name, param in cross_attention.state_dict().items():
-        save(directory, name, param)
-    for name, tensor in kept.items():
-        save(directory, name, tensor)
+    save_all(directory, dict(Q=Q, K=K, V=V, attention_mask=attention_mask))
+    save_all(directory, cross_attention.state_dict())
+    save_all(directory, kept)
     save(directory, "output", output)
-    with open(os.path.join(directory, "stdout.txt"), "w") as f:
-        f.write("\n".join(LINES) + "\n")
 
 
 def main():
-    for case, args in CASES.items():
-        print(f"== {case}")
-        record(case, *args)
+    record_cases("lesson07", CASES, record)
 
 
 if __name__ == "__main__":
