@@ -7,7 +7,7 @@ against:
     /usr/bin/python3 tests/reference/gen_lesson08.py
 
 For each case below it does exactly lesson 8's draws after
-torch.manual_seed(seed) and writes tests/data/lesson08/seed<S>/:
+torch.manual_seed(seed) and writes tests/data/lesson08/<case>/:
 
     query.npy key.npy value.npy   the torch.randn inputs (bit for bit)
     out.npy                        true GQA, (batch, seq, heads, head_dim)
@@ -23,23 +23,21 @@ line above it. In einops a composed axis "(h g)" is enumerated in C order
 permute(0, 2, 1, 3, 4).
 """
 import math
-import os
 
-import numpy as np
 import torch
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "lesson08")
+from reference import record_cases, save_all, stdout_txt
 
-# seed -> sizes. Seed 0 is the notebook's; the others are small on purpose
-# (the data is committed): seed 3 has randn draws of fewer than 16 numbers
-# (the Box-Muller path), seed 1 a batch of 2 and sizes that are not
-# multiples of 16 (normal_fill's tail), seed 7 the notebook's heads at a
-# short length.
+# case directory -> (seed, batch, seq, heads, kv_heads, head_dim). Seed 0 is
+# the notebook's; the others are small on purpose (the data is committed):
+# seed 3 has randn draws of fewer than 16 numbers (the Box-Muller path),
+# seed 1 a batch of 2 and sizes that are not multiples of 16 (normal_fill's
+# tail), seed 7 the notebook's heads at a short length.
 CASES = {
-    0: dict(batch=1, seq=256, heads=8, kv_heads=2, head_dim=64),
-    7: dict(batch=1, seq=16, heads=8, kv_heads=2, head_dim=8),
-    1: dict(batch=2, seq=5, heads=6, kv_heads=3, head_dim=4),
-    3: dict(batch=1, seq=2, heads=2, kv_heads=1, head_dim=3),
+    "seed0": (0, 1, 256, 8, 2, 64),
+    "seed7": (7, 1, 16, 8, 2, 8),
+    "seed1": (1, 2, 5, 6, 3, 4),
+    "seed3": (3, 1, 2, 2, 1, 3),
 }
 
 
@@ -111,14 +109,7 @@ def repeat_interleave_attention(q, k, v):
     return output.transpose(1, 2).contiguous()
 
 
-def save(directory, name, tensor):
-    array = tensor.detach().contiguous().numpy().astype("<f4")
-    np.save(os.path.join(directory, name + ".npy"), array)
-
-
-def record(seed, batch, seq, heads, kv_heads, head_dim):
-    directory = os.path.join(OUT, "seed%d" % seed)
-    os.makedirs(directory, exist_ok=True)
+def record(directory, seed, batch, seq, heads, kv_heads, head_dim):
     torch.manual_seed(seed)
     query = torch.randn(batch, seq, heads, head_dim)
     key = torch.randn(batch, seq, kv_heads, head_dim)
@@ -138,19 +129,17 @@ def record(seed, batch, seq, heads, kv_heads, head_dim):
         lines.append("%s (kv_heads = %d): 2 * %d * %d * 4 = %d bytes"
                      % (name, n, n, head_dim, 2 * n * head_dim * 4))
 
-    for name, tensor in (("query", query), ("key", key), ("value", value), ("out", out),
-                         ("out_group_sum", out_group_sum)):
-        save(directory, name, tensor)
-    with open(os.path.join(directory, "stdout.txt"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+    save_all(directory, dict(query=query, key=key, value=value, out=out,
+                             out_group_sum=out_group_sum))
+    with stdout_txt(directory):          # the lines collected above
+        print("\n".join(lines))
     print("seed %d %s: max |out - repeat_interleave| = %.3g" % (
         seed, (batch, seq, heads, kv_heads, head_dim), (out - output).abs().max().item()))
 
 
 def main():
     torch.set_num_threads(1)
-    for seed, sizes in CASES.items():
-        record(seed, **sizes)
+    record_cases("lesson08", CASES, record)
 
 
 if __name__ == "__main__":

@@ -15,17 +15,14 @@ after torch.manual_seed(seed) and writes tests/data/lesson09/<case>/:
 The GQA class is seed 001's In[10], unchanged except that it keeps its
 attention weights in self.attn so they can be printed.
 """
-import contextlib
-import io
 import math
 import os
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "lesson09")
+from reference import record_cases, save_all, stdout_txt
 
 # case directory -> (seed, batch, seq, dim, heads, kv_heads)
 CASES = {
@@ -152,21 +149,17 @@ def lesson(seed, batch, seq, dim, heads, kv_heads):
     return tensors
 
 
+def record(directory, seed, batch, seq, dim, heads, kv_heads):
+    with stdout_txt(directory):
+        tensors = lesson(seed, batch, seq, dim, heads, kv_heads)
+    save_all(directory, tensors)
+    with open(os.path.join(directory, "args.txt"), "w") as f:
+        f.write(f"--seed {seed} --batch {batch} --seq {seq} --dim {dim} "
+                f"--heads {heads} --kv-heads {kv_heads}\n")
+
+
 def main():
-    for case, (seed, batch, seq, dim, heads, kv_heads) in CASES.items():
-        out = os.path.join(OUT, case)
-        os.makedirs(out, exist_ok=True)
-        text = io.StringIO()
-        with contextlib.redirect_stdout(text):
-            tensors = lesson(seed, batch, seq, dim, heads, kv_heads)
-        with open(os.path.join(out, "stdout.txt"), "w") as f:
-            f.write(text.getvalue())
-        for name, value in tensors.items():
-            np.save(os.path.join(out, name + ".npy"), value.detach().numpy().astype("<f4"))
-        with open(os.path.join(out, "args.txt"), "w") as f:
-            f.write(f"--seed {seed} --batch {batch} --seq {seq} --dim {dim} "
-                    f"--heads {heads} --kv-heads {kv_heads}\n")
-        print(f"{case}: {len(tensors)} tensors, {len(text.getvalue().splitlines())} lines")
+    record_cases("lesson09", CASES, record)
 
 
 if __name__ == "__main__":

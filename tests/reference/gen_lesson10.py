@@ -18,17 +18,14 @@ torch.manual_seed(seed) and writes tests/data/lesson10/<case>/:
                lesson's often 0), so they are printed but not recorded.
 GQA_W_KVcache is seed 001's In[13] with its three bugs fixed (see FIX below).
 """
-import contextlib
-import io
 import math
 import os
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "lesson10")
+from reference import record_cases, save_all, stdout_txt
 
 # case directory -> (seed, batch, prompt, new, dim, heads, kv_heads)
 CASES = {
@@ -173,23 +170,28 @@ def lesson(seed, batch, prompt, new, dim, heads, kv_heads):
     return tensors
 
 
+def drop_rounding_lines(directory):
+    """Take the "max |" lines out of stdout.txt and print them here instead."""
+    path = os.path.join(directory, "stdout.txt")
+    with open(path) as f:
+        lines = f.read().splitlines(keepends=True)
+    print("".join(line for line in lines if "max |" in line), end="")
+    with open(path, "w") as f:
+        f.write("".join(line for line in lines if "max |" not in line))
+
+
+def record(directory, seed, batch, prompt, new, dim, heads, kv_heads):
+    with stdout_txt(directory), torch.no_grad():
+        tensors = lesson(seed, batch, prompt, new, dim, heads, kv_heads)
+    drop_rounding_lines(directory)
+    save_all(directory, tensors)
+    with open(os.path.join(directory, "args.txt"), "w") as f:
+        f.write(f"--seed {seed} --batch {batch} --prompt {prompt} --new {new} --dim {dim} "
+                f"--heads {heads} --kv-heads {kv_heads}\n")
+
+
 def main():
-    for case, (seed, batch, prompt, new, dim, heads, kv_heads) in CASES.items():
-        out = os.path.join(OUT, case)
-        os.makedirs(out, exist_ok=True)
-        text = io.StringIO()
-        with contextlib.redirect_stdout(text), torch.no_grad():
-            tensors = lesson(seed, batch, prompt, new, dim, heads, kv_heads)
-        recorded = [line for line in text.getvalue().splitlines() if "max |" not in line]
-        with open(os.path.join(out, "stdout.txt"), "w") as f:
-            f.write("\n".join(recorded) + "\n")
-        for name, value in tensors.items():
-            np.save(os.path.join(out, name + ".npy"), value.detach().numpy().astype("<f4"))
-        with open(os.path.join(out, "args.txt"), "w") as f:
-            f.write(f"--seed {seed} --batch {batch} --prompt {prompt} --new {new} --dim {dim} "
-                    f"--heads {heads} --kv-heads {kv_heads}\n")
-        print(f"{case}: {len(tensors)} tensors, {len(recorded)} recorded lines")
-        print(text.getvalue()) if case == "seed0" else None
+    record_cases("lesson10", CASES, record)
 
 
 if __name__ == "__main__":
