@@ -392,6 +392,8 @@ RunResult check_against_reference(const ReferenceRun *run) {
     RunResult result = run_program(lesson_binary(run->lesson), argv);
     ck_assert_msg(result.status == 0, "%s (%s): exit %d, stderr: %s", run->lesson,
                   run->reference, result.status, result.err);
+    ck_assert_msg(result.err[0] == '\0', "%s (%s): stderr not empty: %s", run->lesson,
+                  run->reference, result.err);
 
     for (int i = 0; run->exact != NULL && run->exact[i] != NULL; i++) {
         const char *name = run->exact[i];

@@ -95,8 +95,9 @@ typedef struct {
                                    // (otherwise its lines must appear in order)
 } ReferenceRun;
 // Run the lesson with the case's flags and --dump into a temporary
-// directory, compare every listed dump and the printed text with the
-// reference, clean up, and return the run (for further checks).
+// directory; it must exit 0 with nothing on stderr. Compare every listed
+// dump and the printed text with the reference, clean up, and return the
+// run (for further checks).
 RunResult check_against_reference(const ReferenceRun *run);
 
 // A command line the lesson must refuse.
