@@ -246,8 +246,8 @@ START_TEST(test_bad_flags) {
         {{"--seq", "--dim", "4", NULL}, "--seq"},         // value missing, next flag follows
         {{"--seed", "1.5", NULL}, "--seed"},
         {{"--heads", "2", NULL}, "--heads"},              // V2 has one head
-        {{"--dim", "20000", NULL}, "proj.weight"},        // 3*dim*dim > 2^28
-        {{"--seq", "60000", "--dim", "1", NULL}, "att_weight"},   // batch*seq*seq > 2^28
+        {{"--dim", "20000", NULL}, "proj.weight"},        // 3*dim*dim > 2^26
+        {{"--seq", "60000", "--dim", "1", NULL}, "att_weight"},   // batch*seq*seq > 2^26
     };
     check_bad_flags(LESSON_DIR, "lesson-3", BAD, sizeof BAD / sizeof BAD[0]);
 }

@@ -270,7 +270,7 @@ START_TEST(test_bad_flags) {
         {{"--dim", "x", NULL}, "--dim"},
         {{"--heads", NULL}, "--heads"},
         {{"--cache", "2", NULL}, "--cache"},
-        {{"--seq", "8000", NULL}, "attn"},                    // 4*8*8000^2 > 2^28
+        {{"--seq", "8000", NULL}, "attn"},                    // 4*8*8000^2 > 2^26
     };
     check_bad_flags(LESSON_DIR, "lesson-9", BAD, sizeof BAD / sizeof BAD[0]);
 }
