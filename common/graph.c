@@ -1,12 +1,11 @@
-// graph.c - record the dataflow as the operations run, write it as dot.
+// graph.c - record the dataflow from the trace, write it as dot.
 //
 // Nodes are kept by tensor id with a copy of their label, so the graph
 // stays valid after the tensors themselves are freed (arena_release).
-#define _POSIX_C_SOURCE 200809L
 #include "graph.h"
 
+#include <ctype.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
@@ -26,29 +25,12 @@ typedef struct {
     char op[LABEL_SIZE];
 } Edge;
 
-static bool recording = false;
-static bool paused = false;
 static Node nodes[MAX_NODES];
 static int n_nodes = 0;
 static Edge edges[MAX_EDGES];
 static int n_edges = 0;
 
-void graph_start(void) {
-    graph_clear();
-    recording = true;
-}
-
-void graph_pause(bool pause) {
-    paused = pause;
-}
-
-bool graph_recording(void) {
-    return recording && !paused;
-}
-
 void graph_clear(void) {
-    recording = false;
-    paused = false;
     n_nodes = 0;
     n_edges = 0;
 }
@@ -61,53 +43,50 @@ static int node_of(const Tensor *t) {
         }
     }
     if (n_nodes == MAX_NODES) {
-        fail("graph: more than %d tensors recorded; pause the graph in loops", MAX_NODES);
+        fail("graph: more than %d tensors recorded; pause the trace in loops", MAX_NODES);
     }
     Node *node = &nodes[n_nodes];
     node->id = t->id;
-    snprintf(node->name, LABEL_SIZE, "%s", t->name != NULL ? t->name : "");
-    snprintf(node->shape, LABEL_SIZE, "(%s)", join_sizes(t->shape, t->ndim, ", "));
+    node->name[0] = '\0';
+    snprintf(node->shape, LABEL_SIZE, "%s", sizes_str(t->size, t->ndim, SIZES_TUPLE));
     n_nodes += 1;
     return n_nodes - 1;
 }
 
-void graph_record(const char *op, const Tensor *out, const Tensor *const *inputs,
-                  int n_inputs) {
-    if (!graph_recording()) {
+// The edge label: "transpose(1, 2)" for a named op with numbers, "matmul"
+// for one without, "* 0.125" for an operator symbol.
+static void edge_label(char *label, const TraceEvent *event) {
+    bool is_symbol = !isalpha((unsigned char)event->op[0]);
+    int length = snprintf(label, LABEL_SIZE, "%s", event->op);
+    for (int i = 0; i < event->n_args && length < LABEL_SIZE; i++) {
+        const char *before = is_symbol ? " " : i == 0 ? "(" : ", ";
+        length += snprintf(label + length, LABEL_SIZE - (size_t)length, "%s%g", before,
+                           event->args[i]);
+    }
+    if (!is_symbol && event->n_args > 0 && length < LABEL_SIZE) {
+        snprintf(label + length, LABEL_SIZE - (size_t)length, ")");
+    }
+}
+
+void graph_record(const TraceEvent *event) {
+    if (event->name != NULL) {   // a name, not an operation
+        snprintf(nodes[node_of(event->out)].name, LABEL_SIZE, "%s", event->name);
         return;
     }
-    int to = node_of(out);
-    for (int i = 0; i < n_inputs; i++) {
+    int to = node_of(event->out);
+    for (int i = 0; i < event->n_inputs; i++) {
         if (n_edges == MAX_EDGES) {
-            fail("graph: more than %d operations recorded; pause the graph in loops", MAX_EDGES);
+            fail("graph: more than %d operations recorded; pause the trace in loops",
+                 MAX_EDGES);
         }
-        edges[n_edges].from = node_of(inputs[i]);
+        edges[n_edges].from = node_of(event->inputs[i]);
         edges[n_edges].to = to;
-        snprintf(edges[n_edges].op, LABEL_SIZE, "%s", op);
+        edge_label(edges[n_edges].op, event);
         n_edges += 1;
     }
 }
 
-void graph_record1(const char *op, const Tensor *out, const Tensor *in) {
-    graph_record(op, out, (const Tensor *const[]){in}, 1);
-}
-
-void graph_record2(const char *op, const Tensor *out, const Tensor *in0, const Tensor *in1) {
-    graph_record(op, out, (const Tensor *const[]){in0, in1}, 2);
-}
-
-void graph_name(const Tensor *t, const char *name) {
-    if (!graph_recording()) {
-        return;
-    }
-    snprintf(nodes[node_of(t)].name, LABEL_SIZE, "%s", name);
-}
-
-bool graph_write(const char *path, const char *title) {
-    FILE *file = fopen(path, "w");
-    if (file == NULL) {
-        return false;
-    }
+void graph_write(FILE *file, const char *title) {
     fprintf(file, "// %s\n// written by the lesson's --dot; render: dot -Tsvg\n", title);
     fprintf(file, "digraph dataflow {\n");
     fprintf(file, "  rankdir=TB;\n");
@@ -127,5 +106,4 @@ bool graph_write(const char *path, const char *title) {
         fprintf(file, "  t%d -> t%d [label=\"%s\"];\n", edges[i].from, edges[i].to, edges[i].op);
     }
     fprintf(file, "}\n");
-    return fclose(file) == 0;
 }

@@ -92,8 +92,8 @@ static void print_column_numbers(int cols) {
 // MAX_CELLS rows and columns are drawn.
 static void print_grid(const Palette *palette, const char *title, const Tensor *w,
                        const int *lead, int n_lead) {
-    int T = w->shape[n_lead];
-    int S = w->shape[n_lead + 1];
+    int T = w->size[n_lead];
+    int S = w->size[n_lead + 1];
     int rows = T < MAX_CELLS ? T : MAX_CELLS;
     int cols = S < MAX_CELLS ? S : MAX_CELLS;
 
@@ -141,11 +141,11 @@ void print_heatmap(const char *title, const Tensor *weights) {
     int lead[MAX_DIMS] = {0};
     long n_grids = 1;
     for (int d = 0; d < n_lead; d++) {
-        n_grids *= weights->shape[d];
+        n_grids *= weights->size[d];
     }
     for (long g = 0; g < n_grids && g < MAX_GRIDS; g++) {
         print_grid(&palette, title, weights, lead, n_lead);
-        next_index(lead, weights->shape, n_lead);
+        next_index(lead, weights->size, n_lead);
     }
     if (n_grids > MAX_GRIDS) {
         printf("(%ld more grids not drawn)\n", n_grids - MAX_GRIDS);

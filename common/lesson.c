@@ -1,9 +1,10 @@
-// lesson.c - the shared command line, --dump and --dot.
+// lesson.c - the shared command line, and the files --dump and --dot write.
 #define _POSIX_C_SOURCE 200809L
 #include "lesson.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,11 +14,20 @@
 
 #include "arena.h"
 #include "error.h"
+#include "files.h"
 #include "graph.h"
 #include "npy.h"
 #include "rng.h"
+#include "trace.h"
 
-static const Lesson *current = NULL;   // the running lesson, for named()
+#ifndef PATH_MAX
+#define PATH_MAX 4096
+#endif
+#ifndef NAME_MAX
+#define NAME_MAX 255
+#endif
+
+// --- messages -------------------------------------------------------------------
 
 _Noreturn void usage_error(const Lesson *lesson, const char *format, ...) {
     fflush(stdout);
@@ -30,6 +40,34 @@ _Noreturn void usage_error(const Lesson *lesson, const char *format, ...) {
     exit(2);
 }
 
+// An argument as it is safe to echo in a one-line message: control
+// characters spelled out (a newline as \n, others as \xNN), so the message
+// stays one line, and at most 60 characters of it, then "...".
+static const char *shown(const char *arg) {
+    enum { SHOWN = 60 };
+    char *text = arena_alloc(SHOWN * 4 + 4, 1);
+    size_t used = 0;
+    size_t i = 0;
+    for (; arg[i] != '\0' && i < SHOWN; i++) {
+        unsigned char c = (unsigned char)arg[i];
+        if (c == '\n') {
+            used += (size_t)sprintf(text + used, "\\n");
+        } else if (c == '\t') {
+            used += (size_t)sprintf(text + used, "\\t");
+        } else if (c < 0x20 || c == 0x7f) {
+            used += (size_t)sprintf(text + used, "\\x%02x", c);
+        } else {
+            text[used++] = (char)c;
+        }
+    }
+    if (arg[i] != '\0') {
+        sprintf(text + used, "...");
+    }
+    return text;
+}
+
+// --- --help -----------------------------------------------------------------------
+
 // One line of --help: the flag and its value, then what it does, in columns.
 static void help_line(const char *flag, const char *value, const char *text) {
     char left[48];
@@ -39,11 +77,26 @@ static void help_line(const char *flag, const char *value, const char *text) {
 
 static void print_help(const Lesson *lesson) {
     printf("usage: %s [flags]\n%s\n\nflags:\n", lesson->program, lesson->summary);
+    char text[256];
     for (int i = 0; i < lesson->n_sizes; i++) {
-        char text[160];
-        snprintf(text, sizeof text, "%s (default %d)", lesson->sizes[i].help,
-                 *lesson->sizes[i].value);
-        help_line(lesson->sizes[i].flag, "N", text);
+        const SizeFlag *f = &lesson->sizes[i];
+        snprintf(text, sizeof text, "%s (default %d)", f->help, *f->value);
+        help_line(f->flag, "N", text);
+    }
+    for (int i = 0; i < lesson->n_ints; i++) {
+        const IntFlag *f = &lesson->ints[i];
+        snprintf(text, sizeof text, "%s (default %d)", f->help, *f->value);
+        help_line(f->flag, "N", text);
+    }
+    for (int i = 0; i < lesson->n_probabilities; i++) {
+        const ProbabilityFlag *f = &lesson->probabilities[i];
+        snprintf(text, sizeof text, "%s (default %g)", f->help, *f->value);
+        help_line(f->flag, "P", text);
+    }
+    for (int i = 0; i < lesson->n_choices; i++) {
+        const ChoiceFlag *f = &lesson->choices[i];
+        snprintf(text, sizeof text, "%s (default %s)", f->help, *f->value);
+        help_line(f->flag, "WORD", text);
     }
     for (int i = 0; i < lesson->n_switches; i++) {
         help_line(lesson->switches[i].flag, "", lesson->switches[i].help);
@@ -55,6 +108,8 @@ static void print_help(const Lesson *lesson) {
     help_line("--help", "", "this text");
 }
 
+// --- reading values -----------------------------------------------------------------
+
 // The word after a flag, or a usage error if there is none.
 static const char *value_of(const Lesson *lesson, int argc, char **argv, int i,
                             const char *expected) {
@@ -65,65 +120,156 @@ static const char *value_of(const Lesson *lesson, int argc, char **argv, int i,
     return argv[i + 1];
 }
 
+// True if text is one or more decimal digits, optionally after a '-'
+// (when negative_ok), and nothing else: no '+', spaces, hex or exponent.
+static bool is_whole_number(const char *text, bool negative_ok) {
+    if (negative_ok && text[0] == '-') {
+        text += 1;
+    }
+    if (text[0] == '\0') {
+        return false;
+    }
+    for (; *text != '\0'; text++) {
+        if (*text < '0' || *text > '9') {
+            return false;
+        }
+    }
+    return true;
+}
+
 // --seed takes any 64-bit integer; a negative one becomes 2^64 + N, as
 // Python passes it to torch.manual_seed.
 static uint64_t parse_seed(const Lesson *lesson, const char *text) {
-    char *end;
+    bool ok = is_whole_number(text, true);
     errno = 0;
-    uint64_t seed;
-    if (text[0] == '-') {
-        long long negative = strtoll(text, &end, 10);
-        seed = (uint64_t)negative;
-    } else {
-        seed = strtoull(text, &end, 10);
+    uint64_t seed = 0;
+    if (ok && text[0] == '-') {
+        seed = (uint64_t)strtoll(text, NULL, 10);
+    } else if (ok) {
+        seed = strtoull(text, NULL, 10);
     }
-    if (*end != '\0' || end == text || errno == ERANGE || text[0] == '+' ||
-        (text[0] != '-' && (text[0] < '0' || text[0] > '9'))) {
-        usage_error(lesson, "--seed expects an integer from -2^63 to 2^64-1, got '%s'", text);
+    if (!ok || errno == ERANGE) {
+        usage_error(lesson, "--seed expects an integer from -2^63 to 2^64-1, got '%s'",
+                    shown(text));
     }
     return seed;
 }
 
-static int parse_size(const Lesson *lesson, const char *flag, const char *text) {
-    char *end;
+// A whole number from min to max (strtol's range is checked first, so a
+// huge number is refused, never wrapped).
+static int parse_int(const Lesson *lesson, const char *flag, const char *text, int min, int max) {
+    bool ok = is_whole_number(text, min < 0);
     errno = 0;
-    long value = strtol(text, &end, 10);
-    if (*end != '\0' || end == text || errno == ERANGE || value < 1 || value > MAX_SIZE_FLAG ||
-        text[0] < '0' || text[0] > '9') {
-        usage_error(lesson, "%s expects a whole number from 1 to %d, got '%s'", flag,
-                    MAX_SIZE_FLAG, text);
+    long value = ok ? strtol(text, NULL, 10) : 0;
+    if (!ok || errno == ERANGE || value < min || value > max) {
+        usage_error(lesson, "%s expects a whole number from %d to %d, got '%s'", flag, min, max,
+                    shown(text));
     }
     return (int)value;
 }
 
-// Returns true if argv[i] was one of the lesson's size or switch flags;
-// *used tells how many words it took.
-static bool lesson_flag(const Lesson *lesson, int argc, char **argv, int i, int *used) {
+// A probability: digits with at most one '.', at least one digit, value < 1.
+static double parse_probability(const Lesson *lesson, const char *flag, const char *text) {
+    int digits = 0, dots = 0;
+    bool ok = true;
+    for (const char *c = text; *c != '\0'; c++) {
+        if (*c >= '0' && *c <= '9') {
+            digits += 1;
+        } else if (*c == '.') {
+            dots += 1;
+        } else {
+            ok = false;
+        }
+    }
+    double value = ok && digits > 0 && dots <= 1 ? strtod(text, NULL) : -1.0;
+    if (!(value >= 0.0 && value < 1.0)) {
+        usage_error(lesson, "%s expects a probability from 0 to below 1 (such as 0.1), got '%s'",
+                    flag, shown(text));
+    }
+    return value;
+}
+
+static const char *parse_choice(const Lesson *lesson, const ChoiceFlag *f, const char *text) {
+    for (int c = 0; f->choices[c] != NULL; c++) {
+        if (strcmp(text, f->choices[c]) == 0) {
+            return f->choices[c];
+        }
+    }
+    char list[256] = "";
+    for (int c = 0; f->choices[c] != NULL; c++) {
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s%s", c == 0 ? "" : ", ", f->choices[c]);
+    }
+    usage_error(lesson, "%s expects one of %s, got '%s'", f->flag, list, shown(text));
+}
+
+// --- the flags -------------------------------------------------------------------------
+
+// If argv[i] is one of the lesson's own flags, read it (and its value) and
+// return how many words it took; otherwise return 0.
+static int lesson_flag(Lesson *lesson, int argc, char **argv, int i) {
+    const char *arg = argv[i];
     for (int f = 0; f < lesson->n_sizes; f++) {
-        if (strcmp(argv[i], lesson->sizes[f].flag) == 0) {
+        if (strcmp(arg, lesson->sizes[f].flag) == 0) {
             const char *text = value_of(lesson, argc, argv, i, "a whole number");
-            *lesson->sizes[f].value = parse_size(lesson, argv[i], text);
-            *used = 2;
-            return true;
+            *lesson->sizes[f].value = parse_int(lesson, arg, text, 1, MAX_SIZE_FLAG);
+            return 2;
+        }
+    }
+    for (int f = 0; f < lesson->n_ints; f++) {
+        const IntFlag *flag = &lesson->ints[f];
+        if (strcmp(arg, flag->flag) == 0) {
+            const char *text = value_of(lesson, argc, argv, i, "a whole number");
+            *flag->value = parse_int(lesson, arg, text, flag->min, flag->max);
+            return 2;
+        }
+    }
+    for (int f = 0; f < lesson->n_probabilities; f++) {
+        if (strcmp(arg, lesson->probabilities[f].flag) == 0) {
+            const char *text = value_of(lesson, argc, argv, i, "a probability");
+            *lesson->probabilities[f].value = parse_probability(lesson, arg, text);
+            return 2;
+        }
+    }
+    for (int f = 0; f < lesson->n_choices; f++) {
+        if (strcmp(arg, lesson->choices[f].flag) == 0) {
+            const char *text = value_of(lesson, argc, argv, i, "a word");
+            *lesson->choices[f].value = parse_choice(lesson, &lesson->choices[f], text);
+            return 2;
         }
     }
     for (int f = 0; f < lesson->n_switches; f++) {
-        if (strcmp(argv[i], lesson->switches[f].flag) == 0) {
+        if (strcmp(arg, lesson->switches[f].flag) == 0) {
             *lesson->switches[f].value = true;
-            *used = 1;
-            return true;
+            return 1;
         }
     }
-    return false;
+    return 0;
 }
 
+// Free what the arena and --dump hold when the program exits, whether by
+// lesson_finish, a usage error or fail(): valgrind then sees no leaks.
+static void release_all(void);
+
 void parse_lesson_args(Lesson *lesson, int argc, char **argv) {
+    static bool registered = false;
+    if (!registered) {
+        atexit(release_all);
+        registered = true;
+    }
     lesson->seed = 0;
     lesson->dump_dir = NULL;
     lesson->dot_file = NULL;
     lesson->heatmap = false;
     for (int i = 0; i < lesson->n_switches; i++) {
         *lesson->switches[i].value = false;
+    }
+    for (int i = 1; i < argc; i++) {   // a flag given twice is a mistake, not an override
+        for (int j = 1; j < i; j++) {
+            if (strcmp(argv[i], argv[j]) == 0 && argv[i][0] == '-' && argv[i][1] == '-') {
+                usage_error(lesson, "%s is given twice", shown(argv[i]));
+            }
+        }
     }
     int i = 1;
     while (i < argc) {
@@ -141,8 +287,11 @@ void parse_lesson_args(Lesson *lesson, int argc, char **argv) {
             used = 1;
         } else if (strcmp(arg, "--dot") == 0) {
             lesson->dot_file = value_of(lesson, argc, argv, i, "a file name");
-        } else if (!lesson_flag(lesson, argc, argv, i, &used)) {
-            usage_error(lesson, "unknown flag '%s' (try --help)", arg);
+        } else {
+            used = lesson_flag(lesson, argc, argv, i);
+            if (used == 0) {
+                usage_error(lesson, "unknown flag '%s' (try --help)", shown(arg));
+            }
         }
         i += used;
     }
@@ -155,90 +304,302 @@ void check_divides(const Lesson *lesson, const char *divisor_flag, int divisor,
     }
 }
 
-void check_fits(const Lesson *lesson, const char *what, double elements) {
-    if (elements > (double)MAX_ELEMENTS) {
-        usage_error(lesson, "these sizes make %s %.3g elements, more than the %ld allowed "
-                    "(%ld MiB of floats); choose smaller sizes", what, elements, MAX_ELEMENTS,
+void check_fits(const Lesson *lesson, const char *what, Shape shape) {
+    int64_t count = 1;
+    bool too_big = false;
+    for (int d = 0; d < shape.ndim; d++) {
+        if (shape.size[d] > 0 && count > MAX_ELEMENTS / shape.size[d]) {
+            too_big = true;   // the product would pass the limit: stop multiplying
+            break;
+        }
+        count *= shape.size[d];
+    }
+    if (too_big) {
+        usage_error(lesson, "these sizes make %s %s, more than the %ld elements allowed "
+                    "(%ld MiB of floats); choose smaller sizes", what,
+                    sizes_str(shape.size, shape.ndim, SIZES_TUPLE), MAX_ELEMENTS,
                     MAX_ELEMENTS * (long)sizeof(float) >> 20);
     }
 }
 
-// mkdir -p: make each missing directory along the path.
-static bool make_directories(const char *path) {
-    char partial[4096];
+// --- where --dump and --dot write -----------------------------------------------------
+
+// The path without trailing slashes and without a leading "./", for
+// comparing two spellings of the same relative path ("out/" and "./out").
+static const char *plain_path(const char *path) {
+    while (path[0] == '.' && path[1] == '/') {
+        path += 2;
+    }
     size_t length = strlen(path);
-    if (length == 0 || length >= sizeof partial) {
-        return false;
+    while (length > 1 && path[length - 1] == '/') {
+        length -= 1;
     }
-    for (size_t i = 1; i <= length; i++) {
-        if (path[i] == '/' || path[i] == '\0') {
-            memcpy(partial, path, i);
-            partial[i] = '\0';
-            if (mkdir(partial, 0777) != 0 && errno != EEXIST) {
-                return false;
-            }
-        }
+    char *copy = arena_alloc(length + 1, 1);
+    memcpy(copy, path, length);
+    return copy;
+}
+
+// The directory part of a file path ("." for a bare name).
+static const char *parent_of(const char *path) {
+    const char *plain = plain_path(path);
+    const char *slash = strrchr(plain, '/');
+    if (slash == NULL) {
+        return ".";
     }
+    if (slash == plain) {
+        return "/";
+    }
+    char *parent = arena_alloc((size_t)(slash - plain) + 1, 1);
+    memcpy(parent, plain, (size_t)(slash - plain));
+    return parent;
+}
+
+static bool is_directory(const char *path) {
     struct stat info;
     return stat(path, &info) == 0 && S_ISDIR(info.st_mode);
 }
 
-// Can the file at `path` be written? Opening it to append leaves an
-// existing file as it is, and a file made only for the try is removed.
-static bool can_write(const char *path) {
-    bool existed = access(path, F_OK) == 0;
-    FILE *file = fopen(path, "a");
-    if (file == NULL) {
+// Can a file be made in the directory? Try: make a temporary one, remove it.
+static bool can_create_in(const char *dir) {
+    char *probe = arena_alloc(strlen(dir) + sizeof "/.lesson-probe-XXXXXX", 1);
+    sprintf(probe, "%s/.lesson-probe-XXXXXX", dir);
+    int fd = mkstemp(probe);
+    if (fd < 0) {
         return false;
     }
-    fclose(file);
-    if (!existed) {
-        remove(path);
-    }
+    close(fd);
+    unlink(probe);
     return true;
 }
 
-// --dot is checked first because the check leaves nothing behind; so a
-// refused --dot or --dump leaves no file and no directory.
+// Directories made for --dump, innermost last, removed again if a later
+// check refuses the run (so a refused run leaves nothing behind).
+static char *made_dirs[PATH_MAX / 2];
+static int n_made_dirs = 0;
+
+static void remove_made_dirs(void) {
+    while (n_made_dirs > 0) {
+        n_made_dirs -= 1;
+        rmdir(made_dirs[n_made_dirs]);
+    }
+}
+
+// Check every name in the path and its length, then mkdir -p it.
+static void make_dump_dir(const Lesson *lesson, const char *dir) {
+    size_t length = strlen(dir);
+    // Room for "/<name>.npy" and save_file's ".tmp-XXXXXX" after the directory.
+    size_t room = 1 + NAME_MAX;
+    if (length + room >= PATH_MAX) {
+        usage_error(lesson, "--dump: the path is %zu characters long; at most %zu leave room "
+                    "for the file names in it", length, (size_t)PATH_MAX - room - 1);
+    }
+    const char *name = dir;
+    for (const char *c = dir;; c++) {
+        if (*c == '/' || *c == '\0') {
+            if ((size_t)(c - name) > NAME_MAX) {
+                usage_error(lesson, "--dump: a name in the path is %zu characters long, more "
+                            "than the %d a directory name may have", (size_t)(c - name),
+                            NAME_MAX);
+            }
+            name = c + 1;
+        }
+        if (*c == '\0') {
+            break;
+        }
+    }
+    for (size_t i = 1; i <= length; i++) {
+        if (dir[i] != '/' && dir[i] != '\0') {
+            continue;
+        }
+        char *partial = arena_alloc(i + 1, 1);
+        memcpy(partial, dir, i);
+        if (mkdir(partial, 0777) == 0) {
+            made_dirs[n_made_dirs++] = partial;
+        } else if (errno != EEXIST) {
+            int error = errno;
+            remove_made_dirs();
+            usage_error(lesson, "--dump cannot create the directory '%s': %s", shown(partial),
+                        strerror(error));
+        }
+    }
+    if (!is_directory(dir)) {
+        remove_made_dirs();
+        usage_error(lesson, "--dump: '%s' is not a directory", shown(dir));
+    }
+    if (!can_create_in(dir)) {
+        int error = errno;
+        remove_made_dirs();
+        usage_error(lesson, "--dump cannot write in '%s': %s", shown(dir), strerror(error));
+    }
+}
+
+// --dot's file: a regular file (replaced at the end) or a new name in a
+// directory that exists or that --dump is about to create. Anything else
+// (a directory, a FIFO, a device, a symbolic link) is refused: writing to
+// it would block, fail at the end, or land somewhere else.
+// Returns true when the check must wait until --dump made the directory.
+static bool check_dot_file(const Lesson *lesson, const char *file) {
+    const char *plain = plain_path(file);
+    if (lesson->dump_dir != NULL && strcmp(plain, plain_path(lesson->dump_dir)) == 0) {
+        usage_error(lesson, "--dot and --dump both name '%s'", shown(file));
+    }
+    struct stat info;
+    if (lstat(file, &info) == 0 && !S_ISREG(info.st_mode)) {
+        usage_error(lesson, "--dot: '%s' is %s; give a regular file or a new name", shown(file),
+                    S_ISDIR(info.st_mode) ? "a directory"
+                    : S_ISLNK(info.st_mode) ? "a symbolic link" : "not a regular file");
+    }
+    const char *parent = parent_of(file);
+    if (is_directory(parent)) {
+        if (!can_create_in(parent)) {
+            usage_error(lesson, "--dot cannot write '%s': %s", shown(file), strerror(errno));
+        }
+        return false;
+    }
+    if (lesson->dump_dir != NULL && strcmp(parent, plain_path(lesson->dump_dir)) == 0) {
+        return true;   // --dump makes it
+    }
+    usage_error(lesson, "--dot cannot write '%s': no directory '%s'", shown(file),
+                shown(parent));
+}
+
+// --- what --dump keeps -----------------------------------------------------------------
+
+// Each named tensor's .npy bytes, taken when it was named (later changes to
+// it, or the arena releasing it, do not matter), written by lesson_finish.
+typedef struct {
+    char *name;
+    unsigned char *bytes;
+    size_t length;
+} Dump;
+
+static Dump *dumps = NULL;
+static int n_dumps = 0;
+static int dumps_capacity = 0;
+
+static void keep_dump(const char *name, const Tensor *t) {
+    size_t length;
+    unsigned char *bytes = npy_encode(t, &length);
+    if (bytes == NULL) {
+        fail("--dump: out of memory keeping '%s'", name);
+    }
+    for (int i = 0; i < n_dumps; i++) {
+        if (strcmp(dumps[i].name, name) == 0) {   // named again: the later one wins
+            free(dumps[i].bytes);
+            dumps[i].bytes = bytes;
+            dumps[i].length = length;
+            return;
+        }
+    }
+    if (n_dumps == dumps_capacity) {
+        int capacity = dumps_capacity == 0 ? 32 : 2 * dumps_capacity;
+        Dump *grown = realloc(dumps, (size_t)capacity * sizeof *grown);
+        if (grown == NULL) {
+            free(bytes);
+            fail("--dump: out of memory keeping '%s'", name);
+        }
+        dumps = grown;
+        dumps_capacity = capacity;
+    }
+    char *name_copy = malloc(strlen(name) + 1);
+    if (name_copy == NULL) {
+        free(bytes);
+        fail("--dump: out of memory keeping '%s'", name);
+    }
+    strcpy(name_copy, name);
+    dumps[n_dumps++] = (Dump){name_copy, bytes, length};
+}
+
+static void free_dumps(void) {
+    for (int i = 0; i < n_dumps; i++) {
+        free(dumps[i].name);
+        free(dumps[i].bytes);
+    }
+    free(dumps);
+    dumps = NULL;
+    n_dumps = 0;
+    dumps_capacity = 0;
+}
+
+// --- the run ------------------------------------------------------------------------------
+
+static const Lesson *current = NULL;   // the running lesson, for its trace hook
+
+static void lesson_trace(const TraceEvent *event) {
+    if (current->dot_file != NULL) {
+        graph_record(event);
+    }
+    if (current->dump_dir != NULL && event->name != NULL && strcmp(event->op, "named") == 0) {
+        keep_dump(event->name, event->out);
+    }
+}
+
+static void release_all(void) {
+    trace_set_hook(NULL);
+    free_dumps();
+    graph_clear();
+    arena_free_all();
+    current = NULL;
+}
+
+// --dot is checked first because its check makes nothing; then --dump's
+// directory is made; a --dot file inside it is checked last, removing the
+// directory again if that fails. So a refused run leaves nothing behind.
 void lesson_start(Lesson *lesson) {
+    bool dot_waits = lesson->dot_file != NULL && check_dot_file(lesson, lesson->dot_file);
+    if (lesson->dump_dir != NULL) {
+        make_dump_dir(lesson, lesson->dump_dir);
+    }
+    if (dot_waits && !can_create_in(parent_of(lesson->dot_file))) {
+        int error = errno;
+        remove_made_dirs();
+        usage_error(lesson, "--dot cannot write '%s': %s", shown(lesson->dot_file),
+                    strerror(error));
+    }
+    n_made_dirs = 0;   // from here on they are the run's output
     current = lesson;
-    if (lesson->dot_file != NULL && !can_write(lesson->dot_file)) {
-        usage_error(lesson, "--dot cannot write '%s': %s", lesson->dot_file, strerror(errno));
-    }
-    if (lesson->dump_dir != NULL && !make_directories(lesson->dump_dir)) {
-        usage_error(lesson, "--dump cannot create the directory '%s': %s", lesson->dump_dir,
-                    strerror(errno));
-    }
-    if (lesson->dot_file != NULL) {
-        graph_start();   // lesson_finish writes the file
+    if (lesson->dot_file != NULL || lesson->dump_dir != NULL) {
+        graph_clear();
+        trace_set_hook(lesson_trace);
     }
     manual_seed(lesson->seed);
 }
 
-int lesson_finish(Lesson *lesson) {
-    if (lesson->dot_file != NULL) {
-        if (!graph_write(lesson->dot_file, lesson->summary)) {
-            fail("cannot write the graph to '%s'", lesson->dot_file);
-        }
-        graph_clear();
-    }
-    arena_free_all();
-    current = NULL;
-    return 0;
-}
-
-Tensor *named(const char *name, Tensor *t) {
-    size_t length = strlen(name) + 1;
-    char *copy = arena_alloc(length, 1);
-    memcpy(copy, name, length);
-    t->name = copy;
-    graph_name(t, copy);
-    if (current != NULL && current->dump_dir != NULL) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s.npy", current->dump_dir, name);
-        if (!npy_write(path, t)) {
+static void write_dumps(const char *dir) {
+    for (int i = 0; i < n_dumps; i++) {
+        char *path = arena_alloc(strlen(dir) + strlen(dumps[i].name) + sizeof "/.npy", 1);
+        sprintf(path, "%s/%s.npy", dir, dumps[i].name);
+        if (!save_file(path, dumps[i].bytes, dumps[i].length)) {
             fail("--dump: cannot write '%s': %s", path, strerror(errno));
         }
     }
-    return t;
+}
+
+static void write_graph(const char *file, const char *title) {
+    char *text = NULL;
+    size_t length = 0;
+    FILE *stream = open_memstream(&text, &length);
+    if (stream == NULL) {
+        fail("--dot: out of memory");
+    }
+    graph_write(stream, title);
+    fclose(stream);
+    bool ok = save_file(file, text, length);
+    int error = errno;
+    free(text);
+    if (!ok) {
+        fail("--dot: cannot write '%s': %s", file, strerror(error));
+    }
+}
+
+int lesson_finish(Lesson *lesson) {
+    trace_set_hook(NULL);
+    if (lesson->dump_dir != NULL) {
+        write_dumps(lesson->dump_dir);
+    }
+    if (lesson->dot_file != NULL) {
+        write_graph(lesson->dot_file, lesson->summary);
+    }
+    release_all();
+    return 0;
 }

@@ -1,6 +1,30 @@
-// lesson.h - the command line every lesson shares, and its --dump/--dot.
+// lesson.h - the shape every lesson has, the command line they share, and
+// their --dump and --dot.
 //
-// A lesson's main() goes through four steps:
+// HOW A LESSON FILE READS (lessons/NN-name/*.c), top to bottom:
+//
+//   1. The header comment: what this lesson adds, the math in a few lines,
+//      the PyTorch it mirrors, how to run it, what to look for in the
+//      output, and the legend of the size and index letters.
+//   2. The module, as the notebook's class: a struct with the notebook's
+//      field names, Name_init() (its __init__), and its forward:
+//
+//          Tensor *Name_forward(NameSteps *steps, const Name *self, inputs...);
+//
+//      Outputs first, then the module, then the inputs (STYLE.md rule 6).
+//      It returns what the notebook's forward returns. `steps` may be NULL;
+//      when it is not, the forward keeps there the notebook's local
+//      variables the lesson prints afterwards (Q, K, V, att_weight, ...).
+//      `self` is const unless the forward changes the module itself, as a
+//      KV cache does. The forward follows the notebook line by line; it
+//      prints nothing.
+//   3. The demonstrations: what the notebook printed, and what it did not
+//      (a bug shown running, an invariant checked, a cost measured), each a
+//      function called from main.
+//   4. main(): the flags and their checks, lesson_start, the notebook's
+//      cell, the demonstrations, lesson_finish.
+//
+// main() goes through four steps:
 //
 //     int batch = 3, seq = 2, dim = 4;                  // the notebook's sizes
 //     SizeFlag sizes[] = {
@@ -12,15 +36,16 @@
 //         .program = "lesson-2", .summary = "self-attention V1: ...",
 //         .sizes = sizes, .n_sizes = 3,
 //     };
-//     parse_lesson_args(&lesson, argc, argv);   // 1. flags (exit 2 if bad)
-//     check_divides(...); check_fits(...);      // 2. lesson's own checks
-//     lesson_start(&lesson);                     // 3. seed, --dump dir, --dot
+//     parse_lesson_args(&lesson, argc, argv);    // 1. flags (exit 2 if bad)
+//     check_divides(...); check_fits(...);       // 2. the lesson's own checks
+//     lesson_start(&lesson);                     // 3. seed; --dump and --dot
 //     ... the lesson's work, calling named() on its tensors ...
-//     return lesson_finish(&lesson);             // 4. write --dot, free all
+//     return lesson_finish(&lesson);             // 4. write the files, free all
 //
-// Every flag takes its value as the next word (`--seed 7`). Bad input ends
-// the program before any work and before any file is made, with ONE line
-// on stderr naming the flag and what was expected, and exit status 2:
+// Every flag takes its value as the next word (`--seed 7`) and may be given
+// once. Bad input ends the program before any work and before any file or
+// directory is made, with ONE line on stderr naming the flag and what was
+// expected, and exit status 2:
 //     lesson-2: --dim expects a whole number from 1 to 65536, got '0'
 #ifndef LESSON_H
 #define LESSON_H
@@ -31,34 +56,61 @@
 #include "tensor.h"
 
 #define MAX_SIZE_FLAG 65536   // no single size may exceed this
-// No tensor may exceed this: 256 MiB of floats. A lesson keeps several
-// tensors of its largest size alive at once (scores, weights, their
-// copies), so this keeps a run within a few GiB of memory.
-#define MAX_ELEMENTS (1L << 26)
 
+// A size of the notebook's: a whole number from 1 to MAX_SIZE_FLAG.
 typedef struct {
     const char *flag;   // "--dim"
     int *value;         // holds the default; parse_lesson_args overwrites it
     const char *help;   // "hidden dimension"
 } SizeFlag;
 
+// Any other whole number, with its own range ("--pad 0", "--head-mask -1").
 typedef struct {
-    const char *flag;   // "--train"
-    bool *value;        // false unless the flag is given
+    const char *flag;
+    int *value;
+    const char *help;
+    int min, max;       // the values allowed, both included
+} IntFlag;
+
+// A probability: a decimal number from 0 to below 1 ("--drop 0.1").
+typedef struct {
+    const char *flag;
+    double *value;
+    const char *help;
+} ProbabilityFlag;
+
+// One word of a fixed list ("--position relative_key").
+typedef struct {
+    const char *flag;
+    const char **value;            // holds the default, one of the choices
+    const char *help;
+    const char *const *choices;    // NULL-terminated
+} ChoiceFlag;
+
+// A flag without a value ("--train"): false unless given.
+typedef struct {
+    const char *flag;
+    bool *value;
     const char *help;
 } SwitchFlag;
 
 typedef struct {
     // Filled in by the lesson:
     const char *program;     // "lesson-2", the first word of every message
-    const char *summary;     // one line for --help
+    const char *summary;     // one line for --help and the --dot title
     SizeFlag *sizes;
     int n_sizes;
+    IntFlag *ints;
+    int n_ints;
+    ProbabilityFlag *probabilities;
+    int n_probabilities;
+    ChoiceFlag *choices;
+    int n_choices;
     SwitchFlag *switches;
     int n_switches;
     // Filled in by parse_lesson_args:
     uint64_t seed;           // --seed N (default 0); negative N is 2^64 + N
-    const char *dump_dir;    // --dump DIR, or NULL (set it to NULL to stop dumping)
+    const char *dump_dir;    // --dump DIR, or NULL
     const char *dot_file;    // --dot FILE, or NULL
     bool heatmap;            // --heatmap: draw attention weights (heatmap.h)
 } Lesson;
@@ -72,21 +124,22 @@ _Noreturn void usage_error(const Lesson *lesson, const char *format, ...)
 // "--heads 7 does not divide --dim 128"
 void check_divides(const Lesson *lesson, const char *divisor_flag, int divisor,
                    const char *flag, int value);
-// Refuse sizes whose largest tensor would not fit: `what` names it and its
-// size formula, e.g. "attention_weight (batch*heads*seq*seq)".
-void check_fits(const Lesson *lesson, const char *what, double elements);
+// Refuse sizes for which a tensor the run will build would have more than
+// MAX_ELEMENTS elements. `what` names the tensor and where its sizes come
+// from, e.g. check_fits(&lesson, "attention_weight (batch, heads, seq, seq)",
+// shape4(batch, heads, seq, seq)). The product is worked out in 64 bits and
+// checked before each multiplication, so no sizes can overflow it. Call it
+// for every tensor whose size grows with the flags (the largest of each
+// kind is enough).
+void check_fits(const Lesson *lesson, const char *what, Shape shape);
 
-// manual_seed(seed), create the --dump directory, start the --dot graph.
+// manual_seed(seed); check that --dot's file and --dump's directory can be
+// written (creating the directory), or exit 2 leaving nothing behind; then
+// start tracing (trace.h) for them.
 void lesson_start(Lesson *lesson);
-// Write the --dot graph, free the arena; returns the exit status (0).
+// Write the --dump files (every tensor named while tracing, as it was when
+// named) and the --dot graph, free the arena; returns the exit status (0).
+// A run that fails before this writes neither.
 int lesson_finish(Lesson *lesson);
-
-// Give a tensor its notebook name: it labels the tensor's node in the --dot
-// graph, and with --dump writes DIR/<name>.npy. Returns t.
-// A lesson that runs its module again after the notebook's run (an aside
-// with other inputs, a benchmark) would overwrite those files: before it,
-// it sets lesson.dump_dir = NULL (named() looks at it on every call) and
-// calls graph_pause(true).
-Tensor *named(const char *name, Tensor *t);
 
 #endif

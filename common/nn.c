@@ -3,12 +3,19 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "arena.h"
 #include "error.h"
-#include "graph.h"
-#include "lesson.h"
 #include "rng.h"
+#include "trace.h"
+
+// "query_proj" and "weight" give "query_proj.weight" (an arena string).
+static const char *parameter_name(const char *module, const char *parameter) {
+    char *text = arena_alloc(strlen(module) + strlen(parameter) + 2, 1);
+    sprintf(text, "%s.%s", module, parameter);
+    return text;
+}
 
 // PyTorch's Linear.reset_parameters (TORCH_RNG.md section 3):
 //   kaiming_uniform_(weight, a=sqrt(5)) -> uniform(-wb, wb),
@@ -18,24 +25,18 @@
 // out as 1/sqrt(in); the long way round is kept so the floats agree.)
 Linear linear_init(const char *name, int in_features, int out_features, bool bias) {
     Linear layer = {NULL, NULL, in_features, out_features};
-    layer.weight = zeros(shape2(out_features, in_features));   // (out, in)
+    Tensor *weight = zeros(shape2(out_features, in_features));   // (out, in)
     double a = sqrt(5.0);
     double gain = sqrt(2.0 / (1.0 + a * a));
     double weight_bound = sqrt(3.0) * (gain / sqrt((double)in_features));
-    uniform_(layer.weight, -weight_bound, weight_bound);
+    uniform_(weight, -weight_bound, weight_bound);
+    layer.weight = named(parameter_name(name, "weight"), weight);
 
     if (bias) {
-        layer.bias = zeros(shape1(out_features));                  // (out,)
+        Tensor *bias_values = zeros(shape1(out_features));           // (out,)
         double bias_bound = 1.0 / sqrt((double)in_features);
-        uniform_(layer.bias, -bias_bound, bias_bound);
-    }
-
-    char label[128];
-    snprintf(label, sizeof label, "%s.weight", name);
-    named(label, layer.weight);
-    if (bias) {
-        snprintf(label, sizeof label, "%s.bias", name);
-        named(label, layer.bias);
+        uniform_(bias_values, -bias_bound, bias_bound);
+        layer.bias = named(parameter_name(name, "bias"), bias_values);
     }
     return layer;
 }
@@ -44,11 +45,11 @@ Linear linear_init(const char *name, int in_features, int out_features, bool bia
 Tensor *linear(const Tensor *x, const Linear *layer) {
     int in = layer->in_features;
     int out_features = layer->out_features;
-    if (x->ndim < 1 || x->shape[x->ndim - 1] != in) {
-        fail("linear: shapes (%s) and (%dx%d) cannot be multiplied", shape_text(x), in,
+    if (x->ndim < 1 || x->size[x->ndim - 1] != in) {
+        fail("linear: shapes (%s) and (%dx%d) cannot be multiplied", size_x_str(x), in,
              out_features);   // like PyTorch, the weight is shown as W^T: (in x out)
     }
-    Tensor *xc = contiguous(x);
+    const Tensor *xc = contiguous(x);
     Shape shape = shape_of(x);
     shape.size[shape.ndim - 1] = out_features;
     Tensor *y = zeros(shape);                         // (..., out)
@@ -69,10 +70,7 @@ Tensor *linear(const Tensor *x, const Linear *layer) {
             y_r[o] = layer->bias != NULL ? sum + *at1(layer->bias, o) : sum;
         }
     }
-    if (layer->bias != NULL) {
-        graph_record("linear", y, (const Tensor *const[]){x, layer->weight, layer->bias}, 3);
-    } else {
-        graph_record2("linear", y, x, layer->weight);
-    }
+    const Tensor *inputs[] = {x, layer->weight, layer->bias};   // the bias may be NULL
+    trace("linear", y, layer->bias != NULL ? 3 : 2, inputs, 0, NULL);
     return y;
 }

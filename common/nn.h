@@ -7,8 +7,8 @@
 #include "tensor.h"
 
 typedef struct {
-    Tensor *weight;   // (out_features, in_features), as PyTorch stores it
-    Tensor *bias;     // (out_features,), or NULL for bias=False
+    const Tensor *weight;   // (out_features, in_features), as PyTorch stores it
+    const Tensor *bias;     // (out_features,), or NULL for bias=False
     int in_features;
     int out_features;
 } Linear;
@@ -16,7 +16,8 @@ typedef struct {
 // nn.Linear(in, out, bias) with PyTorch's default initialisation, drawn
 // from the generator in PyTorch's order (weight then bias). `name` is the
 // module name in the notebook ("query_proj"); the parameters are named
-// "query_proj.weight" and "query_proj.bias" for --dump and --dot.
+// "query_proj.weight" and "query_proj.bias" (named() in trace.h), as in
+// the module's state_dict.
 Linear linear_init(const char *name, int in_features, int out_features, bool bias);
 
 // y = x W^T + b over the last dim of x: (..., in) -> (..., out).

@@ -7,17 +7,20 @@
 //   {'descr': '<f4', 'fortran_order': False, 'shape': (3, 2, 4), }
 #include "npy.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "files.h"
 
 // The header dict for t, padded; returns its length.
 static int npy_header(char *header, size_t capacity, const Tensor *t) {
     const char *descr = t->dtype == DTYPE_FLOAT32 ? "<f4" : "<i8";
     // The shape as a Python tuple: (3, 2, 4), but (5,) for one dim.
-    const char *sizes = join_sizes(t->shape, t->ndim, ", ");
     int length = snprintf(header, capacity, "{'descr': '%s', 'fortran_order': False, "
-                          "'shape': (%s%s), }", descr, sizes, t->ndim == 1 ? "," : "");
+                          "'shape': %s, }", descr, sizes_str(t->size, t->ndim, SIZES_TUPLE));
     // 10 bytes of preamble + header (with its final '\n') must be a multiple of 64.
     while ((10 + length + 1) % 64 != 0) {
         header[length] = ' ';
@@ -29,32 +32,50 @@ static int npy_header(char *header, size_t capacity, const Tensor *t) {
     return length;
 }
 
-bool npy_write(const char *path, const Tensor *t) {
+unsigned char *npy_encode(const Tensor *t, size_t *length) {
     char header[256];
     int header_length = npy_header(header, sizeof header, t);
-    FILE *file = fopen(path, "wb");
-    if (file == NULL) {
-        return false;
+    size_t item = t->dtype == DTYPE_FLOAT32 ? sizeof(float) : sizeof(int64_t);
+    size_t total = 10 + (size_t)header_length + (size_t)numel(t) * item;
+    unsigned char *bytes = malloc(total);
+    if (bytes == NULL) {
+        return NULL;
     }
     unsigned char preamble[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
                                   (unsigned char)(header_length & 0xff),
                                   (unsigned char)(header_length >> 8)};
-    bool ok = fwrite(preamble, 1, sizeof preamble, file) == sizeof preamble;
-    ok = ok && fwrite(header, 1, (size_t)header_length, file) == (size_t)header_length;
+    memcpy(bytes, preamble, sizeof preamble);
+    memcpy(bytes + 10, header, (size_t)header_length);
 
     // The elements in logical row-major order, whatever the strides.
     // (Little-endian machines only: x86 and ARM as they run here.)
+    unsigned char *data = bytes + 10 + header_length;
     int index[MAX_DIMS] = {0};
     long n = numel(t);
-    for (long i = 0; i < n && ok; i++) {
+    for (long i = 0; i < n; i++) {
         float value = *at(t, index);
         if (t->dtype == DTYPE_FLOAT32) {
-            ok = fwrite(&value, sizeof value, 1, file) == 1;
+            memcpy(data + (size_t)i * item, &value, item);
         } else {
             int64_t whole = (int64_t)value;
-            ok = fwrite(&whole, sizeof whole, 1, file) == 1;
+            memcpy(data + (size_t)i * item, &whole, item);
         }
-        next_index(index, t->shape, t->ndim);
+        next_index(index, t->size, t->ndim);
     }
-    return fclose(file) == 0 && ok;
+    *length = total;
+    return bytes;
+}
+
+bool npy_write(const char *path, const Tensor *t) {
+    size_t length;
+    unsigned char *bytes = npy_encode(t, &length);
+    if (bytes == NULL) {
+        errno = ENOMEM;
+        return false;
+    }
+    bool ok = save_file(path, bytes, length);
+    int saved_errno = errno;
+    free(bytes);
+    errno = saved_errno;
+    return ok;
 }

@@ -11,8 +11,8 @@
 
 #include "arena.h"
 #include "error.h"
-#include "graph.h"
 #include "rng.h"
+#include "trace.h"
 
 // --- broadcasting -------------------------------------------------------------------
 // PyTorch lines shapes up from the right; a dim of size 1 (or a missing
@@ -39,7 +39,7 @@ static float read_broadcast(const Tensor *t, const int *out_index, int out_ndim)
     int index[MAX_DIMS] = {0};
     int lead = out_ndim - t->ndim;
     for (int d = 0; d < t->ndim; d++) {
-        index[d] = t->shape[d] == 1 ? 0 : out_index[d + lead];
+        index[d] = t->size[d] == 1 ? 0 : out_index[d + lead];
     }
     return *at(t, index);
 }
@@ -54,18 +54,18 @@ static float div_fn(float a, float b) { return a / b; }
 
 static Tensor *binary(const char *op, BinaryFn fn, const Tensor *a, const Tensor *b) {
     Shape shape;
-    if (!broadcast_shapes(&shape, a->shape, a->ndim, b->shape, b->ndim)) {
-        fail("%s: shapes (%s) and (%s) cannot be broadcast together", op, shape_text(a),
-             shape_text(b));
+    if (!broadcast_shapes(&shape, a->size, a->ndim, b->size, b->ndim)) {
+        fail("%s: shapes (%s) and (%s) cannot be broadcast together", op, size_x_str(a),
+             size_x_str(b));
     }
     Tensor *out = zeros(shape);
     int index[MAX_DIMS] = {0};
     long n = numel(out);
     for (long i = 0; i < n; i++) {
         out->data[i] = fn(read_broadcast(a, index, shape.ndim), read_broadcast(b, index, shape.ndim));
-        next_index(index, out->shape, out->ndim);
+        next_index(index, out->size, out->ndim);
     }
-    graph_record2(op, out, a, b);
+    trace2(op, out, a, b);
     return out;
 }
 
@@ -79,9 +79,7 @@ static Tensor *with_scalar(const char *symbol, BinaryFn fn, const Tensor *t, flo
         out->data[i] = fn(out->data[i], s);
     }
     out->dtype = DTYPE_FLOAT32;
-    char label[48];
-    snprintf(label, sizeof label, "%s %g", symbol, (double)s);
-    graph_record1(label, out, t);
+    trace(symbol, out, 1, &t, 1, (const double[]){s});
     return out;
 }
 
@@ -97,7 +95,7 @@ static const float *matrix_start(const Tensor *t, const int *batch, int batch_nd
     int lead = batch_ndim - (t->ndim - 2);   // batch dims that t does not have
     long position = t->offset;
     for (int d = 0; d < t->ndim - 2; d++) {
-        int i = t->shape[d] == 1 ? 0 : batch[lead + d];
+        int i = t->size[d] == 1 ? 0 : batch[lead + d];
         position += (long)i * t->stride[d];
     }
     return &t->data[position];
@@ -107,19 +105,19 @@ static const float *matrix_start(const Tensor *t, const int *batch, int batch_nd
 Tensor *matmul(const Tensor *a, const Tensor *b) {
     if (a->ndim < 2 || b->ndim < 2) {
         fail("matmul: both arguments need at least 2 dimensions, got (%s) and (%s)",
-             shape_text(a), shape_text(b));
+             size_x_str(a), size_x_str(b));
     }
-    int n = a->shape[a->ndim - 2];
-    int k = a->shape[a->ndim - 1];
-    int m = b->shape[b->ndim - 1];
-    if (b->shape[b->ndim - 2] != k) {
-        fail("matmul: shapes (%s) and (%s) cannot be multiplied", shape_text(a), shape_text(b));
+    int n = a->size[a->ndim - 2];
+    int k = a->size[a->ndim - 1];
+    int m = b->size[b->ndim - 1];
+    if (b->size[b->ndim - 2] != k) {
+        fail("matmul: shapes (%s) and (%s) cannot be multiplied", size_x_str(a), size_x_str(b));
     }
     // The leading (batch) dims broadcast; the last two are the matrices.
     Shape batch;
-    if (!broadcast_shapes(&batch, a->shape, a->ndim - 2, b->shape, b->ndim - 2)) {
-        fail("matmul: batch dims of (%s) and (%s) cannot be broadcast together", shape_text(a),
-             shape_text(b));
+    if (!broadcast_shapes(&batch, a->size, a->ndim - 2, b->size, b->ndim - 2)) {
+        fail("matmul: batch dims of (%s) and (%s) cannot be broadcast together", size_x_str(a),
+             size_x_str(b));
     }
     Shape shape = batch;   // at most 3 batch dims (inputs have at most 5), then (n, m)
     shape.size[shape.ndim] = n;
@@ -151,7 +149,7 @@ Tensor *matmul(const Tensor *a, const Tensor *b) {
         }
         next_index(index, batch.size, batch.ndim);
     }
-    graph_record2("matmul", out, a, b);
+    trace2("matmul", out, a, b);
     return out;
 }
 
@@ -184,22 +182,20 @@ Tensor *softmax(const Tensor *t, int dim) {
     int d = wrap_dim("softmax", dim, t->ndim);
     Tensor *out = clone(t);
     out->dtype = DTYPE_FLOAT32;
-    int n = out->shape[d];
+    int n = out->size[d];
     long outer = 1, inner = 1;   // the sizes before dim, and after it, multiplied
     for (int e = 0; e < d; e++) {
-        outer *= out->shape[e];
+        outer *= out->size[e];
     }
     for (int e = d + 1; e < out->ndim; e++) {
-        inner *= out->shape[e];
+        inner *= out->size[e];
     }
     for (long o = 0; o < outer; o++) {
         for (long r = 0; r < inner; r++) {
             softmax_row(&out->data[o * n * inner + r], n, inner);
         }
     }
-    char label[32];
-    snprintf(label, sizeof label, "softmax(dim=%d)", dim);
-    graph_record1(label, out, t);
+    trace("softmax", out, 1, &t, 1, (const double[]){dim});
     return out;
 }
 
@@ -212,9 +208,7 @@ Tensor *eq_scalar(const Tensor *mask, float value) {
         out->data[i] = out->data[i] == value ? 1.0f : 0.0f;
     }
     out->dtype = DTYPE_BOOL;
-    char label[32];
-    snprintf(label, sizeof label, "== %g", (double)value);
-    graph_record1(label, out, mask);
+    trace("==", out, 1, &mask, 1, (const double[]){value});
     return out;
 }
 
@@ -226,7 +220,7 @@ static bool broadcasts_to(const Tensor *from, const Tensor *to) {
         return false;
     }
     for (int d = 0; d < from->ndim; d++) {
-        if (from->shape[d] != 1 && from->shape[d] != to->shape[lead + d]) {
+        if (from->size[d] != 1 && from->size[d] != to->size[lead + d]) {
             return false;
         }
     }
@@ -236,7 +230,7 @@ static bool broadcasts_to(const Tensor *from, const Tensor *to) {
 Tensor *masked_fill(const Tensor *t, const Tensor *condition, float value) {
     if (!broadcasts_to(condition, t)) {
         fail("masked_fill: the mask (%s) cannot be broadcast to the tensor (%s)",
-             shape_text(condition), shape_text(t));
+             size_x_str(condition), size_x_str(t));
     }
     Tensor *out = clone(t);
     int index[MAX_DIMS] = {0};
@@ -245,17 +239,16 @@ Tensor *masked_fill(const Tensor *t, const Tensor *condition, float value) {
         if (read_broadcast(condition, index, t->ndim) != 0.0f) {
             out->data[i] = value;
         }
-        next_index(index, out->shape, out->ndim);
+        next_index(index, out->size, out->ndim);
     }
-    char label[48];
-    snprintf(label, sizeof label, "masked_fill(%g)", (double)value);
-    graph_record2(label, out, t, condition);
+    trace("masked_fill", out, 2, (const Tensor *const[]){t, condition}, 1,
+          (const double[]){value});
     return out;
 }
 
 Tensor *triu(const Tensor *t, int diagonal) {
     if (t->ndim < 2) {
-        fail("triu: input tensor must have at least 2 dimensions, got (%s)", shape_text(t));
+        fail("triu: input tensor must have at least 2 dimensions, got (%s)", size_x_str(t));
     }
     Tensor *out = clone(t);
     int index[MAX_DIMS] = {0};
@@ -266,45 +259,58 @@ Tensor *triu(const Tensor *t, int diagonal) {
         if (j - i < diagonal) {
             out->data[e] = 0.0f;
         }
-        next_index(index, out->shape, out->ndim);
+        next_index(index, out->size, out->ndim);
     }
-    char label[32];
-    snprintf(label, sizeof label, "triu(diagonal=%d)", diagonal);
-    graph_record1(label, out, t);
+    trace("triu", out, 1, &t, 1, (const double[]){diagonal});
     return out;
+}
+
+// size * factor as a new size, refused (before it can overflow) if the
+// tensor would pass MAX_ELEMENTS with that one dim alone.
+static int grown_size(const char *op, int size, long factor) {
+    if (factor < 0 || (factor > 0 && size > MAX_ELEMENTS / factor)) {
+        fail("%s: a dimension of %d times %ld is more than %ld elements", op, size, factor,
+             MAX_ELEMENTS);
+    }
+    return (int)(size * factor);
 }
 
 // --- splitting, joining, repeating -----------------------------------------------------------
 
-void split(Tensor **parts, const Tensor *t, int split_size, int count) {
+void split(const Tensor **parts, const Tensor *t, int split_size, int count) {
     int last = t->ndim - 1;
-    if (t->ndim == 0 || split_size <= 0 || split_size * count != t->shape[last]) {
+    if (t->ndim == 0 || split_size <= 0 || count <= 0 ||
+        (long)split_size * count != t->size[last]) {
         fail("split: %d parts of size %d do not make up the last dim of (%s)", count,
-             split_size, shape_text(t));
+             split_size, size_x_str(t));
     }
     for (int i = 0; i < count; i++) {
         parts[i] = narrow(t, last, i * split_size, split_size);   // views, no copy
     }
 }
 
-Tensor *cat(Tensor *const *tensors, int count, int dim) {
+Tensor *cat(const Tensor *const *tensors, int count, int dim) {
     if (count < 1) {
         fail("cat: expected a non-empty list of tensors");
     }
     const Tensor *first = tensors[0];
     int d = wrap_dim("cat", dim, first->ndim);
     Shape shape = shape_of(first);
-    shape.size[d] = 0;
+    long total = 0;   // the inputs' sizes along d, added up
     for (int i = 0; i < count; i++) {
         const Tensor *t = tensors[i];
         for (int e = 0; e < first->ndim; e++) {
-            if (t->ndim != first->ndim || (e != d && t->shape[e] != first->shape[e])) {
+            if (t->ndim != first->ndim || (e != d && t->size[e] != first->size[e])) {
                 fail("cat: sizes of tensors must match except in dimension %d; got (%s) and "
-                     "(%s)", dim, shape_text(first), shape_text(t));
+                     "(%s)", dim, size_x_str(first), size_x_str(t));
             }
         }
-        shape.size[d] += t->shape[d];
+        total += t->size[d];
+        if (total > MAX_ELEMENTS) {
+            fail("cat: the result would have more than %ld elements", MAX_ELEMENTS);
+        }
     }
+    shape.size[d] = (int)total;
     Tensor *out = zeros(shape);
     out->dtype = first->dtype;
     int start = 0;   // where the next input goes along dim d
@@ -317,11 +323,11 @@ Tensor *cat(Tensor *const *tensors, int count, int dim) {
             memcpy(out_index, index, sizeof out_index);
             out_index[d] += start;
             *at(out, out_index) = *at(t, index);
-            next_index(index, t->shape, t->ndim);
+            next_index(index, t->size, t->ndim);
         }
-        start += t->shape[d];
+        start += t->size[d];
     }
-    graph_record("cat", out, (const Tensor *const *)tensors, count);
+    trace("cat", out, count, tensors, 1, (const double[]){dim});
     return out;
 }
 
@@ -329,7 +335,7 @@ Tensor *cat(Tensor *const *tensors, int count, int dim) {
 Tensor *repeat(const Tensor *t, const int *reps) {
     Shape shape = shape_of(t);
     for (int d = 0; d < t->ndim; d++) {
-        shape.size[d] *= reps[d];
+        shape.size[d] = grown_size("repeat", t->size[d], reps[d]);
     }
     Tensor *out = zeros(shape);
     out->dtype = t->dtype;
@@ -338,12 +344,12 @@ Tensor *repeat(const Tensor *t, const int *reps) {
     for (long e = 0; e < n; e++) {
         int from[MAX_DIMS] = {0};
         for (int d = 0; d < t->ndim; d++) {
-            from[d] = index[d] % t->shape[d];
+            from[d] = index[d] % t->size[d];
         }
         out->data[e] = *at(t, from);
-        next_index(index, out->shape, out->ndim);
+        next_index(index, out->size, out->ndim);
     }
-    graph_record1("repeat", out, t);
+    trace1("repeat", out, t);
     return out;
 }
 
@@ -354,7 +360,7 @@ Tensor *repeat_interleave(const Tensor *t, int repeats, int dim) {
         fail("repeat_interleave: repeats must be positive, got %d", repeats);
     }
     Shape shape = shape_of(t);
-    shape.size[d] *= repeats;
+    shape.size[d] = grown_size("repeat_interleave", t->size[d], repeats);
     Tensor *out = zeros(shape);
     out->dtype = t->dtype;
     int index[MAX_DIMS] = {0};
@@ -364,11 +370,9 @@ Tensor *repeat_interleave(const Tensor *t, int repeats, int dim) {
         memcpy(from, index, sizeof from);
         from[d] = index[d] / repeats;
         out->data[e] = *at(t, from);
-        next_index(index, out->shape, out->ndim);
+        next_index(index, out->size, out->ndim);
     }
-    char label[48];
-    snprintf(label, sizeof label, "repeat_interleave(%d, dim=%d)", repeats, dim);
-    graph_record1(label, out, t);
+    trace("repeat_interleave", out, 1, &t, 2, (const double[]){repeats, dim});
     return out;
 }
 
@@ -378,22 +382,22 @@ Tensor *repeat_interleave(const Tensor *t, int repeats, int dim) {
 // row-major), noise /= (1 - p), out = t * noise (TORCH_RNG.md section 6).
 // Dividing the survivors by 1 - p keeps the expected value of each
 // element unchanged, so eval mode (no dropout) needs no rescaling.
-Tensor *dropout(const Tensor *t, double p, bool training) {
+const Tensor *dropout(const Tensor *t, double p, bool training) {
     if (p < 0.0 || p > 1.0) {
         fail("dropout: probability has to be between 0 and 1, but got %g", p);
     }
     if (!training || p == 0.0) {
-        return (Tensor *)t;   // eval mode: the identity, and no random draws
+        return t;   // eval mode: the identity, and no random draws
     }
     if (p == 1.0) {
-        // Everything dropped; PyTorch draws nothing and returns input * 0.
-        // fix: was zeros(), which lost the sign PyTorch keeps (-3 * 0 = -0.)
+        // Everything dropped; PyTorch draws nothing and returns input * 0
+        // (not zeros: -3 * 0 is -0., and PyTorch keeps that sign).
         Tensor *out = clone(t);
         long n = numel(out);
         for (long i = 0; i < n; i++) {
             out->data[i] = out->data[i] * 0.0f;
         }
-        graph_record1("dropout(p=1)", out, t);
+        trace("dropout", out, 1, &t, 1, (const double[]){p});
         return out;
     }
     Tensor *out = clone(t);
@@ -404,15 +408,13 @@ Tensor *dropout(const Tensor *t, double p, bool training) {
         noise = noise / scale;
         out->data[i] = out->data[i] * noise;
     }
-    char label[32];
-    snprintf(label, sizeof label, "dropout(p=%g)", p);
-    graph_record1(label, out, t);
+    trace("dropout", out, 1, &t, 1, (const double[]){p});
     return out;
 }
 
 float max_abs_diff(const Tensor *a, const Tensor *b) {
     if (!same_shape(a, b)) {
-        fail("max_abs_diff: shapes (%s) and (%s) differ", shape_text(a), shape_text(b));
+        fail("max_abs_diff: shapes (%s) and (%s) differ", size_x_str(a), size_x_str(b));
     }
     float worst = 0.0f;
     int index[MAX_DIMS] = {0};
@@ -420,16 +422,16 @@ float max_abs_diff(const Tensor *a, const Tensor *b) {
     for (long i = 0; i < n; i++) {
         float x = *at(a, index);
         float y = *at(b, index);
-        // fix: fmaxf() skips NaN, so a NaN anywhere used to read as "no
-        // difference". Now any NaN makes the answer NaN; equal values
-        // (including the same infinity, as in masked scores) differ by 0.
+        // Any NaN makes the answer NaN (fmaxf alone would skip it, and a
+        // check `diff < tol` would pass); equal values, including the same
+        // infinity as in masked scores, differ by 0.
         if (isnan(x) || isnan(y)) {
             return NAN;
         }
         if (x != y) {
             worst = fmaxf(worst, fabsf(x - y));
         }
-        next_index(index, a->shape, a->ndim);
+        next_index(index, a->size, a->ndim);
     }
     return worst;
 }

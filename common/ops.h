@@ -1,10 +1,12 @@
 // ops.h - the operations attention is made of.
 //
 // Every function returns a new tensor (from the arena) and leaves its
-// inputs alone. Each checks the shapes it is given and, when they do not fit,
+// inputs alone; split returns views and dropout may return its input, so
+// those two give `const Tensor *` (tensor.h says why). Each checks the shapes it is given and, when they do not fit,
 // fails with a message naming both, e.g.
 //     matmul: shapes (6x4) and (3x4) cannot be multiplied
-// Size letters in the comments: B batch, T/S query/key length, C channels.
+// In the comments, (n x k) @ (k x m) names the two matrix dims of matmul;
+// "..." stands for any leading (batch) dims.
 #ifndef OPS_H
 #define OPS_H
 
@@ -36,9 +38,9 @@ Tensor *triu(const Tensor *t, int diagonal);
 
 // torch.split(t, split_size, dim=-1) into `count` views (count * split_size
 // must equal the last dim).
-void split(Tensor **parts, const Tensor *t, int split_size, int count);
+void split(const Tensor **parts, const Tensor *t, int split_size, int count);
 // torch.cat(tensors, dim): all shapes equal except along dim.
-Tensor *cat(Tensor *const *tensors, int count, int dim);
+Tensor *cat(const Tensor *const *tensors, int count, int dim);
 // t.repeat(reps): tile the tensor reps[d] times along each dim (copies).
 Tensor *repeat(const Tensor *t, const int *reps);
 // t.repeat_interleave(repeats, dim): each slice along dim repeated in place.
@@ -46,8 +48,9 @@ Tensor *repeat_interleave(const Tensor *t, int repeats, int dim);
 
 // F.dropout(t, p, training): in training, each element is kept with
 // probability 1-p and scaled by 1/(1-p), else zeroed (draws from rng.h);
-// not training (eval mode): returns t itself and draws nothing.
-Tensor *dropout(const Tensor *t, double p, bool training);
+// not training (eval mode): returns t itself and draws nothing (so the
+// result is const: it may be t).
+const Tensor *dropout(const Tensor *t, double p, bool training);
 
 // Largest |a - b| over all elements (same shapes), for checks and tests;
 // NaN if either holds a NaN, so a check `diff < tol` cannot pass by accident.

@@ -55,14 +55,6 @@ static void put_repeated(Text *out, const char *s, int count) {
     }
 }
 
-// A copy of `s` that lives in the arena.
-static const char *arena_copy(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *copy = arena_alloc(n, 1);
-    memcpy(copy, s, n);
-    return copy;
-}
-
 // --- which elements are shown (section 5) -----------------------------------
 
 // A dimension of size n shows every index, or, when the tensor is summarised
@@ -101,7 +93,7 @@ static void collect(Elements *p, const Tensor *t, int *index, int dim, bool summ
         p->count += 1;
         return;
     }
-    int n = t->shape[dim];
+    int n = t->size[dim];
     for (int k = 0; k < slot_count(n, summarize); k++) {
         index[dim] = slot_index(n, summarize, k);
         if (index[dim] >= 0) {
@@ -115,7 +107,7 @@ static void collect(Elements *p, const Tensor *t, int *index, int dim, bool summ
 static Elements printed_elements(const Tensor *t, bool summarize) {
     long capacity = 1;  // a 0-d tensor has one element
     for (int d = 0; d < t->ndim; d++) {
-        capacity *= is_cut(t->shape[d], summarize) ? 2 * EDGE_ITEMS : t->shape[d];
+        capacity *= is_cut(t->size[d], summarize) ? 2 * EDGE_ITEMS : t->size[d];
     }
     Elements p = {arena_alloc((size_t)capacity, sizeof(double)), 0};
     int index[MAX_DIMS] = {0};
@@ -235,7 +227,7 @@ typedef struct {
 // every `per_line` items; a continuation line starts under the first item.
 static void put_row(Text *out, const Layout *lay, int *index, int indent) {
     int dim = lay->t->ndim - 1;
-    int n = lay->t->shape[dim];
+    int n = lay->t->size[dim];
     int per_line = (LINE_WIDTH - indent) / (lay->format.width + 2);  // ", " after each
     per_line = per_line > 1 ? per_line : 1;
     put(out, "[");
@@ -271,7 +263,7 @@ static void put_tensor(Text *out, const Layout *lay, int *index, int dim, int in
 // further in, separated by "," and k-1 newlines: rows on consecutive lines,
 // one blank line between matrices, two between 3-D blocks, and so on.
 static void put_slices(Text *out, const Layout *lay, int *index, int dim, int indent) {
-    int n = lay->t->shape[dim];
+    int n = lay->t->size[dim];
     int k_dims = lay->t->ndim - dim;
     put(out, "[");
     for (int k = 0; k < slot_count(n, lay->summarize); k++) {
@@ -319,8 +311,8 @@ static const char *dtype_name(DType dtype) {
 static void empty_suffixes(Suffixes *s, const Tensor *t) {
     if (t->ndim != 1) {
         // The sizes as a Python tuple: "(0, 3)".
-        snprintf(s->size_text, sizeof s->size_text, "size=(%s)",
-                 join_sizes(t->shape, t->ndim, ", "));
+        snprintf(s->size_text, sizeof s->size_text, "size=%s",
+                 sizes_str(t->size, t->ndim, SIZES_TUPLE));
         s->items[s->count++] = s->size_text;
     }
     if (t->dtype != DTYPE_FLOAT32) {
@@ -378,10 +370,4 @@ const char *tensor_str(const Tensor *t, const char *suffix) {
     Text text = {arena_alloc(count.len + 1, 1), 0, 0};  // pass 2: write (zeroed: ends in '\0')
     put_tensor_text(&text, t, &lay, &s);
     return text.buf;
-}
-
-const char *size_str(const Tensor *t) {
-    char text[128];
-    snprintf(text, sizeof text, "torch.Size([%s])", join_sizes(t->shape, t->ndim, ", "));
-    return arena_copy(text);
 }

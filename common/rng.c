@@ -123,7 +123,7 @@ static double uniform_double(void) {
 static float *contiguous_data(const Tensor *t, const char *op) {
     if (!is_contiguous(t)) {
         fail("%s: expected a contiguous tensor, got a strided view of shape (%s)",
-             op, shape_text(t));
+             op, size_x_str(t));
     }
     return t->data + t->offset;
 }
@@ -231,9 +231,11 @@ static float cephes_log(float x) {
     const float q2 = 0.693359375f;
 
     // Split the float into exponent and mantissa with m in [0.5, 1).
-    int biased_exponent;
-    float m = frexpf(x, &biased_exponent);   // x = m * 2^exponent, exact
-    float e = (float)biased_exponent;        // = (E - 127) + 1 of the spec
+    int exponent;
+    float m = frexpf(x, &exponent);   // x = m * 2^exponent, exact
+    // frexpf's exponent is the unbiased one plus 1 (its m is in [0.5, 1),
+    // not [1, 2)): (E - 127) + 1 for a float whose exponent bits are E.
+    float e = (float)exponent;
     if (m < 0.707106781186547524f) {
         e = e - 1.0f;
         m = (m - 1.0f) + m;    // 2m - 1, computed as the vector code does

@@ -1,13 +1,12 @@
 // tensor.c - making tensors, reading them, and viewing them differently.
 #include "tensor.h"
 
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "arena.h"
 #include "error.h"
-#include "graph.h"
+#include "trace.h"
 
 // --- shapes -------------------------------------------------------------------
 
@@ -19,26 +18,52 @@ Shape shape5(int s0, int s1, int s2, int s3, int s4) {
     return (Shape){5, {s0, s1, s2, s3, s4}};
 }
 
-const char *join_sizes(const int *sizes, int n, const char *separator) {
-    char *text = arena_alloc((size_t)n * (16 + strlen(separator)) + 1, 1);
-    size_t used = 0;
+// The product of n sizes (all >= 0), or MAX_ELEMENTS + 1 if it is larger
+// than MAX_ELEMENTS. Each step checks before it multiplies
+// (count > MAX_ELEMENTS / size), so nothing can overflow however large the
+// sizes; a 0 anywhere makes the product 0.
+static long capped_product(const int *sizes, int n) {
+    long count = 1;
+    bool too_big = false;
+    for (int d = 0; d < n; d++) {
+        if (sizes[d] == 0) {
+            return 0;
+        }
+        if (too_big || count > MAX_ELEMENTS / sizes[d]) {
+            too_big = true;   // keep looking: a later 0 still makes it 0
+        } else {
+            count *= sizes[d];
+        }
+    }
+    return too_big ? MAX_ELEMENTS + 1 : count;
+}
+
+// --- sizes as text ---------------------------------------------------------------
+
+const char *sizes_str(const int *sizes, int n, SizesStyle style) {
+    static const char *const open[] = {"", "[", "(", "torch.Size(["};
+    static const char *const close[] = {"", "]", ")", "])"};
+    const char *separator = style == SIZES_X ? "x" : ", ";
+    // Every number takes at most 11 characters ("-2147483648").
+    char *text = arena_alloc((size_t)n * (11 + strlen(separator)) + 16, 1);
+    size_t used = (size_t)sprintf(text, "%s", open[style]);
     for (int d = 0; d < n; d++) {
         used += (size_t)sprintf(text + used, "%s%d", d == 0 ? "" : separator, sizes[d]);
     }
+    // A Python tuple of one needs its comma: (5,)
+    sprintf(text + used, "%s%s", style == SIZES_TUPLE && n == 1 ? "," : "", close[style]);
     return text;
 }
 
-// "[3, -1]" for messages about a requested shape.
-static const char *shape_list_text(Shape shape) {
-    const char *sizes = join_sizes(shape.size, shape.ndim, ", ");
-    char *text = arena_alloc(strlen(sizes) + 3, 1);
-    sprintf(text, "[%s]", sizes);
-    return text;
-}
+const char *size_str(const Tensor *t) { return sizes_str(t->size, t->ndim, SIZES_TORCH); }
+const char *stride_str(const Tensor *t) { return sizes_str(t->stride, t->ndim, SIZES_TUPLE); }
+const char *size_x_str(const Tensor *t) { return sizes_str(t->size, t->ndim, SIZES_X); }
+
+static const char *list_str(Shape shape) { return sizes_str(shape.size, shape.ndim, SIZES_LIST); }
 
 // --- making tensors -------------------------------------------------------------
 
-static int next_id = 0;   // every tensor gets a number, for the --dot graph
+static int next_id = 0;   // every tensor gets a number, for tracing
 
 // Row-major strides: the last dim moves by 1, each earlier one by the
 // product of the sizes after it.
@@ -46,7 +71,7 @@ static void set_contiguous_strides(Tensor *t) {
     int step = 1;
     for (int d = t->ndim - 1; d >= 0; d--) {
         t->stride[d] = step;
-        step *= t->shape[d];
+        step *= t->size[d];
     }
 }
 
@@ -55,32 +80,23 @@ static Tensor *new_header(const Tensor *t) {
     Tensor *header = arena_alloc(1, sizeof *header);
     *header = *t;
     header->id = next_id++;
-    header->name = NULL;
     return header;
 }
 
-static long shape_numel(Shape shape) {
-    long count = 1;
-    for (int d = 0; d < shape.ndim; d++) {
-        count *= shape.size[d];
-    }
-    return count;
-}
-
+// Refuse a shape with a bad number of dims, a negative size, or more than
+// MAX_ELEMENTS elements.
 static void check_shape(const char *op, Shape shape) {
     if (shape.ndim < 0 || shape.ndim > MAX_DIMS) {
         fail("%s: %d dimensions requested, at most %d are supported", op, shape.ndim,
              MAX_DIMS);
     }
-    long count = 1;
     for (int d = 0; d < shape.ndim; d++) {
         if (shape.size[d] < 0) {
-            fail("%s: negative size %d in shape %s", op, shape.size[d], shape_list_text(shape));
+            fail("%s: negative size %d in shape %s", op, shape.size[d], list_str(shape));
         }
-        count *= shape.size[d];
-        if (count > INT_MAX) {
-            fail("%s: shape %s has more than %d elements", op, shape_list_text(shape), INT_MAX);
-        }
+    }
+    if (capped_product(shape.size, shape.ndim) > MAX_ELEMENTS) {
+        fail("%s: shape %s has more than %ld elements", op, list_str(shape), MAX_ELEMENTS);
     }
 }
 
@@ -89,14 +105,13 @@ Tensor *zeros(Shape shape) {
     Tensor *t = arena_alloc(1, sizeof *t);
     t->ndim = shape.ndim;
     for (int d = 0; d < shape.ndim; d++) {
-        t->shape[d] = shape.size[d];
+        t->size[d] = shape.size[d];
     }
     set_contiguous_strides(t);
-    t->data = arena_alloc((size_t)shape_numel(shape), sizeof(float));
+    t->data = arena_alloc((size_t)capped_product(shape.size, shape.ndim), sizeof(float));
     t->offset = 0;
     t->dtype = DTYPE_FLOAT32;
     t->id = next_id++;
-    t->name = NULL;
     return t;
 }
 
@@ -121,8 +136,10 @@ Tensor *tensor_from(Shape shape, const float *values) {
 
 // --- asking about a tensor ---------------------------------------------------------
 
+// Every tensor has at most MAX_ELEMENTS elements (zeros and expand see to
+// it), so this product is exact.
 long numel(const Tensor *t) {
-    return shape_numel(shape_of(t));
+    return capped_product(t->size, t->ndim);
 }
 
 int wrap_dim(const char *op, int dim, int ndim) {
@@ -135,13 +152,13 @@ int wrap_dim(const char *op, int dim, int ndim) {
 }
 
 int size(const Tensor *t, int dim) {
-    return t->shape[wrap_dim("size", dim, t->ndim)];
+    return t->size[wrap_dim("size", dim, t->ndim)];
 }
 
 Shape shape_of(const Tensor *t) {
     Shape shape = {t->ndim, {0}};
     for (int d = 0; d < t->ndim; d++) {
-        shape.size[d] = t->shape[d];
+        shape.size[d] = t->size[d];
     }
     return shape;
 }
@@ -151,10 +168,10 @@ Shape shape_of(const Tensor *t) {
 bool is_contiguous(const Tensor *t) {
     int expected = 1;
     for (int d = t->ndim - 1; d >= 0; d--) {
-        if (t->shape[d] != 1 && t->stride[d] != expected) {
+        if (t->size[d] != 1 && t->stride[d] != expected) {
             return false;
         }
-        expected *= t->shape[d];
+        expected *= t->size[d];
     }
     return true;
 }
@@ -164,55 +181,41 @@ bool same_shape(const Tensor *a, const Tensor *b) {
         return false;
     }
     for (int d = 0; d < a->ndim; d++) {
-        if (a->shape[d] != b->shape[d]) {
+        if (a->size[d] != b->size[d]) {
             return false;
         }
     }
     return true;
 }
 
-const char *shape_text(const Tensor *t) {
-    return join_sizes(t->shape, t->ndim, "x");
-}
-
 // --- element access ---------------------------------------------------------------
 
-float *at(const Tensor *t, const int *index) {
+const float *at_read(const Tensor *t, int n_index, const int *index) {
+    if (n_index != -1 && n_index != t->ndim) {
+        fail("at%d: the tensor has %d dimensions (%s)", n_index, t->ndim, size_x_str(t));
+    }
     int position = t->offset;
     for (int d = 0; d < t->ndim; d++) {
-        if (index[d] < 0 || index[d] >= t->shape[d]) {
+        if (index[d] < 0 || index[d] >= t->size[d]) {
             fail("at: index %d is out of bounds for dimension %d with size %d", index[d], d,
-                 t->shape[d]);
+                 t->size[d]);
         }
         position += index[d] * t->stride[d];
     }
     return &t->data[position];
 }
 
-static float *at_n(const Tensor *t, int ndim, const int *index) {
-    if (t->ndim != ndim) {
-        fail("at%d: the tensor has %d dimensions (%s)", ndim, t->ndim, shape_text(t));
-    }
-    return at(t, index);
-}
-
-float *at1(const Tensor *t, int i0) { return at_n(t, 1, (int[]){i0}); }
-float *at2(const Tensor *t, int i0, int i1) { return at_n(t, 2, (int[]){i0, i1}); }
-float *at3(const Tensor *t, int i0, int i1, int i2) {
-    return at_n(t, 3, (int[]){i0, i1, i2});
-}
-float *at4(const Tensor *t, int i0, int i1, int i2, int i3) {
-    return at_n(t, 4, (int[]){i0, i1, i2, i3});
-}
-float *at5(const Tensor *t, int i0, int i1, int i2, int i3, int i4) {
-    return at_n(t, 5, (int[]){i0, i1, i2, i3, i4});
+// The same element, writable: t is not const, so neither is its storage.
+// (The one cast that makes the pair: at_read does the work for both.)
+float *at_write(Tensor *t, int n_index, const int *index) {
+    return (float *)at_read(t, n_index, index);
 }
 
 // Like an odometer: bump the last digit; when it rolls over, carry left.
-bool next_index(int *index, const int *shape, int ndim) {
+bool next_index(int *index, const int *size, int ndim) {
     for (int d = ndim - 1; d >= 0; d--) {
         index[d] += 1;
-        if (index[d] < shape[d]) {
+        if (index[d] < size[d]) {
             return true;
         }
         index[d] = 0;
@@ -223,43 +226,39 @@ bool next_index(int *index, const int *shape, int ndim) {
 // --- views ---------------------------------------------------------------------------
 
 // Swapping two dims is just swapping their sizes and strides.
-Tensor *transpose(const Tensor *t, int dim0, int dim1) {
+const Tensor *transpose(const Tensor *t, int dim0, int dim1) {
     int a = wrap_dim("transpose", dim0, t->ndim);
     int b = wrap_dim("transpose", dim1, t->ndim);
     Tensor *out = new_header(t);
-    out->shape[a] = t->shape[b];
+    out->size[a] = t->size[b];
     out->stride[a] = t->stride[b];
-    out->shape[b] = t->shape[a];
+    out->size[b] = t->size[a];
     out->stride[b] = t->stride[a];
-    char label[48];
-    snprintf(label, sizeof label, "transpose(%d, %d)", dim0, dim1);
-    graph_record1(label, out, t);
+    trace("transpose", out, 1, &t, 2, (const double[]){dim0, dim1});
     return out;
 }
 
-Tensor *permute(const Tensor *t, const int *order) {
+const Tensor *permute(const Tensor *t, const int *order) {
     Tensor *out = new_header(t);
     bool used[MAX_DIMS] = {false};
-    char label[64];
-    int length = snprintf(label, sizeof label, "permute(");
+    double args[MAX_DIMS];
     for (int d = 0; d < t->ndim; d++) {
         int from = wrap_dim("permute", order[d], t->ndim);
         if (used[from]) {
             fail("permute: repeated dim %d in the order", order[d]);
         }
         used[from] = true;
-        out->shape[d] = t->shape[from];
+        out->size[d] = t->size[from];
         out->stride[d] = t->stride[from];
-        length += snprintf(label + length, sizeof label - (size_t)length,
-                           d == 0 ? "%d" : ", %d", order[d]);
+        args[d] = order[d];
     }
-    snprintf(label + length, sizeof label - (size_t)length, ")");
-    graph_record1(label, out, t);
+    trace("permute", out, 1, &t, t->ndim, args);
     return out;
 }
 
-// A new dim of size 1 at `dim`; its stride never matters.
-Tensor *unsqueeze(const Tensor *t, int dim) {
+// A new dim of size 1 at `dim`; its stride never matters (PyTorch gives it
+// the size * stride of the dim after it).
+const Tensor *unsqueeze(const Tensor *t, int dim) {
     if (t->ndim == MAX_DIMS) {
         fail("unsqueeze: the tensor already has %d dimensions", MAX_DIMS);
     }
@@ -267,20 +266,19 @@ Tensor *unsqueeze(const Tensor *t, int dim) {
     Tensor *out = new_header(t);
     out->ndim = t->ndim + 1;
     for (int d = t->ndim; d > at_dim; d--) {
-        out->shape[d] = t->shape[d - 1];
+        out->size[d] = t->size[d - 1];
         out->stride[d] = t->stride[d - 1];
     }
-    out->shape[at_dim] = 1;
-    out->stride[at_dim] = at_dim + 1 < out->ndim ? out->shape[at_dim + 1] * out->stride[at_dim + 1] : 1;
-    char label[32];
-    snprintf(label, sizeof label, "unsqueeze(%d)", dim);
-    graph_record1(label, out, t);
+    out->size[at_dim] = 1;
+    out->stride[at_dim] =
+        at_dim + 1 < out->ndim ? out->size[at_dim + 1] * out->stride[at_dim + 1] : 1;
+    trace("unsqueeze", out, 1, &t, 1, (const double[]){dim});
     return out;
 }
 
 // A size-1 dim becomes size n with stride 0: every index reads the same
 // element, so nothing is copied. New leading dims may be added too.
-Tensor *expand(const Tensor *t, Shape shape) {
+const Tensor *expand(const Tensor *t, Shape shape) {
     if (shape.ndim < t->ndim || shape.ndim > MAX_DIMS) {
         fail("expand: the number of sizes provided (%d) must be greater or equal to the number "
              "of dimensions in the tensor (%d)", shape.ndim, t->ndim);
@@ -290,67 +288,70 @@ Tensor *expand(const Tensor *t, Shape shape) {
     int lead = shape.ndim - t->ndim;   // new dims added in front
     for (int d = 0; d < shape.ndim; d++) {
         int old = d - lead;            // the matching dim of t, if any
-        int old_size = old >= 0 ? t->shape[old] : 1;
+        int old_size = old >= 0 ? t->size[old] : 1;
         int want = shape.size[d] == -1 && old >= 0 ? old_size : shape.size[d];
         if (want < 0) {
             fail("expand: the expanded size %d is not allowed in a leading, non-existing "
                  "dimension %d", shape.size[d], d);
         }
         if (old_size == want) {
-            out->shape[d] = want;
+            out->size[d] = want;
             out->stride[d] = old >= 0 ? t->stride[old] : 0;
         } else if (old_size == 1) {
-            out->shape[d] = want;
+            out->size[d] = want;
             out->stride[d] = 0;
         } else {
             fail("expand: the expanded size of the tensor (%d) must match the existing size "
                  "(%d) at non-singleton dimension %d. Target sizes: %s. Tensor sizes: %s",
-                 want, old_size, d, shape_list_text(shape),
-                 shape_list_text(shape_of(t)));   // fix: was "[2x3]", PyTorch says "[2, 3]"
+                 want, old_size, d, list_str(shape), list_str(shape_of(t)));
         }
     }
-    graph_record1("expand", out, t);
+    // Nothing is copied, but every later loop over the view visits all its
+    // elements: the same limit as for a real tensor.
+    check_shape("expand", shape_of(out));
+    trace1("expand", out, t);
     return out;
 }
 
-Tensor *narrow(const Tensor *t, int dim, int start, int length) {
+const Tensor *narrow(const Tensor *t, int dim, int start, int length) {
     int d = wrap_dim("narrow", dim, t->ndim);
-    if (start < 0 || length < 0 || start + length > t->shape[d]) {
+    if (start < 0 || length < 0 || start > t->size[d] - length) {
         fail("narrow: start (%d) + length (%d) exceeds dimension size (%d)", start, length,
-             t->shape[d]);
+             t->size[d]);
     }
     Tensor *out = new_header(t);
-    out->shape[d] = length;
+    out->size[d] = length;
     out->offset = t->offset + start * t->stride[d];
-    char label[48];
-    snprintf(label, sizeof label, "narrow(%d, %d, %d)", dim, start, length);
-    graph_record1(label, out, t);
+    trace("narrow", out, 1, &t, 3, (const double[]){dim, start, length});
     return out;
 }
 
 // Replace one -1 in `shape` by whatever makes the element counts agree.
 static Shape infer_size(const char *op, Shape shape, long count) {
+    check_shape(op, (Shape){shape.ndim, {0}});   // only the number of dims
     int infer_at = -1;
-    long known = 1;
+    int known[MAX_DIMS];   // the sizes other than the -1
+    int n_known = 0;
     for (int d = 0; d < shape.ndim; d++) {
         if (shape.size[d] == -1 && infer_at == -1) {
             infer_at = d;
-        } else if (shape.size[d] == -1) {   // fix: a second -1 was "invalid shape dimension -1"
+        } else if (shape.size[d] == -1) {
             fail("%s: only one dimension can be inferred", op);
         } else if (shape.size[d] < 0) {
             fail("%s: invalid shape dimension %d", op, shape.size[d]);
         } else {
-            known *= shape.size[d];
+            known[n_known++] = shape.size[d];
         }
     }
-    if (infer_at >= 0 && known != 0 && count % known == 0) {
-        shape.size[infer_at] = (int)(count / known);
+    long product = capped_product(known, n_known);   // > count if too large
+    if (infer_at >= 0 && product != 0 && count % product == 0) {
+        shape.size[infer_at] = (int)(count / product);
         return shape;
     }
-    if (infer_at < 0 && known == count) {
+    if (infer_at < 0 && product == count) {
         return shape;
     }
-    fail("%s: shape '%s' is invalid for input of size %ld", op, shape_list_text(shape), count);
+    fail("%s: shape '%s' is invalid for input of size %ld", op, list_str(shape), count);
 }
 
 // Can `t` be seen in `shape` without copying? This is PyTorch's rule
@@ -361,7 +362,7 @@ static bool view_strides(int *stride, const Tensor *t, Shape shape) {
     if (numel(t) == 0 || t->ndim == 0) {
         Tensor plain = {.ndim = shape.ndim};
         for (int d = 0; d < shape.ndim; d++) {
-            plain.shape[d] = shape.size[d];
+            plain.size[d] = shape.size[d];
         }
         set_contiguous_strides(&plain);
         memcpy(stride, plain.stride, sizeof plain.stride);
@@ -372,9 +373,9 @@ static bool view_strides(int *stride, const Tensor *t, Shape shape) {
     long tensor_numel = 1;
     long view_numel = 1;
     for (int d = t->ndim - 1; d >= 0; d--) {
-        tensor_numel *= t->shape[d];
+        tensor_numel *= t->size[d];
         // A chunk ends where the dim before it is not laid out right after it.
-        bool chunk_ends = d == 0 || (t->shape[d - 1] != 1 &&
+        bool chunk_ends = d == 0 || (t->size[d - 1] != 1 &&
                                      t->stride[d - 1] != tensor_numel * chunk_stride);
         if (!chunk_ends) {
             continue;
@@ -396,18 +397,17 @@ static bool view_strides(int *stride, const Tensor *t, Shape shape) {
     return view_d == -1;
 }
 
-static Tensor *view_as_shape(const Tensor *t, Shape shape, int *stride) {
+static Tensor *view_as_shape(const Tensor *t, Shape shape, const int *stride) {
     Tensor *out = new_header(t);
     out->ndim = shape.ndim;
     for (int d = 0; d < shape.ndim; d++) {
-        out->shape[d] = shape.size[d];
+        out->size[d] = shape.size[d];
         out->stride[d] = stride[d];
     }
     return out;
 }
 
-Tensor *view(const Tensor *t, Shape shape) {
-    check_shape("view", (Shape){shape.ndim, {0}});
+const Tensor *view(const Tensor *t, Shape shape) {
     shape = infer_size("view", shape, numel(t));
     int stride[MAX_DIMS] = {0};
     if (!view_strides(stride, t, shape)) {
@@ -415,7 +415,7 @@ Tensor *view(const Tensor *t, Shape shape) {
              "one dimension spans across two contiguous subspaces). Use .reshape(...) instead.");
     }
     Tensor *out = view_as_shape(t, shape, stride);
-    graph_record1("view", out, t);
+    trace1("view", out, t);
     return out;
 }
 
@@ -435,7 +435,7 @@ Tensor *clone(const Tensor *t) {
         return out;
     }
     int last = t->ndim - 1;
-    int n = t->shape[last];
+    int n = t->size[last];
     int step = t->stride[last];
     long rows = numel(t) / n;
     int index[MAX_DIMS] = {0};   // index[last] stays 0: the start of a row
@@ -445,26 +445,24 @@ Tensor *clone(const Tensor *t) {
         for (int i = 0; i < n; i++) {
             out_row[i] = row[i * step];
         }
-        next_index(index, t->shape, last);   // the next row: count in the dims before last
+        next_index(index, t->size, last);   // the next row: count in the dims before last
     }
     return out;
 }
 
-Tensor *contiguous(const Tensor *t) {
+const Tensor *contiguous(const Tensor *t) {
     if (is_contiguous(t)) {
-        return (Tensor *)t;   // like PyTorch: already contiguous, same tensor
+        return t;   // like PyTorch: already contiguous, the same tensor
     }
     Tensor *out = clone(t);
-    graph_record1("contiguous", out, t);
+    trace1("contiguous", out, t);
     return out;
 }
 
-Tensor *reshape(const Tensor *t, Shape shape) {
-    // fix: without this check a Shape of more than MAX_DIMS dims was read past its end
-    check_shape("reshape", (Shape){shape.ndim, {0}});
+const Tensor *reshape(const Tensor *t, Shape shape) {
     shape = infer_size("reshape", shape, numel(t));
     int stride[MAX_DIMS] = {0};
-    Tensor *out;
+    const Tensor *out;
     if (view_strides(stride, t, shape)) {
         out = view_as_shape(t, shape, stride);              // no copy needed
     } else {
@@ -472,6 +470,6 @@ Tensor *reshape(const Tensor *t, Shape shape) {
         view_strides(stride, copy, shape);
         out = view_as_shape(copy, shape, stride);
     }
-    graph_record1("reshape", out, t);
+    trace1("reshape", out, t);
     return out;
 }

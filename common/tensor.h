@@ -4,12 +4,23 @@
 //
 //     element [i0, i1, ..., ik] = data[offset + i0*stride[0] + ... + ik*stride[k]]
 //
-// Because the window is described by shape, stride and offset, the
-// operations transpose, permute, unsqueeze, expand and narrow make a NEW
-// window onto the SAME storage and copy nothing; PyTorch calls these views.
-// contiguous() copies into a fresh block laid out row-major. view() only
-// re-reads the shape of a contiguous block, so it refuses a transposed
-// input, exactly like PyTorch, and reshape() copies only when it must.
+// Because the window is described by size, stride and offset, transpose,
+// permute, unsqueeze, expand and narrow make a NEW window onto the SAME
+// storage and copy nothing; PyTorch calls these views. view() re-reads the
+// sizes without copying, and works whenever PyTorch's rule allows it (a
+// transposed tensor can often be viewed, but not always: see view() below);
+// reshape() is view() when possible and a copy otherwise; contiguous()
+// copies into a fresh row-major block unless the tensor already is one.
+//
+// const: a function that takes a `const Tensor *` never changes its
+// elements. What it returns is
+//   - a NEW tensor (`Tensor *`): fresh storage, yours to fill or change
+//     (zeros, clone, matmul, softmax, ... in ops.h);
+//   - or a VIEW of its input, or the input itself (`const Tensor *`): it
+//     shares the input's storage, so it is exactly as read-only as the
+//     input (the views below, contiguous, reshape, split, dropout).
+// So writing into a tensor needs a `Tensor *` that you made; a `const
+// Tensor *` cannot be written through the helper without a visible cast.
 //
 // Integer tensors (masks, torch.randint) are stored as floats too (every
 // integer below 2^24 is exact in a float); `dtype` only tells the printer to
@@ -21,7 +32,12 @@
 
 #include <stdbool.h>
 
-#define MAX_DIMS 5  // GQA needs five: (b, g, h, n, d)
+#define MAX_DIMS 5   // GQA needs five: (b, g, h, n, d)
+// No tensor, and no view, may have more elements than this: 2^26 floats,
+// 256 MiB. Below it every index, stride and offset fits an int with room
+// to spare, so no size arithmetic in the helper can overflow. Lessons check
+// their sizes against it before they start (check_fits in lesson.h).
+#define MAX_ELEMENTS (1L << 26)
 
 typedef enum { DTYPE_FLOAT32, DTYPE_INT64, DTYPE_BOOL } DType;
 
@@ -40,15 +56,15 @@ Shape shape5(int s0, int s1, int s2, int s3, int s4);
 typedef struct {
     float *data;              // the storage, shared by every view of it
     int ndim;                 // 0 .. MAX_DIMS
-    int shape[MAX_DIMS];      // size of each dimension
-    int stride[MAX_DIMS];     // how far (in floats) one step in each dim moves
-    int offset;               // where element [0, 0, ...] sits in data
+    int size[MAX_DIMS];       // t.size(d): how many indices dim d has
+    int stride[MAX_DIMS];     // t.stride(d): how far (in floats) one step along dim d moves
+    int offset;               // t.storage_offset(): where element [0, 0, ...] sits in data
     DType dtype;              // how to print and dump it; storage is float
-    int id;                   // this tensor's node number in the --dot graph
-    const char *name;         // set by named() (lesson.h); NULL otherwise
+    int id;                   // a serial number: tells tensors apart in a trace (trace.h)
 } Tensor;
 
 // --- making tensors (new storage, row-major, all from the arena) ----------
+// Each fails if a size is negative or there are more than MAX_ELEMENTS.
 Tensor *zeros(Shape shape);
 Tensor *ones(Shape shape);
 Tensor *full(Shape shape, float value);
@@ -60,38 +76,61 @@ int size(const Tensor *t, int dim);      // dim may be negative: -1 is the last
 Shape shape_of(const Tensor *t);
 bool is_contiguous(const Tensor *t);
 bool same_shape(const Tensor *a, const Tensor *b);
-// "3x4" for messages (arena string), like PyTorch's error texts.
-const char *shape_text(const Tensor *t);
-// The n sizes joined by `separator`: (3, 2, 4) and ", " give "3, 2, 4"
-// (arena string). shape_text, torch.Size and the .npy header are made from it.
-const char *join_sizes(const int *sizes, int n, const char *separator);
 // PyTorch's dim wrapping: -1 is the last of ndim dims, -ndim the first. A dim
 // out of range fails with PyTorch's text, naming `op`.
 int wrap_dim(const char *op, int dim, int ndim);
 
+// --- sizes as text (arena strings) --------------------------------------------
+// One function, four spellings of the same list of numbers:
+typedef enum {
+    SIZES_X,       // 3x4                  PyTorch's error texts: "shapes (6x4) and (3x4)"
+    SIZES_LIST,    // [3, 4]               a Python list: view's argument in its errors
+    SIZES_TUPLE,   // (3, 4), (5,), ()     a Python tuple: t.stride(), numpy's .shape
+    SIZES_TORCH,   // torch.Size([3, 4])   print(t.shape)
+} SizesStyle;
+const char *sizes_str(const int *sizes, int n, SizesStyle style);
+// The three uses of it that come up everywhere, for a tensor t:
+const char *size_str(const Tensor *t);     // print(t.shape):    torch.Size([3, 4])
+const char *stride_str(const Tensor *t);   // print(t.stride()): (4, 1)
+const char *size_x_str(const Tensor *t);   // in error messages: 3x4
+
 // --- element access ---------------------------------------------------------
-// A pointer to one element; the index must have t->ndim entries, each in range.
-float *at(const Tensor *t, const int *index);
-float *at1(const Tensor *t, int i0);
-float *at2(const Tensor *t, int i0, int i1);
-float *at3(const Tensor *t, int i0, int i1, int i2);
-float *at4(const Tensor *t, int i0, int i1, int i2, int i3);
-float *at5(const Tensor *t, int i0, int i1, int i2, int i3, int i4);
+// at4(t, i0, i1, i2, i3) points at one element: `float *` (you may write
+// through it) when t is a `Tensor *`, `const float *` (read only) when t is
+// a `const Tensor *`. C11's _Generic picks at_write or at_read by the type
+// of t; the two differ only in that const. The number of indices must be
+// t->ndim and each must be in range, or the call fails.
+// at(t, index) takes the indices as an array of t->ndim ints.
+const float *at_read(const Tensor *t, int n_index, const int *index);
+float *at_write(Tensor *t, int n_index, const int *index);
+#define AT_(t, n, index) \
+    _Generic((t), Tensor *: at_write, const Tensor *: at_read)((t), (n), (index))
+#define at(t, index) AT_(t, -1, index)
+#define at1(t, i0) AT_(t, 1, ((const int[]){i0}))
+#define at2(t, i0, i1) AT_(t, 2, ((const int[]){i0, i1}))
+#define at3(t, i0, i1, i2) AT_(t, 3, ((const int[]){i0, i1, i2}))
+#define at4(t, i0, i1, i2, i3) AT_(t, 4, ((const int[]){i0, i1, i2, i3}))
+#define at5(t, i0, i1, i2, i3, i4) AT_(t, 5, ((const int[]){i0, i1, i2, i3, i4}))
 
-// Visit every index of `shape` in row-major order: start with all zeros,
+// Visit every index of `size` in row-major order: start with all zeros,
 // call next_index() until it returns false.
-bool next_index(int *index, const int *shape, int ndim);
+bool next_index(int *index, const int *size, int ndim);
 
-// --- views: same storage, new shape/stride/offset ---------------------------
-Tensor *transpose(const Tensor *t, int dim0, int dim1);
-Tensor *permute(const Tensor *t, const int *order);     // order has ndim entries
-Tensor *unsqueeze(const Tensor *t, int dim);
-Tensor *expand(const Tensor *t, Shape shape);           // -1 keeps a size
-Tensor *narrow(const Tensor *t, int dim, int start, int length);
-Tensor *view(const Tensor *t, Shape shape);             // -1 is inferred
-// --- copies ----------------------------------------------------------------
-Tensor *contiguous(const Tensor *t);   // returns t itself if already contiguous
-Tensor *reshape(const Tensor *t, Shape shape);  // a view when it can be one
-Tensor *clone(const Tensor *t);        // always a fresh copy
+// --- views: same storage, new size/stride/offset ---------------------------
+const Tensor *transpose(const Tensor *t, int dim0, int dim1);
+const Tensor *permute(const Tensor *t, const int *order);     // order has ndim entries
+const Tensor *unsqueeze(const Tensor *t, int dim);
+const Tensor *expand(const Tensor *t, Shape shape);           // -1 keeps a size
+const Tensor *narrow(const Tensor *t, int dim, int start, int length);
+// -1 in `shape` is inferred. Fails (with PyTorch's message) when the new
+// sizes would need elements that are not evenly spaced in memory: PyTorch's
+// rule, which lets many non-contiguous tensors through (a transpose viewed
+// with a size-1 dim added, say) and refuses e.g. merging two transposed dims.
+const Tensor *view(const Tensor *t, Shape shape);
+
+// --- copies, or not ------------------------------------------------------
+const Tensor *contiguous(const Tensor *t);       // t itself if already contiguous
+const Tensor *reshape(const Tensor *t, Shape shape);  // a view when it can be one
+Tensor *clone(const Tensor *t);                  // always a fresh, writable copy
 
 #endif

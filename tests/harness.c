@@ -149,7 +149,7 @@ static void assert_same_shape(const Tensor *got, const Tensor *want, const char 
 
 // "[1, 0, 2]"
 static const char *index_text(const int *index, int ndim) {
-    return path_join("[%s]", join_sizes(index, ndim, ", "));
+    return sizes_str(index, ndim, SIZES_LIST);
 }
 
 void assert_close(const Tensor *got, const Tensor *want, float atol, float rtol,
@@ -178,7 +178,7 @@ void assert_close(const Tensor *got, const Tensor *want, float atol, float rtol,
                 memcpy(worst, index, sizeof worst);
             }
         }
-        next_index(index, got->shape, got->ndim);
+        next_index(index, got->size, got->ndim);
     }
     if (bad > 0) {
         ck_abort_msg("%s: %ld of %ld elements differ beyond atol %g + rtol %g; worst at %s: "
@@ -201,7 +201,7 @@ void assert_bitwise_equal(const Tensor *got, const Tensor *want, const char *wha
         ck_assert_msg(gb == wb, "%s: first difference at %s (element %ld of %ld): got %.9g "
                       "(0x%08x), expected %.9g (0x%08x)", what, index_text(index, got->ndim),
                       i, n, (double)g, gb, (double)w, wb);
-        next_index(index, got->shape, got->ndim);
+        next_index(index, got->size, got->ndim);
     }
 }
 
@@ -464,7 +464,7 @@ void quiet_stdout_in(TCase *tc) {
     tcase_add_checked_fixture(tc, quiet_stdout_fixture, restore_stdout_fixture);
 }
 
-Linear linear_from(Tensor *weight, Tensor *bias) {
+Linear linear_from(const Tensor *weight, const Tensor *bias) {
     Linear layer = {weight, bias, size(weight, 1), size(weight, 0)};
     return layer;
 }
@@ -533,7 +533,7 @@ void assert_same_zeros(const Tensor *dropped, const Tensor *want, const char *wh
         ck_assert_msg((*at(dropped, index) == 0.0f) == (*at(want, index) == 0.0f),
                       "%s: element %s dropped in one and not the other", what,
                       index_text(index, want->ndim));
-        next_index(index, want->shape, want->ndim);
+        next_index(index, want->size, want->ndim);
     }
 }
 
@@ -556,13 +556,13 @@ void check_dropout_survivors(const Tensor *before, const Tensor *dropped) {
                           (double)after, (double)weight, (double)want);
             ck_assert(fabs(after - weight / 0.9) <= 2e-7 * after);
         }
-        next_index(index, before->shape, before->ndim);
+        next_index(index, before->size, before->ndim);
     }
     double fraction = (double)n_dropped / (double)(kept + n_dropped);
     ck_assert_msg(fraction > 0.05 && fraction < 0.15, "dropped %.3f of the weights", fraction);
 }
 
-void check_padding_rows(Tensor *(*padding_rows)(int batch, int seq)) {
+void check_padding_rows(const Tensor *(*padding_rows)(int batch, int seq)) {
     const float notebook[] = {1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0};
     Tensor *want = tensor_from(shape2(3, 4), notebook);
     want->dtype = DTYPE_INT64;
@@ -571,7 +571,7 @@ void check_padding_rows(Tensor *(*padding_rows)(int batch, int seq)) {
     Tensor *want_tall = tensor_from(shape2(5, 3), tall);
     want_tall->dtype = DTYPE_INT64;
     assert_bitwise_equal(padding_rows(5, 3), want_tall, "b for 5x3");
-    Tensor *single = padding_rows(2, 1);
+    const Tensor *single = padding_rows(2, 1);
     ck_assert(*at2(single, 0, 0) == 1.0f && *at2(single, 1, 0) == 1.0f);
 }
 

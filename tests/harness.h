@@ -119,7 +119,7 @@ void check_bad_flags(const char *lesson, const char *program, const BadFlags *ca
 void quiet_stdout_in(TCase *tc);
 
 // A Linear around given tensors: weight (out, in), bias (out,) or NULL.
-Linear linear_from(Tensor *weight, Tensor *bias);
+Linear linear_from(const Tensor *weight, const Tensor *bias);
 // The Linear `name` PyTorch recorded in the directory `reference`:
 // <reference>/<name>.weight.npy and <name>.bias.npy.
 Linear recorded_linear(const char *reference, const char *name);
@@ -155,7 +155,7 @@ void check_dropout_survivors(const Tensor *before, const Tensor *dropped);
 
 // padding_rows of lessons 4 and 5: the notebook's b for 3x4, and for
 // batch > seq every row keeps at least one key.
-void check_padding_rows(Tensor *(*padding_rows)(int batch, int seq));
+void check_padding_rows(const Tensor *(*padding_rows)(int batch, int seq));
 
 // The masked example of lessons 4 and 5, worked by hand: dim 2, Q = K = V = X
 // and output_proj the identity, X = [[1, 0], [0, 1], [1, 1]], key 2 padding.

@@ -24,9 +24,9 @@ static const char *run_with_dump(const char *extra_flag) {
 // scores 2, 4, 4; weights e^2 / (e^2 + 2 e^4) and e^4 / (e^2 + 2 e^4).
 START_TEST(test_hand_worked_input_1) {
     const char *dir = run_with_dump(NULL);
-    Tensor *scores = load_npy(path_join("%s/scores.npy", dir));
-    Tensor *weights = load_npy(path_join("%s/weights.npy", dir));
-    Tensor *out = load_npy(path_join("%s/out.npy", dir));
+    const Tensor *scores = load_npy(path_join("%s/scores.npy", dir));
+    const Tensor *weights = load_npy(path_join("%s/weights.npy", dir));
+    const Tensor *out = load_npy(path_join("%s/out.npy", dir));
     remove_dir(dir);
 
     float want_scores[9] = {2, 4, 4, 4, 16, 12, 4, 12, 10};   // integer dot products
@@ -82,15 +82,15 @@ END_TEST
 // The post's soft_max overflows: exp(160) is inf in float32, inf/inf NaN.
 START_TEST(test_unstable_softmax_overflows) {
     float big_values[3] = {40, 160, 120};
-    Tensor *big = tensor_from(shape2(1, 3), big_values);
-    Tensor *naive = unstable_softmax(big);
+    const Tensor *big = tensor_from(shape2(1, 3), big_values);
+    const Tensor *naive = unstable_softmax(big);
     ck_assert(isnan(*at2(naive, 0, 1)));
-    Tensor *stable = softmax(big, -1);
+    const Tensor *stable = softmax(big, -1);
     ck_assert(!isnan(*at2(stable, 0, 1)));
     ck_assert_float_eq_tol(*at2(stable, 0, 1), 1.0f, 1e-6f);
     // For small scores the two agree: the max cancels in the ratio.
     float small_values[3] = {2, 4, 4};
-    Tensor *small = tensor_from(shape2(1, 3), small_values);
+    const Tensor *small = tensor_from(shape2(1, 3), small_values);
     assert_close(unstable_softmax(small), softmax(small, -1), 1e-7f, 1e-6f, "small scores");
 }
 END_TEST

@@ -88,9 +88,9 @@ START_TEST(test_forward_on_recorded_weights) {
     for (int i = 0; i < N_CASES; i++) {
         const Case *c = &CASES[i];
         SelfAttV1 net = recorded_net(c);
-        Tensor *attention_weight = NULL;
+        const Tensor *attention_weight = NULL;
         int saved = quiet_stdout();
-        Tensor *output = SelfAttV1_forward(&attention_weight, &net, reference(c, "X"));
+        const Tensor *output = SelfAttV1_forward(&attention_weight, &net, reference(c, "X"));
         restore_stdout(saved);
         assert_close(output, reference(c, "output"), ATOL, RTOL, path_join("%s output", c->dir));
         assert_close(attention_weight, reference(c, "attention_weight"), ATOL, RTOL,
@@ -107,7 +107,7 @@ START_TEST(test_rows_sum_to_one) {
     for (int i = 0; i < N_CASES; i++) {
         const Case *c = &CASES[i];
         SelfAttV1 net = recorded_net(c);
-        Tensor *w = NULL;
+        const Tensor *w = NULL;
         int saved = quiet_stdout();
         SelfAttV1_forward(&w, &net, reference(c, "X"));
         restore_stdout(saved);
@@ -136,10 +136,10 @@ START_TEST(test_hand_worked) {
     set_linear(&net.query_proj, identity, zero_bias);
     set_linear(&net.key_proj, identity, zero_bias);
     set_linear(&net.value_proj, identity, zero_bias);
-    Tensor *X = tensor_from(shape3(1, 2, 2), identity);
-    Tensor *w = NULL;
+    const Tensor *X = tensor_from(shape3(1, 2, 2), identity);
+    const Tensor *w = NULL;
     int saved = quiet_stdout();
-    Tensor *output = SelfAttV1_forward(&w, &net, X);
+    const Tensor *output = SelfAttV1_forward(&w, &net, X);
     restore_stdout(saved);
 
     double e = exp(1.0 / sqrt(2.0));

@@ -36,12 +36,12 @@ static Tensor *reference(const MaskedCase *c, const char *name) {
 // The run of the cell as the lesson does it, inside this process: the same
 // draws in the same order (X, then the module), so the tensors are PyTorch's.
 typedef struct {
-    Tensor *X;                  // (B, T, C)
-    Tensor *b;                  // (B, S)
-    Tensor *mask;               // (B, T, S)
+    const Tensor *X;                  // (B, T, C)
+    const Tensor *b;                  // (B, S)
+    const Tensor *mask;               // (B, T, S)
     SelfAttV3 net;
     SelfAttV3Weights weights;
-    Tensor *ret;                // (B, T, C)
+    const Tensor *ret;                // (B, T, C)
 } Run;
 
 static Run run_cell(const MaskedCase *c, bool train) {
@@ -81,8 +81,8 @@ START_TEST(test_dropout_matches_pytorch) {
             continue;
         }
         Run run = run_cell(c, true);
-        Tensor *want = reference(c, "att_weight_dropped");
-        Tensor *got = run.weights.att_weight_dropped;
+        const Tensor *want = reference(c, "att_weight_dropped");
+        const Tensor *got = run.weights.att_weight_dropped;
         assert_close(got, want, ATOL, RTOL, path_join("%s att_weight_dropped", c->dir));
         assert_same_zeros(got, want, c->dir);
     }
@@ -118,10 +118,10 @@ START_TEST(test_all_ones_mask_equals_v2) {
             continue;
         }
         Run run = run_cell(c, false);
-        Tensor *ones_mask = ones(shape3(c->batch, c->seq, c->seq));
+        const Tensor *ones_mask = ones(shape3(c->batch, c->seq, c->seq));
         int saved = quiet_stdout();
-        Tensor *with_ones = SelfAttV3_forward(&run.net, run.X, ones_mask, NULL);
-        Tensor *unmasked = SelfAttV3_forward(&run.net, run.X, NULL, NULL);
+        const Tensor *with_ones = SelfAttV3_forward(&run.net, run.X, ones_mask, NULL);
+        const Tensor *unmasked = SelfAttV3_forward(&run.net, run.X, NULL, NULL);
         restore_stdout(saved);
         assert_close(with_ones, reference(c, "v2_ret"), ATOL, RTOL,
                      path_join("%s V3(all-ones mask) vs V2", c->dir));
@@ -143,7 +143,7 @@ START_TEST(test_dropout_scales_survivors) {
     SelfAttV3_init(big.dim);
     ck_assert_msg(random32() == after_eval, "eval-mode forward drew random numbers");
 
-    Tensor *w = eval.weights.att_weight, *d = train.weights.att_weight_dropped;
+    const Tensor *w = eval.weights.att_weight, *d = train.weights.att_weight_dropped;
     assert_bitwise_equal(train.weights.att_weight, w, "att_weight before dropout");
     check_dropout_survivors(w, d);
 }
@@ -162,11 +162,11 @@ START_TEST(test_hand_worked) {
     const float identity[] = {1, 0, 0, 1};
     set_linear(&net.proj, proj_w, zeros6);
     set_linear(&net.output_proj, identity, zeros6);
-    Tensor *X = hand_worked_X();
-    Tensor *mask = hand_worked_mask();
+    const Tensor *X = hand_worked_X();
+    const Tensor *mask = hand_worked_mask();
     SelfAttV3Weights w;
     int saved = quiet_stdout();
-    Tensor *ret = SelfAttV3_forward(&net, X, mask, &w);
+    const Tensor *ret = SelfAttV3_forward(&net, X, mask, &w);
     restore_stdout(saved);
     check_hand_worked(w.att_weight, ret);
 }
@@ -179,7 +179,7 @@ END_TEST
 START_TEST(test_fully_masked_row) {
     MaskedCase c = {"masked", 0, 2, 4, 2, false, {NULL}};
     Run run = run_cell(&c, false);
-    Tensor *mask = mask_hiding_batch_row(2, 4, 1);
+    const Tensor *mask = mask_hiding_batch_row(2, 4, 1);
     SelfAttV3Weights w;
     int saved = quiet_stdout();
     SelfAttV3_forward(&run.net, run.X, mask, &w);
@@ -191,10 +191,10 @@ START_TEST(test_fully_masked_row) {
     }
 
     const float scores_values[] = {0.3f, -1.2f, 2.5f, 0.1f};
-    Tensor *scores = tensor_from(shape1(4), scores_values);
-    Tensor *no_keys = zeros(shape1(4));
-    Tensor *big = masked_softmax(scores, no_keys, MASK_FILL);
-    Tensor *inf = masked_softmax(scores, no_keys, -INFINITY);
+    const Tensor *scores = tensor_from(shape1(4), scores_values);
+    const Tensor *no_keys = zeros(shape1(4));
+    const Tensor *big = masked_softmax(scores, no_keys, MASK_FILL);
+    const Tensor *inf = masked_softmax(scores, no_keys, -INFINITY);
     for (int s = 0; s < 4; s++) {
         ck_assert(*at1(big, s) == 0.25f);
         ck_assert(isnan(*at1(inf, s)));
@@ -202,7 +202,7 @@ START_TEST(test_fully_masked_row) {
     // Partly masked, the two fills agree exactly: -inf is only a problem
     // when nothing is left.
     const float some_keys[] = {1, 0, 1, 0};
-    Tensor *keys = tensor_from(shape1(4), some_keys);
+    const Tensor *keys = tensor_from(shape1(4), some_keys);
     assert_bitwise_equal(masked_softmax(scores, keys, MASK_FILL),
                          masked_softmax(scores, keys, -INFINITY), "-1e20 vs -inf, partly masked");
 }

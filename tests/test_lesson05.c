@@ -38,12 +38,12 @@ static Tensor *reference(const MaskedCase *c, const char *name) {
 // The run of the cell as the lesson does it, inside this process: the same
 // draws in the same order (X, then the module), so the tensors are PyTorch's.
 typedef struct {
-    Tensor *X;                  // (B, T, C)
-    Tensor *b;                  // (B, S)
-    Tensor *mask;               // (B, T, S)
+    const Tensor *X;                  // (B, T, C)
+    const Tensor *b;                  // (B, S)
+    const Tensor *mask;               // (B, T, S)
     SelfAttV4 net;
     SelfAttV4Weights weights;
-    Tensor *ret;                // (B, T, C)
+    const Tensor *ret;                // (B, T, C)
 } Run;
 
 static Run run_cell(const MaskedCase *c, bool train) {
@@ -83,8 +83,8 @@ START_TEST(test_dropout_matches_pytorch) {
             continue;
         }
         Run run = run_cell(c, true);
-        Tensor *want = reference(c, "att_weight_dropped");
-        Tensor *got = run.weights.att_weight_dropped;
+        const Tensor *want = reference(c, "att_weight_dropped");
+        const Tensor *got = run.weights.att_weight_dropped;
         assert_close(got, want, ATOL, RTOL, path_join("%s att_weight_dropped", c->dir));
         assert_same_zeros(got, want, c->dir);
     }
@@ -117,8 +117,8 @@ END_TEST
 // PyTorch; linear() reads a view through its offset, so nothing is copied.
 static void load_v3_weights(SelfAttV4 *net, const char *case_dir) {
     int C = net->dim;
-    Tensor *proj_weight = load_npy(path_join("%s/%s/proj.weight.npy", V3_DIR, case_dir));
-    Tensor *proj_bias = load_npy(path_join("%s/%s/proj.bias.npy", V3_DIR, case_dir));
+    const Tensor *proj_weight = load_npy(path_join("%s/%s/proj.weight.npy", V3_DIR, case_dir));
+    const Tensor *proj_bias = load_npy(path_join("%s/%s/proj.bias.npy", V3_DIR, case_dir));
     Linear *parts[3] = {&net->query_proj, &net->key_proj, &net->value_proj};
     for (int p = 0; p < 3; p++) {
         parts[p]->weight = narrow(proj_weight, 0, p * C, C);   // (C, C)
@@ -137,15 +137,15 @@ START_TEST(test_v4_with_v3_weights_equals_v3) {
     for (int i = 0; i < N_MASKED_CASES; i++) {
         const MaskedCase *v3 = &MASKED_CASES[i];   // lesson 4 recorded the same runs
         manual_seed(v3->seed);
-        Tensor *X = rand_tensor(shape3(v3->batch, v3->seq, v3->dim));
+        const Tensor *X = rand_tensor(shape3(v3->batch, v3->seq, v3->dim));
         assert_bitwise_equal(X, load_npy(path_join("%s/%s/X.npy", V3_DIR, v3->dir)), "X");
         SelfAttV4 net = SelfAttV4_init(v3->dim);   // draws as many numbers as SelfAttV3
         net.training = v3->train;
         load_v3_weights(&net, v3->dir);
-        Tensor *mask = load_npy(path_join("%s/%s/mask.npy", V3_DIR, v3->dir));
+        const Tensor *mask = load_npy(path_join("%s/%s/mask.npy", V3_DIR, v3->dir));
         SelfAttV4Weights w;
         int saved = quiet_stdout();
-        Tensor *ret = SelfAttV4_forward(&net, X, mask, &w);
+        const Tensor *ret = SelfAttV4_forward(&net, X, mask, &w);
         restore_stdout(saved);
         const char *what = path_join("V4 with V3 weights, %s", v3->dir);
         assert_close(w.att_weight, load_npy(path_join("%s/%s/att_weight.npy", V3_DIR, v3->dir)),
@@ -159,10 +159,10 @@ END_TEST
 // An all-ones mask changes nothing at all, bit for bit, against no mask.
 START_TEST(test_all_ones_mask_is_no_mask) {
     Run run = run_cell(&MASKED_CASES[0], false);
-    Tensor *ones_mask = ones(shape3(3, 4, 4));
+    const Tensor *ones_mask = ones(shape3(3, 4, 4));
     int saved = quiet_stdout();
-    Tensor *with_ones = SelfAttV4_forward(&run.net, run.X, ones_mask, NULL);
-    Tensor *unmasked = SelfAttV4_forward(&run.net, run.X, NULL, NULL);
+    const Tensor *with_ones = SelfAttV4_forward(&run.net, run.X, ones_mask, NULL);
+    const Tensor *unmasked = SelfAttV4_forward(&run.net, run.X, NULL, NULL);
     restore_stdout(saved);
     assert_bitwise_equal(with_ones, unmasked, "all-ones mask vs no mask");
 }
@@ -181,7 +181,7 @@ START_TEST(test_dropout_scales_survivors) {
     SelfAttV4_init(big.dim);
     ck_assert_msg(random32() == after_eval, "eval-mode forward drew random numbers");
 
-    Tensor *w = eval.weights.att_weight, *d = train.weights.att_weight_dropped;
+    const Tensor *w = eval.weights.att_weight, *d = train.weights.att_weight_dropped;
     assert_bitwise_equal(train.weights.att_weight, w, "att_weight before dropout");
     check_dropout_survivors(w, d);
 }
@@ -201,11 +201,11 @@ START_TEST(test_hand_worked) {
     set_linear(&net.key_proj, identity, zeros2);     // K = X
     set_linear(&net.value_proj, identity, zeros2);   // V = X
     set_linear(&net.output_proj, identity, zeros2);
-    Tensor *X = hand_worked_X();
-    Tensor *mask = hand_worked_mask();
+    const Tensor *X = hand_worked_X();
+    const Tensor *mask = hand_worked_mask();
     SelfAttV4Weights w;
     int saved = quiet_stdout();
-    Tensor *ret = SelfAttV4_forward(&net, X, mask, &w);
+    const Tensor *ret = SelfAttV4_forward(&net, X, mask, &w);
     restore_stdout(saved);
     check_hand_worked(w.att_weight, ret);
 }
@@ -216,10 +216,10 @@ END_TEST
 START_TEST(test_fully_masked_row) {
     MaskedCase c = {"masked", 0, 2, 4, 2, false, {NULL}};
     Run run = run_cell(&c, false);
-    Tensor *mask = mask_hiding_batch_row(2, 4, 1);
+    const Tensor *mask = mask_hiding_batch_row(2, 4, 1);
     SelfAttV4Weights w;
     int saved = quiet_stdout();
-    Tensor *ret = SelfAttV4_forward(&run.net, run.X, mask, &w);
+    const Tensor *ret = SelfAttV4_forward(&run.net, run.X, mask, &w);
     restore_stdout(saved);
     for (int t = 0; t < 4; t++) {
         for (int s = 0; s < 4; s++) {

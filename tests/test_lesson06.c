@@ -97,17 +97,17 @@ static MultiHeadAttention make_net(uint64_t seed, int dim, int heads) {
 START_TEST(test_one_head_is_single_head_attention) {
     int batch = 2, seq = 5, dim = 12;
     MultiHeadAttention net = make_net(11, dim, 1);
-    Tensor *X = rand_tensor(shape3(batch, seq, dim));                      // (B, T, C)
+    const Tensor *X = rand_tensor(shape3(batch, seq, dim));                      // (B, T, C)
 
-    Tensor *Q = linear(X, &net.q_proj);                                    // (B, T, C)
-    Tensor *K = linear(X, &net.k_proj);                                    // (B, T, C)
-    Tensor *V = linear(X, &net.v_proj);                                    // (B, T, C)
-    Tensor *att_weight = softmax(div_scalar(matmul(Q, transpose(K, -1, -2)),
+    const Tensor *Q = linear(X, &net.q_proj);                                    // (B, T, C)
+    const Tensor *K = linear(X, &net.k_proj);                                    // (B, T, C)
+    const Tensor *V = linear(X, &net.v_proj);                                    // (B, T, C)
+    const Tensor *att_weight = softmax(div_scalar(matmul(Q, transpose(K, -1, -2)),
                                             sqrtf((float)dim)), -1);       // (B, T, T)
-    Tensor *ret = linear(matmul(att_weight, V), &net.o_proj);              // (B, T, C)
+    const Tensor *ret = linear(matmul(att_weight, V), &net.o_proj);              // (B, T, C)
 
     MultiHeadAttentionSteps steps;
-    Tensor *output = MultiHeadAttention_forward(&steps, &net, X, NULL);    // (B, T, C)
+    const Tensor *output = MultiHeadAttention_forward(&steps, &net, X, NULL);    // (B, T, C)
     // The same floats go through the same operations in the same order, so
     // the results agree bit for bit; a wrong scale (sqrt of anything but
     // 12) or a mixed-up axis would not.
@@ -122,20 +122,22 @@ END_TEST
 START_TEST(test_heads_are_independent) {
     int batch = 2, seq = 4, dim = 16, heads = 4, D = dim / heads, changed = 2;
     MultiHeadAttention net = make_net(5, dim, heads);
-    Tensor *X = rand_tensor(shape3(batch, seq, dim));                      // (B, T, C)
+    const Tensor *X = rand_tensor(shape3(batch, seq, dim));                      // (B, T, C)
     MultiHeadAttentionSteps before;
     MultiHeadAttention_forward(&before, &net, X, NULL);
 
+    Tensor *q_weight = clone(net.q_proj.weight);   // a Linear's weight is const: change a copy
     for (int o = changed * D; o < (changed + 1) * D; o++) {
         for (int i = 0; i < dim; i++) {
-            *at2(net.q_proj.weight, o, i) *= -3.0f;   // a very different query for head 2
+            *at2(q_weight, o, i) *= -3.0f;   // a very different query for head 2
         }
     }
+    net.q_proj.weight = q_weight;
     MultiHeadAttentionSteps after;
     MultiHeadAttention_forward(&after, &net, X, NULL);
     for (int h = 0; h < heads; h++) {
-        Tensor *old_h = narrow(before.output_mid, 1, h, 1);               // (B, 1, T, D)
-        Tensor *new_h = narrow(after.output_mid, 1, h, 1);                // (B, 1, T, D)
+        const Tensor *old_h = narrow(before.output_mid, 1, h, 1);               // (B, 1, T, D)
+        const Tensor *new_h = narrow(after.output_mid, 1, h, 1);                // (B, 1, T, D)
         if (h == changed) {
             ck_assert_msg(max_abs_diff(old_h, new_h) > 1e-3f,
                           "head %d's output_mid did not change (max diff %g)", h,
@@ -155,17 +157,16 @@ START_TEST(test_hand_worked_two_heads) {
     MultiHeadAttention net = make_net(0, dim, heads);
     Linear *layers[4] = {&net.q_proj, &net.k_proj, &net.v_proj, &net.o_proj};
     for (int l = 0; l < 4; l++) {
+        Tensor *identity = zeros(shape2(dim, dim));
         for (int o = 0; o < dim; o++) {
-            for (int i = 0; i < dim; i++) {
-                *at2(layers[l]->weight, o, i) = o == i ? 1.0f : 0.0f;
-            }
-            *at1(layers[l]->bias, o) = 0.0f;
+            *at2(identity, o, o) = 1.0f;
         }
+        *layers[l] = linear_from(identity, zeros(shape1(dim)));
     }
     float x_values[6] = {1.0f, -2.0f,  0.5f, 0.0f,  -1.0f, 1.5f};   // (1, T=3, C=2)
-    Tensor *X = tensor_from(shape3(1, seq, dim), x_values);
+    const Tensor *X = tensor_from(shape3(1, seq, dim), x_values);
     MultiHeadAttentionSteps steps;
-    Tensor *output = MultiHeadAttention_forward(&steps, &net, X, NULL);
+    const Tensor *output = MultiHeadAttention_forward(&steps, &net, X, NULL);
     for (int h = 0; h < heads; h++) {
         for (int t = 0; t < seq; t++) {
             double e[3], sum = 0.0, out = 0.0;
@@ -190,8 +191,8 @@ END_TEST
 START_TEST(test_fully_masked_row_is_uniform) {
     int batch = 1, seq = 4, dim = 8, heads = 2;
     MultiHeadAttention net = make_net(3, dim, heads);
-    Tensor *X = rand_tensor(shape3(batch, seq, dim));                      // (B, T, C)
-    Tensor *mask = ones(shape4(batch, heads, seq, seq));                   // (B, H, T, S)
+    const Tensor *X = rand_tensor(shape3(batch, seq, dim));                      // (B, T, C)
+    Tensor *mask = ones(shape4(batch, heads, seq, seq));                         // (B, H, T, S)
     for (int s = 0; s < seq; s++) {
         *at4(mask, 0, 1, 2, s) = 0.0f;           // head 1, query 2: nothing visible
     }
@@ -212,7 +213,7 @@ END_TEST
 // output_mid stops with PyTorch's message, reshape() copies instead.
 static void view_transposed(void *arg) {
     (void)arg;
-    Tensor *output_mid = zeros(shape4(3, 8, 2, 16));                       // (B, H, T, D)
+    const Tensor *output_mid = zeros(shape4(3, 8, 2, 16));                       // (B, H, T, D)
     view(transpose(output_mid, 1, 2), shape3(3, 2, -1));
 }
 
@@ -222,9 +223,9 @@ START_TEST(test_view_of_transposed_fails) {
     ck_assert_str_eq(message, "view: view size is not compatible with input tensor's size and "
                      "stride (at least one dimension spans across two contiguous subspaces). "
                      "Use .reshape(...) instead.");
-    Tensor *output_mid = rand_tensor(shape4(3, 8, 2, 16));                 // (B, H, T, D)
-    Tensor *swapped = transpose(output_mid, 1, 2);                         // (B, T, H, D)
-    Tensor *reshaped = reshape(swapped, shape3(3, 2, -1));                 // (B, T, C)
+    const Tensor *output_mid = rand_tensor(shape4(3, 8, 2, 16));                 // (B, H, T, D)
+    const Tensor *swapped = transpose(output_mid, 1, 2);                         // (B, T, H, D)
+    const Tensor *reshaped = reshape(swapped, shape3(3, 2, -1));                 // (B, T, C)
     ck_assert(reshaped->data != output_mid->data);                         // a copy
     assert_bitwise_equal(reshaped, view(contiguous(swapped), shape3(3, 2, -1)),
                          "reshape == contiguous().view()");
@@ -242,7 +243,7 @@ START_TEST(test_bad_flags) {
         {{"--seq", "0", NULL}, "--seq expects a whole number"},
         {{"--batch", "0", NULL}, "--batch expects a whole number"},
         {{"--seq", "-2", NULL}, "--seq expects a whole number"},
-        {{"--seq", "65536", NULL}, "attention_weight (batch*heads*seq*seq)"},
+        {{"--seq", "65536", NULL}, "attention_weight (batch, heads, seq, seq)"},
         {{"--seq-q", "4", NULL}, "unknown flag '--seq-q'"},
     };
     check_bad_flags(LESSON, "lesson-6", BAD, sizeof BAD / sizeof BAD[0]);

@@ -107,8 +107,8 @@ START_TEST(test_same_input_is_lesson6_self_attention) {
     int batch = 2, seq = 5, dim = 24, heads = 3;
     for (int train = 0; train <= 1; train++) {
         manual_seed(21);
-        Tensor *X = rand_tensor(shape3(batch, seq, dim));                      // (B, T, C)
-        Tensor *mask = randint(0, 2, shape4(batch, heads, seq, seq));          // (B, H, T, T)
+        const Tensor *X = rand_tensor(shape3(batch, seq, dim));                      // (B, T, C)
+        const Tensor *mask = randint(0, 2, shape4(batch, heads, seq, seq));          // (B, H, T, T)
         manual_seed(8);
         CrossAttention cross = CrossAttention_init(dim, heads);
         cross.training = train;
@@ -118,10 +118,10 @@ START_TEST(test_same_input_is_lesson6_self_attention) {
 
         manual_seed(99);   // the dropout draws, if any
         CrossAttentionSteps cross_steps;
-        Tensor *cross_out = CrossAttention_forward(&cross_steps, &cross, X, X, X, mask);
+        const Tensor *cross_out = CrossAttention_forward(&cross_steps, &cross, X, X, X, mask);
         manual_seed(99);
         MultiHeadAttentionSteps mha_steps;
-        Tensor *mha_out = MultiHeadAttention_forward(&mha_steps, &mha, X, mask);
+        const Tensor *mha_out = MultiHeadAttention_forward(&mha_steps, &mha, X, mask);
         const char *mode = train ? "train" : "eval";
         assert_bitwise_equal(cross_steps.attention_weight, mha_steps.attention_weight,
                              path_join("%s: attention_weight", mode));
@@ -204,13 +204,13 @@ START_TEST(test_unequal_lengths_both_ways) {
     for (int c = 0; c < 2; c++) {
         int T = lengths[c][0], S = lengths[c][1];
         manual_seed(40 + c);
-        Tensor *Q = rand_tensor(shape3(batch, T, dim));                        // (B, T, C)
-        Tensor *K = rand_tensor(shape3(batch, S, dim));                        // (B, S, C)
-        Tensor *V = rand_tensor(shape3(batch, S, dim));                        // (B, S, C)
+        const Tensor *Q = rand_tensor(shape3(batch, T, dim));                        // (B, T, C)
+        const Tensor *K = rand_tensor(shape3(batch, S, dim));                        // (B, S, C)
+        const Tensor *V = rand_tensor(shape3(batch, S, dim));                        // (B, S, C)
         CrossAttention net = CrossAttention_init(dim, heads);
         net.training = false;
         CrossAttentionSteps steps;
-        Tensor *output = CrossAttention_forward(&steps, &net, Q, K, V, NULL);  // (B, T, C)
+        const Tensor *output = CrossAttention_forward(&steps, &net, Q, K, V, NULL);  // (B, T, C)
         int D = dim / heads;
         ck_assert(same_shape(steps.attention_weight, zeros(shape4(batch, heads, T, S))));
         ck_assert(same_shape(steps.output_mid, zeros(shape4(batch, heads, T, D))));
@@ -218,7 +218,7 @@ START_TEST(test_unequal_lengths_both_ways) {
         for (int b = 0; b < batch; b++) {
             double *want = arena_alloc((size_t)T * dim, sizeof *want);
             reference_cross_attention(want, &net, slice0(Q, b), slice0(K, b), slice0(V, b));
-            Tensor *want_t = zeros(shape2(T, dim));
+            const Tensor *want_t = zeros(shape2(T, dim));
             for (int i = 0; i < T * dim; i++) {
                 want_t->data[i] = (float)want[i];
             }
@@ -236,20 +236,20 @@ END_TEST
 START_TEST(test_queries_do_not_see_each_other) {
     int batch = 1, T = 4, S = 5, dim = 8, heads = 2, changed = 1;
     manual_seed(13);
-    Tensor *Q = rand_tensor(shape3(batch, T, dim));                            // (B, T, C)
-    Tensor *K = rand_tensor(shape3(batch, S, dim));                            // (B, S, C)
-    Tensor *V = rand_tensor(shape3(batch, S, dim));                            // (B, S, C)
+    const Tensor *Q = rand_tensor(shape3(batch, T, dim));                            // (B, T, C)
+    const Tensor *K = rand_tensor(shape3(batch, S, dim));                            // (B, S, C)
+    const Tensor *V = rand_tensor(shape3(batch, S, dim));                            // (B, S, C)
     CrossAttention net = CrossAttention_init(dim, heads);
     net.training = false;
-    Tensor *before = CrossAttention_forward(NULL, &net, Q, K, V, NULL);        // (B, T, C)
+    const Tensor *before = CrossAttention_forward(NULL, &net, Q, K, V, NULL);        // (B, T, C)
     Tensor *Q2 = clone(Q);
     for (int i = 0; i < dim; i++) {
         *at3(Q2, 0, changed, i) += 1.0f;
     }
-    Tensor *after = CrossAttention_forward(NULL, &net, Q2, K, V, NULL);        // (B, T, C)
+    const Tensor *after = CrossAttention_forward(NULL, &net, Q2, K, V, NULL);        // (B, T, C)
     for (int t = 0; t < T; t++) {
-        Tensor *old_t = narrow(before, 1, t, 1);
-        Tensor *new_t = narrow(after, 1, t, 1);
+        const Tensor *old_t = narrow(before, 1, t, 1);
+        const Tensor *new_t = narrow(after, 1, t, 1);
         if (t == changed) {
             ck_assert_msg(max_abs_diff(old_t, new_t) > 1e-4f, "query %d did not change", t);
         } else {
@@ -258,7 +258,7 @@ START_TEST(test_queries_do_not_see_each_other) {
     }
     Tensor *K2 = clone(K);
     *at3(K2, 0, 3, 0) += 2.0f;                                                 // one key
-    Tensor *after_key = CrossAttention_forward(NULL, &net, Q, K2, V, NULL);    // (B, T, C)
+    const Tensor *after_key = CrossAttention_forward(NULL, &net, Q, K2, V, NULL);    // (B, T, C)
     for (int t = 0; t < T; t++) {
         ck_assert_msg(max_abs_diff(narrow(before, 1, t, 1), narrow(after_key, 1, t, 1)) > 0.0f,
                       "query %d ignored a changed key", t);
@@ -270,8 +270,8 @@ END_TEST
 START_TEST(test_fully_masked_row_is_uniform) {
     int batch = 1, T = 3, S = 6, dim = 8, heads = 2;
     manual_seed(2);
-    Tensor *Q = rand_tensor(shape3(batch, T, dim));                            // (B, T, C)
-    Tensor *K = rand_tensor(shape3(batch, S, dim));                            // (B, S, C)
+    const Tensor *Q = rand_tensor(shape3(batch, T, dim));                            // (B, T, C)
+    const Tensor *K = rand_tensor(shape3(batch, S, dim));                            // (B, S, C)
     CrossAttention net = CrossAttention_init(dim, heads);
     net.training = false;
     Tensor *mask = ones(shape4(batch, heads, T, S));                           // (B, H, T, S)
@@ -291,7 +291,7 @@ END_TEST
 // view() on the transposed (B, H, T, D) output_mid, T != S, fails as PyTorch's.
 static void view_transposed(void *arg) {
     (void)arg;
-    Tensor *output_mid = zeros(shape4(3, 8, 4, 16));                           // (B, H, T, D)
+    const Tensor *output_mid = zeros(shape4(3, 8, 4, 16));                           // (B, H, T, D)
     view(transpose(output_mid, 1, 2), shape3(3, 4, -1));
 }
 
@@ -316,7 +316,7 @@ START_TEST(test_bad_flags) {
         {{"--dim", "0", NULL}, "--dim expects a whole number"},
         {{"--batch", "0", NULL}, "--batch expects a whole number"},
         {{"--seq-k", "x", NULL}, "--seq-k expects a whole number"},
-        {{"--dim", "65536", NULL}, "q_proj.weight (dim*dim)"},
+        {{"--dim", "65536", NULL}, "q_proj.weight (dim, dim)"},
         {{"--seq", "4", NULL}, "unknown flag '--seq'"},
     };
     check_bad_flags(LESSON, "lesson-7", BAD, sizeof BAD / sizeof BAD[0]);

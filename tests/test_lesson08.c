@@ -81,8 +81,8 @@ START_TEST(test_dump_shapes) {
                                                               "--heads", "6", "--kv-heads", "3",
                                                               "--head-dim", "4", NULL});
     ck_assert_int_eq(run.status, 0);
-    Tensor *out = load_npy(path_join("%s/out.npy", dump));
-    Tensor *out_group_sum = load_npy(path_join("%s/out_group_sum.npy", dump));
+    const Tensor *out = load_npy(path_join("%s/out.npy", dump));
+    const Tensor *out_group_sum = load_npy(path_join("%s/out_group_sum.npy", dump));
     ck_assert_str_eq(size_str(out), "torch.Size([2, 5, 6, 4])");
     ck_assert_str_eq(size_str(out_group_sum), "torch.Size([2, 5, 3, 4])");
     ck_assert_str_eq(size_str(load_npy(path_join("%s/key.npy", dump))),
@@ -94,7 +94,7 @@ END_TEST
 // --- in-process: the loops against other ways of computing the same ----------
 
 typedef struct {
-    Tensor *query, *key, *value;
+    const Tensor *query, *key, *value;
 } Inputs;
 
 static Inputs draw(uint64_t seed, int batch, int seq, int heads, int kv_heads, int head_dim) {
@@ -108,11 +108,11 @@ static Inputs draw(uint64_t seed, int batch, int seq, int heads, int kv_heads, i
 
 // Lesson 6's attention without a mask, written here with library ops:
 // q (B, N, H, D); k, v (B, S, H, D) -> (B, N, H, D).
-static Tensor *lesson6_attention(const Tensor *q, const Tensor *k, const Tensor *v) {
-    Tensor *q_state = transpose(q, 1, 2);
-    Tensor *k_state = transpose(k, 1, 2);
-    Tensor *v_state = transpose(v, 1, 2);
-    Tensor *weight = softmax(div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
+static const Tensor *lesson6_attention(const Tensor *q, const Tensor *k, const Tensor *v) {
+    const Tensor *q_state = transpose(q, 1, 2);
+    const Tensor *k_state = transpose(k, 1, 2);
+    const Tensor *v_state = transpose(v, 1, 2);
+    const Tensor *weight = softmax(div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
                                         (float)sqrt((double)size(q, 3))), -1);
     return contiguous(transpose(matmul(weight, v_state), 1, 2));
 }
@@ -123,8 +123,8 @@ START_TEST(test_loops_equal_repeat_interleave) {
     for (int c = 0; c < 5; c++) {
         int heads = configs[c][0], kv_heads = configs[c][1];
         Inputs in = draw((uint64_t)configs[c][2], 2, 7, heads, kv_heads, 5);
-        Tensor *loops = grouped_query_attention(in.query, in.key, in.value, NULL);
-        Tensor *repeated = repeat_interleave_attention(in.query, in.key, in.value);
+        const Tensor *loops = grouped_query_attention(in.query, in.key, in.value, NULL);
+        const Tensor *repeated = repeat_interleave_attention(in.query, in.key, in.value);
         ck_assert_str_eq(size_str(loops), path_join("torch.Size([2, 7, %d, 5])", heads));
         // Same products, summed in the same order: they agree to rounding
         // (in fact bit for bit today, but the claim is only the math).
@@ -137,7 +137,7 @@ END_TEST
 // kv_heads = heads is lesson 6's multi-head attention.
 START_TEST(test_mha_is_lesson6) {
     Inputs in = draw(11, 3, 6, 8, 8, 16);
-    Tensor *loops = grouped_query_attention(in.query, in.key, in.value, NULL);
+    const Tensor *loops = grouped_query_attention(in.query, in.key, in.value, NULL);
     assert_close(loops, lesson6_attention(in.query, in.key, in.value), 1e-6f, 1e-5f,
                  "kv_heads = heads against lesson 6");
     // With G = 1 there is nothing to sum over g: the notebook's einsum is
@@ -151,9 +151,9 @@ END_TEST
 // key/value head given to every query head.
 START_TEST(test_mqa_is_shared_head) {
     Inputs in = draw(12, 2, 9, 4, 1, 8);
-    Tensor *loops = grouped_query_attention(in.query, in.key, in.value, NULL);
-    Tensor *k_shared = contiguous(expand(in.key, shape4(-1, -1, 4, -1)));
-    Tensor *v_shared = contiguous(expand(in.value, shape4(-1, -1, 4, -1)));
+    const Tensor *loops = grouped_query_attention(in.query, in.key, in.value, NULL);
+    const Tensor *k_shared = contiguous(expand(in.key, shape4(-1, -1, 4, -1)));
+    const Tensor *v_shared = contiguous(expand(in.value, shape4(-1, -1, 4, -1)));
     assert_close(loops, lesson6_attention(in.query, k_shared, v_shared), 1e-6f, 1e-5f,
                  "kv_heads = 1 against one shared head");
 }
@@ -165,14 +165,16 @@ END_TEST
 START_TEST(test_query_head_reads_kv_head_i_over_G) {
     int heads = 8, kv_heads = 2, G = 4;
     Inputs in = draw(13, 1, 5, heads, kv_heads, 3);
+    Tensor *value = clone(in.value);
+    in.value = value;
     for (int s = 0; s < 5; s++) {
         for (int h = 0; h < kv_heads; h++) {
             for (int d = 0; d < 3; d++) {
-                *at4(in.value, 0, s, h, d) = 10.0f * (float)h + 1.0f;
+                *at4(value, 0, s, h, d) = 10.0f * (float)h + 1.0f;
             }
         }
     }
-    Tensor *out = grouped_query_attention(in.query, in.key, in.value, NULL);
+    const Tensor *out = grouped_query_attention(in.query, in.key, in.value, NULL);
     for (int n = 0; n < 5; n++) {
         for (int i = 0; i < heads; i++) {
             for (int d = 0; d < 3; d++) {
@@ -191,15 +193,15 @@ END_TEST
 START_TEST(test_group_sum_is_wrong_as_explained) {
     int heads = 8, kv_heads = 2, G = 4;
     Inputs in = draw(14, 2, 10, heads, kv_heads, 8);
-    Tensor *out = grouped_query_attention(in.query, in.key, in.value, NULL);
-    Tensor *out_group_sum = group_sum_attention(in.query, in.key, in.value, NULL);
+    const Tensor *out = grouped_query_attention(in.query, in.key, in.value, NULL);
+    const Tensor *out_group_sum = group_sum_attention(in.query, in.key, in.value, NULL);
     ck_assert_str_eq(size_str(out_group_sum), "torch.Size([2, 10, 2, 8])");
     ck_assert_str_eq(size_str(out), "torch.Size([2, 10, 8, 8])");
     // It matches none of the G true heads that share its key/value head.
     for (int h = 0; h < kv_heads; h++) {
         for (int g = 0; g < G; g++) {
-            Tensor *true_head = narrow(out, 2, h * G + g, 1);
-            Tensor *summed_head = narrow(out_group_sum, 2, h, 1);
+            const Tensor *true_head = narrow(out, 2, h * G + g, 1);
+            const Tensor *summed_head = narrow(out_group_sum, 2, h, 1);
             float diff = max_abs_diff(true_head, summed_head);
             ck_assert_msg(diff > 0.05f, "kv head %d, query head %d: differs only by %g", h,
                           h * G + g, (double)diff);
@@ -231,22 +233,22 @@ START_TEST(test_rearranges_by_hand) {
     for (int i = 0; i < 4; i++) {
         *at4(heads, 0, i, 0, 0) = (float)i;
     }
-    Tensor *grouped = rearrange_split_groups(heads, 2);
+    const Tensor *grouped = rearrange_split_groups(heads, 2);
     ck_assert_str_eq(size_str(grouped), "torch.Size([1, 2, 2, 1, 1])");
     ck_assert_float_eq(*at5(grouped, 0, 0, 0, 0, 0), 0.0f);
     ck_assert_float_eq(*at5(grouped, 0, 1, 0, 0, 0), 1.0f);
     ck_assert_float_eq(*at5(grouped, 0, 0, 1, 0, 0), 2.0f);
     ck_assert_float_eq(*at5(grouped, 0, 1, 1, 0, 0), 3.0f);
     // "b g h n d -> b n (h g) d" expects (b, g, h, n, d) with n, d = 1.
-    Tensor *merged = rearrange_merge_groups(grouped);
+    const Tensor *merged = rearrange_merge_groups(grouped);
     ck_assert_str_eq(size_str(merged), "torch.Size([1, 1, 4, 1])");
     for (int i = 0; i < 4; i++) {
         ck_assert_float_eq(*at4(merged, 0, 0, i, 0), (float)i);
     }
     // "b n h d -> b h n d" then "b h n d -> b n h d" is the identity.
     manual_seed(15);
-    Tensor *x = randn(shape4(2, 3, 4, 5));
-    Tensor *heads_first = rearrange_heads_first(x, "b n h d -> b h n d");
+    const Tensor *x = randn(shape4(2, 3, 4, 5));
+    const Tensor *heads_first = rearrange_heads_first(x, "b n h d -> b h n d");
     ck_assert_str_eq(size_str(heads_first), "torch.Size([2, 4, 3, 5])");
     ck_assert_float_eq(*at4(heads_first, 1, 3, 2, 4), *at4(x, 1, 2, 3, 4));
     assert_bitwise_equal(rearrange_heads_back(heads_first), x, "there and back");

@@ -99,8 +99,8 @@ END_TEST
 START_TEST(test_forward_on_recorded_weights) {
     const Case *c = &CASES[_i];
     GQA gqa = recorded_gqa(c);
-    Tensor *attn;
-    Tensor *output = GQA_forward(&gqa, &attn, reference(c, "query"), reference(c, "key"),
+    const Tensor *attn;
+    const Tensor *output = GQA_forward(&gqa, &attn, reference(c, "query"), reference(c, "key"),
                                  reference(c, "value"));
     assert_close(output, reference(c, "output"), ATOL, RTOL, path_join("%s output", c->dir));
     assert_close(attn, reference(c, "attn"), ATOL, RTOL, path_join("%s attn", c->dir));
@@ -114,7 +114,7 @@ END_TEST
 START_TEST(test_weights_zero_after_the_diagonal) {
     const Case *c = &CASES[_i];
     GQA gqa = recorded_gqa(c);
-    Tensor *attn;                                                                  // (B, H, T, T)
+    const Tensor *attn;                                                                  // (B, H, T, T)
     GQA_forward(&gqa, &attn, reference(c, "query"), reference(c, "key"), reference(c, "value"));
     for (int b = 0; b < c->batch; b++) {
         for (int h = 0; h < c->heads; h++) {
@@ -146,19 +146,20 @@ END_TEST
 START_TEST(test_later_token_never_changes_earlier_output) {
     const Case *c = &CASES[1];   // seq 6
     GQA gqa = recorded_gqa(c);
-    Tensor *inputs[3] = {reference(c, "query"), reference(c, "key"), reference(c, "value")};
-    Tensor *attn;
-    Tensor *output = GQA_forward(&gqa, &attn, inputs[0], inputs[1], inputs[2]);    // (B, T, C)
+    const Tensor *inputs[3] = {reference(c, "query"), reference(c, "key"), reference(c, "value")};
+    const Tensor *attn;
+    const Tensor *output = GQA_forward(&gqa, &attn, inputs[0], inputs[1], inputs[2]);    // (B, T, C)
     for (int which = 0; which < 3; which++) {
         for (int p = 0; p < c->seq; p++) {
-            Tensor *changed[3] = {inputs[0], inputs[1], inputs[2]};
-            changed[which] = clone(inputs[which]);
+            const Tensor *changed[3] = {inputs[0], inputs[1], inputs[2]};
+            Tensor *moved = clone(inputs[which]);
             for (int b = 0; b < c->batch; b++) {
                 for (int d = 0; d < c->dim; d++) {
-                    *at3(changed[which], b, p, d) += 0.5f * (float)(d % 3) - 0.3f;
+                    *at3(moved, b, p, d) += 0.5f * (float)(d % 3) - 0.3f;
                 }
             }
-            Tensor *output2 = GQA_forward(&gqa, &attn, changed[0], changed[1], changed[2]);
+            changed[which] = moved;
+            const Tensor *output2 = GQA_forward(&gqa, &attn, changed[0], changed[1], changed[2]);
             if (p > 0) {
                 assert_bitwise_equal(narrow(output2, 1, 0, p), narrow(output, 1, 0, p),
                                      path_join("input %d changed at %d: outputs before it", which,
@@ -183,7 +184,7 @@ END_TEST
 START_TEST(test_mask_with_offset) {
     for (int q_len = 1; q_len <= 5; q_len++) {
         for (int cache_len = 0; cache_len <= 4; cache_len++) {
-            Tensor *mask = causal_mask(q_len, cache_len);
+            const Tensor *mask = causal_mask(q_len, cache_len);
             ck_assert_int_eq(size(mask, 0), q_len);
             ck_assert_int_eq(size(mask, 1), cache_len + q_len);
             for (int t = 0; t < q_len; t++) {
@@ -230,8 +231,8 @@ START_TEST(test_query_head_i_uses_kv_head_i_over_R) {
         }
         *layers[l] = linear_from(weight, bias);
     }
-    Tensor *attn;
-    Tensor *q = reference(c, "query"), *k = reference(c, "key"), *v = reference(c, "value");
+    const Tensor *attn;
+    const Tensor *q = reference(c, "query"), *k = reference(c, "key"), *v = reference(c, "value");
     assert_bitwise_equal(GQA_forward(&mha, &attn, q, k, v), GQA_forward(&gqa, &attn, q, k, v),
                          "GQA vs MHA with interleaved kv weights");
 }

@@ -85,9 +85,9 @@ static Tensor *decode(GQA_W_KVcache *gqa, const Tensor *x, int prompt, int chunk
                       AppendMode append) {
     int B = size(x, 0), N = size(x, 1);
     GQA_W_KVcache_start_cache(gqa, B, N, append);
-    Tensor *outs[64];
+    const Tensor *outs[64];
     int n_outs = 0;
-    Tensor *attn;
+    const Tensor *attn;
     outs[n_outs++] = step(gqa, &attn, x, 0, prompt);
     for (int t = prompt; t < N; t += chunk) {
         int count = N - t < chunk ? N - t : chunk;
@@ -113,7 +113,7 @@ START_TEST(test_matches_pytorch) {
     // The caches: (batch, prompt + new, kv_heads, head_dim). The dumped
     // k_cache has the recorded one's shape (assert_close checks shapes),
     // so checking the recorded shape checks the dumped one too.
-    Tensor *k_cache = reference(c, "k_cache");
+    const Tensor *k_cache = reference(c, "k_cache");
     ck_assert_int_eq(k_cache->ndim, 4);
     ck_assert_int_eq(size(k_cache, 0), c->batch);
     ck_assert_int_eq(size(k_cache, 1), c->prompt + c->new_tokens);
@@ -127,11 +127,11 @@ END_TEST
 START_TEST(test_forward_on_recorded_weights) {
     const Case *c = &CASES[_i];
     GQA_W_KVcache gqa = recorded_gqa(c);
-    Tensor *x = reference(c, "x");
-    Tensor *attn;
-    Tensor *full_out = step(&gqa, &attn, x, 0, c->prompt + c->new_tokens);
+    const Tensor *x = reference(c, "x");
+    const Tensor *attn;
+    const Tensor *full_out = step(&gqa, &attn, x, 0, c->prompt + c->new_tokens);
     assert_close(full_out, reference(c, "full_out"), ATOL, RTOL, path_join("%s full", c->dir));
-    Tensor *cached_out = decode(&gqa, x, c->prompt, 1, APPEND_IN_PLACE);
+    const Tensor *cached_out = decode(&gqa, x, c->prompt, 1, APPEND_IN_PLACE);
     assert_close(cached_out, reference(c, "cached_out"), ATOL, RTOL,
                  path_join("%s cached", c->dir));
     assert_close(gqa.k_cache, reference(c, "k_cache"), ATOL, RTOL, path_join("%s k", c->dir));
@@ -155,11 +155,11 @@ START_TEST(test_cached_equals_full_everywhere) {
             manual_seed((uint64_t)(10 + bi * 3 + ki));
             GQA_W_KVcache gqa = GQA_W_KVcache_init(dim, heads, kv_heads[ki]);
             gqa.training = false;
-            Tensor *x = randn(shape3(batches[bi], N, dim));                        // (B, N, C)
-            Tensor *attn;
-            Tensor *full = step(&gqa, &attn, x, 0, N);                             // (B, N, C)
+            const Tensor *x = randn(shape3(batches[bi], N, dim));                        // (B, N, C)
+            const Tensor *attn;
+            const Tensor *full = step(&gqa, &attn, x, 0, N);                             // (B, N, C)
             // The keys each token gives alone, as the cache must hold them.
-            Tensor *keys = view(linear(x, &gqa.w_key),
+            const Tensor *keys = view(linear(x, &gqa.w_key),
                                 shape4(batches[bi], N, kv_heads[ki], dim / heads));  // (B, N, G, D)
             for (int pi = 0; pi < 2; pi++) {
                 for (int ci = 0; ci < 3; ci++) {
@@ -168,7 +168,7 @@ START_TEST(test_cached_equals_full_everywhere) {
                             "batch %d kv_heads %d prompt %d chunk %d %s", batches[bi],
                             kv_heads[ki], prompts[pi], chunks[ci],
                             append == APPEND_BY_COPY ? "copy" : "in place");
-                        Tensor *cached = decode(&gqa, x, prompts[pi], chunks[ci], append);
+                        const Tensor *cached = decode(&gqa, x, prompts[pi], chunks[ci], append);
                         for (int t = 0; t < N; t++) {
                             assert_close(narrow(cached, 1, t, 1), narrow(full, 1, t, 1),
                                          SELF_ATOL, SELF_RTOL,
@@ -196,9 +196,9 @@ START_TEST(test_offset_mask_in_the_weights) {
     manual_seed(21);
     GQA_W_KVcache gqa = GQA_W_KVcache_init(dim, heads, 2);
     gqa.training = false;
-    Tensor *x = randn(shape3(2, N, dim));                                          // (B, N, C)
+    const Tensor *x = randn(shape3(2, N, dim));                                          // (B, N, C)
     GQA_W_KVcache_start_cache(&gqa, 2, N, APPEND_IN_PLACE);
-    Tensor *attn;                                                                  // (B, H, T, L)
+    const Tensor *attn;                                                                  // (B, H, T, L)
     int starts[] = {0, 2, 5}, counts[] = {2, 3, 4};
     for (int c = 0; c < 3; c++) {
         int cache_len = gqa.cache_len;
@@ -234,14 +234,14 @@ END_TEST
 START_TEST(test_the_notebooks_frozen_cache_is_wrong) {
     const Case *c = &CASES[0];
     GQA_W_KVcache gqa = recorded_gqa(c);
-    Tensor *x = reference(c, "x");
-    Tensor *full_out = reference(c, "full_out");
+    const Tensor *x = reference(c, "x");
+    const Tensor *full_out = reference(c, "full_out");
     GQA_W_KVcache_start_cache(&gqa, c->batch, c->prompt + c->new_tokens, APPEND_IN_PLACE);
-    Tensor *attn;
+    const Tensor *attn;
     step(&gqa, &attn, x, 0, c->prompt);
     for (int t = c->prompt; t < c->prompt + c->new_tokens; t++) {
         gqa.cache_len = c->prompt;
-        Tensor *out = step(&gqa, &attn, x, t, 1);
+        const Tensor *out = step(&gqa, &attn, x, t, 1);
         float diff = diff_at(out, full_out, t);
         if (t == c->prompt) {
             ck_assert_msg(diff < 1e-5f, "token %d: %g", t, (double)diff);
@@ -280,7 +280,7 @@ START_TEST(test_append_by_copy_equals_in_place) {
         k[mode] = zeros(shape4(1, positions, G, D));
         spare[mode] = zeros(shape4(1, positions, G, D));
         for (int len = 0; len < positions; len++) {
-            Tensor *row = full(shape4(1, 1, G, D), (float)(len + 1));
+            const Tensor *row = full(shape4(1, 1, G, D), (float)(len + 1));
             append_rows(&k[mode], &spare[mode], (AppendMode)mode, len, row);
         }
     }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "npy.h"
 
 #define NPY_DIR DATA_DIR "/npy"
 

@@ -41,11 +41,11 @@ static void do_max_abs_diff(void *arg) { max_abs_diff(((Pair *)arg)->a, ((Pair *
 static void do_softmax(void *arg) { softmax(((Pair *)arg)->a, ((Pair *)arg)->n); }
 static void do_triu(void *arg) { triu(((Pair *)arg)->a, 0); }
 static void do_split(void *arg) {
-    Tensor *parts[4];
+    const Tensor *parts[4];
     split(parts, ((Pair *)arg)->a, ((Pair *)arg)->n, 2);
 }
 static void do_cat(void *arg) {
-    Tensor *both[2] = {(Tensor *)((Pair *)arg)->a, (Tensor *)((Pair *)arg)->b};
+    const Tensor *both[2] = {((Pair *)arg)->a, ((Pair *)arg)->b};
     cat(both, 2, ((Pair *)arg)->n);
 }
 static void do_repeat_interleave(void *arg) {
@@ -63,17 +63,17 @@ static const float B32[6] = {7, 8, 9, 10, 11, 12};
 static const float AB[4] = {58, 64, 139, 154};
 
 START_TEST(test_matmul_2d) {
-    Tensor *a = tensor_from(shape2(2, 3), A23);
-    Tensor *b = tensor_from(shape2(3, 2), B32);
+    const Tensor *a = tensor_from(shape2(2, 3), A23);
+    const Tensor *b = tensor_from(shape2(3, 2), B32);
     assert_exact(matmul(a, b), shape2(2, 2), AB, "(2x3) @ (3x2)");
     // The same matrices stored transposed and viewed back (strides (1, 2)
     // and (1, 3)): matmul reads through the strides, no copy needed.
-    Tensor *a_t = tensor_from(shape2(3, 2), (float[]){1, 4, 2, 5, 3, 6});
-    Tensor *b_t = tensor_from(shape2(2, 3), (float[]){7, 9, 11, 8, 10, 12});
+    const Tensor *a_t = tensor_from(shape2(3, 2), (float[]){1, 4, 2, 5, 3, 6});
+    const Tensor *b_t = tensor_from(shape2(2, 3), (float[]){7, 9, 11, 8, 10, 12});
     assert_exact(matmul(transpose(a_t, 0, 1), transpose(b_t, 0, 1)), shape2(2, 2), AB,
                  "transposed inputs");
     // A narrowed input (columns 1..3 of a wider matrix, offset 1).
-    Tensor *wide = tensor_from(shape2(2, 4), (float[]){0, 1, 2, 3, 0, 4, 5, 6});
+    const Tensor *wide = tensor_from(shape2(2, 4), (float[]){0, 1, 2, 3, 0, 4, 5, 6});
     assert_exact(matmul(narrow(wide, 1, 1, 3), b), shape2(2, 2), AB, "narrowed input");
     // (3x2) @ (2x3): [[1 4] [2 5] [3 6]] @ [[1 2 3] [4 5 6]]
     //   = [[1+16 2+20 3+24] [2+20 4+25 6+30] [3+24 6+30 9+36]]
@@ -85,12 +85,12 @@ END_TEST
 START_TEST(test_matmul_batched) {
     // Batch 0: [[1 2] [3 4]] @ [[5 6] [7 8]] = [[19 22] [43 50]]
     // Batch 1: [[2 0] [0 2]] @ [[1 1] [1 1]] = [[2 2] [2 2]]
-    Tensor *a = tensor_from(shape3(2, 2, 2), (float[]){1, 2, 3, 4, 2, 0, 0, 2});
-    Tensor *b = tensor_from(shape3(2, 2, 2), (float[]){5, 6, 7, 8, 1, 1, 1, 1});
+    const Tensor *a = tensor_from(shape3(2, 2, 2), (float[]){1, 2, 3, 4, 2, 0, 0, 2});
+    const Tensor *b = tensor_from(shape3(2, 2, 2), (float[]){5, 6, 7, 8, 1, 1, 1, 1});
     assert_exact(matmul(a, b), shape3(2, 2, 2), (float[]){19, 22, 43, 50, 2, 2, 2, 2},
                  "batched");
     // K^T as the lessons write it: transpose(K, -2, -1) of a (2, 2, 2) key.
-    Tensor *k_t = tensor_from(shape3(2, 2, 2), (float[]){5, 7, 6, 8, 1, 1, 1, 1});
+    const Tensor *k_t = tensor_from(shape3(2, 2, 2), (float[]){5, 7, 6, 8, 1, 1, 1, 1});
     assert_exact(matmul(a, transpose(k_t, -2, -1)), shape3(2, 2, 2),
                  (float[]){19, 22, 43, 50, 2, 2, 2, 2}, "batched, transposed b");
 }
@@ -100,10 +100,10 @@ END_TEST
 // the index rule "a size-1 or missing batch dim repeats".
 START_TEST(test_matmul_broadcast_3d) {
     // (1, 2, 3) @ (4, 3, 5) -> (4, 2, 5): a's one matrix meets each of b's four.
-    Tensor *a = tensor_from(shape3(1, 2, 3), A23);
-    Tensor *b = arange(shape3(4, 3, 5));
-    Tensor *out = matmul(a, b);
-    ck_assert_str_eq(shape_text(out), "4x2x5");
+    const Tensor *a = tensor_from(shape3(1, 2, 3), A23);
+    const Tensor *b = arange(shape3(4, 3, 5));
+    const Tensor *out = matmul(a, b);
+    ck_assert_str_eq(size_x_str(out), "4x2x5");
     Tensor *want = zeros(shape3(4, 2, 5));
     for (int n = 0; n < 4; n++) {
         for (int i = 0; i < 2; i++) {
@@ -126,10 +126,10 @@ END_TEST
 START_TEST(test_matmul_broadcast_4d) {
     // (2, 1, 3, 4) @ (5, 4, 2) -> (2, 5, 3, 2): b gains a leading dim, a's
     // size-1 dim stretches to 5.
-    Tensor *a = arange(shape4(2, 1, 3, 4));
-    Tensor *b = mul_scalar(arange(shape3(5, 4, 2)), 0.5f);
-    Tensor *out = matmul(a, b);
-    ck_assert_str_eq(shape_text(out), "2x5x3x2");
+    const Tensor *a = arange(shape4(2, 1, 3, 4));
+    const Tensor *b = mul_scalar(arange(shape3(5, 4, 2)), 0.5f);
+    const Tensor *out = matmul(a, b);
+    ck_assert_str_eq(size_x_str(out), "2x5x3x2");
     Tensor *want = zeros(shape4(2, 5, 3, 2));
     for (int x = 0; x < 2; x++) {
         for (int y = 0; y < 5; y++) {
@@ -166,21 +166,21 @@ END_TEST
 // --- elementwise -------------------------------------------------------------------
 
 START_TEST(test_add_mul_broadcast) {
-    Tensor *col = tensor_from(shape2(2, 1), (float[]){1, 2});
-    Tensor *row = tensor_from(shape1(3), (float[]){10, 20, 30});
+    const Tensor *col = tensor_from(shape2(2, 1), (float[]){1, 2});
+    const Tensor *row = tensor_from(shape1(3), (float[]){10, 20, 30});
     // (2, 1) with (3,): (3,) becomes (1, 3), both stretch to (2, 3).
     assert_exact(add(col, row), shape2(2, 3), (float[]){11, 21, 31, 12, 22, 32}, "add");
     assert_exact(mul(col, row), shape2(2, 3), (float[]){10, 20, 30, 20, 40, 60}, "mul");
     assert_exact(add(row, col), shape2(2, 3), (float[]){11, 21, 31, 12, 22, 32}, "add swapped");
     // (2, 1, 3) with (4, 1) -> (2, 4, 3): out[i, j, k] = a[i, 0, k] + b[j, 0]
-    Tensor *a = arange(shape3(2, 1, 3));
-    Tensor *b = mul_scalar(arange(shape2(4, 1)), 100.0f);
-    Tensor *sum = add(a, b);
-    ck_assert_str_eq(shape_text(sum), "2x4x3");
+    const Tensor *a = arange(shape3(2, 1, 3));
+    const Tensor *b = mul_scalar(arange(shape2(4, 1)), 100.0f);
+    const Tensor *sum = add(a, b);
+    ck_assert_str_eq(size_x_str(sum), "2x4x3");
     ck_assert_float_eq(*at3(sum, 1, 3, 2), 305.0f);   // a[1, 0, 2] = 5, b[3, 0] = 300
     ck_assert_float_eq(*at3(sum, 0, 2, 1), 201.0f);
     // A transposed input is read through its strides.
-    Tensor *m = arange(shape2(2, 3));
+    const Tensor *m = arange(shape2(2, 3));
     assert_exact(add(transpose(m, 0, 1), zeros(shape2(3, 2))), shape2(3, 2),
                  (float[]){0, 3, 1, 4, 2, 5}, "add(transposed)");
     // The inputs are left alone.
@@ -194,13 +194,13 @@ START_TEST(test_add_mul_broadcast) {
 END_TEST
 
 START_TEST(test_scalar_ops) {
-    Tensor *t = tensor_from(shape2(2, 2), (float[]){1, -2, 5, 7});
+    const Tensor *t = tensor_from(shape2(2, 2), (float[]){1, -2, 5, 7});
     assert_exact(mul_scalar(t, 0.5f), shape2(2, 2), (float[]){0.5f, -1, 2.5f, 3.5f},
                  "mul_scalar");
     // div_scalar is a true division: 5/3 rounds to 1.6666666 but
     // 5 * (1/3) to 1.6666667 in float (and 7: 2.3333333 vs 2.3333335).
     // PyTorch's CPU division computes a / b, so ours must too.
-    Tensor *third = div_scalar(t, 3.0f);
+    const Tensor *third = div_scalar(t, 3.0f);
     ck_assert_float_eq(*at2(third, 1, 0), 5.0f / 3.0f);
     ck_assert_float_eq(*at2(third, 1, 1), 7.0f / 3.0f);
     ck_assert_msg(*at2(third, 1, 0) != 5.0f * (1.0f / 3.0f), "the test value does not tell "
@@ -222,7 +222,7 @@ END_TEST
 START_TEST(test_softmax_hand_worked) {
     // Row [2, 4, 4]: e^2 / (e^2 + 2e^4) = 1 / (1 + 2e^2) = 0.0633789383,
     //                e^4 / (e^2 + 2e^4) = 0.4683105308 (the lesson-1 numbers).
-    Tensor *w = softmax(tensor_from(shape2(1, 3), (float[]){2, 4, 4}), -1);
+    const Tensor *w = softmax(tensor_from(shape2(1, 3), (float[]){2, 4, 4}), -1);
     float low = (float)0.0633789383, high = (float)0.4683105308;
     assert_close(w, tensor_from(shape2(1, 3), (float[]){low, high, high}), 0.0f, SOFTMAX_RTOL,
                  "softmax([2, 4, 4])");
@@ -231,7 +231,7 @@ START_TEST(test_softmax_hand_worked) {
     // Along dim 0: each column is a softmax. Columns [0, 0] -> 1/2, 1/2;
     // [1, 3] -> 1/(1+e^2) = 0.1192029220, 0.8807970780;
     // [2, -1] -> 1/(1+e^-3) = 0.9525741268, 0.0474258732.
-    Tensor *t = tensor_from(shape2(2, 3), (float[]){0, 1, 2, 0, 3, -1});
+    const Tensor *t = tensor_from(shape2(2, 3), (float[]){0, 1, 2, 0, 3, -1});
     float want0[6] = {0.5f, (float)0.1192029220, (float)0.9525741268,
                       0.5f, (float)0.8807970780, (float)0.0474258732};
     assert_close(softmax(t, 0), tensor_from(shape2(2, 3), want0), 0.0f, SOFTMAX_RTOL,
@@ -241,7 +241,7 @@ START_TEST(test_softmax_hand_worked) {
 
     // A middle dim of (2, 2, 2): pairs t[b, :, k]. With ln 3: [0, ln3] -> 1/4, 3/4.
     float ln3 = logf(3.0f);
-    Tensor *m = tensor_from(shape3(2, 2, 2), (float[]){0, 0, 0, ln3, ln3, 0, 0, 0});
+    const Tensor *m = tensor_from(shape3(2, 2, 2), (float[]){0, 0, 0, ln3, ln3, 0, 0, 0});
     float want1[8] = {0.5f, 0.25f, 0.5f, 0.75f, 0.75f, 0.5f, 0.25f, 0.5f};
     assert_close(softmax(m, 1), tensor_from(shape3(2, 2, 2), want1), 0.0f, SOFTMAX_RTOL,
                  "softmax dim 1");
@@ -260,8 +260,8 @@ START_TEST(test_softmax_rows_sum_to_one) {
     // 6 rows of 64 spread-out values; each row's sum of 64 floats, each
     // within an ulp or two, is 1 within 64 * 2^-24 < 4e-6.
     manual_seed(3);
-    Tensor *x = mul_scalar(randn(shape2(6, 64)), 5.0f);
-    Tensor *w = softmax(x, -1);
+    const Tensor *x = mul_scalar(randn(shape2(6, 64)), 5.0f);
+    const Tensor *w = softmax(x, -1);
     for (int r = 0; r < 6; r++) {
         double sum = 0.0;
         for (int c = 0; c < 64; c++) {
@@ -278,21 +278,21 @@ START_TEST(test_softmax_extremes) {
     float inf = INFINITY;
     // Row 0 all -inf: NaN (PyTorch does the same); row 1 untouched by it;
     // row 2 masked with -inf: exactly 0 there.
-    Tensor *t = tensor_from(shape2(3, 2), (float[]){-inf, -inf, 1, 1, 0, -inf});
-    Tensor *w = softmax(t, -1);
+    const Tensor *t = tensor_from(shape2(3, 2), (float[]){-inf, -inf, 1, 1, 0, -inf});
+    const Tensor *w = softmax(t, -1);
     ck_assert(isnan(*at2(w, 0, 0)) && isnan(*at2(w, 0, 1)));
     ck_assert_float_eq(*at2(w, 1, 0), 0.5f);
     ck_assert_float_eq(*at2(w, 2, 0), 1.0f);
     ck_assert_float_eq(*at2(w, 2, 1), 0.0f);
     // Large values do not overflow: exp(1000) is inf in float, exp(0) is not.
-    Tensor *big = softmax(tensor_from(shape2(2, 2), (float[]){1000, 1000, -1000, -1000}), -1);
+    const Tensor *big = softmax(tensor_from(shape2(2, 2), (float[]){1000, 1000, -1000, -1000}), -1);
     assert_exact(big, shape2(2, 2), (float[]){0.5f, 0.5f, 0.5f, 0.5f}, "softmax(+-1000)");
-    Tensor *peak = softmax(tensor_from(shape1(2), (float[]){200, 0}), 0);
+    const Tensor *peak = softmax(tensor_from(shape1(2), (float[]){200, 0}), 0);
     ck_assert_float_eq(*at1(peak, 0), 1.0f);
     ck_assert_float_eq(*at1(peak, 1), 0.0f);   // exp(-200) underflows to 0 in float
     // masked_fill with -1e20 (the notebooks' choice): a fully masked row is
     // uniform, a partly masked one has exact zeros.
-    Tensor *masked = tensor_from(shape2(2, 4), (float[]){-1e20f, -1e20f, -1e20f, -1e20f,
+    const Tensor *masked = tensor_from(shape2(2, 4), (float[]){-1e20f, -1e20f, -1e20f, -1e20f,
                                                         3, -1e20f, 3, -1e20f});
     assert_exact(softmax(masked, -1), shape2(2, 4), (float[]){0.25f, 0.25f, 0.25f, 0.25f,
                                                             0.5f, 0, 0.5f, 0},
@@ -305,25 +305,25 @@ END_TEST
 START_TEST(test_eq_scalar_masked_fill) {
     // The causal mask of the notebooks: mask = tril(ones(3, 3)); scores
     // .masked_fill(mask == 0, -inf) on (b, h, seq, seq) = (2, 2, 3, 3).
-    Tensor *mask = tensor_from(shape2(3, 3), (float[]){1, 0, 0, 1, 1, 0, 1, 1, 1});
-    Tensor *is_zero = eq_scalar(mask, 0.0f);
+    const Tensor *mask = tensor_from(shape2(3, 3), (float[]){1, 0, 0, 1, 1, 0, 1, 1, 1});
+    const Tensor *is_zero = eq_scalar(mask, 0.0f);
     ck_assert_int_eq(is_zero->dtype, DTYPE_BOOL);
     assert_exact(is_zero, shape2(3, 3), (float[]){0, 1, 1, 0, 0, 1, 0, 0, 0}, "mask == 0");
-    Tensor *scores = arange(shape4(2, 2, 3, 3));
-    Tensor *filled = masked_fill(scores, is_zero, -INFINITY);
-    ck_assert_str_eq(shape_text(filled), "2x2x3x3");
+    const Tensor *scores = arange(shape4(2, 2, 3, 3));
+    const Tensor *filled = masked_fill(scores, is_zero, -INFINITY);
+    ck_assert_str_eq(size_x_str(filled), "2x2x3x3");
     int index[4] = {0};
     for (int e = 0; e < 36; e++) {
         int t = index[2], s = index[3];
         float want = s > t ? -INFINITY : (float)e;   // key after query: masked
         ck_assert_msg(*at(filled, index) == want, "filled[%d, %d, %d, %d] = %g, expected %g",
                       index[0], index[1], t, s, (double)*at(filled, index), (double)want);
-        next_index(index, filled->shape, 4);
+        next_index(index, filled->size, 4);
     }
     ck_assert_float_eq(scores->data[1], 1.0f);   // input untouched
     // A mask of shape (batch, 1, 1, seq) (padding) broadcasts too.
-    Tensor *pad = tensor_from(shape4(2, 1, 1, 3), (float[]){0, 0, 1, 0, 1, 1});
-    Tensor *padded = masked_fill(scores, pad, -1e20f);
+    const Tensor *pad = tensor_from(shape4(2, 1, 1, 3), (float[]){0, 0, 1, 0, 1, 1});
+    const Tensor *padded = masked_fill(scores, pad, -1e20f);
     ck_assert_float_eq(*at4(padded, 0, 1, 2, 2), -1e20f);
     ck_assert_float_eq(*at4(padded, 0, 1, 2, 1), 16.0f);
     ck_assert_float_eq(*at4(padded, 1, 0, 0, 0), 18.0f);
@@ -343,7 +343,7 @@ START_TEST(test_eq_scalar_masked_fill) {
 END_TEST
 
 START_TEST(test_triu) {
-    Tensor *x = add(ones(shape2(3, 3)), zeros(shape2(3, 3)));
+    const Tensor *x = add(ones(shape2(3, 3)), zeros(shape2(3, 3)));
     assert_exact(triu(x, 0), shape2(3, 3), (float[]){1, 1, 1, 0, 1, 1, 0, 0, 1}, "triu 0");
     assert_exact(triu(x, 1), shape2(3, 3), (float[]){0, 1, 1, 0, 0, 1, 0, 0, 0}, "triu 1");
     assert_exact(triu(x, -1), shape2(3, 3), (float[]){1, 1, 1, 1, 1, 1, 0, 1, 1}, "triu -1");
@@ -352,7 +352,7 @@ START_TEST(test_triu) {
     assert_exact(triu(ones(shape2(2, 4)), 3), shape2(2, 4), (float[]){0, 0, 0, 1, 0, 0, 0, 0},
                  "triu(ones(2, 4), 3)");
     // Batched: each (2, 2) matrix on its own; values kept as they are.
-    Tensor *b = arange(shape3(2, 2, 2));
+    const Tensor *b = arange(shape3(2, 2, 2));
     assert_exact(triu(b, 0), shape3(2, 2, 2), (float[]){0, 1, 0, 3, 4, 5, 0, 7}, "batched triu");
     Pair p = {zeros(shape1(3)), NULL, 0};
     assert_fails_with(do_triu, &p, "triu: input tensor must have at least 2 dimensions, got (3)");
@@ -363,18 +363,18 @@ END_TEST
 
 START_TEST(test_split) {
     Tensor *t = arange(shape2(2, 6));
-    Tensor *parts[3];
+    const Tensor *parts[3];
     split(parts, t, 2, 3);
     for (int i = 0; i < 3; i++) {
-        ck_assert_str_eq(shape_text(parts[i]), "2x2");
+        ck_assert_str_eq(size_x_str(parts[i]), "2x2");
         ck_assert_ptr_eq(parts[i]->data, t->data);        // views
         ck_assert_int_eq(parts[i]->offset, 2 * i);
         ck_assert_int_eq(parts[i]->stride[0], 6);
         ck_assert_int_eq(parts[i]->stride[1], 1);
     }
     assert_exact(parts[2], shape2(2, 2), (float[]){4, 5, 10, 11}, "third part");
-    *at2(parts[1], 1, 0) = -1.0f;                          // t[1, 2]
-    ck_assert_float_eq(t->data[8], -1.0f);
+    t->data[8] = -1.0f;                                    // t[1, 2] = parts[1][1, 0]
+    ck_assert_float_eq(*at2(parts[1], 1, 0), -1.0f);
 
     Pair p = {t, NULL, 4};   // 2 parts of 4 make 8, not 6
     assert_fails_with(do_split, &p, "split: 2 parts of size 4 do not make up the last dim of "
@@ -386,24 +386,24 @@ START_TEST(test_split) {
 END_TEST
 
 START_TEST(test_cat) {
-    Tensor *a = tensor_from(shape2(2, 2), (float[]){1, 2, 3, 4});
-    Tensor *b = tensor_from(shape2(1, 2), (float[]){5, 6});
-    Tensor *c = tensor_from(shape2(2, 3), (float[]){7, 8, 9, 10, 11, 12});
-    assert_exact(cat((Tensor *[]){a, b}, 2, 0), shape2(3, 2), (float[]){1, 2, 3, 4, 5, 6},
+    const Tensor *a = tensor_from(shape2(2, 2), (float[]){1, 2, 3, 4});
+    const Tensor *b = tensor_from(shape2(1, 2), (float[]){5, 6});
+    const Tensor *c = tensor_from(shape2(2, 3), (float[]){7, 8, 9, 10, 11, 12});
+    assert_exact(cat((const Tensor *[]){a, b}, 2, 0), shape2(3, 2), (float[]){1, 2, 3, 4, 5, 6},
                  "cat dim 0");
     float along1[10] = {1, 2, 7, 8, 9, 3, 4, 10, 11, 12};
-    assert_exact(cat((Tensor *[]){a, c}, 2, 1), shape2(2, 5), along1, "cat dim 1");
-    assert_exact(cat((Tensor *[]){a, c}, 2, -1), shape2(2, 5), along1, "cat dim -1");
+    assert_exact(cat((const Tensor *[]){a, c}, 2, 1), shape2(2, 5), along1, "cat dim 1");
+    assert_exact(cat((const Tensor *[]){a, c}, 2, -1), shape2(2, 5), along1, "cat dim -1");
     // Views are read in logical order; three at once; a single one is a copy.
-    Tensor *a_t = transpose(a, 0, 1);   // [[1 3] [2 4]]
-    assert_exact(cat((Tensor *[]){a_t, b, a_t}, 3, 0), shape2(5, 2),
+    const Tensor *a_t = transpose(a, 0, 1);   // [[1 3] [2 4]]
+    assert_exact(cat((const Tensor *[]){a_t, b, a_t}, 3, 0), shape2(5, 2),
                  (float[]){1, 3, 2, 4, 5, 6, 1, 3, 2, 4}, "cat of views");
-    Tensor *alone = cat((Tensor *[]){a}, 1, 0);
+    const Tensor *alone = cat((const Tensor *[]){a}, 1, 0);
     ck_assert_ptr_ne(alone->data, a->data);
     // The KV cache grows along the sequence dim of (b, h, seq, d).
-    Tensor *cache = arange(shape4(1, 2, 2, 2));
-    Tensor *step = full(shape4(1, 2, 1, 2), -1.0f);
-    Tensor *grown = cat((Tensor *[]){cache, step}, 2, 2);
+    const Tensor *cache = arange(shape4(1, 2, 2, 2));
+    const Tensor *step = full(shape4(1, 2, 1, 2), -1.0f);
+    const Tensor *grown = cat((const Tensor *[]){cache, step}, 2, 2);
     assert_exact(grown, shape4(1, 2, 3, 2), (float[]){0, 1, 2, 3, -1, -1, 4, 5, 6, 7, -1, -1},
                  "cat dim 2");
 
@@ -420,8 +420,8 @@ START_TEST(test_repeat) {
     // The notebook: b = (2, 3) mask rows, b.unsqueeze(1).repeat(1, 4, 1) -> (2, 4, 3)
     Tensor *b = tensor_from(shape2(2, 3), (float[]){1, 1, 0, 1, 0, 0});
     b->dtype = DTYPE_INT64;
-    Tensor *r = repeat(unsqueeze(b, 1), (int[]){1, 4, 1});
-    ck_assert_str_eq(shape_text(r), "2x4x3");
+    const Tensor *r = repeat(unsqueeze(b, 1), (int[]){1, 4, 1});
+    ck_assert_str_eq(size_x_str(r), "2x4x3");
     ck_assert_int_eq(r->dtype, DTYPE_INT64);
     for (int i = 0; i < 2; i++) {
         for (int t = 0; t < 4; t++) {
@@ -432,7 +432,7 @@ START_TEST(test_repeat) {
     }
     ck_assert_ptr_ne(r->data, b->data);   // a copy
     // Tiling, not interleaving: [1, 2].repeat(3) = [1, 2, 1, 2, 1, 2]
-    Tensor *v = tensor_from(shape1(2), (float[]){1, 2});
+    const Tensor *v = tensor_from(shape1(2), (float[]){1, 2});
     assert_exact(repeat(v, (int[]){3}), shape1(6), (float[]){1, 2, 1, 2, 1, 2}, "repeat(3)");
     assert_exact(repeat(tensor_from(shape2(1, 2), (float[]){1, 2}), (int[]){2, 2}), shape2(2, 4),
                  (float[]){1, 2, 1, 2, 1, 2, 1, 2}, "repeat(2, 2)");
@@ -441,11 +441,11 @@ END_TEST
 
 START_TEST(test_repeat_interleave) {
     // Each slice repeated in place: [1, 2] -> [1, 1, 2, 2] (0 0 1 1 order).
-    Tensor *v = tensor_from(shape1(2), (float[]){1, 2});
+    const Tensor *v = tensor_from(shape1(2), (float[]){1, 2});
     assert_exact(repeat_interleave(v, 2, 0), shape1(4), (float[]){1, 1, 2, 2},
                  "repeat_interleave");
     // GQA: (b, kv_heads, seq, d) = (1, 2, 1, 2), each kv head twice along dim 1.
-    Tensor *kv = arange(shape4(1, 2, 1, 2));
+    const Tensor *kv = arange(shape4(1, 2, 1, 2));
     assert_exact(repeat_interleave(kv, 2, 1), shape4(1, 4, 1, 2),
                  (float[]){0, 1, 0, 1, 2, 3, 2, 3}, "repeat_interleave dim 1");
     assert_exact(repeat_interleave(arange(shape2(2, 2)), 3, -1), shape2(2, 6),
@@ -459,7 +459,7 @@ END_TEST
 // --- dropout --------------------------------------------------------------------------
 
 START_TEST(test_dropout_eval_draws_nothing) {
-    Tensor *x = arange(shape2(4, 4));
+    const Tensor *x = arange(shape2(4, 4));
     // Eval mode: the very same tensor, and the generator has not moved: the
     // next word after dropout is the first word after the seed.
     manual_seed(11);
@@ -474,8 +474,8 @@ START_TEST(test_dropout_eval_draws_nothing) {
     // p = 1 drops everything, draws nothing; like PyTorch's input * 0 the
     // zeros keep the sign of the input: dropout([-3., 2.], 1.0) is [-0., 0.].
     manual_seed(11);
-    Tensor *signed_x = tensor_from(shape1(2), (float[]){-3, 2});
-    Tensor *none = dropout(signed_x, 1.0, true);
+    const Tensor *signed_x = tensor_from(shape1(2), (float[]){-3, 2});
+    const Tensor *none = dropout(signed_x, 1.0, true);
     ck_assert_uint_eq(random32(), first);
     ck_assert_float_eq(*at1(none, 0), 0.0f);
     ck_assert_msg(signbit(*at1(none, 0)), "dropout(-3, p=1) is +0, PyTorch gives -0");
@@ -493,12 +493,12 @@ START_TEST(test_dropout_training) {
     // (a float tensor divided by the scalar, so 1.0f / 0.9f); out = x * noise.
     // A kept element is therefore x * (1.0f / 0.9f), which differs from
     // x / 0.9f for x = 11 (12.222223 vs 12.222222): checked below.
-    Tensor *x = zeros(shape2(20, 20));
+    const Tensor *x = zeros(shape2(20, 20));
     for (int i = 0; i < 400; i++) {
         x->data[i] = (float)(i + 1);
     }
     manual_seed(0);
-    Tensor *out = dropout(x, 0.1, true);
+    const Tensor *out = dropout(x, 0.1, true);
     // The same draws, one per element in row-major order.
     manual_seed(0);
     float noise = 1.0f / (float)0.9;
@@ -516,10 +516,10 @@ START_TEST(test_dropout_training) {
     ck_assert_float_eq(x->data[0], 1.0f);   // input untouched
     // A non-contiguous view (x stored transposed, viewed back) is dropped
     // in its logical order.
-    Tensor *x_view = transpose(contiguous(transpose(x, 0, 1)), 0, 1);
+    const Tensor *x_view = transpose(contiguous(transpose(x, 0, 1)), 0, 1);
     ck_assert(!is_contiguous(x_view));
     manual_seed(0);
-    Tensor *from_view = dropout(x_view, 0.1, true);
+    const Tensor *from_view = dropout(x_view, 0.1, true);
     assert_bitwise_equal(from_view, out, "dropout of a view");
 }
 END_TEST
@@ -527,19 +527,19 @@ END_TEST
 // --- max_abs_diff ------------------------------------------------------------------------
 
 START_TEST(test_max_abs_diff) {
-    Tensor *a = tensor_from(shape2(2, 2), (float[]){1, 2, 3, 4});
-    Tensor *b = tensor_from(shape2(2, 2), (float[]){1, 2.5f, 2.75f, 4});
+    const Tensor *a = tensor_from(shape2(2, 2), (float[]){1, 2, 3, 4});
+    const Tensor *b = tensor_from(shape2(2, 2), (float[]){1, 2.5f, 2.75f, 4});
     ck_assert_float_eq(max_abs_diff(a, b), 0.5f);
     ck_assert_float_eq(max_abs_diff(a, a), 0.0f);
     // Views compare element by element in logical order.
-    Tensor *a_t = tensor_from(shape2(2, 2), (float[]){1, 3, 2, 4});
+    const Tensor *a_t = tensor_from(shape2(2, 2), (float[]){1, 3, 2, 4});
     ck_assert_float_eq(max_abs_diff(transpose(a_t, 0, 1), a), 0.0f);
     // Identical infinities (masked scores) do not count as a difference ...
     float inf = INFINITY;
-    Tensor *masked = tensor_from(shape1(2), (float[]){-inf, 1});
+    const Tensor *masked = tensor_from(shape1(2), (float[]){-inf, 1});
     ck_assert_float_eq(max_abs_diff(masked, masked), 0.0f);
     // ... but a NaN must never hide: a check "diff < 1e-6" has to fail.
-    Tensor *with_nan = tensor_from(shape1(2), (float[]){NAN, 1});
+    const Tensor *with_nan = tensor_from(shape1(2), (float[]){NAN, 1});
     ck_assert(isnan(max_abs_diff(with_nan, masked)));
     ck_assert(isnan(max_abs_diff(masked, with_nan)));
     ck_assert(isnan(max_abs_diff(with_nan, with_nan)));
@@ -571,15 +571,15 @@ static void do_linear(void *arg) {
 START_TEST(test_linear) {
     Linear with_bias = hand_linear(true);
     Linear no_bias = hand_linear(false);
-    Tensor *x = tensor_from(shape2(2, 3), A23);
+    const Tensor *x = tensor_from(shape2(2, 3), A23);
     assert_exact(linear(x, &with_bias), shape2(2, 2), (float[]){-1.5f, 3, -1.5f, 12}, "bias");
     assert_exact(linear(x, &no_bias), shape2(2, 2), (float[]){-2, 4, -2, 13}, "no bias");
     // (..., in) -> (..., out): (2, 1, 2, 3) -> (2, 1, 2, 2), each row alone.
-    Tensor *x4 = tensor_from(shape4(2, 1, 2, 3), (float[]){1, 2, 3, 4, 5, 6, 0, 0, 0, 1, 1, 1});
+    const Tensor *x4 = tensor_from(shape4(2, 1, 2, 3), (float[]){1, 2, 3, 4, 5, 6, 0, 0, 0, 1, 1, 1});
     assert_exact(linear(x4, &with_bias), shape4(2, 1, 2, 2),
                  (float[]){-1.5f, 3, -1.5f, 12, 0.5f, -1, 0.5f, 2}, "4-D input");
     // A transposed input (x stored as x^T) gives the same numbers.
-    Tensor *x_t = tensor_from(shape2(3, 2), (float[]){1, 4, 2, 5, 3, 6});
+    const Tensor *x_t = tensor_from(shape2(3, 2), (float[]){1, 4, 2, 5, 3, 6});
     assert_exact(linear(transpose(x_t, 0, 1), &with_bias), shape2(2, 2),
                  (float[]){-1.5f, 3, -1.5f, 12}, "transposed input");
     // Rows at an offset (the second row alone).
@@ -597,15 +597,31 @@ START_TEST(test_linear) {
 }
 END_TEST
 
+// The names the last two named() calls gave, and to what (a trace hook).
+static const char *last_names[2];
+static const Tensor *last_named[2];
+static void keep_names(const TraceEvent *event) {
+    if (event->name != NULL) {
+        last_names[0] = last_names[1];
+        last_named[0] = last_named[1];
+        last_names[1] = event->name;
+        last_named[1] = event->out;
+    }
+}
+
 START_TEST(test_linear_init) {
+    trace_set_hook(keep_names);
     manual_seed(7);
     Linear proj = linear_init("proj", 4, 6, true);
-    ck_assert_str_eq(shape_text(proj.weight), "6x4");   // (out, in) as PyTorch stores it
-    ck_assert_str_eq(shape_text(proj.bias), "6");
+    ck_assert_str_eq(size_x_str(proj.weight), "6x4");   // (out, in) as PyTorch stores it
+    ck_assert_str_eq(size_x_str(proj.bias), "6");
     ck_assert_int_eq(proj.in_features, 4);
     ck_assert_int_eq(proj.out_features, 6);
-    ck_assert_str_eq(proj.weight->name, "proj.weight");
-    ck_assert_str_eq(proj.bias->name, "proj.bias");
+    ck_assert_str_eq(last_names[0], "proj.weight");   // named as in the state_dict
+    ck_assert_str_eq(last_names[1], "proj.bias");
+    ck_assert_ptr_eq(last_named[0], proj.weight);
+    ck_assert_ptr_eq(last_named[1], proj.bias);
+    trace_set_hook(NULL);
     // Both bounds are 1/sqrt(in) = 0.5 (values bit-exact: test_rng.c).
     for (int i = 0; i < 24; i++) {
         ck_assert(fabsf(proj.weight->data[i]) <= 0.5f);
@@ -635,7 +651,7 @@ START_TEST(test_linear_init) {
     ck_assert_ptr_null(bare.bias);
     assert_bitwise_equal(bare.weight, proj.weight, "bias=False, weight");
     // Forward on the initialised layer: (3, 4) -> (3, 6).
-    ck_assert_str_eq(shape_text(linear(zeros(shape2(3, 4)), &proj)), "3x6");
+    ck_assert_str_eq(size_x_str(linear(zeros(shape2(3, 4)), &proj)), "3x6");
 }
 END_TEST
 

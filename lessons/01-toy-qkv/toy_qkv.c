@@ -46,8 +46,8 @@
 // The post's soft_max, as written: exp(z) / sum(exp(z)) with no max
 // subtracted. In float32, exp() overflows to inf for z > 88.7, and then
 // inf / inf is NaN. (numpy in float64 overflows a little later, at 709.8.)
-static Tensor *unstable_softmax(const Tensor *scores) {
-    Tensor *out = clone(scores);                           // (T, S)
+static const Tensor *unstable_softmax(const Tensor *scores) {
+    Tensor *out = clone(scores);                                 // (T, S)
     int T = size(scores, 0);
     int S = size(scores, 1);
     for (int t = 0; t < T; t++) {
@@ -59,7 +59,7 @@ static Tensor *unstable_softmax(const Tensor *scores) {
             *at2(out, t, s) = expf(*at2(scores, t, s)) / sum;
         }
     }
-    graph_record1("the post's soft_max", out, scores);   // an edge in the --dot diagram
+    trace1("the post's soft_max", out, scores);   // an edge in the --dot diagram
     return out;
 }
 
@@ -68,21 +68,21 @@ static void toy_attention(bool heatmap) {
     const float query_values[] = {1, 0, 2,  2, 2, 2,  2, 1, 3};
     const float key_values[] = {0, 1, 1,  4, 4, 0,  2, 3, 1};
     const float value_values[] = {1, 2, 3,  2, 8, 0,  2, 6, 3};
-    Tensor *Query = named("Query", tensor_from(shape2(3, 3), query_values));  // (T, C)
-    Tensor *Key = named("Key", tensor_from(shape2(3, 3), key_values));        // (S, C)
-    Tensor *Value = named("Value", tensor_from(shape2(3, 3), value_values));  // (S, C)
+    const Tensor *Query = named("Query", tensor_from(shape2(3, 3), query_values));  // (T, C)
+    const Tensor *Key = named("Key", tensor_from(shape2(3, 3), key_values));        // (S, C)
+    const Tensor *Value = named("Value", tensor_from(shape2(3, 3), value_values));  // (S, C)
     printf("Query:\n%s\nKey:\n%s\nValue:\n%s\n\n", tensor_str(Query, NULL),
            tensor_str(Key, NULL), tensor_str(Value, NULL));
 
     // Step 1: every query against every key. Key.T is a view: the same
     // nine numbers read with rows and columns swapped, nothing copied.
     // scores[t, s] = Query[t, :] . Key[s, :]
-    Tensor *scores = named("scores", matmul(Query, transpose(Key, 0, 1)));    // (T, S)
+    const Tensor *scores = named("scores", matmul(Query, transpose(Key, 0, 1)));    // (T, S)
     printf("scores = Query @ Key.T\n%s\n\n", tensor_str(scores, NULL));
 
     // Step 2: softmax along each row turns scores into weights that are
     // positive and sum to 1: how much input t attends to each input s.
-    Tensor *weights = named("weights", softmax(scores, -1));                 // (T, S)
+    const Tensor *weights = named("weights", softmax(scores, -1));                 // (T, S)
     printf("weights = softmax(scores, dim=-1)\n%s\n\n", tensor_str(weights, NULL));
     if (heatmap) {
         print_heatmap("weights", weights);   // --heatmap: the same weights as shades
@@ -90,7 +90,7 @@ static void toy_attention(bool heatmap) {
     }
 
     // Step 3: each output row is the weighted sum of the value rows.
-    Tensor *out = named("out", matmul(weights, Value));                      // (T, C)
+    const Tensor *out = named("out", matmul(weights, Value));                      // (T, C)
     printf("out = weights @ Value\n%s\n\n", tensor_str(out, NULL));
 
     // Part 2: the walk-through of input-1 (row 0), number by number.
@@ -119,9 +119,9 @@ static void toy_attention(bool heatmap) {
     // d_k and push softmax into a near one-hot corner where its gradient
     // vanishes. Here d_k = 3, so every score shrinks by 1.732.
     printf("-- with the 1/sqrt(d_k) scaling the post leaves out (d_k = 3) --\n");
-    Tensor *scaled = div_scalar(scores, sqrtf(3.0f));                        // (T, S)
-    Tensor *scaled_weights = softmax(scaled, -1);                            // (T, S)
-    Tensor *scaled_out = matmul(scaled_weights, Value);                      // (T, C)
+    const Tensor *scaled = div_scalar(scores, sqrtf(3.0f));                        // (T, S)
+    const Tensor *scaled_weights = softmax(scaled, -1);                            // (T, S)
+    const Tensor *scaled_out = matmul(scaled_weights, Value);                      // (T, C)
     printf("softmax(scores / sqrt(3), dim=-1)\n%s\n", tensor_str(scaled_weights, NULL));
     printf("softmax(scores / sqrt(3), dim=-1) @ Value\n%s\n", tensor_str(scaled_out, NULL));
     printf("input-1 now gives itself %.4f instead of %.4f: smaller scores, flatter weights.\n\n",
@@ -130,7 +130,7 @@ static void toy_attention(bool heatmap) {
     // Part 4: why softmax subtracts the max. Scale the scores up tenfold
     // (long vectors and no 1/sqrt(d_k) easily give such numbers).
     printf("-- the post's soft_max against the max-subtracted softmax --\n");
-    Tensor *big = mul_scalar(scores, 10.0f);                                 // (T, S)
+    const Tensor *big = mul_scalar(scores, 10.0f);                                 // (T, S)
     printf("big = scores * 10\n%s\n", tensor_str(big, NULL));
     printf("the post's soft_max(big): exp(160) overflows float32, inf / inf = nan\n%s\n",
            tensor_str(unstable_softmax(big), NULL));

@@ -81,19 +81,19 @@ static SelfAttV1 SelfAttV1_init(int hidden_dim) {
 // SelfAttV1.forward(X): returns output (B, T, C). If `attention_weight_out`
 // is not NULL it also receives the (B, T, T) weights (the notebook only
 // prints them; the heatmap and the tests want them too).
-static Tensor *SelfAttV1_forward(Tensor **attention_weight_out, const SelfAttV1 *self,
+static const Tensor *SelfAttV1_forward(const Tensor **attention_weight_out, const SelfAttV1 *self,
                                  const Tensor *X) {
     // X: (B, T, C). The notebook notes that X's last dim could differ from
     // hidden_dim (the Linear layers would map it); here both are --dim.
-    Tensor *Q = named("Q", linear(X, &self->query_proj));                   // (B, T, C)
-    Tensor *K = named("K", linear(X, &self->key_proj));                     // (B, T, C)
-    Tensor *V = named("V", linear(X, &self->value_proj));                   // (B, T, C)
+    const Tensor *Q = named("Q", linear(X, &self->query_proj));                   // (B, T, C)
+    const Tensor *K = named("K", linear(X, &self->key_proj));                     // (B, T, C)
+    const Tensor *V = named("V", linear(X, &self->value_proj));                   // (B, T, C)
 
     // Every query against every key of the same batch row. K.transpose(-1, -2)
     // swaps only the last two dims, (B, T, C) -> (B, C, T), as a view. (K.T
     // would reverse all three dims: see the aside at the end.)
     // attention_value[b, t, s] = q_{b,t} . k_{b,s}
-    Tensor *attention_value =
+    const Tensor *attention_value =
         named("attention_value", matmul(Q, transpose(K, -1, -2)));          // (B, T, T)
 
     // Why divide by sqrt(hidden_dim): a dot product of C terms of variance ~1
@@ -103,13 +103,13 @@ static Tensor *SelfAttV1_forward(Tensor **attention_weight_out, const SelfAttV1 
     // divides each float score by it, and so do we. (The notebook calls this
     // variable `attention_wight`: a typo.)
     float scale = (float)sqrt((double)self->hidden_dim);
-    Tensor *attention_weight = named(
+    const Tensor *attention_weight = named(
         "attention_weight", softmax(div_scalar(attention_value, scale), -1));  // (B, T, T)
     printf("attention_weight: %s\n",
            tensor_str(attention_weight, grad_enabled ? "grad_fn=<SoftmaxBackward0>" : NULL));
 
     // Each output row mixes the value rows of its batch row by its weights.
-    Tensor *output = named("output", matmul(attention_weight, V));          // (B, T, C)
+    const Tensor *output = named("output", matmul(attention_weight, V));          // (B, T, C)
     if (attention_weight_out != NULL) {
         *attention_weight_out = attention_weight;
     }
@@ -147,9 +147,9 @@ static long long count_params(const Linear *layer) {
 static Profile thop_profile(const SelfAttV1 *net, const Tensor *X) {
     printf("[INFO] Register count_linear() for <class 'torch.nn.modules.linear.Linear'>.\n");
     grad_enabled = false;   // with torch.no_grad():
-    graph_pause(true);      // the --dot diagram shows the first forward only
+    trace_pause(true);      // the --dot diagram shows the first forward only
     SelfAttV1_forward(NULL, net, X);
-    graph_pause(false);
+    trace_pause(false);
     grad_enabled = true;
 
     long long rows = numel(X) / size(X, -1);   // batch * seq vectors went through each layer
@@ -238,15 +238,15 @@ int main(int argc, char **argv) {
     parse_lesson_args(&lesson, argc, argv);
     // The biggest tensors: the weights (B, T, T), X and Q/K/V (B, T, C), a
     // projection weight (C, C).
-    check_fits(&lesson, "attention_weight (batch*seq*seq)", (double)batch * seq * seq);
-    check_fits(&lesson, "X (batch*seq*dim)", (double)batch * seq * dim);
-    check_fits(&lesson, "query_proj.weight (dim*dim)", (double)dim * dim);
+    check_fits(&lesson, "attention_weight (batch, seq, seq)", shape3(batch, seq, seq));
+    check_fits(&lesson, "X (batch, seq, dim)", shape3(batch, seq, dim));
+    check_fits(&lesson, "query_proj.weight (dim, dim)", shape2(dim, dim));
     lesson_start(&lesson);
 
     // The notebook's cell, in its order: X first, then the three Linear inits.
-    Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));           // (B, T, C)
+    const Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));           // (B, T, C)
     SelfAttV1 net = SelfAttV1_init(dim);
-    Tensor *attention_weight = NULL;                                        // (B, T, T)
+    const Tensor *attention_weight = NULL;                                        // (B, T, T)
     SelfAttV1_forward(&attention_weight, &net, X);   // net(X); output: (B, T, C)
 
     Profile profile = thop_profile(&net, X);

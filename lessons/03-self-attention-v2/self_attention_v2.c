@@ -76,35 +76,35 @@ static SelfAttV2 SelfAttV2_init(int dim) {
 // The forward's local tensors, handed back for the lesson to look at (the
 // notebook's forward keeps them to itself). All may be ignored: pass NULL.
 typedef struct {
-    Tensor *QKV;          // (B, T, 3C)
-    Tensor *Q, *K, *V;    // (B, T, C), views into QKV
-    Tensor *att_weight;   // (B, T, T)
-    Tensor *output;       // (B, T, C), before output_proj
+    const Tensor *QKV;          // (B, T, 3C)
+    const Tensor *Q, *K, *V;    // (B, T, C), views into QKV
+    const Tensor *att_weight;   // (B, T, T)
+    const Tensor *output;       // (B, T, C), before output_proj
 } SelfAttV2_Inside;
 
 // SelfAttV2.forward(X): returns ret = output_proj(output), (B, T, C).
-static Tensor *SelfAttV2_forward(SelfAttV2_Inside *inside, const SelfAttV2 *self,
+static const Tensor *SelfAttV2_forward(SelfAttV2_Inside *inside, const SelfAttV2 *self,
                                  const Tensor *X) {
     // X shape is: (batch, seq, dim)
-    Tensor *QKV = named("QKV", linear(X, &self->proj));                     // (B, T, 3C)
+    const Tensor *QKV = named("QKV", linear(X, &self->proj));                     // (B, T, 3C)
     // torch.split(QKV, self.dim, dim=-1): three windows onto QKV's storage,
     // each dim wide, starting at columns 0, dim and 2*dim. No copy.
-    Tensor *parts[3];                                                       // 3 x (B, T, C)
+    const Tensor *parts[3];                                                       // 3 x (B, T, C)
     split(parts, QKV, self->dim, 3);
-    Tensor *Q = named("Q", parts[0]);                                       // (B, T, C)
-    Tensor *K = named("K", parts[1]);                                       // (B, T, C)
-    Tensor *V = named("V", parts[2]);                                       // (B, T, C)
+    const Tensor *Q = named("Q", parts[0]);                                       // (B, T, C)
+    const Tensor *K = named("K", parts[1]);                                       // (B, T, C)
+    const Tensor *V = named("V", parts[2]);                                       // (B, T, C)
 
     // As in V1: scores scaled by 1/sqrt(dim) so their size does not grow
     // with dim, then a softmax over the keys (the last dim).
     float scale = (float)sqrt((double)self->dim);   // math.sqrt, rounded to float
-    Tensor *scores = matmul(Q, transpose(K, -1, -2));                       // (B, T, T)
-    Tensor *att_weight = named("att_weight", softmax(div_scalar(scores, scale), -1));  // (B, T, T)
-    Tensor *output = named("output", matmul(att_weight, V));                // (B, T, C)
+    const Tensor *scores = matmul(Q, transpose(K, -1, -2));                       // (B, T, T)
+    const Tensor *att_weight = named("att_weight", softmax(div_scalar(scores, scale), -1));  // (B, T, T)
+    const Tensor *output = named("output", matmul(att_weight, V));                // (B, T, C)
     // output_proj mixes the attended values across channels. With one head
     // it is the W^O of "Attention Is All You Need"; with many heads
     // (lesson 6) it is what lets the heads' outputs combine.
-    Tensor *ret = named("ret", linear(output, &self->output_proj));         // (B, T, C)
+    const Tensor *ret = named("ret", linear(output, &self->output_proj));         // (B, T, C)
 
     if (inside != NULL) {
         *inside = (SelfAttV2_Inside){QKV, Q, K, V, att_weight, output};
@@ -137,9 +137,9 @@ static long long count_params(const Linear *layer) {
 // so only thop's own [INFO] line appears), and sums.
 static Profile thop_profile(const SelfAttV2 *net, const Tensor *X) {
     printf("[INFO] Register count_linear() for <class 'torch.nn.modules.linear.Linear'>.\n");
-    graph_pause(true);   // the --dot diagram shows the first forward only
+    trace_pause(true);   // the --dot diagram shows the first forward only
     SelfAttV2_forward(NULL, net, X);
-    graph_pause(false);
+    trace_pause(false);
 
     long long rows = numel(X) / size(X, -1);   // batch * seq vectors through each layer
     Profile profile = {0, 0};
@@ -161,17 +161,6 @@ static long long attention_count(long long batch, long long seq, long long dim) 
 }
 
 // --- showing the views --------------------------------------------------------------
-
-// Python's tuple text of t.stride(): "(24, 12, 1)" (a 1-tuple is "(4,)").
-static const char *stride_str(const Tensor *t) {
-    static char text[128];
-    int n = snprintf(text, sizeof text, "(");
-    for (int d = 0; d < t->ndim; d++) {
-        n += snprintf(text + n, sizeof text - n, d == 0 ? "%d" : ", %d", t->stride[d]);
-    }
-    snprintf(text + n, sizeof text - n, t->ndim == 1 ? ",)" : ")");
-    return text;
-}
 
 // One line per tensor: t.shape, t.stride(), t.storage_offset(), t.is_contiguous().
 static void show_view(const char *name, const Tensor *t) {
@@ -207,18 +196,18 @@ int main(int argc, char **argv) {
     };
     parse_lesson_args(&lesson, argc, argv);
     // The biggest tensors: QKV (B, T, 3C), att_weight (B, T, T), proj.weight (3C, C).
-    check_fits(&lesson, "QKV (batch*seq*3*dim)", 3.0 * batch * seq * dim);
-    check_fits(&lesson, "att_weight (batch*seq*seq)", (double)batch * seq * seq);
-    check_fits(&lesson, "proj.weight (3*dim*dim)", 3.0 * dim * dim);
+    check_fits(&lesson, "QKV (batch, seq, 3*dim)", shape3(batch, seq, 3 * dim));
+    check_fits(&lesson, "att_weight (batch, seq, seq)", shape3(batch, seq, seq));
+    check_fits(&lesson, "proj.weight (3*dim, dim)", shape2(3 * dim, dim));
     lesson_start(&lesson);
 
-    Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));           // (B, T, C)
+    const Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));           // (B, T, C)
     SelfAttV2 net = SelfAttV2_init(dim);
     SelfAttV2_Inside inside;
     // The notebook writes `net(X).shape` mid-cell, where Jupyter shows
     // nothing (only a cell's last expression is displayed); we print it
     // after the notebook's lines, so those still come first.
-    Tensor *ret = SelfAttV2_forward(&inside, &net, X);                      // (B, T, C)
+    const Tensor *ret = SelfAttV2_forward(&inside, &net, X);                      // (B, T, C)
 
     Profile profile = thop_profile(&net, X);
     // The notebook prints these two lines as "SelfAttV1 FLOPs" and
@@ -261,15 +250,15 @@ int main(int argc, char **argv) {
     // same order. A BLAS is free to block a (3C, C) and a (C, C) product
     // differently, which could change the last bit; the PyTorch 1.13 of the
     // tests gives equal bits too.)
-    graph_pause(true);   // a check, not part of the dataflow
+    trace_pause(true);   // a check, not part of the dataflow
     printf("\n-- V1's three projections stacked are V2's proj --\n");
     Linear query_proj = rows_of(&net.proj, 0, dim);
     Linear key_proj = rows_of(&net.proj, dim, dim);
     Linear value_proj = rows_of(&net.proj, 2 * dim, dim);
-    Tensor *weights[] = {query_proj.weight, key_proj.weight, value_proj.weight};  // 3 x (C, C)
-    Tensor *biases[] = {query_proj.bias, key_proj.bias, value_proj.bias};         // 3 x (C,)
-    Tensor *stacked_weight = cat(weights, 3, 0);                            // (3C, C)
-    Tensor *stacked_bias = cat(biases, 3, 0);                               // (3C,)
+    const Tensor *weights[] = {query_proj.weight, key_proj.weight, value_proj.weight};  // 3 x (C, C)
+    const Tensor *biases[] = {query_proj.bias, key_proj.bias, value_proj.bias};         // 3 x (C,)
+    const Tensor *stacked_weight = cat(weights, 3, 0);                            // (3C, C)
+    const Tensor *stacked_bias = cat(biases, 3, 0);                               // (3C,)
     printf("stacked weights %s, max |stacked - proj.weight| = %g\n",
            size_str(stacked_weight), max_abs_diff(stacked_weight, net.proj.weight));
     printf("stacked biases  %s, max |stacked - proj.bias|   = %g\n", size_str(stacked_bias),
@@ -278,7 +267,7 @@ int main(int argc, char **argv) {
     printf("max |query_proj(X) - Q| = %g\n", max_abs_diff(linear(X, &query_proj), inside.Q));
     printf("max |key_proj(X) - K|   = %g\n", max_abs_diff(linear(X, &key_proj), inside.K));
     printf("max |value_proj(X) - V| = %g\n", max_abs_diff(linear(X, &value_proj), inside.V));
-    graph_pause(false);
+    trace_pause(false);
 
     // The counts. proj does exactly the multiply-adds of V1's three
     // projections; output_proj is the only new work.

@@ -75,9 +75,9 @@ typedef struct {
 // back their weights the same way when asked (output_attentions=True); the
 // lesson uses them for the heatmap and the fully masked row below.
 typedef struct {
-    Tensor *scores;               // (B, T, S) Q @ K^T / sqrt(C), before the mask
-    Tensor *att_weight;           // (B, T, S) after softmax, before dropout
-    Tensor *att_weight_dropped;   // (B, T, S) after att_drop (att_weight itself in eval)
+    const Tensor *scores;               // (B, T, S) Q @ K^T / sqrt(C), before the mask
+    const Tensor *att_weight;           // (B, T, S) after softmax, before dropout
+    const Tensor *att_weight_dropped;   // (B, T, S) after att_drop (att_weight itself in eval)
 } SelfAttV3Weights;
 
 // SelfAttV3(dim). The draws follow PyTorch's __init__ order: proj.weight,
@@ -99,7 +99,7 @@ static SelfAttV3 SelfAttV3_init(int dim) {
 // for no mask. Prints att_weight as the notebook does (and, in training,
 // the weights after dropout). Returns ret (B, T, C); fills *weights if it
 // is not NULL.
-static Tensor *SelfAttV3_forward(const SelfAttV3 *self, const Tensor *X,
+static const Tensor *SelfAttV3_forward(const SelfAttV3 *self, const Tensor *X,
                                  const Tensor *attention_mask, SelfAttV3Weights *weights) {
     // The notebook's comment says "attention_mask shape is: (batch, seq)".
     // It is not: masked_fill needs a mask that broadcasts to the scores,
@@ -110,18 +110,18 @@ static Tensor *SelfAttV3_forward(const SelfAttV3 *self, const Tensor *X,
     int B = size(X, 0), T = size(X, 1), S = T, C = self->dim;
     (void)B, (void)S;   // only read by the shape comments
 
-    Tensor *QKV = named("QKV", linear(X, &self->proj));                // (B, T, 3C)
+    const Tensor *QKV = named("QKV", linear(X, &self->proj));                // (B, T, 3C)
     // Q, K, V = torch.split(QKV, self.dim, dim=-1): three views, no copy.
-    Tensor *parts[3];
+    const Tensor *parts[3];
     split(parts, QKV, C, 3);
-    Tensor *Q = named("Q", parts[0]);                                  // (B, T, C)
-    Tensor *K = named("K", parts[1]);                                  // (B, S, C)
-    Tensor *V = named("V", parts[2]);                                  // (B, S, C)
+    const Tensor *Q = named("Q", parts[0]);                                  // (B, T, C)
+    const Tensor *K = named("K", parts[1]);                                  // (B, S, C)
+    const Tensor *V = named("V", parts[2]);                                  // (B, S, C)
 
     // scores[b, t, s] = q_t . k_s / sqrt(C). Dividing by sqrt(C) keeps the
     // scores' spread independent of C, so softmax does not saturate.
-    Tensor *scores = div_scalar(matmul(Q, transpose(K, -1, -2)), sqrtf((float)C));  // (B, T, S)
-    Tensor *att_weight = scores;                                       // (B, T, S)
+    const Tensor *scores = div_scalar(matmul(Q, transpose(K, -1, -2)), sqrtf((float)C));  // (B, T, S)
+    const Tensor *att_weight = scores;                                       // (B, T, S)
     if (attention_mask != NULL) {
         // "给 weight 填充一个极小的值": fill a very small value where the mask
         // is 0. After the softmax those weights are exactly 0: exp(-1e20 - max)
@@ -139,15 +139,15 @@ static Tensor *SelfAttV3_forward(const SelfAttV3 *self, const Tensor *X,
     // (hidden_dropout_prob, applied later in a Transformer block).
     // Survivors are divided by 0.9 so each weight keeps its expected value:
     // 0.9 * (w / 0.9) + 0.1 * 0 = w, and eval mode needs no rescaling.
-    Tensor *att_weight_dropped = dropout(att_weight, self->att_drop, self->training);  // (B, T, S)
+    const Tensor *att_weight_dropped = dropout(att_weight, self->att_drop, self->training);  // (B, T, S)
     if (self->training) {
         printf("att_weight after att_drop: %s\n",
                tensor_str(att_weight_dropped, "grad_fn=<MulBackward0>"));
     }
 
     // output[b, t] = sum_s att_weight[b, t, s] * v_s: each query's mix of values.
-    Tensor *output = named("output", matmul(att_weight_dropped, V));   // (B, T, C)
-    Tensor *ret = named("ret", linear(output, &self->output_proj));    // (B, T, C)
+    const Tensor *output = named("output", matmul(att_weight_dropped, V));   // (B, T, C)
+    const Tensor *ret = named("ret", linear(output, &self->output_proj));    // (B, T, C)
 
     if (weights != NULL) {
         weights->scores = scores;
@@ -163,7 +163,7 @@ static Tensor *SelfAttV3_forward(const SelfAttV3 *self, const Tensor *X,
 // first max(1, seq-1-i) tokens: for 3x4 that is the notebook's
 //     [[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]]
 // and every row keeps at least one real token, however large batch is.
-static Tensor *padding_rows(int batch, int seq) {
+static const Tensor *padding_rows(int batch, int seq) {
     Tensor *b = zeros(shape2(batch, seq));                             // (B, S)
     b->dtype = DTYPE_INT64;   // torch.tensor([[1, 1, 1, 0], ...]) is int64
     for (int i = 0; i < batch; i++) {
@@ -178,7 +178,7 @@ static Tensor *padding_rows(int batch, int seq) {
 // softmax(scores.masked_fill(mask == 0, fill), dim=-1): the forward's two
 // lines with the fill value as a parameter, so -1e20 and -inf can be tried
 // side by side.
-static Tensor *masked_softmax(const Tensor *scores, const Tensor *mask, float fill) {
+static const Tensor *masked_softmax(const Tensor *scores, const Tensor *mask, float fill) {
     return softmax(masked_fill(scores, eq_scalar(mask, 0), fill), -1);  // shape of scores
 }
 
@@ -202,7 +202,7 @@ static void show_dropout(const SelfAttV3Weights *weights) {
             }
             kept++;
         }
-        next_index(index, before->shape, before->ndim);
+        next_index(index, before->size, before->ndim);
     }
     printf("\n-- what att_drop did (train mode) --\n");
     printf("of the %ld unmasked weights it zeroed %ld and divided the other %ld by 0.9",
@@ -229,8 +229,8 @@ static void show_padded_queries(const Tensor *b, const Tensor *ret) {
     }
     printf("batch row %d has %d real token(s) and %d padding; its padded query rows %d..%d "
            "still get outputs:\n", last, kept, T - kept, kept, T - 1);
-    Tensor *ret_last = narrow(ret, 0, last, 1);                        // (1, T, C)
-    Tensor *ret_row = view(contiguous(ret_last), shape2(T, size(ret, 2)));   // (T, C)
+    const Tensor *ret_last = narrow(ret, 0, last, 1);                        // (1, T, C)
+    const Tensor *ret_row = view(contiguous(ret_last), shape2(T, size(ret, 2)));   // (T, C)
     printf("ret[%d]:\n%s\n", last, tensor_str(ret_row, "grad_fn=<SelectBackward0>"));
     printf("a model must ignore those rows itself (the loss or the pooling skips padding).\n");
 }
@@ -247,11 +247,11 @@ static void show_padded_queries(const Tensor *b, const Tensor *ret) {
 static void fully_masked_row(const SelfAttV3Weights *weights) {
     int S = size(weights->scores, 2);
     // scores of batch 0, query 0, as a 1-D row
-    Tensor *row = view(contiguous(narrow(narrow(weights->scores, 0, 0, 1), 1, 0, 1)),
+    const Tensor *row = view(contiguous(narrow(narrow(weights->scores, 0, 0, 1), 1, 0, 1)),
                        shape1(S));                                    // (S)
     Tensor *no_keys = zeros(shape1(S));                                // (S) all padding
     no_keys->dtype = DTYPE_INT64;
-    Tensor *additive = full(shape1(S), -10000.0f);                     // (S) (1 - 0) * -10000
+    const Tensor *additive = full(shape1(S), -10000.0f);                     // (S) (1 - 0) * -10000
 
     printf("\n-- a row whose keys are all masked: why -1e20 and not -inf --\n");
     printf("scores of batch 0, query 0: %s\n", tensor_str(row, NULL));
@@ -283,17 +283,17 @@ int main(int argc, char **argv) {
         .switches = switches, .n_switches = 1,
     };
     parse_lesson_args(&lesson, argc, argv);
-    check_fits(&lesson, "att_weight (batch*seq*seq)", (double)batch * seq * seq);
-    check_fits(&lesson, "QKV (batch*seq*3*dim)", (double)batch * seq * 3 * dim);
-    check_fits(&lesson, "proj.weight (3*dim*dim)", 3.0 * dim * dim);
+    check_fits(&lesson, "att_weight (batch, seq, seq)", shape3(batch, seq, seq));
+    check_fits(&lesson, "QKV (batch, seq, 3*dim)", shape3(batch, seq, 3 * dim));
+    check_fits(&lesson, "proj.weight (3*dim, dim)", shape2(3 * dim, dim));
     lesson_start(&lesson);
 
-    Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));      // (B, T, C)
-    Tensor *b = padding_rows(batch, seq);                              // (B, S)
+    const Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));      // (B, T, C)
+    const Tensor *b = padding_rows(batch, seq);                              // (B, S)
     printf("%s\n", size_str(b));
     // [B, S] -> [B, 1, S] -> [B, T, S]: the same key mask for every query
     // row t ("在第 1 维重复 seq 次": repeat seq times along dim 1).
-    Tensor *mask = named("mask", repeat(unsqueeze(b, 1), (int[]){1, seq, 1}));  // (B, T, S)
+    const Tensor *mask = named("mask", repeat(unsqueeze(b, 1), (int[]){1, seq, 1}));  // (B, T, S)
     printf("%s %s\n", tensor_str(mask, NULL), size_str(mask));
 
     SelfAttV3 net = SelfAttV3_init(dim);
@@ -301,7 +301,7 @@ int main(int argc, char **argv) {
     // its printed weights come before dropout and are not affected.
     net.training = train;
     SelfAttV3Weights weights;
-    Tensor *ret = SelfAttV3_forward(&net, X, mask, &weights);          // (B, T, C)
+    const Tensor *ret = SelfAttV3_forward(&net, X, mask, &weights);          // (B, T, C)
     printf("%s\n", size_str(ret));
 
     if (lesson.heatmap) {
@@ -311,12 +311,12 @@ int main(int argc, char **argv) {
             print_heatmap("att_weight after att_drop", weights.att_weight_dropped);
         }
     }
-    graph_pause(true);   // what follows is commentary, not the model's dataflow
+    trace_pause(true);   // what follows is commentary, not the model's dataflow
     if (train) {
         show_dropout(&weights);
     }
     show_padded_queries(b, ret);
     fully_masked_row(&weights);
-    graph_pause(false);
+    trace_pause(false);
     return lesson_finish(&lesson);
 }

@@ -80,8 +80,8 @@ typedef struct {
 // What the forward computed on the way, besides ret (as HuggingFace models
 // return their weights with output_attentions=True): for the heatmap.
 typedef struct {
-    Tensor *att_weight;           // (B, T, S) after softmax, before dropout
-    Tensor *att_weight_dropped;   // (B, T, S) after att_drop (att_weight itself in eval)
+    const Tensor *att_weight;           // (B, T, S) after softmax, before dropout
+    const Tensor *att_weight_dropped;   // (B, T, S) after att_drop (att_weight itself in eval)
 } SelfAttV4Weights;
 
 // SelfAttV4(dim). The draws follow PyTorch's __init__ order: query_proj,
@@ -105,20 +105,20 @@ static SelfAttV4 SelfAttV4_init(int dim) {
 // broadcasts to the (B, T, S) scores: see lesson 4.) Prints att_weight as
 // the notebook's f-string does, and in training the weights after dropout.
 // Returns ret (B, T, C); fills *weights if it is not NULL.
-static Tensor *SelfAttV4_forward(const SelfAttV4 *self, const Tensor *X,
+static const Tensor *SelfAttV4_forward(const SelfAttV4 *self, const Tensor *X,
                                  const Tensor *attention_mask, SelfAttV4Weights *weights) {
     int B = size(X, 0), T = size(X, 1), S = T, C = self->dim;
     (void)B, (void)S;   // only read by the shape comments
 
-    Tensor *Q = named("Q", linear(X, &self->query_proj));              // (B, T, C)
-    Tensor *K = named("K", linear(X, &self->key_proj));                // (B, S, C)
-    Tensor *V = named("V", linear(X, &self->value_proj));              // (B, S, C)
+    const Tensor *Q = named("Q", linear(X, &self->query_proj));              // (B, T, C)
+    const Tensor *K = named("K", linear(X, &self->key_proj));                // (B, S, C)
+    const Tensor *V = named("V", linear(X, &self->value_proj));              // (B, S, C)
 
     // INTERVIEW (scaling): divide by sqrt(dim). If q and k have entries of
     // variance 1, q . k sums C products and has variance C; dividing by
     // sqrt(C) brings it back to 1, so softmax does not saturate into a
     // one-hot whose gradients vanish. (With heads it is sqrt(head_dim).)
-    Tensor *att_weight = div_scalar(matmul(Q, transpose(K, -1, -2)), sqrtf((float)C));  // (B, T, S)
+    const Tensor *att_weight = div_scalar(matmul(Q, transpose(K, -1, -2)), sqrtf((float)C));  // (B, T, S)
     if (attention_mask != NULL) {
         // "给 weight 填充一个极小的值": fill a very small value where the mask
         // is 0; after the softmax those weights are exactly 0. The mask hides
@@ -133,14 +133,14 @@ static Tensor *SelfAttV4_forward(const SelfAttV4 *self, const Tensor *X,
     // att_weight @ V 的": on the attention weights, not on att_weight @ V.
     // It cuts random query-key links while training; the survivors are
     // divided by 0.9 so that eval mode (no dropout) needs no rescaling.
-    Tensor *att_weight_dropped = dropout(att_weight, self->att_drop, self->training);  // (B, T, S)
+    const Tensor *att_weight_dropped = dropout(att_weight, self->att_drop, self->training);  // (B, T, S)
     if (self->training) {
         printf("att_weight after att_drop:\n %s\n",
                tensor_str(att_weight_dropped, "grad_fn=<MulBackward0>"));
     }
 
-    Tensor *output = named("output", matmul(att_weight_dropped, V));   // (B, T, C)
-    Tensor *ret = named("ret", linear(output, &self->output_proj));    // (B, T, C)
+    const Tensor *output = named("output", matmul(att_weight_dropped, V));   // (B, T, C)
+    const Tensor *ret = named("ret", linear(output, &self->output_proj));    // (B, T, C)
 
     if (weights != NULL) {
         weights->att_weight = att_weight;
@@ -154,7 +154,7 @@ static Tensor *SelfAttV4_forward(const SelfAttV4 *self, const Tensor *X,
 // b: (batch, seq), 1 for a real token, 0 for padding. Batch row i keeps its
 // first max(1, seq-1-i) tokens: for 3x4 that is the notebook's
 //     [[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]]
-static Tensor *padding_rows(int batch, int seq) {
+static const Tensor *padding_rows(int batch, int seq) {
     Tensor *b = zeros(shape2(batch, seq));                             // (B, S)
     b->dtype = DTYPE_INT64;   // torch.tensor([[1, 1, 1, 0], ...]) is int64
     for (int i = 0; i < batch; i++) {
@@ -173,11 +173,11 @@ static Tensor *padding_rows(int batch, int seq) {
 // and split its output: the same Q, K, V.
 static void show_fused_equals_separate(const SelfAttV4 *net, const Tensor *X) {
     int C = net->dim;
-    Tensor *weights[3] = {net->query_proj.weight, net->key_proj.weight, net->value_proj.weight};
-    Tensor *biases[3] = {net->query_proj.bias, net->key_proj.bias, net->value_proj.bias};
+    const Tensor *weights[3] = {net->query_proj.weight, net->key_proj.weight, net->value_proj.weight};
+    const Tensor *biases[3] = {net->query_proj.bias, net->key_proj.bias, net->value_proj.bias};
     Linear proj = {cat(weights, 3, 0), cat(biases, 3, 0), C, 3 * C};  // W (3C, C), b (3C)
-    Tensor *QKV = linear(X, &proj);                                    // (B, T, 3C)
-    Tensor *parts[3];
+    const Tensor *QKV = linear(X, &proj);                                    // (B, T, 3C)
+    const Tensor *parts[3];
     split(parts, QKV, C, 3);                                           // 3 x (B, T, C)
     float worst = 0.0f;
     worst = fmaxf(worst, max_abs_diff(parts[0], linear(X, &net->query_proj)));
@@ -224,20 +224,20 @@ int main(int argc, char **argv) {
     parse_lesson_args(&lesson, argc, argv);
     // The biggest tensors: att_weight (B, T, S), and the fused QKV (B, T, 3C)
     // and its (3C, C) weight that the interview part builds at the end.
-    check_fits(&lesson, "att_weight (batch*seq*seq)", (double)batch * seq * seq);
-    check_fits(&lesson, "the fused QKV (batch*seq*3*dim)", (double)batch * seq * 3 * dim);
-    check_fits(&lesson, "the fused weight (3*dim*dim)", 3.0 * dim * dim);
+    check_fits(&lesson, "att_weight (batch, seq, seq)", shape3(batch, seq, seq));
+    check_fits(&lesson, "the fused QKV (batch, seq, 3*dim)", shape3(batch, seq, 3 * dim));
+    check_fits(&lesson, "the fused weight (3*dim, dim)", shape2(3 * dim, dim));
     lesson_start(&lesson);
 
-    Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));      // (B, T, C)
-    Tensor *b = padding_rows(batch, seq);                              // (B, S)
+    const Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));      // (B, T, C)
+    const Tensor *b = padding_rows(batch, seq);                              // (B, S)
     // [B, S] -> [B, 1, S] -> [B, T, S]: the same key mask for every query row.
-    Tensor *mask = named("mask", repeat(unsqueeze(b, 1), (int[]){1, seq, 1}));  // (B, T, S)
+    const Tensor *mask = named("mask", repeat(unsqueeze(b, 1), (int[]){1, seq, 1}));  // (B, T, S)
 
     SelfAttV4 net = SelfAttV4_init(dim);
     net.training = train;   // the notebook never calls net.eval(): its dropout was on
     SelfAttV4Weights weights;
-    Tensor *ret = SelfAttV4_forward(&net, X, mask, &weights);          // (B, T, C)
+    const Tensor *ret = SelfAttV4_forward(&net, X, mask, &weights);          // (B, T, C)
     printf("%s\n", size_str(ret));
 
     if (lesson.heatmap) {
@@ -247,8 +247,8 @@ int main(int argc, char **argv) {
             print_heatmap("att_weight after att_drop", weights.att_weight_dropped);
         }
     }
-    graph_pause(true);   // what follows is commentary, not the model's dataflow
+    trace_pause(true);   // what follows is commentary, not the model's dataflow
     show_interview_points(&net, X);
-    graph_pause(false);
+    trace_pause(false);
     return lesson_finish(&lesson);
 }

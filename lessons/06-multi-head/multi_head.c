@@ -68,10 +68,10 @@ typedef struct {
 // What the forward computed, kept so main() and the tests can look inside
 // (in PyTorch one would need hooks for this). Pass NULL if not wanted.
 typedef struct {
-    Tensor *Q, *K, *V;                      // (B, T, C)
-    Tensor *q_state, *k_state, *v_state;    // (B, H, T, D)
-    Tensor *attention_weight;               // (B, H, T, S) after softmax, before dropout
-    Tensor *output_mid;                     // (B, H, T, D) before the transpose back
+    const Tensor *Q, *K, *V;                      // (B, T, C)
+    const Tensor *q_state, *k_state, *v_state;    // (B, H, T, D)
+    const Tensor *attention_weight;               // (B, H, T, S) after softmax, before dropout
+    const Tensor *output_mid;                     // (B, H, T, D) before the transpose back
 } MultiHeadAttentionSteps;
 
 // __init__: the four Linear layers draw their weights in this order, as
@@ -100,7 +100,7 @@ static MultiHeadAttention MultiHeadAttention_init(int hidden_dim, int nums_head)
 
 // forward(X, attention_mask): X (B, T, C), attention_mask (B, H, T, S) or
 // NULL. Prints the notebook's shape lines. Returns output (B, T, C).
-static Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
+static const Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
                                           const MultiHeadAttention *self, const Tensor *X,
                                           const Tensor *attention_mask) {
     // X shape is (batch, seq, hidden_dim). The notebook's comment says the
@@ -110,11 +110,11 @@ static Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
     int batch_size = size(X, 0);
     int seq_len = size(X, 1);
 
-    Tensor *Q = named("Q", linear(X, &self->q_proj));                        // (B, T, C)
-    Tensor *K = named("K", linear(X, &self->k_proj));                        // (B, T, C)
+    const Tensor *Q = named("Q", linear(X, &self->q_proj));                        // (B, T, C)
+    const Tensor *K = named("K", linear(X, &self->k_proj));                        // (B, T, C)
     // Seed 002's copy of this class writes `V = self.k_proj(X)`: its values
     // are its keys and v_proj is never used. V comes from v_proj.
-    Tensor *V = named("V", linear(X, &self->v_proj));                        // (B, T, C)
+    const Tensor *V = named("V", linear(X, &self->v_proj));                        // (B, T, C)
 
     printf("Q: %s\n", size_str(Q));
     // (batch, seq, hidden_dim) -> (batch, seq, heads, head_dim): view only
@@ -123,17 +123,17 @@ static Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
     // swaps two strides, again copying nothing, so that the matmuls below see
     // a batch of (B*H) independent (T x D) matrices.
     Shape split_heads = shape4(batch_size, seq_len, self->nums_head, self->head_dim);
-    Tensor *q_state = named("q_state", transpose(view(Q, split_heads), 1, 2));  // (B, H, T, D)
+    const Tensor *q_state = named("q_state", transpose(view(Q, split_heads), 1, 2));  // (B, H, T, D)
     printf("q_state: %s\n", size_str(q_state));
-    Tensor *k_state = named("k_state", transpose(view(K, split_heads), 1, 2));  // (B, H, T, D)
-    Tensor *v_state = named("v_state", transpose(view(V, split_heads), 1, 2));  // (B, H, T, D)
+    const Tensor *k_state = named("k_state", transpose(view(K, split_heads), 1, 2));  // (B, H, T, D)
+    const Tensor *v_state = named("v_state", transpose(view(V, split_heads), 1, 2));  // (B, H, T, D)
 
     // Each score is a dot product of head_dim numbers, not hidden_dim: its
     // spread grows like sqrt(head_dim), so that is what we divide by (the
     // notebook's comment insists on it). Dividing by sqrt(hidden_dim) would
     // shrink every score sqrt(H) times too much and flatten the softmax.
     // attention_weight[b, h, t, s] = q_state[b, h, t, :] . k_state[b, h, s, :] / sqrt(D)
-    Tensor *attention_weight = div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
+    const Tensor *attention_weight = div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
                                           (float)sqrt((double)self->head_dim));  // (B, H, T, S)
     printf("attention_weight: %s\n", size_str(attention_weight));
     if (attention_mask != NULL) {
@@ -152,9 +152,9 @@ static Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
 
     // Dropout hits the weights, not the output: in training a query
     // randomly ignores some keys. Identity in eval mode.
-    Tensor *dropped = dropout(attention_weight, self->att_dropout, self->training);  // (B, H, T, S)
+    const Tensor *dropped = dropout(attention_weight, self->att_dropout, self->training);  // (B, H, T, S)
     // output_mid[b, h, t, :] = sum_s dropped[b, h, t, s] * v_state[b, h, s, :]
-    Tensor *output_mid = named("output_mid", matmul(dropped, v_state));       // (B, H, T, D)
+    const Tensor *output_mid = named("output_mid", matmul(dropped, v_state));       // (B, H, T, D)
     printf("%s\n", size_str(output_mid));
     if (steps != NULL) {
         *steps = (MultiHeadAttentionSteps){Q, K, V, q_state, k_state, v_state,
@@ -168,7 +168,7 @@ static Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
     // contiguous() copies into that order first. (reshape() would do the
     // copy by itself; main() shows both.)
     output_mid = contiguous(transpose(output_mid, 1, 2));                    // (B, T, H, D)
-    Tensor *output = view(output_mid, shape3(batch_size, seq_len, -1));      // (B, T, C)
+    const Tensor *output = view(output_mid, shape3(batch_size, seq_len, -1));      // (B, T, C)
     output = named("output", linear(output, &self->o_proj));                 // (B, T, C)
     return output;
 }
@@ -176,29 +176,19 @@ static Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
 // --- looking inside: helpers for main() -----------------------------------------------
 
 // t[i]: the i-th slice along dim 0, a view, as PyTorch's indexing gives it.
-static Tensor *select0(const Tensor *t, int i) {
+static const Tensor *select0(const Tensor *t, int i) {
     Shape rest = {t->ndim - 1, {0}};
     for (int d = 1; d < t->ndim; d++) {
-        rest.size[d - 1] = t->shape[d];
+        rest.size[d - 1] = t->size[d];
     }
     return view(narrow(t, 0, i, 1), rest);
 }
 
 // t[b, h, t] of a (B, H, T, S) tensor: one row of S numbers.
-static Tensor *row_of(const Tensor *t, int b, int h, int q) {
+static const Tensor *row_of(const Tensor *t, int b, int h, int q) {
     return select0(select0(select0(t, b), h), q);
 }
 
-// "(256, 16, 128, 1)", as PyTorch prints t.stride().
-static const char *stride_str(const Tensor *t) {
-    char *text = arena_alloc(16 * MAX_DIMS + 4, 1);
-    int used = snprintf(text, 2, "(");
-    for (int d = 0; d < t->ndim; d++) {
-        used += snprintf(text + used, 16, d == 0 ? "%d" : ", %d", t->stride[d]);
-    }
-    snprintf(text + used, 4, t->ndim == 1 ? ",)" : ")");
-    return text;
-}
 
 static const char *python_bool(bool value) {
     return value ? "True" : "False";
@@ -227,7 +217,7 @@ static void show_transpose_memory(const MultiHeadAttention *net,
     const Tensor *Q = steps->Q;              // (B, T, C)
     const Tensor *q_state = steps->q_state;  // (B, H, T, D)
     int B = size(Q, 0), T = size(Q, 1), H = net->nums_head, D = net->head_dim;
-    Tensor *split = view(Q, shape4(B, T, H, D));   // (B, T, H, D)
+    const Tensor *split = view(Q, shape4(B, T, H, D));   // (B, T, H, D)
     printf("\n-- what view and transpose do to memory --\n");
     printf("Q.stride(): %s\n", stride_str(Q));
     printf("Q.view(%d, %d, %d, %d).stride(): %s\n", B, T, H, D, stride_str(split));
@@ -251,7 +241,7 @@ static void show_transpose_memory(const MultiHeadAttention *net,
 static void show_view_and_reshape(const MultiHeadAttentionSteps *steps) {
     const Tensor *output_mid = steps->output_mid;                 // (B, H, T, D)
     int B = size(output_mid, 0), T = size(output_mid, 2);
-    Tensor *swapped = transpose(output_mid, 1, 2);                // (B, T, H, D)
+    const Tensor *swapped = transpose(output_mid, 1, 2);                // (B, T, H, D)
     printf("\n-- why view() needs contiguous() first, and reshape() does not --\n");
     printf("output_mid.stride(): %s\n", stride_str(output_mid));
     printf("output_mid.transpose(1, 2).stride(): %s\n", stride_str(swapped));
@@ -273,12 +263,12 @@ static void show_view_and_reshape(const MultiHeadAttentionSteps *steps) {
                "moved an axis of size 1, so the memory order did not change)\n", B, T,
                size_str(view(swapped, shape3(B, T, -1))));
     }
-    Tensor *copied = contiguous(swapped);                         // (B, T, H, D), new memory
-    Tensor *merged = view(copied, shape3(B, T, -1));              // (B, T, C)
+    const Tensor *copied = contiguous(swapped);                         // (B, T, H, D), new memory
+    const Tensor *merged = view(copied, shape3(B, T, -1));              // (B, T, C)
     printf("output_mid.transpose(1, 2).contiguous().stride(): %s\n", stride_str(copied));
     printf("output_mid.transpose(1, 2).contiguous().view(%d, %d, -1).stride(): %s\n", B, T,
            stride_str(merged));
-    Tensor *reshaped = reshape(swapped, shape3(B, T, -1));        // (B, T, C)
+    const Tensor *reshaped = reshape(swapped, shape3(B, T, -1));        // (B, T, C)
     printf("output_mid.transpose(1, 2).reshape(%d, %d, -1).data_ptr() == "
            "output_mid.data_ptr(): %s\n", B, T, python_bool(same_data_ptr(reshaped, output_mid)));
     printf("torch.equal(output_mid.transpose(1, 2).reshape(%d, %d, -1), "
@@ -357,7 +347,7 @@ static void show_fully_masked_row(const Tensor *attention_mask,
            tensor_str(row_of(steps->attention_weight, b, h, t), "grad_fn=<SelectBackward0>"));
     // With -inf the row would be exp(-inf - (-inf)) = exp(nan): NaN
     // everywhere, and the NaN would spread through output_mid and o_proj.
-    Tensor *inf_row = softmax(full(shape1(S), -INFINITY), -1);   // (S)
+    const Tensor *inf_row = softmax(full(shape1(S), -INFINITY), -1);   // (S)
     printf("with float(\"-inf\") instead of -1e20 the row would be %s\n",
            tensor_str(inf_row, NULL));
 }
@@ -384,35 +374,35 @@ int main(int argc, char **argv) {
     };
     parse_lesson_args(&lesson, argc, argv);
     check_divides(&lesson, "--heads", heads, "--dim", dim);
-    check_fits(&lesson, "attention_weight (batch*heads*seq*seq)",
-               (double)batch * heads * seq * seq);
-    check_fits(&lesson, "x (batch*seq*dim)", (double)batch * seq * dim);
-    check_fits(&lesson, "q_proj.weight (dim*dim)", (double)dim * dim);
+    check_fits(&lesson, "attention_weight (batch, heads, seq, seq)",
+               shape4(batch, heads, seq, seq));
+    check_fits(&lesson, "x (batch, seq, dim)", shape3(batch, seq, dim));
+    check_fits(&lesson, "q_proj.weight (dim, dim)", shape2(dim, dim));
     lesson_start(&lesson);
 
     // The notebook's draws, in its order: mask, input, then the weights.
-    Tensor *attention_mask = named("attention_mask",
+    const Tensor *attention_mask = named("attention_mask",
                                    randint(0, 2, shape4(batch, heads, seq, seq)));  // (B, H, T, S)
-    Tensor *x = named("x", rand_tensor(shape3(batch, seq, dim)));               // (B, T, C)
+    const Tensor *x = named("x", rand_tensor(shape3(batch, seq, dim)));               // (B, T, C)
     MultiHeadAttention net = MultiHeadAttention_init(dim, heads);
     // The notebook never calls net.eval(), so its dropout was on; we run
     // in eval mode unless --train (LESSONS.md).
     net.training = train;
 
     MultiHeadAttentionSteps steps;
-    Tensor *output = MultiHeadAttention_forward(&steps, &net, x, attention_mask);  // (B, T, C)
+    const Tensor *output = MultiHeadAttention_forward(&steps, &net, x, attention_mask);  // (B, T, C)
     printf("%s\n", size_str(output));   // the cell's last line: net(x, attention_mask).shape
     if (lesson.heatmap) {
         print_heatmap("attention_weight", steps.attention_weight);
     }
 
     // The rest looks at what the forward made; keep it out of the diagram.
-    graph_pause(true);
+    trace_pause(true);
     show_numbers(attention_mask, &steps, output);
     show_transpose_memory(&net, &steps);
     show_view_and_reshape(&steps);
     show_head_cost(&net, batch, seq);
     show_fully_masked_row(attention_mask, &steps);
-    graph_pause(false);
+    trace_pause(false);
     return lesson_finish(&lesson);
 }

@@ -67,10 +67,10 @@ typedef struct {
 // What the forward computed, kept so main() and the tests can look inside.
 // Pass NULL if not wanted.
 typedef struct {
-    Tensor *q_state;              // (B, H, T, D)
-    Tensor *k_state, *v_state;    // (B, H, S, D)
-    Tensor *attention_weight;     // (B, H, T, S) after softmax, before dropout
-    Tensor *output_mid;           // (B, H, T, D) before the transpose back
+    const Tensor *q_state;              // (B, H, T, D)
+    const Tensor *k_state, *v_state;    // (B, H, S, D)
+    const Tensor *attention_weight;     // (B, H, T, S) after softmax, before dropout
+    const Tensor *output_mid;           // (B, H, T, D) before the transpose back
 } CrossAttentionSteps;
 
 // __init__: the four Linear layers draw in this order (dropout draws nothing).
@@ -95,7 +95,7 @@ static CrossAttention CrossAttention_init(int hidden_dim, int nums_head) {
 // forward(Q, K, V, attention_mask): Q (B, T, C) the queries' sequence, K and
 // V (B, S, C) the other sequence, attention_mask (B, H, T, S) or NULL.
 // Prints the notebook's eleven shape lines. Returns output (B, T, C).
-static Tensor *CrossAttention_forward(CrossAttentionSteps *steps, const CrossAttention *self,
+static const Tensor *CrossAttention_forward(CrossAttentionSteps *steps, const CrossAttention *self,
                                       const Tensor *Q, const Tensor *K, const Tensor *V,
                                       const Tensor *attention_mask) {
     // The notebook's comment says the mask is (batch, seq_len_q, seq_len_k);
@@ -116,11 +116,11 @@ static Tensor *CrossAttention_forward(CrossAttentionSteps *steps, const CrossAtt
     // Split into heads exactly as in lesson 6, each with its own length:
     // view to (batch, len, heads, head_dim), transpose(1, 2) to
     // (batch, heads, len, head_dim). No copies, only new strides.
-    Tensor *q_state = named("q_state", transpose(view(Q, shape4(batch_size, seq_len_q,
+    const Tensor *q_state = named("q_state", transpose(view(Q, shape4(batch_size, seq_len_q,
                             self->nums_head, self->head_dim)), 1, 2));       // (B, H, T, D)
-    Tensor *k_state = named("k_state", transpose(view(K, shape4(batch_size, seq_len_k,
+    const Tensor *k_state = named("k_state", transpose(view(K, shape4(batch_size, seq_len_k,
                             self->nums_head, self->head_dim)), 1, 2));       // (B, H, S, D)
-    Tensor *v_state = named("v_state", transpose(view(V, shape4(batch_size, seq_len_k,
+    const Tensor *v_state = named("v_state", transpose(view(V, shape4(batch_size, seq_len_k,
                             self->nums_head, self->head_dim)), 1, 2));       // (B, H, S, D)
     printf("q_state: %s\n", size_str(q_state));
     printf("k_state: %s\n", size_str(k_state));
@@ -130,7 +130,7 @@ static Tensor *CrossAttention_forward(CrossAttentionSteps *steps, const CrossAtt
     // sequence against every key of the second. The matrices need only
     // agree on D; T and S are free. Scaled by sqrt(head_dim), as in lesson 6.
     // attention_weight[b, h, t, s] = q_state[b, h, t, :] . k_state[b, h, s, :] / sqrt(D)
-    Tensor *attention_weight = div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
+    const Tensor *attention_weight = div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
                                           (float)sqrt((double)self->head_dim));  // (B, H, T, S)
     printf("attention_weight before mask: %s\n", size_str(attention_weight));
 
@@ -148,12 +148,12 @@ static Tensor *CrossAttention_forward(CrossAttentionSteps *steps, const CrossAtt
     printf("attention_weight after softmax: %s\n", size_str(attention_weight));
 
     // Dropout on the weights (identity in eval mode).
-    Tensor *dropped = dropout(attention_weight, self->att_dropout, self->training);  // (B, H, T, S)
+    const Tensor *dropped = dropout(attention_weight, self->att_dropout, self->training);  // (B, H, T, S)
 
     // (T x S) @ (S x D): the sum runs over the keys, so S disappears and
     // each of the T queries gets one mix of the other sequence's values.
     // output_mid[b, h, t, :] = sum_s dropped[b, h, t, s] * v_state[b, h, s, :]
-    Tensor *output_mid = named("output_mid", matmul(dropped, v_state));       // (B, H, T, D)
+    const Tensor *output_mid = named("output_mid", matmul(dropped, v_state));       // (B, H, T, D)
     printf("output_mid: %s\n", size_str(output_mid));
     if (steps != NULL) {
         *steps = (CrossAttentionSteps){q_state, k_state, v_state, attention_weight, output_mid};
@@ -162,7 +162,7 @@ static Tensor *CrossAttention_forward(CrossAttentionSteps *steps, const CrossAtt
     // Back to (batch, seq_len_q, hidden_dim): transpose, then contiguous()
     // because view() cannot merge the head axes of a transposed tensor.
     output_mid = contiguous(transpose(output_mid, 1, 2));                    // (B, T, H, D)
-    Tensor *output = view(output_mid, shape3(batch_size, seq_len_q, -1));    // (B, T, C)
+    const Tensor *output = view(output_mid, shape3(batch_size, seq_len_q, -1));    // (B, T, C)
     output = named("output", linear(output, &self->o_proj));                 // (B, T, C)
     printf("output: %s\n", size_str(output));
     return output;
@@ -170,19 +170,19 @@ static Tensor *CrossAttention_forward(CrossAttentionSteps *steps, const CrossAtt
 
 // Lesson 6's MultiHeadAttention.forward(X) (no mask, no prints), run with
 // this module's four Linear layers: the same steps with ONE input.
-static Tensor *self_attention_forward(const CrossAttention *self, const Tensor *X) {
+static const Tensor *self_attention_forward(const CrossAttention *self, const Tensor *X) {
     int batch_size = size(X, 0);
     int seq_len = size(X, 1);
     Shape split_heads = shape4(batch_size, seq_len, self->nums_head, self->head_dim);
-    Tensor *q_state = transpose(view(linear(X, &self->q_proj), split_heads), 1, 2);  // (B, H, T, D)
-    Tensor *k_state = transpose(view(linear(X, &self->k_proj), split_heads), 1, 2);  // (B, H, T, D)
-    Tensor *v_state = transpose(view(linear(X, &self->v_proj), split_heads), 1, 2);  // (B, H, T, D)
-    Tensor *attention_weight = div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
+    const Tensor *q_state = transpose(view(linear(X, &self->q_proj), split_heads), 1, 2);  // (B, H, T, D)
+    const Tensor *k_state = transpose(view(linear(X, &self->k_proj), split_heads), 1, 2);  // (B, H, T, D)
+    const Tensor *v_state = transpose(view(linear(X, &self->v_proj), split_heads), 1, 2);  // (B, H, T, D)
+    const Tensor *attention_weight = div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
                                           (float)sqrt((double)self->head_dim));  // (B, H, T, T)
     attention_weight = softmax(attention_weight, 3);                         // (B, H, T, T)
     attention_weight = dropout(attention_weight, self->att_dropout,
                                self->training);                          // (B, H, T, T)
-    Tensor *output_mid = matmul(attention_weight, v_state);                  // (B, H, T, D)
+    const Tensor *output_mid = matmul(attention_weight, v_state);                  // (B, H, T, D)
     output_mid = contiguous(transpose(output_mid, 1, 2));                    // (B, T, H, D)
     return linear(view(output_mid, shape3(batch_size, seq_len, -1)), &self->o_proj);  // (B, T, C)
 }
@@ -190,10 +190,10 @@ static Tensor *self_attention_forward(const CrossAttention *self, const Tensor *
 // --- looking inside: helpers for main() -----------------------------------------------
 
 // t[i]: the i-th slice along dim 0, a view, as PyTorch's indexing gives it.
-static Tensor *slice0(const Tensor *t, int i) {
+static const Tensor *slice0(const Tensor *t, int i) {
     Shape rest = {t->ndim - 1, {0}};
     for (int d = 1; d < t->ndim; d++) {
-        rest.size[d - 1] = t->shape[d];
+        rest.size[d - 1] = t->size[d];
     }
     return view(narrow(t, 0, i, 1), rest);
 }
@@ -203,7 +203,7 @@ static const char *numpy_shape(const Tensor *t) {
     char *text = arena_alloc(16 * MAX_DIMS + 4, 1);
     int used = snprintf(text, 2, "(");
     for (int d = 0; d < t->ndim; d++) {
-        used += snprintf(text + used, 16, d == 0 ? "%d" : ", %d", t->shape[d]);
+        used += snprintf(text + used, 16, d == 0 ? "%d" : ", %d", t->size[d]);
     }
     snprintf(text + used, 4, t->ndim == 1 ? ",)" : ")");
     return text;
@@ -215,7 +215,7 @@ static void show_numbers_and_lengths(const Tensor *attention_mask,
                                      const CrossAttentionSteps *steps, const Tensor *output) {
     printf("\n-- the numbers of batch 0, head 0 (docs/07-cross-attention.md prints the same) "
            "--\n");
-    Tensor *weights = slice0(slice0(steps->attention_weight, 0), 0);        // (T, S)
+    const Tensor *weights = slice0(slice0(steps->attention_weight, 0), 0);        // (T, S)
     printf("attention_mask[0, 0]:\n%s\n",
            tensor_str(slice0(slice0(attention_mask, 0), 0), NULL));
     printf("attention_weight[0, 0]:\n%s\n", tensor_str(weights, "grad_fn=<SelectBackward0>"));
@@ -250,20 +250,20 @@ static void show_numbers_and_lengths(const Tensor *attention_mask,
 static void show_seed003_numpy(const CrossAttention *net, const Tensor *Q, const Tensor *K,
                                const Tensor *V) {
     int H = net->nums_head, D = net->head_dim;
-    Tensor *Query = slice0(Q, 0);                                            // (T, C)
-    Tensor *Key = slice0(K, 0);                                              // (S, C)
-    Tensor *Value = slice0(V, 0);                                            // (S, C)
+    const Tensor *Query = slice0(Q, 0);                                            // (T, C)
+    const Tensor *Key = slice0(K, 0);                                              // (S, C)
+    const Tensor *Value = slice0(V, 0);                                            // (S, C)
     int values_length_q = size(Query, 0), values_length_kv = size(Key, 0);
     printf("\n-- seed 003's numpy version on batch 0 (no projections, no scale, no mask) --\n");
     // np.reshape to (len, heads, head_size), np.transpose(., [1, 0, 2]).
     Query = transpose(reshape(Query, shape3(values_length_q, H, D)), 0, 1);      // (H, T, D)
     Key = transpose(reshape(Key, shape3(values_length_kv, H, D)), 0, 1);         // (H, S, D)
     Value = transpose(reshape(Value, shape3(values_length_kv, H, D)), 0, 1);     // (H, S, D)
-    Tensor *scores = matmul(Query, transpose(Key, 1, 2));                        // (H, T, S)
+    const Tensor *scores = matmul(Query, transpose(Key, 1, 2));                        // (H, T, S)
     printf("%s\n", numpy_shape(scores));
     scores = softmax(scores, -1);                                                // (H, T, S)
     printf("%s\n", numpy_shape(scores));
-    Tensor *out = matmul(scores, Value);                                         // (H, T, D)
+    const Tensor *out = matmul(scores, Value);                                         // (H, T, D)
     printf("%s\n", numpy_shape(out));
     out = transpose(out, 0, 1);                                                  // (T, H, D)
     printf("%s\n", numpy_shape(out));
@@ -295,21 +295,24 @@ int main(int argc, char **argv) {
     };
     parse_lesson_args(&lesson, argc, argv);
     check_divides(&lesson, "--heads", heads, "--dim", dim);
-    check_fits(&lesson, "attention_weight (batch*heads*seq_q*seq_k)",
-               (double)batch * heads * seq_q * seq_k);
-    check_fits(&lesson, "Q (batch*seq_q*dim)", (double)batch * seq_q * dim);
-    check_fits(&lesson, "K (batch*seq_k*dim)", (double)batch * seq_k * dim);
-    check_fits(&lesson, "q_proj.weight (dim*dim)", (double)dim * dim);
+    check_fits(&lesson, "attention_weight (batch, heads, seq_q, seq_k)",
+               shape4(batch, heads, seq_q, seq_k));
+    // The aside runs the module as self-attention on Q: (B, H, T, T) weights.
+    check_fits(&lesson, "the self-attention weights (batch, heads, seq_q, seq_q)",
+               shape4(batch, heads, seq_q, seq_q));
+    check_fits(&lesson, "Q (batch, seq_q, dim)", shape3(batch, seq_q, dim));
+    check_fits(&lesson, "K (batch, seq_k, dim)", shape3(batch, seq_k, dim));
+    check_fits(&lesson, "q_proj.weight (dim, dim)", shape2(dim, dim));
     lesson_start(&lesson);
 
     // The notebook's draws, in its order: the three inputs, the mask, the weights.
     // Queries come from one sequence (a text, say), keys and values from
     // another (another text, or image features).
-    Tensor *Q = named("Q", rand_tensor(shape3(batch, seq_q, dim)));          // (B, T, C)
-    Tensor *K = named("K", rand_tensor(shape3(batch, seq_k, dim)));          // (B, S, C)
-    Tensor *V = named("V", rand_tensor(shape3(batch, seq_k, dim)));          // (B, S, C)
+    const Tensor *Q = named("Q", rand_tensor(shape3(batch, seq_q, dim)));          // (B, T, C)
+    const Tensor *K = named("K", rand_tensor(shape3(batch, seq_k, dim)));          // (B, S, C)
+    const Tensor *V = named("V", rand_tensor(shape3(batch, seq_k, dim)));          // (B, S, C)
     Shape mask_shape = shape4(batch, heads, seq_q, seq_k);
-    Tensor *attention_mask = named("attention_mask", randint(0, 2, mask_shape));  // (B, H, T, S)
+    const Tensor *attention_mask = named("attention_mask", randint(0, 2, mask_shape));  // (B, H, T, S)
     printf("Q shape: %s\n", size_str(Q));
     printf("K shape: %s\n", size_str(K));
     printf("V shape: %s\n", size_str(V));
@@ -320,7 +323,7 @@ int main(int argc, char **argv) {
     // eval mode unless --train (LESSONS.md).
     cross_attention.training = train;
     CrossAttentionSteps steps;
-    Tensor *output = CrossAttention_forward(&steps, &cross_attention, Q, K, V,
+    const Tensor *output = CrossAttention_forward(&steps, &cross_attention, Q, K, V,
                                             attention_mask);                // (B, T, C)
     printf("Output shape: %s\n", size_str(output));
     if (lesson.heatmap) {
@@ -330,8 +333,7 @@ int main(int argc, char **argv) {
     // The asides run the module again. Keep them out of the diagram and the
     // dumps (which hold the notebook's run), and in eval mode, so that they
     // draw no random numbers.
-    graph_pause(true);
-    lesson.dump_dir = NULL;
+    trace_pause(true);
     cross_attention.training = false;
     show_numbers_and_lengths(attention_mask, &steps, output);
 
@@ -345,7 +347,7 @@ int main(int argc, char **argv) {
     printf("\n-- seed 003's BLIP decoder: %d text queries, %d image features as keys and "
            "values --\n", text_len, seq_k);
     printf("output = cross_attention(Q[:, :%d], K, V)\n", text_len);
-    Tensor *text = narrow(Q, 1, 0, text_len);                                // (B, 3, C)
+    const Tensor *text = narrow(Q, 1, 0, text_len);                                // (B, 3, C)
     CrossAttention_forward(NULL, &cross_attention, text, K, V, NULL);
 
     show_seed003_numpy(&cross_attention, Q, K, V);
@@ -355,11 +357,11 @@ int main(int argc, char **argv) {
     // square, and every line of the forward is lesson 6's.
     printf("\n-- the same tensor as query, key and value: self-attention --\n");
     printf("output = cross_attention(Q, Q, Q)\n");
-    Tensor *self_output = CrossAttention_forward(NULL, &cross_attention, Q, Q, Q,
+    const Tensor *self_output = CrossAttention_forward(NULL, &cross_attention, Q, Q, Q,
                                                  NULL);                      // (B, T, C)
-    Tensor *mha_output = self_attention_forward(&cross_attention, Q);                // (B, T, C)
+    const Tensor *mha_output = self_attention_forward(&cross_attention, Q);                // (B, T, C)
     printf("torch.equal(cross_attention(Q, Q, Q), MultiHeadAttention(Q) with the same "
            "weights): %s\n", max_abs_diff(self_output, mha_output) == 0.0f ? "True" : "False");
-    graph_pause(false);
+    trace_pause(false);
     return lesson_finish(&lesson);
 }

@@ -80,7 +80,7 @@
 // treats the dims before it as batch, so there the 8 heads of ONE position
 // attend to each other and positions never meet. The printed shape is
 // (1, 256, 8, 64) either way, which is why nothing looked wrong.
-static Tensor *rearrange_heads_first(const Tensor *x, const char *pattern) {
+static const Tensor *rearrange_heads_first(const Tensor *x, const char *pattern) {
     int B = size(x, 0), N = size(x, 1), H = size(x, 2), D = size(x, 3);
     Tensor *out = zeros(shape4(B, H, N, D));                           // (B, H, N, D)
     // b n h d -> b h n d
@@ -93,7 +93,7 @@ static Tensor *rearrange_heads_first(const Tensor *x, const char *pattern) {
             }
         }
     }
-    graph_record1(pattern, out, x);
+    trace1(pattern, out, x);
     return out;
 }
 
@@ -111,7 +111,7 @@ static Tensor *rearrange_heads_first(const Tensor *x, const char *pattern) {
 // of groups" - g runs over the G = 4 query heads INSIDE one group (G is the
 // group's size; there are KV = 2 groups), and "h stands for the hidden dim"
 // - h is the key/value head, which is also the group's number.
-static Tensor *rearrange_split_groups(const Tensor *query, int G) {
+static const Tensor *rearrange_split_groups(const Tensor *query, int G) {
     int B = size(query, 0), H = size(query, 1), N = size(query, 2), D = size(query, 3);
     int KV = H / G;
     Tensor *out = zeros(shape5(B, G, KV, N, D));                       // (B, G, KV, N, D)
@@ -129,7 +129,7 @@ static Tensor *rearrange_split_groups(const Tensor *query, int G) {
     }
     char label[64];
     snprintf(label, sizeof label, "b (h g) n d -> b g h n d, g=%d", G);
-    graph_record1(label, out, query);
+    trace1(label, out, query);
     return out;
 }
 
@@ -142,7 +142,7 @@ static Tensor *rearrange_split_groups(const Tensor *query, int G) {
 // B*H*N*S*D = 33.5 million multiply-adds at the default sizes. So each loop
 // level seeks a pointer to the start of its row once ("query_n", "key_s")
 // and the inner d loop steps along the row by the tensor's last stride.
-static Tensor *einsum_scores(const Tensor *query, const Tensor *key) {
+static const Tensor *einsum_scores(const Tensor *query, const Tensor *key) {
     int B = size(query, 0), G = size(query, 1), KV = size(query, 2);
     int N = size(query, 3), D = size(query, 4), S = size(key, 2);
     Tensor *scores = zeros(shape5(B, G, KV, N, S));                    // (B, G, KV, N, S)
@@ -165,13 +165,13 @@ static Tensor *einsum_scores(const Tensor *query, const Tensor *key) {
             }
         }
     }
-    graph_record2("einsum b g h n d, b h s d -> b g h n s", scores, query, key);
+    trace2("einsum b g h n d, b h s d -> b g h n s", scores, query, key);
     return scores;
 }
 
 // "b g h n s, b h s d -> b g h n d": each query head mixes the values of its
 // key/value head h with its own weights; s is summed.
-static Tensor *einsum_mix_values(const Tensor *attention, const Tensor *value) {
+static const Tensor *einsum_mix_values(const Tensor *attention, const Tensor *value) {
     int B = size(attention, 0), G = size(attention, 1), KV = size(attention, 2);
     int N = size(attention, 3), S = size(attention, 4), D = size(value, 3);
     Tensor *out = zeros(shape5(B, G, KV, N, D));                       // (B, G, KV, N, D)
@@ -194,14 +194,14 @@ static Tensor *einsum_mix_values(const Tensor *attention, const Tensor *value) {
             }
         }
     }
-    graph_record2("einsum b g h n s, b h s d -> b g h n d", out, attention, value);
+    trace2("einsum b g h n s, b h s d -> b g h n d", out, attention, value);
     return out;
 }
 
 // "b g h n d -> b n (h g) d": undo the split. Query head i = h*G + g goes
 // back to slot i, so out[:, :, i] is the output of query head i, in the same
 // order as the query heads came in.
-static Tensor *rearrange_merge_groups(const Tensor *out) {
+static const Tensor *rearrange_merge_groups(const Tensor *out) {
     int B = size(out, 0), G = size(out, 1), KV = size(out, 2);
     int N = size(out, 3), D = size(out, 4);
     Tensor *merged = zeros(shape4(B, N, KV * G, D));                   // (B, N, H, D)
@@ -217,7 +217,7 @@ static Tensor *rearrange_merge_groups(const Tensor *out) {
             }
         }
     }
-    graph_record1("b g h n d -> b n (h g) d", merged, out);
+    trace1("b g h n d -> b n (h g) d", merged, out);
     return merged;
 }
 
@@ -234,7 +234,7 @@ static Tensor *rearrange_merge_groups(const Tensor *out) {
 // notebook took these einsums from fkodom/grouped-query-attention-pytorch,
 // where this was a known bug, fixed upstream (commit a80f538, May 2024)
 // the way einsum_scores above does it: keep g in the output.
-static Tensor *einsum_scores_group_sum(const Tensor *query, const Tensor *key) {
+static const Tensor *einsum_scores_group_sum(const Tensor *query, const Tensor *key) {
     int B = size(query, 0), G = size(query, 1), KV = size(query, 2);
     int N = size(query, 3), D = size(query, 4), S = size(key, 2);
     Tensor *scores = zeros(shape4(B, KV, N, S));                       // (B, KV, N, S)
@@ -256,13 +256,13 @@ static Tensor *einsum_scores_group_sum(const Tensor *query, const Tensor *key) {
             }
         }
     }
-    graph_record2("einsum b g h n d, b h s d -> b h n s (sums g)", scores, query, key);
+    trace2("einsum b g h n d, b h s d -> b h n s (sums g)", scores, query, key);
     return scores;
 }
 
 // "b h n s, b h s d -> b h n d", the notebook's cell 11: ordinary attention
 // output, one per key/value head.
-static Tensor *einsum_mix_values_per_kv_head(const Tensor *attention, const Tensor *value) {
+static const Tensor *einsum_mix_values_per_kv_head(const Tensor *attention, const Tensor *value) {
     int B = size(attention, 0), KV = size(attention, 1), N = size(attention, 2);
     int S = size(attention, 3), D = size(value, 3);
     Tensor *out = zeros(shape4(B, KV, N, D));                          // (B, KV, N, D)
@@ -283,12 +283,12 @@ static Tensor *einsum_mix_values_per_kv_head(const Tensor *attention, const Tens
             }
         }
     }
-    graph_record2("einsum b h n s, b h s d -> b h n d", out, attention, value);
+    trace2("einsum b h n s, b h s d -> b h n d", out, attention, value);
     return out;
 }
 
 // "b h n d -> b n h d", the notebook's last rearrange.
-static Tensor *rearrange_heads_back(const Tensor *x) {
+static const Tensor *rearrange_heads_back(const Tensor *x) {
     int B = size(x, 0), H = size(x, 1), N = size(x, 2), D = size(x, 3);
     Tensor *out = zeros(shape4(B, N, H, D));                           // (B, N, H, D)
     // b h n d -> b n h d
@@ -301,7 +301,7 @@ static Tensor *rearrange_heads_back(const Tensor *x) {
             }
         }
     }
-    graph_record1("b h n d -> b n h d", out, x);
+    trace1("b h n d -> b n h d", out, x);
     return out;
 }
 
@@ -309,11 +309,11 @@ static Tensor *rearrange_heads_back(const Tensor *x) {
 // PyTorch's out[0, 0, :, :4].
 // (Only printing: kept out of the --dot graph.)
 static const char *first_token_str(const Tensor *out) {
-    graph_pause(true);
+    trace_pause(true);
     int heads = size(out, 2), width = size(out, 3) < 4 ? size(out, 3) : 4;
-    Tensor *row = narrow(narrow(narrow(out, 0, 0, 1), 1, 0, 1), 3, 0, width);  // (1, 1, H, 4)
+    const Tensor *row = narrow(narrow(narrow(out, 0, 0, 1), 1, 0, 1), 3, 0, width);  // (1, 1, H, 4)
     const char *text = tensor_str(reshape(row, shape2(heads, width)), NULL);   // (H, 4)
-    graph_pause(false);
+    trace_pause(false);
     return text;
 }
 
@@ -324,23 +324,23 @@ static const char *first_token_str(const Tensor *out) {
 // are kept, and like the notebook it reassigns query/key/value as they
 // change shape. With `lesson` non-NULL it prints what the notebook prints
 // (and draws the weights under --heatmap); the tests pass NULL.
-static Tensor *grouped_query_attention(const Tensor *query_in, const Tensor *key_in,
+static const Tensor *grouped_query_attention(const Tensor *query_in, const Tensor *key_in,
                                        const Tensor *value_in, const Lesson *lesson) {
     int num_head_groups = size(query_in, 2) / size(key_in, 2);  // G, 4 by default
     if (lesson != NULL) {
         printf("num_head_groups = query.shape[2] // key.shape[2]\n%d\n", num_head_groups);
     }
     // Cell 8: heads in front of positions, then split the query heads.
-    Tensor *query = rearrange_heads_first(query_in, "b n h d -> b h n d");  // (B, H, N, D)
-    Tensor *key = rearrange_heads_first(key_in, "b s h d -> b h s d");  // (B, KV, S, D)
-    Tensor *value = rearrange_heads_first(value_in, "b s h d -> b h s d");  // (B, KV, S, D)
+    const Tensor *query = rearrange_heads_first(query_in, "b n h d -> b h n d");  // (B, H, N, D)
+    const Tensor *key = rearrange_heads_first(key_in, "b s h d -> b h s d");  // (B, KV, S, D)
+    const Tensor *value = rearrange_heads_first(value_in, "b s h d -> b h s d");  // (B, KV, S, D)
     query = rearrange_split_groups(query, num_head_groups);            // (B, G, KV, N, D)
     if (lesson != NULL) {
         printf("query = rearrange(query, \"b (h g) n d -> b g h n d\", g=num_head_groups)\n"
                "%s\n", size_str(query));
     }
     // Cell 9, fixed: keep g in the output, one score matrix per query head.
-    Tensor *scores = einsum_scores(query, key);                        // (B, G, KV, N, S)
+    const Tensor *scores = einsum_scores(query, key);                        // (B, G, KV, N, S)
     if (lesson != NULL) {
         printf("scores = einsum(query, key, \"b g h n d, b h s d -> b g h n s\")\n%s\n",
                size_str(scores));
@@ -351,11 +351,11 @@ static Tensor *grouped_query_attention(const Tensor *query_in, const Tensor *key
     // takes query.size(-1) ** 0.5 in Python's double; PyTorch then divides
     // the float32 scores by that number rounded to float, as we do.
     float scale = (float)sqrt((double)size(query, -1));
-    Tensor *attention = softmax(div_scalar(scores, scale), -1);        // (B, G, KV, N, S)
-    Tensor *out = einsum_mix_values(attention, value);                 // (B, G, KV, N, D)
+    const Tensor *attention = softmax(div_scalar(scores, scale), -1);        // (B, G, KV, N, S)
+    const Tensor *out = einsum_mix_values(attention, value);                 // (B, G, KV, N, D)
     // Labels for the --dot diagram only (named() would also --dump them).
-    graph_name(scores, "scores");
-    graph_name(attention, "attention");
+    labeled("scores", scores);
+    labeled("attention", attention);
     out = rearrange_merge_groups(out);                                 // (B, N, H, D)
     if (lesson != NULL) {
         printf("out = rearrange(out, \"b g h n d -> b n (h g) d\")\n%s\n", size_str(out));
@@ -368,22 +368,22 @@ static Tensor *grouped_query_attention(const Tensor *query_in, const Tensor *key
 
 // What the notebook computes (cells 9 and 11 as written): the scores summed
 // over g. Returns (B, N, KV, D): one output per KEY/VALUE head.
-static Tensor *group_sum_attention(const Tensor *query_in, const Tensor *key_in,
+static const Tensor *group_sum_attention(const Tensor *query_in, const Tensor *key_in,
                                    const Tensor *value_in, const Lesson *lesson) {
     int num_head_groups = size(query_in, 2) / size(key_in, 2);
-    Tensor *query = rearrange_heads_first(query_in, "b n h d -> b h n d");  // (B, H, N, D)
-    Tensor *key = rearrange_heads_first(key_in, "b s h d -> b h s d");  // (B, KV, S, D)
-    Tensor *value = rearrange_heads_first(value_in, "b s h d -> b h s d");  // (B, KV, S, D)
+    const Tensor *query = rearrange_heads_first(query_in, "b n h d -> b h n d");  // (B, H, N, D)
+    const Tensor *key = rearrange_heads_first(key_in, "b s h d -> b h s d");  // (B, KV, S, D)
+    const Tensor *value = rearrange_heads_first(value_in, "b s h d -> b h s d");  // (B, KV, S, D)
     query = rearrange_split_groups(query, num_head_groups);            // (B, G, KV, N, D)
-    Tensor *scores = einsum_scores_group_sum(query, key);              // (B, KV, N, S)
+    const Tensor *scores = einsum_scores_group_sum(query, key);              // (B, KV, N, S)
     if (lesson != NULL) {
         printf("scores = einsum(query, key, \"b g h n d, b h s d -> b h n s\")\n%s\n",
                size_str(scores));
     }
     float scale = (float)sqrt((double)size(query, -1));
-    Tensor *attention = softmax(div_scalar(scores, scale), -1);        // (B, KV, N, S)
-    Tensor *out = einsum_mix_values_per_kv_head(attention, value);     // (B, KV, N, D)
-    graph_name(scores, "scores summed over g");   // for --dot only
+    const Tensor *attention = softmax(div_scalar(scores, scale), -1);        // (B, KV, N, S)
+    const Tensor *out = einsum_mix_values_per_kv_head(attention, value);     // (B, KV, N, D)
+    labeled("scores summed over g", scores);   // for --dot only
     out = rearrange_heads_back(out);                                   // (B, N, KV, D)
     if (lesson != NULL) {
         printf("out = rearrange(out, \"b h n d -> b n h d\")\n%s\n", size_str(out));
@@ -398,23 +398,23 @@ static Tensor *group_sum_attention(const Tensor *query_in, const Tensor *key_in,
 // repeat_interleave(G, dim=1) copies key/value head h into slots
 // h*G .. h*G + G-1, so slot i holds head i / G: the same pairing as the
 // einops "(h g)" grouping. After that it is lesson 6's attention.
-static Tensor *repeat_interleave_attention(const Tensor *q_in, const Tensor *k_in,
+static const Tensor *repeat_interleave_attention(const Tensor *q_in, const Tensor *k_in,
                                            const Tensor *v_in) {
     int nums_head = size(q_in, 2), nums_key_value_head = size(k_in, 2);
     int head_dim = size(q_in, 3);
-    Tensor *q = transpose(q_in, 1, 2);                                 // (B, H, N, D)
-    Tensor *k = transpose(k_in, 1, 2);                                 // (B, KV, S, D)
-    Tensor *v = transpose(v_in, 1, 2);                                 // (B, KV, S, D)
+    const Tensor *q = transpose(q_in, 1, 2);                                 // (B, H, N, D)
+    const Tensor *k = transpose(k_in, 1, 2);                                 // (B, KV, S, D)
+    const Tensor *v = transpose(v_in, 1, 2);                                 // (B, KV, S, D)
     k = repeat_interleave(k, nums_head / nums_key_value_head, 1);      // (B, H, S, D)
     v = repeat_interleave(v, nums_head / nums_key_value_head, 1);      // (B, H, S, D)
-    Tensor *attention_score = div_scalar(matmul(q, transpose(k, 2, 3)),
+    const Tensor *attention_score = div_scalar(matmul(q, transpose(k, 2, 3)),
                                          (float)sqrt((double)head_dim));  // (B, H, N, S)
-    Tensor *attention_weight = softmax(attention_score, -1);           // (B, H, N, S)
-    Tensor *output = matmul(attention_weight, v);                      // (B, H, N, D)
+    const Tensor *attention_weight = softmax(attention_score, -1);           // (B, H, N, S)
+    const Tensor *output = matmul(attention_weight, v);                      // (B, H, N, D)
     output = contiguous(transpose(output, 1, 2));                      // (B, N, H, D)
-    graph_name(k, "k repeat_interleave");   // labels for --dot only
-    graph_name(attention_weight, "attention_weight");
-    graph_name(output, "output (seed 002)");
+    labeled("k repeat_interleave", k);   // labels for --dot only
+    labeled("attention_weight", attention_weight);
+    labeled("output (seed 002)", output);
     return output;
 }
 
@@ -422,15 +422,15 @@ static Tensor *repeat_interleave_attention(const Tensor *q_in, const Tensor *k_i
 // query head against the key head with the same number. For multi-query
 // attention the key and value have ONE head, (B, 1, S, D), and matmul's
 // broadcasting hands that one head to all H query heads.
-static Tensor *multi_head_attention(const Tensor *q_in, const Tensor *k_in,
+static const Tensor *multi_head_attention(const Tensor *q_in, const Tensor *k_in,
                                     const Tensor *v_in) {
-    Tensor *q_state = transpose(q_in, 1, 2);                           // (B, H, N, D)
-    Tensor *k_state = transpose(k_in, 1, 2);                           // (B, H or 1, S, D)
-    Tensor *v_state = transpose(v_in, 1, 2);                           // (B, H or 1, S, D)
-    Tensor *attention_weight = div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
+    const Tensor *q_state = transpose(q_in, 1, 2);                           // (B, H, N, D)
+    const Tensor *k_state = transpose(k_in, 1, 2);                           // (B, H or 1, S, D)
+    const Tensor *v_state = transpose(v_in, 1, 2);                           // (B, H or 1, S, D)
+    const Tensor *attention_weight = div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
                                           (float)sqrt((double)size(q_in, 3)));  // (B, H, N, S)
     attention_weight = softmax(attention_weight, -1);                  // (B, H, N, S)
-    Tensor *output_mid = matmul(attention_weight, v_state);            // (B, H, N, D)
+    const Tensor *output_mid = matmul(attention_weight, v_state);            // (B, H, N, D)
     return contiguous(transpose(output_mid, 1, 2));                    // (B, N, H, D)
 }
 
@@ -450,7 +450,7 @@ static void print_head_pairing(int heads, int kv_heads) {
     for (int i = 0; i < heads; i++) {
         *at4(head_numbers, 0, i, 0, 0) = (float)i;
     }
-    Tensor *grouped = rearrange_split_groups(head_numbers, G);         // (1, G, KV, 1, 1)
+    const Tensor *grouped = rearrange_split_groups(head_numbers, G);         // (1, G, KV, 1, 1)
     int kv_of_einops[64];   // the table shows at most 64 heads
     // repeat_interleave: put h into key/value slot h, repeat G times along
     // the head axis and read which h lands in slot i.
@@ -458,7 +458,7 @@ static void print_head_pairing(int heads, int kv_heads) {
     for (int h = 0; h < kv_heads; h++) {
         *at4(kv_numbers, 0, h, 0, 0) = (float)h;
     }
-    Tensor *repeated = repeat_interleave(kv_numbers, G, 1);            // (1, H, 1, 1)
+    const Tensor *repeated = repeat_interleave(kv_numbers, G, 1);            // (1, H, 1, 1)
 
     int shown = heads < 64 ? heads : 64;
     for (int g = 0; g < G; g++) {
@@ -501,22 +501,22 @@ static void gqa_lesson(const Lesson *lesson, Sizes z) {
     int B = z.batch, N = z.seq, S = z.seq, H = z.heads, KV = z.kv_heads, D = z.head_dim;
     int G = H / KV;
     // Seed 001 cell 7: the three draws, in this order.
-    Tensor *query = named("query", randn(shape4(B, N, H, D)));         // (B, N, H, D)
-    Tensor *key = named("key", randn(shape4(B, S, KV, D)));            // (B, S, KV, D)
-    Tensor *value = named("value", randn(shape4(B, S, KV, D)));        // (B, S, KV, D)
+    const Tensor *query = named("query", randn(shape4(B, N, H, D)));         // (B, N, H, D)
+    const Tensor *key = named("key", randn(shape4(B, S, KV, D)));            // (B, S, KV, D)
+    const Tensor *value = named("value", randn(shape4(B, S, KV, D)));        // (B, S, KV, D)
 
     printf("-- grouped-query attention, the notebook's einops steps as loops --\n");
-    Tensor *out = grouped_query_attention(query, key, value, lesson);  // (B, N, H, D)
+    const Tensor *out = grouped_query_attention(query, key, value, lesson);  // (B, N, H, D)
     named("out", out);
     printf("out[0, 0, :, :4]\n%s\n\n", first_token_str(out));
 
-    graph_pause(true);   // the head-number table is not part of the dataflow
+    trace_pause(true);   // the head-number table is not part of the dataflow
     printf("-- which key/value head each query head reads --\n");
     print_head_pairing(H, KV);
-    graph_pause(false);
+    trace_pause(false);
 
     printf("\n-- the notebook's einsum sums the scores over g --\n");
-    Tensor *out_group_sum = group_sum_attention(query, key, value, lesson);  // (B, N, KV, D)
+    const Tensor *out_group_sum = group_sum_attention(query, key, value, lesson);  // (B, N, KV, D)
     named("out_group_sum", out_group_sum);
     printf("out_group_sum[0, 0, :, :4]\n%s\n", first_token_str(out_group_sum));
     printf("true GQA out: %s, one output per query head (%d)\n", size_str(out), H);
@@ -528,7 +528,7 @@ static void gqa_lesson(const Lesson *lesson, Sizes z) {
 
     // The group sum is attention with each group's queries ADDED into one
     // query: show it by doing exactly that with ordinary multi-head attention.
-    graph_pause(true);
+    trace_pause(true);
     Tensor *summed_query = zeros(shape4(B, N, KV, D));                 // (B, N, KV, D)
     for (int b = 0; b < B; b++) {
         for (int n = 0; n < N; n++) {
@@ -541,7 +541,7 @@ static void gqa_lesson(const Lesson *lesson, Sizes z) {
             }
         }
     }
-    Tensor *summed_attention = multi_head_attention(summed_query, key, value);  // (B, N, KV, D)
+    const Tensor *summed_attention = multi_head_attention(summed_query, key, value);  // (B, N, KV, D)
     printf("max |out_group_sum - attention(sum of each group's %d queries, key, value)| = "
            "%.3g\n", G, max_abs_diff(out_group_sum, summed_attention));
     // Where the einsum came from: fkodom/grouped-query-attention-pytorch
@@ -549,34 +549,34 @@ static void gqa_lesson(const Lesson *lesson, Sizes z) {
     // commit a80f538 (May 2024) kept g, as the loops above do.
     printf("A known bug of the code the notebook copied (fkodom/grouped-query-attention-pytorch),\n"
            "fixed there in May 2024 by keeping g: \"-> b g h n s\", then \"b n (h g) d\".\n");
-    graph_pause(false);
+    trace_pause(false);
 
     printf("\n-- seed 002's way: repeat_interleave K and V, then multi-head attention --\n");
-    Tensor *output = repeat_interleave_attention(query, key, value);   // (B, N, H, D)
+    const Tensor *output = repeat_interleave_attention(query, key, value);   // (B, N, H, D)
     printf("output: %s\nmax |out - output| = %.3g\n", size_str(output),
            max_abs_diff(out, output));
 
-    graph_pause(true);   // the rest checks claims; it adds nothing to the dataflow
+    trace_pause(true);   // the rest checks claims; it adds nothing to the dataflow
     printf("\n-- the two ends: kv_heads = heads is MHA, kv_heads = 1 is MQA --\n");
     // MHA: give every query head its own copy of its key/value head. The
     // same loops then run with G = 1 and must reproduce `out` exactly, and
     // agree with lesson 6's attention.
-    Tensor *key_mha = repeat_interleave(key, G, 2);                    // (B, S, H, D)
-    Tensor *value_mha = repeat_interleave(value, G, 2);                // (B, S, H, D)
-    Tensor *out_mha = grouped_query_attention(query, key_mha, value_mha, NULL);  // (B, N, H, D)
+    const Tensor *key_mha = repeat_interleave(key, G, 2);                    // (B, S, H, D)
+    const Tensor *value_mha = repeat_interleave(value, G, 2);                // (B, S, H, D)
+    const Tensor *out_mha = grouped_query_attention(query, key_mha, value_mha, NULL);  // (B, N, H, D)
     // Lesson 6's attention on these copied heads is exactly what seed 002
     // computed above (`output`), so that is what the loops are held against.
     printf("kv_heads = %d, G = 1: max |loops - out| = %.3g, max |loops - multi-head "
            "attention| = %.3g\n", H, max_abs_diff(out_mha, out),
            max_abs_diff(out_mha, output));
     // MQA: only key/value head 0, shared by all H query heads.
-    Tensor *key_mqa = narrow(key, 2, 0, 1);                            // (B, S, 1, D)
-    Tensor *value_mqa = narrow(value, 2, 0, 1);                        // (B, S, 1, D)
-    Tensor *out_mqa = grouped_query_attention(query, key_mqa, value_mqa, NULL);  // (B, N, H, D)
-    Tensor *mqa = multi_head_attention(query, key_mqa, value_mqa);     // (B, N, H, D)
+    const Tensor *key_mqa = narrow(key, 2, 0, 1);                            // (B, S, 1, D)
+    const Tensor *value_mqa = narrow(value, 2, 0, 1);                        // (B, S, 1, D)
+    const Tensor *out_mqa = grouped_query_attention(query, key_mqa, value_mqa, NULL);  // (B, N, H, D)
+    const Tensor *mqa = multi_head_attention(query, key_mqa, value_mqa);     // (B, N, H, D)
     printf("kv_heads = 1, G = %d: max |loops - multi-query attention (one K/V head, "
            "broadcast)| = %.3g\n", H, max_abs_diff(out_mqa, mqa));
-    graph_pause(false);
+    trace_pause(false);
 
     printf("\n-- KV cache per token per layer: 2 (K and V) * kv_heads * head_dim * 4 bytes "
            "--\n");
@@ -603,10 +603,10 @@ int main(int argc, char **argv) {
     };
     parse_lesson_args(&lesson, argc, argv);
     check_divides(&lesson, "--kv-heads", z.kv_heads, "--heads", z.heads);
-    check_fits(&lesson, "scores (batch*heads*seq*seq)",
-               (double)z.batch * z.heads * z.seq * z.seq);
-    check_fits(&lesson, "query (batch*seq*heads*head_dim)",
-               (double)z.batch * z.seq * z.heads * z.head_dim);
+    check_fits(&lesson, "scores (batch, heads, seq, seq)",
+               shape4(z.batch, z.heads, z.seq, z.seq));
+    check_fits(&lesson, "query (batch, seq, heads, head_dim)",
+               shape4(z.batch, z.seq, z.heads, z.head_dim));
     lesson_start(&lesson);
     gqa_lesson(&lesson, z);
     return lesson_finish(&lesson);

@@ -80,7 +80,7 @@
 // 1) exactly the s - t >= cache_len + 1. So the diagonal slides right by
 // cache_len: the mask is aligned to the BOTTOM RIGHT of the score matrix,
 // where the newest query meets the newest key.
-static Tensor *causal_mask(int q_len, int cache_len) {
+static const Tensor *causal_mask(int q_len, int cache_len) {
     return triu(ones(shape2(q_len, cache_len + q_len)), 1 + cache_len);   // (q_len, cache_len + q_len)
 }
 
@@ -88,13 +88,13 @@ static void show_masks(void) {
     // In[12]: the plain causal mask for 4 tokens. Row t has 1s (forbidden)
     // after column t.
     int seq_len = 4;
-    Tensor *mask = triu(ones(shape2(seq_len, seq_len)), 1);   // (4, 4)
+    const Tensor *mask = triu(ones(shape2(seq_len, seq_len)), 1);   // (4, 4)
     printf("mask = torch.triu(torch.ones(4, 4), diagonal=1)\n%s\n", tensor_str(mask, NULL));
 
     // In[12]: ONE new query after cache_len = 2 cached keys. It is the
     // newest token, so it may see all 3 keys: the mask is all zeros.
     int cache_len = 2;
-    Tensor *mask_w_cache = triu(ones(shape2(1, 1 + cache_len)), 1 + cache_len);   // (1, 3)
+    const Tensor *mask_w_cache = triu(ones(shape2(1, 1 + cache_len)), 1 + cache_len);   // (1, 3)
     printf("mask_w_cache = torch.triu(torch.ones(1, 1 + cache_len), diagonal=1 + cache_len)\n"
            "%s\n\n", tensor_str(mask_w_cache, NULL));
 
@@ -102,15 +102,15 @@ static void show_masks(void) {
     // Query 0 (absolute position 2) may see keys 0..2 but not key 3 (the
     // other new token); query 1 (position 3) sees all 4.
     int q_len = 2;
-    Tensor *mask_chunk = causal_mask(q_len, cache_len);   // (2, 4)
+    const Tensor *mask_chunk = causal_mask(q_len, cache_len);   // (2, 4)
     printf("-- the general mask: q_len new queries after cache_len cached keys --\n");
     printf("mask = torch.triu(torch.ones(q_len, cache_len + q_len), diagonal=1 + cache_len)\n");
     printf("q_len = 2, cache_len = 2:\n%s\n", tensor_str(mask_chunk, NULL));
     // (Two statements, not two calls inside one printf: C leaves the order in
     // which arguments are evaluated open, and the --dot graph records the
     // operations in the order they run.)
-    Tensor *no_cache = causal_mask(4, 0);     // (4, 4)
-    Tensor *one_query = causal_mask(1, 2);    // (1, 3)
+    const Tensor *no_cache = causal_mask(4, 0);     // (4, 4)
+    const Tensor *one_query = causal_mask(1, 2);    // (1, 3)
     printf("cache_len = 0 gives the (4, 4) mask above, q_len = 1 the one-row mask:\n%s\n%s\n\n",
            tensor_str(no_cache, NULL), tensor_str(one_query, NULL));
 }
@@ -153,7 +153,7 @@ static GQA GQA_init(int dim, int num_heads, int num_groups) {
 // weights (B, H, T, T) (the notebook keeps them local; we hand them out so
 // the lesson can print them). The notebook reuses the names query/key/value
 // for the projected tensors; so do we.
-static Tensor *GQA_forward(const GQA *self, Tensor **attn_weights, const Tensor *query,
+static const Tensor *GQA_forward(const GQA *self, const Tensor **attn_weights, const Tensor *query,
                            const Tensor *key, const Tensor *value) {
     int batch_size = size(query, 0);
     int seq_len = size(query, 1);
@@ -187,7 +187,7 @@ static Tensor *GQA_forward(const GQA *self, Tensor **attn_weights, const Tensor 
 
     // Dividing by sqrt(D) keeps the dot products of D-long vectors near
     // unit size, so softmax does not saturate into a one-hot row.
-    Tensor *scores = matmul(query, transpose(key, -2, -1));                        // (B, H, T, T)
+    const Tensor *scores = matmul(query, transpose(key, -2, -1));                        // (B, H, T, T)
     scores = div_scalar(scores, sqrtf((float)D));                                  // (B, H, T, T)
 
     // The causal mask: 1 above the diagonal = key s is in the future of
@@ -195,15 +195,15 @@ static Tensor *GQA_forward(const GQA *self, Tensor **attn_weights, const Tensor 
     // so no weight at all goes to the future. The (T, T) mask broadcasts
     // over batch and heads. Every row keeps at least its diagonal, so no
     // row is all -inf (which would give 0/0 = NaN).
-    Tensor *mask = named("mask", triu(ones(shape2(seq_len, seq_len)), 1));         // (T, T)
+    const Tensor *mask = named("mask", triu(ones(shape2(seq_len, seq_len)), 1));         // (T, T)
     scores = masked_fill(scores, eq_scalar(mask, 1.0f), -INFINITY);                // (B, H, T, T)
-    Tensor *attn = softmax(scores, -1);                                            // (B, H, T, T)
+    const Tensor *attn = softmax(scores, -1);                                            // (B, H, T, T)
     // Dropout on the weights, only in training: it randomly silences some
     // of the links between positions. .eval() turns it off.
     attn = dropout(attn, 0.1, self->training);                                     // (B, H, T, T)
     *attn_weights = attn;
 
-    Tensor *attn_out = matmul(attn, value);                                        // (B, H, T, D)
+    const Tensor *attn_out = matmul(attn, value);                                        // (B, H, T, D)
     // Back to one row per position with the heads side by side; the permuted
     // view is not contiguous, so reshape copies it.
     attn_out = permute(attn_out, heads_first);                                     // (B, T, H, D)
@@ -213,10 +213,10 @@ static Tensor *GQA_forward(const GQA *self, Tensor **attn_weights, const Tensor 
 
 // t[0] in PyTorch: the first entry along dim 0, one dim fewer. A narrow()
 // keeps the dim (size 1), so reshape drops it (a view, nothing copied).
-static Tensor *first(const Tensor *t) {
+static const Tensor *first(const Tensor *t) {
     Shape rest = {t->ndim - 1, {0}};
     for (int d = 1; d < t->ndim; d++) {
-        rest.size[d - 1] = t->shape[d];
+        rest.size[d - 1] = t->size[d];
     }
     return reshape(narrow(t, 0, 0, 1), rest);
 }
@@ -232,13 +232,13 @@ static float diff_of_positions(const Tensor *a, const Tensor *b, int from, int t
 // happens to a row that is masked entirely.
 static void compare_conventions(void) {
     const float score_values[] = {1, 2, 3,  4, 5, 6,  7, 8, 9};
-    Tensor *scores = tensor_from(shape2(3, 3), score_values);                      // (3, 3)
+    const Tensor *scores = tensor_from(shape2(3, 3), score_values);                      // (3, 3)
     printf("-- two conventions for the same mask --\n");
     printf("scores = torch.tensor([[1., 2., 3.], [4., 5., 6.], [7., 8., 9.]])\n");
 
     // Here (seed 001): 1 = forbidden, fill where mask == 1, with -inf.
-    Tensor *mask = triu(ones(shape2(3, 3)), 1);                                    // (3, 3)
-    Tensor *w_inf = softmax(masked_fill(scores, eq_scalar(mask, 1.0f), -INFINITY), -1);  // (3, 3)
+    const Tensor *mask = triu(ones(shape2(3, 3)), 1);                                    // (3, 3)
+    const Tensor *w_inf = softmax(masked_fill(scores, eq_scalar(mask, 1.0f), -INFINITY), -1);  // (3, 3)
     printf("this lesson: torch.triu(torch.ones(3, 3), diagonal=1), 1 = forbidden\n");
     printf("scores.masked_fill(mask == 1, float('-inf')).softmax(-1)\n%s\n",
            tensor_str(w_inf, NULL));
@@ -246,8 +246,8 @@ static void compare_conventions(void) {
     // Lesson 4 (seed 000, SelfAttV3): 1 = allowed, fill where mask == 0,
     // with -1e20. The causal "allowed" mask is the lower triangle, tril.
     // exp(-1e20 - max) underflows to exactly 0, so the weights are the same.
-    Tensor *keep = add(ones(shape2(3, 3)), mul_scalar(mask, -1.0f));               // (3, 3)
-    Tensor *w_big = softmax(masked_fill(scores, eq_scalar(keep, 0.0f), -1e20f), -1);  // (3, 3)
+    const Tensor *keep = add(ones(shape2(3, 3)), mul_scalar(mask, -1.0f));               // (3, 3)
+    const Tensor *w_big = softmax(masked_fill(scores, eq_scalar(keep, 0.0f), -1e20f), -1);  // (3, 3)
     printf("lesson 4: keep = torch.tril(torch.ones(3, 3)), 1 = allowed\n%s\n",
            tensor_str(keep, NULL));
     printf("scores.masked_fill(keep == 0, -1e20).softmax(-1)\n%s\n", tensor_str(w_big, NULL));
@@ -258,7 +258,7 @@ static void compare_conventions(void) {
     // -inf leaves exp(-inf - (-inf)) = exp(nan): the row is NaN, and NaN
     // spreads through everything after it. A causal row never gets there:
     // query t always sees key t (s - t = 0 < 1, or < 1 + cache_len).
-    Tensor *all_masked = zeros(shape2(1, 3));                                      // (1, 3)
+    const Tensor *all_masked = zeros(shape2(1, 3));                                      // (1, 3)
     printf("a row with every key masked: row = scores[:1]\n");
     printf("with -1e20: %s\n", tensor_str(softmax(masked_fill(narrow(scores, 0, 0, 1),
            eq_scalar(all_masked, 0.0f), -1e20f), -1), NULL));
@@ -284,22 +284,22 @@ static void run_gqa(const Sizes *n) {
     // drawn first, then the three inputs, as in the notebook.
     GQA gqa = GQA_init(C, n->heads, n->kv_heads);
     gqa.training = n->train;   // .eval() unless --train
-    Tensor *query = named("query", randn(shape3(B, T, C)));                        // (B, T, C)
-    Tensor *key = named("key", randn(shape3(B, T, C)));                            // (B, T, C)
-    Tensor *value = named("value", randn(shape3(B, T, C)));                        // (B, T, C)
+    const Tensor *query = named("query", randn(shape3(B, T, C)));                        // (B, T, C)
+    const Tensor *key = named("key", randn(shape3(B, T, C)));                            // (B, T, C)
+    const Tensor *value = named("value", randn(shape3(B, T, C)));                        // (B, T, C)
 
-    Tensor *attn;                                                                  // (B, H, T, T)
-    Tensor *output = named("output", GQA_forward(&gqa, &attn, query, key, value));  // (B, T, C)
+    const Tensor *attn;                                                                  // (B, H, T, T)
+    const Tensor *output = named("output", GQA_forward(&gqa, &attn, query, key, value));  // (B, T, C)
     printf("%s\n", size_str(output));   // print(output.shape)
 
     // Batch 0, head 0, the first rows and columns: a lower triangle. (As
     // in Python, [:4] takes fewer when there are fewer.)
     int corner = T < 4 ? T : 4;
-    Tensor *attn_corner = narrow(narrow(attn, 2, 0, corner), 3, 0, corner);       // (B, H, 4, 4)
+    const Tensor *attn_corner = narrow(narrow(attn, 2, 0, corner), 3, 0, corner);       // (B, H, 4, 4)
     printf("attention weights, attn[0, 0, :4, :4]:\n%s\n",
            tensor_str(first(first(attn_corner)), NULL));
     int rows = T < 4 ? T : 4, cols = C < 4 ? C : 4;
-    Tensor *output_corner = narrow(narrow(first(output), 0, 0, rows), 1, 0, cols);  // (4, 4)
+    const Tensor *output_corner = narrow(narrow(first(output), 0, 0, rows), 1, 0, cols);  // (4, 4)
     printf("output[0, :4, :4]:\n%s\n", tensor_str(output_corner, NULL));
     if (n->heatmap) {
         print_heatmap("attn", narrow(attn, 0, 0, 1));   // batch 0, every head
@@ -308,7 +308,7 @@ static void run_gqa(const Sizes *n) {
     // Causality, checked: change the last token of query, key and value and
     // run again. Outputs 0 .. T-2 never looked at position T-1 (their
     // weight on it was exactly 0), so they must not move at all.
-    graph_pause(true);   // a second run of the same graph: not drawn again
+    trace_pause(true);   // a second run of the same graph: not drawn again
     Tensor *query2 = clone(query), *key2 = clone(key), *value2 = clone(value);  // (B, T, C)
     for (int b = 0; b < B; b++) {
         for (int c = 0; c < C; c++) {
@@ -317,8 +317,8 @@ static void run_gqa(const Sizes *n) {
             *at3(value2, b, T - 1, c) += 1.0f;
         }
     }
-    Tensor *attn2;                                                                 // (B, H, T, T)
-    Tensor *output2 = GQA_forward(&gqa, &attn2, query2, key2, value2);             // (B, T, C)
+    const Tensor *attn2;                                                                 // (B, H, T, T)
+    const Tensor *output2 = GQA_forward(&gqa, &attn2, query2, key2, value2);             // (B, T, C)
     printf("add 1 to the last token of query, key and value, run again:\n");
     if (T > 1) {
         printf("  max |output2 - output| at positions 0..%d: %g\n", T - 2,
@@ -326,7 +326,7 @@ static void run_gqa(const Sizes *n) {
     }
     printf("  max |output2 - output| at position %d: %.4f\n\n", T - 1,
            (double)diff_of_positions(output2, output, T - 1, T));
-    graph_pause(false);
+    trace_pause(false);
 }
 
 int main(int argc, char **argv) {
@@ -347,16 +347,16 @@ int main(int argc, char **argv) {
     parse_lesson_args(&lesson, argc, argv);
     check_divides(&lesson, "--heads", n.heads, "--dim", n.dim);
     check_divides(&lesson, "--kv-heads", n.kv_heads, "--heads", n.heads);
-    check_fits(&lesson, "attn (batch*heads*seq*seq)",
-               (double)n.batch * n.heads * n.seq * n.seq);
-    check_fits(&lesson, "query (batch*seq*dim)", (double)n.batch * n.seq * n.dim);
-    check_fits(&lesson, "w_query.weight (dim*dim)", (double)n.dim * n.dim);
+    check_fits(&lesson, "attn (batch, heads, seq, seq)",
+               shape4(n.batch, n.heads, n.seq, n.seq));
+    check_fits(&lesson, "query (batch, seq, dim)", shape3(n.batch, n.seq, n.dim));
+    check_fits(&lesson, "w_query.weight (dim, dim)", shape2(n.dim, n.dim));
     n.heatmap = lesson.heatmap;
     lesson_start(&lesson);
 
     show_masks();
     run_gqa(&n);
-    graph_pause(true);   // the 3x3 toy scores are not part of the module's dataflow
+    trace_pause(true);   // the 3x3 toy scores are not part of the module's dataflow
     compare_conventions();
     return lesson_finish(&lesson);
 }

@@ -102,10 +102,10 @@ typedef struct {
     AppendMode append;
     int capacity;       // positions the cache has room for
     int cache_len;      // positions filled
-    Tensor *k_cache;    // (B, capacity, G, D): keys of positions 0 .. cache_len-1
-    Tensor *v_cache;    // (B, capacity, G, D)
-    Tensor *k_spare;    // (B, capacity, G, D), APPEND_BY_COPY only: where the copy goes
-    Tensor *v_spare;    // (B, capacity, G, D)
+    Tensor *k_cache;          // (B, capacity, G, D): keys of positions 0 .. cache_len-1
+    Tensor *v_cache;          // (B, capacity, G, D)
+    Tensor *k_spare;          // (B, capacity, G, D), APPEND_BY_COPY only: where the copy goes
+    Tensor *v_spare;          // (B, capacity, G, D)
 } GQA_W_KVcache;
 
 // GQA_W_KVcache(dim, num_heads, num_groups). The notebook's first line here
@@ -145,8 +145,8 @@ static void GQA_W_KVcache_start_cache(GQA_W_KVcache *self, int batch_size, int c
     self->v_spare = append == APPEND_BY_COPY ? zeros(cache_shape) : NULL;  // (B, capacity, G, D)
     // Label the storage in the --dot diagram (named() would also --dump it,
     // empty; the lesson dumps the filled caches at the end).
-    graph_name(self->k_cache, "k_cache");
-    graph_name(self->v_cache, "v_cache");
+    labeled("k_cache", self->k_cache);
+    labeled("v_cache", self->v_cache);
 }
 
 // Rows [from, from + count) of positions, for every batch entry b, copied
@@ -174,14 +174,13 @@ static void append_rows(Tensor **cache, Tensor **spare, AppendMode append, int c
         *spare = swap;
     }
     copy_positions(*cache, cache_len, rows, 0, size(rows, 1));   // the new rows
-    graph_record1(append == APPEND_BY_COPY ? "append (copy all)" : "append (in place)", *cache,
-                  rows);
+    trace1(append == APPEND_BY_COPY ? "append (copy all)" : "append (in place)", *cache, rows);
 }
 
 // GQA_W_KVcache.forward(query, key, value), line by line, fixed. The inputs
 // are (B, T, C): the T NEW tokens only when the cache is on. Returns out
 // (B, T, C); *attn_weights gets the weights (B, H, T, L).
-static Tensor *GQA_W_KVcache_forward(GQA_W_KVcache *self, Tensor **attn_weights,
+static const Tensor *GQA_W_KVcache_forward(GQA_W_KVcache *self, const Tensor **attn_weights,
                                      const Tensor *query, const Tensor *key,
                                      const Tensor *value) {
     int batch_size = size(query, 0);
@@ -236,7 +235,7 @@ static Tensor *GQA_W_KVcache_forward(GQA_W_KVcache *self, Tensor **attn_weights,
     value = expand(unsqueeze(value, 2), shape5(-1, -1, expand_ratio, -1, -1));     // (B, G, R, L, D)
     value = reshape(value, shape4(batch_size, H, -1, D));                          // (B, H, L, D)
 
-    Tensor *scores = matmul(query, transpose(key, -2, -1));                        // (B, H, T, L)
+    const Tensor *scores = matmul(query, transpose(key, -2, -1));                        // (B, H, T, L)
     scores = div_scalar(scores, sqrtf((float)D));                                  // (B, H, T, L)
 
     // BUG 3: the notebook builds torch.triu(torch.ones(seq_len, seq_len),
@@ -247,13 +246,13 @@ static Tensor *GQA_W_KVcache_forward(GQA_W_KVcache *self, Tensor **attn_weights,
     // lesson 9 fits every case: new token t sits at position cache_len + t
     // and sees the keys up to there, so the diagonal moves right by
     // cache_len. With T = 1 it is all zeros, so no `if` is needed.
-    Tensor *mask = triu(ones(shape2(seq_len, kv_len)), 1 + cache_len);             // (T, L)
+    const Tensor *mask = triu(ones(shape2(seq_len, kv_len)), 1 + cache_len);             // (T, L)
     scores = masked_fill(scores, eq_scalar(mask, 1.0f), -INFINITY);                // (B, H, T, L)
-    Tensor *attn = softmax(scores, -1);                                            // (B, H, T, L)
+    const Tensor *attn = softmax(scores, -1);                                            // (B, H, T, L)
     attn = dropout(attn, 0.1, self->training);                                     // (B, H, T, L)
     *attn_weights = attn;
 
-    Tensor *attn_out = matmul(attn, value);                                        // (B, H, T, D)
+    const Tensor *attn_out = matmul(attn, value);                                        // (B, H, T, D)
     attn_out = permute(attn_out, heads_first);                                     // (B, T, H, D)
     attn_out = reshape(attn_out, shape3(batch_size, seq_len, H * D));              // (B, T, C)
     return linear(attn_out, &self->o_proj);                                        // (B, T, C)
@@ -261,27 +260,25 @@ static Tensor *GQA_W_KVcache_forward(GQA_W_KVcache *self, Tensor **attn_weights,
 
 // gqa(x, x, x) on positions [from, from + count) of x (B, N, C): self-
 // attention, so the same tokens give the queries, keys and values.
-static Tensor *step(GQA_W_KVcache *self, Tensor **attn, const Tensor *x, int from, int count) {
-    Tensor *x_new = narrow(x, 1, from, count);                                     // (B, count, C)
+static const Tensor *step(GQA_W_KVcache *self, const Tensor **attn, const Tensor *x, int from, int count) {
+    const Tensor *x_new = narrow(x, 1, from, count);                                     // (B, count, C)
     return GQA_W_KVcache_forward(self, attn, x_new, x_new, x_new);                 // (B, count, C)
 }
 
 // max |a - b| between a (B, T, C) and positions [from, from + T) of b.
 // A check, not dataflow: kept out of the --dot diagram.
 static float diff_at(const Tensor *a, const Tensor *b, int from) {
-    bool drawing = graph_recording();
-    graph_pause(true);
+    bool was_paused = trace_pause(true);
     float diff = max_abs_diff(a, narrow(b, 1, from, size(a, 1)));
-    graph_pause(!drawing);
+    trace_pause(was_paused);
     return diff;
 }
 
 // torch.Size of the filled part of a cache (B, cache_len, G, D), for printing.
 static const char *cache_size_str(const Tensor *cache, int cache_len) {
-    bool drawing = graph_recording();
-    graph_pause(true);
+    bool was_paused = trace_pause(true);
     const char *text = size_str(narrow(cache, 1, 0, cache_len));
-    graph_pause(!drawing);
+    trace_pause(was_paused);
     return text;
 }
 
@@ -319,12 +316,12 @@ static void walk_through(const Sizes *n) {
            C, n->heads, n->kv_heads);
     GQA_W_KVcache gqa = GQA_W_KVcache_init(C, n->heads, n->kv_heads);
     gqa.training = false;   // .eval(): generation never uses dropout
-    Tensor *x = named("x", randn(shape3(B, N, C)));                                // (B, N, C)
+    const Tensor *x = named("x", randn(shape3(B, N, C)));                                // (B, N, C)
     printf("x: %s\n", size_str(x));
 
     // The reference: the whole sequence at once, no cache, causal mask (N, N).
-    Tensor *full_attn;                                                             // (B, H, N, N)
-    Tensor *full_out = named("full_out", step(&gqa, &full_attn, x, 0, N));         // (B, N, C)
+    const Tensor *full_attn;                                                             // (B, H, N, N)
+    const Tensor *full_out = named("full_out", step(&gqa, &full_attn, x, 0, N));         // (B, N, C)
     printf("full_out = gqa(x, x, x), no cache: %s\n\n", size_str(full_out));
     if (n->heatmap) {
         print_heatmap("full_attn", narrow(full_attn, 0, 0, 1));
@@ -335,8 +332,8 @@ static void walk_through(const Sizes *n) {
     GQA_W_KVcache_start_cache(&gqa, B, N, APPEND_IN_PLACE);
     printf("gqa.use_cache = True\n");
     printf("-- prefill: the %d prompt tokens in one call --\n", P);
-    Tensor *attn;                                                                  // (B, H, T, L)
-    Tensor **outs = arena_alloc((size_t)(n->new_tokens + 1), sizeof *outs);
+    const Tensor *attn;                                                                  // (B, H, T, L)
+    const Tensor **outs = arena_alloc((size_t)(n->new_tokens + 1), sizeof *outs);
     outs[0] = step(&gqa, &attn, x, 0, P);                                          // (B, P, C)
     printf("out: %s\n", size_str(outs[0]));
     printf("k_cache: %s\n", cache_size_str(gqa.k_cache, gqa.cache_len));
@@ -353,12 +350,18 @@ static void walk_through(const Sizes *n) {
                cache_size_str(gqa.v_cache, gqa.cache_len));
         printf("  max |out - full_out[:, %d]| = %.3g\n", t, (double)diff_at(outs[i], full_out, t));
         if (i == 1) {
-            graph_pause(true);   // the --dot diagram: full forward, prefill and one step
+            trace_pause(true);   // the --dot diagram: full forward, prefill and one step
         }
     }
-    Tensor *cached_out = named("cached_out", cat(outs, n->new_tokens + 1, 1));    // (B, N, C)
-    named("k_cache", clone(gqa.k_cache));                                          // (B, N, G, D)
-    named("v_cache", clone(gqa.v_cache));                                          // (B, N, G, D)
+    const Tensor *cached_out = cat(outs, n->new_tokens + 1, 1);                    // (B, N, C)
+    const Tensor *k_cache = clone(gqa.k_cache);                                    // (B, N, G, D)
+    const Tensor *v_cache = clone(gqa.v_cache);                                    // (B, N, G, D)
+    // The diagram stopped after one step; the dumps want the whole run's results.
+    bool was_paused = trace_pause(false);
+    named("cached_out", cached_out);
+    named("k_cache", k_cache);
+    named("v_cache", v_cache);
+    trace_pause(was_paused);
     printf("cached_out = torch.cat(outs, dim=1): %s\n", size_str(cached_out));
     // Our loops add the same products in the same order whether a row is
     // computed alone or with the others, so the difference is usually 0;
@@ -368,7 +371,7 @@ static void walk_through(const Sizes *n) {
            (double)max_abs_diff(cached_out, full_out));
     // [:8] as in Python: fewer rows or columns when there are fewer.
     int rows = N < 8 ? N : 8, cols = C < 4 ? C : 4;
-    Tensor *corner = narrow(narrow(narrow(cached_out, 0, 0, 1), 1, 0, rows), 2, 0, cols);  // (1, 8, 4)
+    const Tensor *corner = narrow(narrow(narrow(cached_out, 0, 0, 1), 1, 0, rows), 2, 0, cols);  // (1, 8, 4)
     printf("cached_out[0, :8, :4]:\n%s\n", tensor_str(reshape(corner, shape2(rows, cols)), NULL));
     corner = narrow(narrow(narrow(full_out, 0, 0, 1), 1, 0, rows), 2, 0, cols);    // (1, 8, 4)
     printf("full_out[0, :8, :4]:\n%s\n\n", tensor_str(reshape(corner, shape2(rows, cols)), NULL));
@@ -381,7 +384,7 @@ static void walk_through(const Sizes *n) {
     for (int i = 1; i <= n->new_tokens; i++) {
         int t = P + i - 1;
         gqa.cache_len = P;   // what the notebook's self.k_cache still holds
-        Tensor *out = step(&gqa, &attn, x, t, 1);                                  // (B, 1, C)
+        const Tensor *out = step(&gqa, &attn, x, t, 1);                                  // (B, 1, C)
         printf("token %d sees keys 0..%d and %d: max |out - full_out[:, %d]| = %.4f\n", t,
                P - 1, t, t, (double)diff_at(out, full_out, t));
     }
@@ -391,12 +394,12 @@ static void walk_through(const Sizes *n) {
     // must be (2, cache_len + 2) with its diagonal moved right by cache_len.
     printf("-- chunks of 2 new tokens: the mask needs the cache offset --\n");
     gqa.cache_len = 0;
-    Tensor *first_out = step(&gqa, &attn, x, 0, P);                                // (B, P, C)
+    const Tensor *first_out = step(&gqa, &attn, x, 0, P);                                // (B, P, C)
     float worst = max_abs_diff(first_out, narrow(full_out, 1, 0, P));
     for (int t = P; t < N; t += 2) {
         int count = N - t < 2 ? N - t : 2;
         int cache_len = gqa.cache_len;
-        Tensor *out = step(&gqa, &attn, x, t, count);                              // (B, count, C)
+        const Tensor *out = step(&gqa, &attn, x, t, count);                              // (B, count, C)
         float diff = diff_at(out, full_out, t);
         worst = diff > worst ? diff : worst;
         if (t == P) {
@@ -441,7 +444,7 @@ static double now_seconds(void) {
 // Returns the seconds it took.
 static double generate(Tensor *out, GQA_W_KVcache *gqa, const Tensor *x, int P, int append) {
     int B = size(x, 0), N = size(x, 1), C = size(x, 2);
-    Tensor *attn;                                                                  // (B, H, T, L)
+    const Tensor *attn;                                                                  // (B, H, T, L)
     double start = now_seconds();
     if (append >= 0) {
         size_t mark = arena_mark();
@@ -451,7 +454,7 @@ static double generate(Tensor *out, GQA_W_KVcache *gqa, const Tensor *x, int P, 
     }
     for (int t = P; t < N; t++) {
         size_t mark = arena_mark();
-        Tensor *y = append >= 0 ? step(gqa, &attn, x, t, 1)                        // (B, 1, C)
+        const Tensor *y = append >= 0 ? step(gqa, &attn, x, t, 1)                        // (B, 1, C)
                                 : step(gqa, &attn, x, 0, t + 1);                   // (B, t + 1, C)
         for (int b = 0; b < B; b++) {
             memcpy(at3(out, b, t - P, 0), at3(y, b, size(y, 1) - 1, 0), (size_t)C * sizeof(float));
@@ -468,7 +471,7 @@ static double time_appends(AppendMode append, int positions, int G, int D) {
     Shape cache_shape = shape4(1, positions, G, D);
     Tensor *k_cache = zeros(cache_shape), *k_spare = zeros(cache_shape);           // (1, positions, G, D)
     Tensor *v_cache = zeros(cache_shape), *v_spare = zeros(cache_shape);           // (1, positions, G, D)
-    Tensor *row = full(shape4(1, 1, G, D), 1.0f);                                  // (1, 1, G, D)
+    const Tensor *row = full(shape4(1, 1, G, D), 1.0f);                                  // (1, 1, G, D)
     double start = now_seconds();
     for (int len = 0; len < positions; len++) {
         append_rows(&k_cache, &k_spare, append, len, row);
@@ -480,14 +483,14 @@ static double time_appends(AppendMode append, int positions, int G, int D) {
 }
 
 static void bench(void) {
-    graph_pause(true);   // thousands of operations: not a diagram
+    trace_pause(true);   // thousands of operations: not a diagram
     int B = 1, C = BENCH_DIM, H = BENCH_HEADS, G = BENCH_KV_HEADS, D = C / H;
     int P = BENCH_PROMPT, N = BENCH_PROMPT + BENCH_NEW;
     printf("-- bench: batch %d, dim %d, heads %d, kv_heads %d (head_dim %d), prompt %d, "
            "then %d new tokens --\n", B, C, H, G, D, P, N - P);
     GQA_W_KVcache gqa = GQA_W_KVcache_init(C, H, G);
     gqa.training = false;
-    Tensor *x = randn(shape3(B, N, C));                                            // (B, N, C)
+    const Tensor *x = randn(shape3(B, N, C));                                            // (B, N, C)
     Tensor *recomputed = zeros(shape3(B, N - P, C));                               // (B, N - P, C)
     Tensor *in_place = zeros(shape3(B, N - P, C));                                 // (B, N - P, C)
     Tensor *by_copy = zeros(shape3(B, N - P, C));                                  // (B, N - P, C)
@@ -604,10 +607,11 @@ int main(int argc, char **argv) {
     }
     check_divides(&lesson, "--heads", n.heads, "--dim", n.dim);
     check_divides(&lesson, "--kv-heads", n.kv_heads, "--heads", n.heads);
-    double N = (double)n.prompt + n.new_tokens;
-    check_fits(&lesson, "full_attn (batch*heads*(prompt+new)^2)", n.batch * n.heads * N * N);
-    check_fits(&lesson, "x (batch*(prompt+new)*dim)", n.batch * N * n.dim);
-    check_fits(&lesson, "w_query.weight (dim*dim)", (double)n.dim * n.dim);
+    int N = n.prompt + n.new_tokens;   // at most 2 * MAX_SIZE_FLAG: no overflow
+    check_fits(&lesson, "full_attn (batch, heads, prompt+new, prompt+new)",
+               shape4(n.batch, n.heads, N, N));
+    check_fits(&lesson, "x (batch, prompt+new, dim)", shape3(n.batch, N, n.dim));
+    check_fits(&lesson, "w_query.weight (dim, dim)", shape2(n.dim, n.dim));
     n.heatmap = lesson.heatmap;
     lesson_start(&lesson);
 

@@ -1,0 +1,17 @@
+// files.h - writing an output file all or nothing.
+//
+// --dump and --dot write files at the end of a run. A write that fails
+// half way (a full disk, a vanished directory) must not leave half a file
+// that looks like a result, so save_file writes to a temporary name in the
+// same directory and renames it over `path` only when every byte is out.
+#ifndef FILES_H
+#define FILES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+// Write `length` bytes to `path`, replacing any file there. Returns false
+// (errno set, nothing left behind) when that cannot be done.
+bool save_file(const char *path, const void *bytes, size_t length);
+
+#endif
