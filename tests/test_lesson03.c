@@ -96,10 +96,10 @@ START_TEST(test_forward_on_recorded_weights) {
     for (int i = 0; i < N_CASES; i++) {
         const Case *c = &CASES[i];
         SelfAttV2 net = recorded_net(c);
-        SelfAttV2_Inside inside;
-        const Tensor *ret = SelfAttV2_forward(&inside, &net, reference(REF_DIR, c, "X"));
+        SelfAttV2Steps steps;
+        const Tensor *ret = SelfAttV2_forward(&steps, &net, reference(REF_DIR, c, "X"));
         assert_close(ret, reference(REF_DIR, c, "ret"), ATOL, RTOL, path_join("%s ret", c->dir));
-        assert_close(inside.att_weight, reference(REF_DIR, c, "att_weight"), ATOL, RTOL,
+        assert_close(steps.att_weight, reference(REF_DIR, c, "att_weight"), ATOL, RTOL,
                      path_join("%s att_weight", c->dir));
     }
 }
@@ -128,18 +128,18 @@ START_TEST(test_v1_weights_stacked_equal_v1) {
         }
         net.output_proj = linear_of(identity, zeros(shape1(c->dim)));
 
-        SelfAttV2_Inside inside;
-        const Tensor *ret = SelfAttV2_forward(&inside, &net, reference(V1_DIR, c, "X"));
+        SelfAttV2Steps steps;
+        const Tensor *ret = SelfAttV2_forward(&steps, &net, reference(V1_DIR, c, "X"));
         const char *what = path_join("lesson02 %s", c->dir);
-        assert_close(inside.Q, reference(V1_DIR, c, "Q"), ATOL, RTOL, path_join("%s Q", what));
-        assert_close(inside.K, reference(V1_DIR, c, "K"), ATOL, RTOL, path_join("%s K", what));
-        assert_close(inside.V, reference(V1_DIR, c, "V"), ATOL, RTOL, path_join("%s V", what));
-        assert_close(inside.att_weight, reference(V1_DIR, c, "attention_weight"), ATOL, RTOL,
+        assert_close(steps.Q, reference(V1_DIR, c, "Q"), ATOL, RTOL, path_join("%s Q", what));
+        assert_close(steps.K, reference(V1_DIR, c, "K"), ATOL, RTOL, path_join("%s K", what));
+        assert_close(steps.V, reference(V1_DIR, c, "V"), ATOL, RTOL, path_join("%s V", what));
+        assert_close(steps.att_weight, reference(V1_DIR, c, "attention_weight"), ATOL, RTOL,
                      path_join("%s weights", what));
-        assert_close(inside.output, reference(V1_DIR, c, "output"), ATOL, RTOL,
+        assert_close(steps.output, reference(V1_DIR, c, "output"), ATOL, RTOL,
                      path_join("%s output", what));
         // x * 1 + 0 * others + 0 is exact: identity output_proj changes nothing.
-        assert_bitwise_equal(ret, inside.output, "identity output_proj");
+        assert_bitwise_equal(ret, steps.output, "identity output_proj");
     }
 }
 END_TEST
@@ -149,9 +149,9 @@ START_TEST(test_rows_sum_to_one) {
     for (int i = 0; i < N_CASES; i++) {
         const Case *c = &CASES[i];
         SelfAttV2 net = recorded_net(c);
-        SelfAttV2_Inside inside;
-        SelfAttV2_forward(&inside, &net, reference(REF_DIR, c, "X"));
-        check_weight_rows(inside.att_weight, NULL, c->dir);   // (B, T, T)
+        SelfAttV2Steps steps;
+        SelfAttV2_forward(&steps, &net, reference(REF_DIR, c, "X"));
+        check_weight_rows(steps.att_weight, NULL, c->dir);   // (B, T, T)
     }
 }
 END_TEST
@@ -161,11 +161,11 @@ END_TEST
 START_TEST(test_split_gives_views) {
     const Case *c = &CASES[2];   // dim 8: offsets 0, 8, 16; stride (5*24, 24, 1)
     SelfAttV2 net = recorded_net(c);
-    SelfAttV2_Inside inside;
-    SelfAttV2_forward(&inside, &net, reference(REF_DIR, c, "X"));
-    const Tensor *parts[] = {inside.Q, inside.K, inside.V};
+    SelfAttV2Steps steps;
+    SelfAttV2_forward(&steps, &net, reference(REF_DIR, c, "X"));
+    const Tensor *parts[] = {steps.Q, steps.K, steps.V};
     for (int p = 0; p < 3; p++) {
-        ck_assert_ptr_eq(parts[p]->data, inside.QKV->data);
+        ck_assert_ptr_eq(parts[p]->data, steps.QKV->data);
         ck_assert_int_eq(parts[p]->offset, p * 8);
         ck_assert_int_eq(parts[p]->stride[0], 120);
         ck_assert_int_eq(parts[p]->stride[1], 24);
@@ -174,8 +174,8 @@ START_TEST(test_split_gives_views) {
     }
     // QKV is a fresh result of linear(); a visible cast lets the test write
     // into it, and K, a view of it, sees the write.
-    *at3((Tensor *)inside.QKV, 1, 2, 8 + 3) = 42.0f;   // column 3 of K
-    ck_assert(*at3(inside.K, 1, 2, 3) == 42.0f);
+    *at3((Tensor *)steps.QKV, 1, 2, 8 + 3) = 42.0f;   // column 3 of K
+    ck_assert(*at3(steps.K, 1, 2, 3) == 42.0f);
 }
 END_TEST
 
