@@ -40,7 +40,7 @@ typedef struct {
     const Tensor *b;                  // (B, S)
     const Tensor *mask;               // (B, T, S)
     SelfAttV3 net;
-    SelfAttV3Weights weights;
+    SelfAttV3Steps weights;
     const Tensor *ret;                // (B, T, C)
 } Run;
 
@@ -53,7 +53,7 @@ static Run run_cell(const MaskedCase *c, bool train) {
     run.net = SelfAttV3_init(c->dim);
     run.net.training = train;
     int saved = quiet_stdout();
-    run.ret = SelfAttV3_forward(&run.net, run.X, run.mask, &run.weights);
+    run.ret = SelfAttV3_forward(&run.weights, &run.net, run.X, run.mask);
     restore_stdout(saved);
     return run;
 }
@@ -120,8 +120,8 @@ START_TEST(test_all_ones_mask_equals_v2) {
         Run run = run_cell(c, false);
         const Tensor *ones_mask = ones(shape3(c->batch, c->seq, c->seq));
         int saved = quiet_stdout();
-        const Tensor *with_ones = SelfAttV3_forward(&run.net, run.X, ones_mask, NULL);
-        const Tensor *unmasked = SelfAttV3_forward(&run.net, run.X, NULL, NULL);
+        const Tensor *with_ones = SelfAttV3_forward(NULL, &run.net, run.X, ones_mask);
+        const Tensor *unmasked = SelfAttV3_forward(NULL, &run.net, run.X, NULL);
         restore_stdout(saved);
         assert_close(with_ones, reference(c, "v2_ret"), ATOL, RTOL,
                      path_join("%s V3(all-ones mask) vs V2", c->dir));
@@ -164,9 +164,9 @@ START_TEST(test_hand_worked) {
     set_linear(&net.output_proj, identity, zeros6);
     const Tensor *X = hand_worked_X();
     const Tensor *mask = hand_worked_mask();
-    SelfAttV3Weights w;
+    SelfAttV3Steps w;
     int saved = quiet_stdout();
-    const Tensor *ret = SelfAttV3_forward(&net, X, mask, &w);
+    const Tensor *ret = SelfAttV3_forward(&w, &net, X, mask);
     restore_stdout(saved);
     check_hand_worked(w.att_weight, ret);
 }
@@ -180,9 +180,9 @@ START_TEST(test_fully_masked_row) {
     MaskedCase c = {"masked", 0, 2, 4, 2, false, {NULL}};
     Run run = run_cell(&c, false);
     const Tensor *mask = mask_hiding_batch_row(2, 4, 1);
-    SelfAttV3Weights w;
+    SelfAttV3Steps w;
     int saved = quiet_stdout();
-    SelfAttV3_forward(&run.net, run.X, mask, &w);
+    SelfAttV3_forward(&w, &run.net, run.X, mask);
     restore_stdout(saved);
     for (int t = 0; t < 4; t++) {
         for (int s = 0; s < 4; s++) {
