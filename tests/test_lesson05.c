@@ -42,7 +42,7 @@ typedef struct {
     const Tensor *b;                  // (B, S)
     const Tensor *mask;               // (B, T, S)
     SelfAttV4 net;
-    SelfAttV4Weights weights;
+    SelfAttV4Steps weights;
     const Tensor *ret;                // (B, T, C)
 } Run;
 
@@ -55,7 +55,7 @@ static Run run_cell(const MaskedCase *c, bool train) {
     run.net = SelfAttV4_init(c->dim);
     run.net.training = train;
     int saved = quiet_stdout();
-    run.ret = SelfAttV4_forward(&run.net, run.X, run.mask, &run.weights);
+    run.ret = SelfAttV4_forward(&run.weights, &run.net, run.X, run.mask);
     restore_stdout(saved);
     return run;
 }
@@ -143,9 +143,9 @@ START_TEST(test_v4_with_v3_weights_equals_v3) {
         net.training = v3->train;
         load_v3_weights(&net, v3->dir);
         const Tensor *mask = load_npy(path_join("%s/%s/mask.npy", V3_DIR, v3->dir));
-        SelfAttV4Weights w;
+        SelfAttV4Steps w;
         int saved = quiet_stdout();
-        const Tensor *ret = SelfAttV4_forward(&net, X, mask, &w);
+        const Tensor *ret = SelfAttV4_forward(&w, &net, X, mask);
         restore_stdout(saved);
         const char *what = path_join("V4 with V3 weights, %s", v3->dir);
         assert_close(w.att_weight, load_npy(path_join("%s/%s/att_weight.npy", V3_DIR, v3->dir)),
@@ -161,8 +161,8 @@ START_TEST(test_all_ones_mask_is_no_mask) {
     Run run = run_cell(&MASKED_CASES[0], false);
     const Tensor *ones_mask = ones(shape3(3, 4, 4));
     int saved = quiet_stdout();
-    const Tensor *with_ones = SelfAttV4_forward(&run.net, run.X, ones_mask, NULL);
-    const Tensor *unmasked = SelfAttV4_forward(&run.net, run.X, NULL, NULL);
+    const Tensor *with_ones = SelfAttV4_forward(NULL, &run.net, run.X, ones_mask);
+    const Tensor *unmasked = SelfAttV4_forward(NULL, &run.net, run.X, NULL);
     restore_stdout(saved);
     assert_bitwise_equal(with_ones, unmasked, "all-ones mask vs no mask");
 }
@@ -203,9 +203,9 @@ START_TEST(test_hand_worked) {
     set_linear(&net.output_proj, identity, zeros2);
     const Tensor *X = hand_worked_X();
     const Tensor *mask = hand_worked_mask();
-    SelfAttV4Weights w;
+    SelfAttV4Steps w;
     int saved = quiet_stdout();
-    const Tensor *ret = SelfAttV4_forward(&net, X, mask, &w);
+    const Tensor *ret = SelfAttV4_forward(&w, &net, X, mask);
     restore_stdout(saved);
     check_hand_worked(w.att_weight, ret);
 }
@@ -217,9 +217,9 @@ START_TEST(test_fully_masked_row) {
     MaskedCase c = {"masked", 0, 2, 4, 2, false, {NULL}};
     Run run = run_cell(&c, false);
     const Tensor *mask = mask_hiding_batch_row(2, 4, 1);
-    SelfAttV4Weights w;
+    SelfAttV4Steps w;
     int saved = quiet_stdout();
-    const Tensor *ret = SelfAttV4_forward(&run.net, run.X, mask, &w);
+    const Tensor *ret = SelfAttV4_forward(&w, &run.net, run.X, mask);
     restore_stdout(saved);
     for (int t = 0; t < 4; t++) {
         for (int s = 0; s < 4; s++) {
