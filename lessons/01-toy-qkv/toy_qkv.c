@@ -64,10 +64,10 @@ static Tensor *toy_attention(ToyAttentionSteps *steps, const Tensor *Query, cons
 
     // Step 2: softmax along each row turns scores into weights that are
     // positive and sum to 1: how much input t attends to each input s.
-    const Tensor *weights = named("weights", softmax(scores, -1));                 // (T, S)
+    const Tensor *weights = named("weights", softmax(scores, -1));                  // (T, S)
 
     // Step 3: each output row is the weighted sum of the value rows.
-    Tensor *out = matmul(weights, Value);                                          // (T, C)
+    Tensor *out = matmul(weights, Value);                                           // (T, C)
     named("out", out);
 
     if (steps != NULL) {
@@ -111,9 +111,9 @@ static void walk_through_input_1(const ToyAttentionSteps *steps, const Tensor *V
 // d_k = 3, so every score shrinks by 1.732.
 static void show_scaling(const ToyAttentionSteps *steps, const Tensor *Value) {
     printf("-- with the 1/sqrt(d_k) scaling the post leaves out (d_k = 3) --\n");
-    const Tensor *scaled = div_scalar(steps->scores, sqrtf(3.0f));                 // (T, S)
-    const Tensor *scaled_weights = softmax(scaled, -1);                            // (T, S)
-    const Tensor *scaled_out = matmul(scaled_weights, Value);                      // (T, C)
+    const Tensor *scaled = div_scalar(steps->scores, sqrtf(3.0f));                  // (T, S)
+    const Tensor *scaled_weights = softmax(scaled, -1);                             // (T, S)
+    const Tensor *scaled_out = matmul(scaled_weights, Value);                       // (T, C)
     printf("softmax(scores / sqrt(3), dim=-1)\n%s\n", tensor_str(scaled_weights, NULL));
     printf("softmax(scores / sqrt(3), dim=-1) @ Value\n%s\n", tensor_str(scaled_out, NULL));
     printf("input-1 now gives itself %.4f instead of %.4f: smaller scores, flatter weights.\n\n",
@@ -124,7 +124,7 @@ static void show_scaling(const ToyAttentionSteps *steps, const Tensor *Value) {
 // subtracted. In float32, exp() overflows to inf for z > 88.7, and then
 // inf / inf is NaN. (numpy in float64 overflows a little later, at 709.8.)
 static Tensor *unstable_softmax(const Tensor *scores) {
-    Tensor *out = clone(scores);                                                   // (T, S)
+    Tensor *out = clone(scores);                                                    // (T, S)
     int T = size(scores, 0);
     int S = size(scores, 1);
     for (int t = 0; t < T; t++) {
@@ -144,7 +144,7 @@ static Tensor *unstable_softmax(const Tensor *scores) {
 // and no 1/sqrt(d_k) easily give such numbers).
 static void show_unstable_softmax(const Tensor *scores) {
     printf("-- the post's soft_max against the max-subtracted softmax --\n");
-    const Tensor *big = mul_scalar(scores, 10.0f);                                 // (T, S)
+    const Tensor *big = mul_scalar(scores, 10.0f);                                  // (T, S)
     printf("big = scores * 10\n%s\n", tensor_str(big, NULL));
     printf("the post's soft_max(big): exp(160) overflows float32, inf / inf = nan\n%s\n",
            tensor_str(unstable_softmax(big), NULL));
@@ -173,7 +173,7 @@ int main(int argc, char **argv) {
            tensor_str(Key, NULL), tensor_str(Value, NULL));
 
     ToyAttentionSteps steps;
-    const Tensor *out = toy_attention(&steps, Query, Key, Value);                  // (T, C)
+    const Tensor *out = toy_attention(&steps, Query, Key, Value);                   // (T, C)
     printf("scores = Query @ Key.T\n%s\n\n", tensor_str(steps.scores, NULL));
     printf("weights = softmax(scores, dim=-1)\n%s\n\n", tensor_str(steps.weights, NULL));
     if (lesson.heatmap) {

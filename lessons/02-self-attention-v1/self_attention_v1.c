@@ -245,7 +245,7 @@ static void print_counts(const Profile *profile, const SelfAttV1 *net, int batch
 // its shape matters, so we reuse ours and draw nothing.
 static void show_X_T(const Tensor *X) {
     printf("\n-- the aside: X.T on a 3-D tensor reverses all three dims --\n");
-    printf("%s\n", size_str(permute(X, (int[]){2, 1, 0})));                     // (C, T, B)
+    printf("%s\n", size_str(permute(X, (int[]){2, 1, 0})));                       // (C, T, B)
 }
 
 // --- the lesson ---------------------------------------------------------------------

@@ -213,8 +213,9 @@ static void show_v1_inside_v2(const SelfAttV2 *net, const SelfAttV2Steps *steps,
     Linear query_proj = rows_of(&net->proj, 0, C);
     Linear key_proj = rows_of(&net->proj, C, C);
     Linear value_proj = rows_of(&net->proj, 2 * C, C);
-    const Tensor *weights[] = {query_proj.weight, key_proj.weight, value_proj.weight};  // (C, C)
-    const Tensor *biases[] = {query_proj.bias, key_proj.bias, value_proj.bias};         // (C,)
+    const Tensor *weights[] = {query_proj.weight, key_proj.weight,
+                               value_proj.weight};                                // 3 x (C, C)
+    const Tensor *biases[] = {query_proj.bias, key_proj.bias, value_proj.bias};   // 3 x (C,)
     const Tensor *stacked_weight = cat(weights, 3, 0);                            // (3C, C)
     const Tensor *stacked_bias = cat(biases, 3, 0);                               // (3C,)
     printf("stacked weights %s, max |stacked - proj.weight| = %g\n",
@@ -290,7 +291,7 @@ int main(int argc, char **argv) {
     // nothing (only a cell's last expression is displayed); print_net_X()
     // prints it after the notebook's lines, so those still come first.
     SelfAttV2Steps steps;
-    const Tensor *ret = SelfAttV2_forward(&steps, &net, X);                      // (B, T, C)
+    const Tensor *ret = SelfAttV2_forward(&steps, &net, X);                       // (B, T, C)
     Profile profile = thop_profile(&net, X);
     // The notebook prints these two lines as "SelfAttV1 FLOPs" and
     // "SelfAttV1 Parameters": the f-strings were copied from the V1 cell and

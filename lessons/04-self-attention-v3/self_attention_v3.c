@@ -247,11 +247,11 @@ static Tensor *masked_softmax(const Tensor *scores, const Tensor *mask, float fi
 static void fully_masked_row(const SelfAttV3Steps *steps) {
     int S = size(steps->scores, 2);
     // scores[0, 0]: batch 0, query 0, as a 1-D row
-    const Tensor *first = narrow(narrow(steps->scores, 0, 0, 1), 1, 0, 1);  // (1, 1, S)
-    const Tensor *row = view(contiguous(first), shape1(S));                 // (S)
-    Tensor *no_keys = zeros(shape1(S));                                     // (S) all padding
+    const Tensor *first = narrow(narrow(steps->scores, 0, 0, 1), 1, 0, 1);   // (1, 1, S)
+    const Tensor *row = view(contiguous(first), shape1(S));                  // (S)
+    Tensor *no_keys = zeros(shape1(S));                                      // (S) all padding
     no_keys->dtype = DTYPE_INT64;
-    const Tensor *additive = full(shape1(S), -10000.0f);                    // (S) (1 - 0) * -10000
+    const Tensor *additive = full(shape1(S), -10000.0f);                     // (S) (1 - 0) * -10000
 
     printf("\n-- a row whose keys are all masked: why -1e20 and not -inf --\n");
     printf("scores of batch 0, query 0: %s\n", tensor_str(row, NULL));

@@ -110,6 +110,7 @@ static SelfAttV4 SelfAttV4_init(int dim) {
 // and main() prints steps->att_weight.
 static Tensor *SelfAttV4_forward(SelfAttV4Steps *steps, const SelfAttV4 *self, const Tensor *X,
                                  const Tensor *attention_mask) {
+    int C = self->dim;
     const Tensor *Q = named("Q", linear(X, &self->query_proj));              // (B, T, C)
     const Tensor *K = named("K", linear(X, &self->key_proj));                // (B, S, C)
     const Tensor *V = named("V", linear(X, &self->value_proj));              // (B, S, C)
@@ -119,7 +120,7 @@ static Tensor *SelfAttV4_forward(SelfAttV4Steps *steps, const SelfAttV4 *self, c
     // sqrt(C) brings it back to 1, so softmax does not saturate into a
     // one-hot whose gradients vanish. (With heads it is sqrt(head_dim).)
     const Tensor *att_weight =
-        div_scalar(matmul(Q, transpose(K, -1, -2)), sqrtf((float)self->dim));  // (B, T, S)
+        div_scalar(matmul(Q, transpose(K, -1, -2)), sqrtf((float)C));        // (B, T, S)
     if (attention_mask != NULL) {
         // "给 weight 填充一个极小的值": fill a very small value where the mask
         // is 0; after the softmax those weights are exactly 0. The mask hides
@@ -171,10 +172,10 @@ static const Tensor *padding_rows(int batch, int seq) {
 static void show_fused_equals_separate(const SelfAttV4 *net, const Tensor *X) {
     int C = net->dim;
     const Tensor *weights[3] = {net->query_proj.weight, net->key_proj.weight,
-                                net->value_proj.weight};                      // 3 x (C, C)
+                                net->value_proj.weight};                     // 3 x (C, C)
     const Tensor *biases[3] = {net->query_proj.bias, net->key_proj.bias,
-                               net->value_proj.bias};                         // 3 x (C,)
-    Linear proj = {cat(weights, 3, 0), cat(biases, 3, 0), C, 3 * C};        // W (3C, C), b (3C)
+                               net->value_proj.bias};                        // 3 x (C,)
+    Linear proj = {cat(weights, 3, 0), cat(biases, 3, 0), C, 3 * C};         // W (3C, C), b (3C)
     const Tensor *QKV = linear(X, &proj);                                    // (B, T, 3C)
     const Tensor *parts[3];                                                  // 3 x (B, T, C)
     split(parts, QKV, C, 3);
