@@ -277,7 +277,7 @@ int main(int argc, char **argv) {
     SelfAttV1 net = SelfAttV1_init(dim);
     SelfAttV1Steps steps;
     SelfAttV1_forward(&steps, &net, X);           // net(X); its output (B, T, C) goes unused
-    print_attention_weight(steps.attention_weight, true);   // the forward's print
+    print_attention_weight(steps.attention_weight, true);   // what the notebook's forward prints
     Profile profile = thop_profile(&net, X);
     // f"{flops_v1 / 1e6:.6f}": C's %.6f rounds the same double the same way.
     printf("SelfAttV1 FLOPs: %.6f MFLOPs\n", (double)profile.flops / 1e6);
