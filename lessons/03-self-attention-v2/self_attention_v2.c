@@ -154,7 +154,7 @@ static Profile thop_profile(const SelfAttV2 *net, const Tensor *X) {
 // What net(X) computed, as print() shows tensors that autograd recorded.
 // ret's grad_fn is ViewBackward0: PyTorch's Linear flattens a contiguous
 // 3-D input to (B*T, C), does one addmm and views the result back.
-static void print_net_X(const SelfAttV2Steps *steps, const Tensor *ret, bool heatmap) {
+static void print_what_net_computed(const SelfAttV2Steps *steps, const Tensor *ret, bool heatmap) {
     printf("\n-- what net(X) computed --\n");
     printf("net(X).shape: %s\n", size_str(ret));
     printf("att_weight: %s\n", tensor_str(steps->att_weight, "grad_fn=<SoftmaxBackward0>"));
@@ -288,8 +288,9 @@ int main(int argc, char **argv) {
     const Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));           // (B, T, C)
     SelfAttV2 net = SelfAttV2_init(dim);
     // The notebook writes `net(X).shape` mid-cell, where Jupyter shows
-    // nothing (only a cell's last expression is displayed); print_net_X()
-    // prints it after the notebook's lines, so those still come first.
+    // nothing (only a cell's last expression is displayed);
+    // print_what_net_computed() prints it after the notebook's lines, so
+    // those still come first.
     SelfAttV2Steps steps;
     const Tensor *ret = SelfAttV2_forward(&steps, &net, X);                       // (B, T, C)
     Profile profile = thop_profile(&net, X);
@@ -299,7 +300,7 @@ int main(int argc, char **argv) {
     printf("SelfAttV2 FLOPs: %.6f MFLOPs\n", (double)profile.flops / 1e6);
     printf("SelfAttV2 Parameters: %.6f M\n", (double)profile.params / 1e6);
 
-    print_net_X(&steps, ret, lesson.heatmap);
+    print_what_net_computed(&steps, ret, lesson.heatmap);
     show_split_views(&steps);
     bool was_paused = trace_pause(true);   // a check, not part of the dataflow
     show_v1_inside_v2(&net, &steps, X);
