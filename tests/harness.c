@@ -491,13 +491,39 @@ RunResult check_prints(const char *lesson, const char *const *args, const char *
     return r;
 }
 
-void check_notebook_lines_first(const char *out, const char *reference) {
+void check_prints_each(const char *lesson, const PrintsCase *cases, int n_cases) {
+    for (int i = 0; i < n_cases; i++) {
+        check_prints(lesson, cases[i].args, cases[i].lines);
+    }
+}
+
+Tensor *load_recorded(const char *data, const RecordedCase *c, const char *name) {
+    return load_npy(path_join("%s/%s/%s.npy", data, c->dir, name));
+}
+
+const RecordedCase V1_CASES[N_V1_CASES] = {
+    {"seed0", 0, 3, 2, 4, false, {NULL}},
+    {"seed7", 7, 3, 2, 4, false, {"--seed", "7", NULL}},
+    {"seed1_batch2_seq5_dim8", 1, 2, 5, 8, false,
+     {"--seed", "1", "--batch", "2", "--seq", "5", "--dim", "8", NULL}},
+    {"seed3_batch2_seq40_dim16", 3, 2, 40, 16, false,
+     {"--seed", "3", "--batch", "2", "--seq", "40", "--dim", "16", NULL}},
+};
+
+RunResult check_profiled_run(const char *lesson, const char *data, const RecordedCase *c,
+                             const char *const *exact, const char *const *computed) {
+    const char *reference = path_join("%s/%s", data, c->dir);
+    ReferenceRun run = {lesson, reference, c->args, exact, computed, ROUNDING_ATOL,
+                        ROUNDING_RTOL, false};
+    RunResult result = check_against_reference(&run);
     const char *expected = read_text(path_join("%s/stdout.txt", reference));
     const char *notebook_end = strstr(expected, " M\n");   // end of the Parameters line
     ck_assert_msg(notebook_end != NULL, "%s: no Parameters line in stdout.txt", reference);
     size_t notebook_length = (size_t)(notebook_end - expected) + 3;
-    ck_assert_msg(strncmp(out, expected, notebook_length) == 0,
-                  "%s: stdout does not start with the notebook's lines:\n%s", reference, out);
+    ck_assert_msg(strncmp(result.out, expected, notebook_length) == 0,
+                  "%s: stdout does not start with the notebook's lines:\n%s", reference,
+                  result.out);
+    return result;
 }
 
 int check_weight_rows(const Tensor *att_weight, const Tensor *mask, const char *what) {
@@ -526,7 +552,45 @@ int check_weight_rows(const Tensor *att_weight, const Tensor *mask, const char *
     return masked;
 }
 
-void assert_same_zeros(const Tensor *dropped, const Tensor *want, const char *what) {
+// --- lessons 4 and 5: SelfAttV3 and SelfAttV4 ------------------------------------------
+
+const RecordedCase MASKED_CASES[N_MASKED_CASES] = {
+    {"seed0", 0, 3, 4, 2, false, {NULL}},
+    {"seed0-train", 0, 3, 4, 2, true, {"--train", NULL}},
+    {"seed7", 7, 5, 3, 4, false,
+     {"--seed", "7", "--batch", "5", "--seq", "3", "--dim", "4", NULL}},
+    {"seed7-train", 7, 5, 3, 4, true,
+     {"--seed", "7", "--batch", "5", "--seq", "3", "--dim", "4", "--train", NULL}},
+    {"seed123", 123, 2, 6, 8, false,
+     {"--seed", "123", "--batch", "2", "--seq", "6", "--dim", "8", NULL}},
+};
+
+MaskedRun run_masked_cell(const MaskedModule *module, const RecordedCase *c, bool train) {
+    MaskedRun run;
+    manual_seed(c->seed);
+    run.X = rand_tensor(shape3(c->batch, c->seq, c->dim));
+    run.b = module->padding_rows(c->batch, c->seq);
+    run.mask = repeat(unsqueeze(run.b, 1), (int[]){1, c->seq, 1});
+    run.net = module->init(c->dim, train);
+    run.ret = module->forward(&run.weights, run.net, run.X, run.mask);
+    return run;
+}
+
+// The module the tests below check, set by add_masked_module_tests: one per
+// test program (check's tests take no arguments, so it waits here).
+static const MaskedModule *module_under_test;
+
+START_TEST(test_matches_pytorch) {
+    const MaskedModule *m = module_under_test;
+    const RecordedCase *c = &MASKED_CASES[_i];
+    ReferenceRun run = {m->lesson, path_join("%s/%s", m->data, c->dir), c->args, m->exact,
+                        m->computed, ROUNDING_ATOL, ROUNDING_RTOL, true};
+    check_against_reference(&run);
+}
+END_TEST
+
+// `dropped` is zero exactly where `want` is (same shape, element for element).
+static void assert_same_zeros(const Tensor *dropped, const Tensor *want, const char *what) {
     assert_same_shape(dropped, want, what);
     int index[MAX_DIMS] = {0};
     for (long e = 0; e < numel(want); e++) {
@@ -537,7 +601,58 @@ void assert_same_zeros(const Tensor *dropped, const Tensor *want, const char *wh
     }
 }
 
-void check_dropout_survivors(const Tensor *before, const Tensor *dropped) {
+START_TEST(test_dropout_matches_pytorch) {
+    for (int i = 0; i < N_MASKED_CASES; i++) {
+        const RecordedCase *c = &MASKED_CASES[i];
+        if (!c->train) {
+            continue;
+        }
+        MaskedRun run = run_masked_cell(module_under_test, c, true);
+        const Tensor *want = load_recorded(module_under_test->data, c, "att_weight_dropped");
+        const Tensor *got = run.weights.att_weight_dropped;
+        assert_close(got, want, ROUNDING_ATOL, ROUNDING_RTOL,
+                     path_join("%s att_weight_dropped", c->dir));
+        assert_same_zeros(got, want, c->dir);
+    }
+}
+END_TEST
+
+START_TEST(test_rows_sum_to_one_and_masked_are_zero) {
+    for (int i = 0; i < N_MASKED_CASES; i++) {
+        MaskedRun run = run_masked_cell(module_under_test, &MASKED_CASES[i], false);
+        int masked = check_weight_rows(run.weights.att_weight, run.mask, MASKED_CASES[i].dir);
+        ck_assert_int_gt(masked, 0);
+    }
+}
+END_TEST
+
+START_TEST(test_padding_rows) {
+    const float notebook[] = {1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0};
+    Tensor *want = tensor_from(shape2(3, 4), notebook);
+    want->dtype = DTYPE_INT64;
+    assert_bitwise_equal(module_under_test->padding_rows(3, 4), want, "b for 3x4");
+    const float tall[] = {1, 1, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0};   // batch 5, seq 3
+    Tensor *want_tall = tensor_from(shape2(5, 3), tall);
+    want_tall->dtype = DTYPE_INT64;
+    assert_bitwise_equal(module_under_test->padding_rows(5, 3), want_tall, "b for 5x3");
+    const Tensor *single = module_under_test->padding_rows(2, 1);
+    ck_assert(*at2(single, 0, 0) == 1.0f && *at2(single, 1, 0) == 1.0f);
+}
+END_TEST
+
+START_TEST(test_dropout_scales_survivors) {
+    RecordedCase big = {"big", 3, 4, 32, 2, false, {NULL}};   // 4*32*32 weights: a fair sample
+    MaskedRun eval = run_masked_cell(module_under_test, &big, false);
+    uint32_t after_eval = random32();
+    MaskedRun train = run_masked_cell(module_under_test, &big, true);
+    manual_seed(big.seed);
+    rand_tensor(shape3(big.batch, big.seq, big.dim));
+    module_under_test->init(big.dim, false);
+    ck_assert_msg(random32() == after_eval, "eval-mode forward drew random numbers");
+
+    const Tensor *before = eval.weights.att_weight;              // (B, T, S)
+    const Tensor *dropped = train.weights.att_weight_dropped;    // (B, T, S)
+    assert_bitwise_equal(train.weights.att_weight, before, "att_weight before dropout");
     assert_same_shape(dropped, before, "att_weight after dropout");
     long kept = 0, n_dropped = 0;
     int index[MAX_DIMS] = {0};
@@ -561,29 +676,43 @@ void check_dropout_survivors(const Tensor *before, const Tensor *dropped) {
     double fraction = (double)n_dropped / (double)(kept + n_dropped);
     ck_assert_msg(fraction > 0.05 && fraction < 0.15, "dropped %.3f of the weights", fraction);
 }
+END_TEST
 
-void check_padding_rows(const Tensor *(*padding_rows)(int batch, int seq)) {
-    const float notebook[] = {1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0};
-    Tensor *want = tensor_from(shape2(3, 4), notebook);
-    want->dtype = DTYPE_INT64;
-    assert_bitwise_equal(padding_rows(3, 4), want, "b for 3x4");
-    const float tall[] = {1, 1, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0};   // batch 5, seq 3
-    Tensor *want_tall = tensor_from(shape2(5, 3), tall);
-    want_tall->dtype = DTYPE_INT64;
-    assert_bitwise_equal(padding_rows(5, 3), want_tall, "b for 5x3");
-    const Tensor *single = padding_rows(2, 1);
-    ck_assert(*at2(single, 0, 0) == 1.0f && *at2(single, 1, 0) == 1.0f);
+START_TEST(test_fully_masked_row) {
+    RecordedCase c = {"masked", 0, 2, 4, 2, false, {NULL}};
+    MaskedRun run = run_masked_cell(module_under_test, &c, false);
+    Tensor *mask = ones(shape3(2, 4, 4));   // batch row 1: every key masked
+    for (int t = 0; t < 4; t++) {
+        for (int s = 0; s < 4; s++) {
+            *at3(mask, 1, t, s) = 0.0f;
+        }
+    }
+    MaskedWeights w;
+    const Tensor *ret = module_under_test->forward(&w, run.net, run.X, mask);   // (2, 4, 2)
+    for (int t = 0; t < 4; t++) {
+        for (int s = 0; s < 4; s++) {
+            ck_assert_msg(*at3(w.att_weight, 1, t, s) == 0.25f, "fully masked row not uniform");
+        }
+        ck_assert(!isnan(*at3(ret, 1, t, 0)) && !isnan(*at3(ret, 1, t, 1)));
+    }
 }
+END_TEST
 
-Tensor *hand_worked_X(void) {
-    const float x_values[] = {1, 0, 0, 1, 1, 1};
-    return tensor_from(shape3(1, 3, 2), x_values);
+START_TEST(test_all_ones_mask_is_no_mask) {
+    for (int i = 0; i < N_MASKED_CASES; i++) {
+        const RecordedCase *c = &MASKED_CASES[i];
+        if (c->train) {
+            continue;
+        }
+        MaskedRun run = run_masked_cell(module_under_test, c, false);
+        const Tensor *ones_mask = ones(shape3(c->batch, c->seq, c->seq));        // (B, T, S)
+        const Tensor *with_ones = module_under_test->forward(NULL, run.net, run.X, ones_mask);
+        const Tensor *unmasked = module_under_test->forward(NULL, run.net, run.X, NULL);
+        assert_bitwise_equal(with_ones, unmasked, path_join("%s: all-ones mask vs no mask",
+                                                            c->dir));
+    }
 }
-
-Tensor *hand_worked_mask(void) {
-    const float b_values[] = {1, 1, 0};
-    return repeat(unsqueeze(tensor_from(shape2(1, 3), b_values), 1), (int[]){1, 3, 1});
-}
+END_TEST
 
 // X = [[1, 0], [0, 1], [1, 1]], and key 2 is padding:
 //   scores row 0 = [1, 0, 1] / sqrt(2) -> masked [0.7071, 0, -1e20]
@@ -591,7 +720,15 @@ Tensor *hand_worked_mask(void) {
 //   ret row 0 = 0.66976 * [1, 0] + 0.33024 * [0, 1]
 // Query 2 is padding, yet it gets weights too: scores [1, 1, 2]/sqrt(2)
 // masked to [0.7071, 0.7071, -1e20] -> [0.5, 0.5, 0] and ret [0.5, 0.5].
-void check_hand_worked(const Tensor *att_weight, const Tensor *ret) {
+void check_hand_worked(const MaskedModule *module, const void *net) {
+    const float x_values[] = {1, 0, 0, 1, 1, 1};
+    const Tensor *X = tensor_from(shape3(1, 3, 2), x_values);
+    const float b_values[] = {1, 1, 0};
+    const Tensor *b = tensor_from(shape2(1, 3), b_values);
+    const Tensor *mask = repeat(unsqueeze(b, 1), (int[]){1, 3, 1});   // (1, 3, 3)
+    MaskedWeights w;
+    const Tensor *ret = module->forward(&w, net, X, mask);
+
     double e = exp(1.0 / sqrt(2.0));
     double w0 = e / (e + 1.0), w1 = 1.0 / (e + 1.0);
     double e_row1 = exp(1.0 / sqrt(2.0));   // query 1 = [0, 1]: scores [0, 1, 1]/sqrt(2)
@@ -600,7 +737,7 @@ void check_hand_worked(const Tensor *att_weight, const Tensor *ret) {
         (float)(1.0 / (1.0 + e_row1)), (float)(e_row1 / (1.0 + e_row1)), 0,
         0.5f, 0.5f, 0,
     };
-    assert_close(att_weight, tensor_from(shape3(1, 3, 3), want_w), 1e-6f, 1e-6f,
+    assert_close(w.att_weight, tensor_from(shape3(1, 3, 3), want_w), 1e-6f, 1e-6f,
                  "hand-worked att_weight");
     const float want_ret[] = {
         (float)w0, (float)w1,
@@ -610,36 +747,38 @@ void check_hand_worked(const Tensor *att_weight, const Tensor *ret) {
     assert_close(ret, tensor_from(shape3(1, 3, 2), want_ret), 1e-6f, 1e-6f, "hand-worked ret");
 }
 
-Tensor *mask_hiding_batch_row(int batch, int seq, int hidden) {
-    Tensor *mask = ones(shape3(batch, seq, seq));
-    for (int t = 0; t < seq; t++) {
-        for (int s = 0; s < seq; s++) {
-            *at3(mask, hidden, t, s) = 0.0f;
-        }
-    }
-    return mask;
+START_TEST(test_bad_flags) {
+    static const BadFlags BAD[] = {
+        {{"--dim", "0", NULL}, "--dim"},
+        {{"--seq", "x", NULL}, "--seq"},
+        {{"--batch", "-1", NULL}, "--batch"},
+        {{"--dim", "2.5", NULL}, "--dim"},
+        {{"--seq", "70000", NULL}, "--seq"},
+        {{"--seed", "abc", NULL}, "--seed"},
+        {{"--dim", NULL}, "--dim"},                      // missing value
+        {{"--bogus", "1", NULL}, "--bogus"},
+        {{"--train", "yes", NULL}, "yes"},               // --train takes no value
+        {{"--batch", "65536", "--seq", "65536", NULL}, "att_weight"},   // too big together
+    };
+    check_bad_flags(module_under_test->lesson, module_under_test->program, BAD,
+                    sizeof BAD / sizeof BAD[0]);
 }
+END_TEST
 
-const MaskedCase MASKED_CASES[N_MASKED_CASES] = {
-    {"seed0", 0, 3, 4, 2, false, {NULL}},
-    {"seed0-train", 0, 3, 4, 2, true, {"--train", NULL}},
-    {"seed7", 7, 5, 3, 4, false,
-     {"--seed", "7", "--batch", "5", "--seq", "3", "--dim", "4", NULL}},
-    {"seed7-train", 7, 5, 3, 4, true,
-     {"--seed", "7", "--batch", "5", "--seq", "3", "--dim", "4", "--train", NULL}},
-    {"seed123", 123, 2, 6, 8, false,
-     {"--seed", "123", "--batch", "2", "--seq", "6", "--dim", "8", NULL}},
-};
-
-const BadFlags MASKED_BAD_FLAGS[N_MASKED_BAD_FLAGS] = {
-    {{"--dim", "0", NULL}, "--dim"},
-    {{"--seq", "x", NULL}, "--seq"},
-    {{"--batch", "-1", NULL}, "--batch"},
-    {{"--dim", "2.5", NULL}, "--dim"},
-    {{"--seq", "70000", NULL}, "--seq"},
-    {{"--seed", "abc", NULL}, "--seed"},
-    {{"--dim", NULL}, "--dim"},                         // missing value
-    {{"--bogus", "1", NULL}, "--bogus"},
-    {{"--train", "yes", NULL}, "yes"},                  // --train takes no value
-    {{"--batch", "65536", "--seq", "65536", NULL}, "att_weight"},   // each fine, too big together
-};
+void add_masked_module_tests(Suite *suite, const MaskedModule *module) {
+    module_under_test = module;
+    TCase *pytorch = new_tcase("pytorch");
+    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, N_MASKED_CASES);
+    tcase_add_test(pytorch, test_dropout_matches_pytorch);
+    suite_add_tcase(suite, pytorch);
+    TCase *invariants = new_tcase("invariants");
+    tcase_add_test(invariants, test_rows_sum_to_one_and_masked_are_zero);
+    tcase_add_test(invariants, test_padding_rows);
+    tcase_add_test(invariants, test_all_ones_mask_is_no_mask);
+    tcase_add_test(invariants, test_dropout_scales_survivors);
+    tcase_add_test(invariants, test_fully_masked_row);
+    suite_add_tcase(suite, invariants);
+    TCase *flags = new_tcase("flags");
+    tcase_add_test(flags, test_bad_flags);
+    suite_add_tcase(suite, flags);
+}

@@ -134,10 +134,44 @@ void set_linear(Linear *layer, const float *weight, const float *bias);
 // on stderr and print every line of `lines`, in order. Returns the run.
 RunResult check_prints(const char *lesson, const char *const *args, const char *lines);
 
-// stdout must start, verbatim, with stdout.txt of `reference` up to and
-// including its first line ending " M" (the notebook's profile() lines of
-// lessons 2 and 3), so a diff against the notebook shows only the extras.
-void check_notebook_lines_first(const char *out, const char *reference);
+// A command line and lines the lesson must print for it (check_prints).
+typedef struct {
+    const char *args[12];   // NULL-terminated
+    const char *lines;
+} PrintsCase;
+void check_prints_each(const char *lesson, const PrintsCase *cases, int n_cases);
+
+// The tensors lessons 2-5 compute go through other summation orders than
+// PyTorch's (its addmm/bmm kernels against plain loops, its vectorised exp),
+// so they agree with the recorded ones to a few float32 roundings, not bit
+// for bit. The values are O(1): ROUNDING_ATOL covers the roundings near 0,
+// ROUNDING_RTOL (~80 ulps) the rest.
+#define ROUNDING_ATOL 1e-6f
+#define ROUNDING_RTOL 1e-5f
+
+// One run recorded from PyTorch by tests/reference/gen_lessonNN.py.
+typedef struct {
+    const char *dir;        // its directory in tests/data/lessonNN
+    uint64_t seed;
+    int batch, seq, dim;
+    bool train;
+    const char *args[12];   // the lesson's flags for this run, NULL-terminated
+} RecordedCase;
+// <data>/<case dir>/<name>.npy, e.g. load_recorded(DATA_DIR "/lesson02", c, "X").
+Tensor *load_recorded(const char *data, const RecordedCase *c, const char *name);
+
+// The four SelfAttV1 runs gen_lesson02.py records (keep in step with its
+// CASES), which test 3 reads too.
+enum { N_V1_CASES = 4 };
+extern const RecordedCase V1_CASES[N_V1_CASES];
+
+// Lessons 2 and 3: check_against_reference for recorded case c of `data`
+// (`exact` and `computed` as there, tolerances ROUNDING_*, PyTorch's lines
+// printed in order), and then stdout must start, verbatim, with stdout.txt
+// up to and including its first line ending " M" (the notebook's profile()
+// lines), so a diff against the notebook shows only the extras.
+RunResult check_profiled_run(const char *lesson, const char *data, const RecordedCase *c,
+                             const char *const *exact, const char *const *computed);
 
 // Attention weights (B, T, S): every row sums to 1 (to 1e-6), and where
 // `mask` (B, T, S) is 0 the weight is exactly 0 (exp(-1e20 - max)
@@ -145,43 +179,83 @@ void check_notebook_lines_first(const char *out, const char *reference);
 // many weights were masked. `what` names the run in a failure.
 int check_weight_rows(const Tensor *att_weight, const Tensor *mask, const char *what);
 
-// Dropout, p = 0.1 as in every notebook. `dropped` zero exactly where `want`
-// is (same shape, element for element).
-void assert_same_zeros(const Tensor *dropped, const Tensor *want, const char *what);
-// `dropped` is `before` after dropout in train mode: zeros stay zero, each
-// survivor is before * (1.0f / 0.9f) exactly as PyTorch computes it, and
-// between 5% and 15% of the non-zero weights were dropped (a large sample).
-void check_dropout_survivors(const Tensor *before, const Tensor *dropped);
+// --- lessons 4 and 5: SelfAttV3 and SelfAttV4 ------------------------------------------
+// The two modules compute the same attention from differently laid out
+// parameters, and gen_lesson04.py and gen_lesson05.py record the same runs
+// for both (MASKED_CASES), so tests 4 and 5 make the same checks: each test
+// describes its module once, as a MaskedModule, and add_masked_module_tests
+// adds the shared checks to its suite.
 
-// padding_rows of lessons 4 and 5: the notebook's b for 3x4, and for
-// batch > seq every row keeps at least one key.
-void check_padding_rows(const Tensor *(*padding_rows)(int batch, int seq));
-
-// The masked example of lessons 4 and 5, worked by hand: dim 2, Q = K = V = X
-// and output_proj the identity, X = [[1, 0], [0, 1], [1, 1]], key 2 padding.
-Tensor *hand_worked_X(void);      // (1, 3, 2)
-Tensor *hand_worked_mask(void);   // (1, 3, 3): b = [1, 1, 0] repeated per query
-void check_hand_worked(const Tensor *att_weight, const Tensor *ret);
-
-// A (batch, seq, seq) mask of ones but for batch row `hidden`, whose every
-// key is masked.
-Tensor *mask_hiding_batch_row(int batch, int seq, int hidden);
-
-// The five runs gen_lesson04.py and gen_lesson05.py both record (the same
-// seeds and sizes for V3 and V4, so test_lesson05 can also check V4 against
-// lesson 4's V3): keep in step with MASKED_CASES in tests/reference/reference.py.
+// What the checks read from a forward's steps.
 typedef struct {
-    const char *dir;
-    uint64_t seed;
-    int batch, seq, dim;
-    bool train;
-    const char *args[12];   // the lesson's flags for this run
-} MaskedCase;
-enum { N_MASKED_CASES = 5 };
-extern const MaskedCase MASKED_CASES[N_MASKED_CASES];
+    const Tensor *att_weight;           // (B, T, S) after softmax, before dropout
+    const Tensor *att_weight_dropped;   // (B, T, S) after dropout (att_weight in eval)
+} MaskedWeights;
 
-// The command lines lessons 4 and 5 (sizes, --seed, --train) must refuse.
-enum { N_MASKED_BAD_FLAGS = 10 };
-extern const BadFlags MASKED_BAD_FLAGS[N_MASKED_BAD_FLAGS];
+typedef struct {
+    const char *lesson;            // "04-self-attention-v3"
+    const char *program;           // "lesson-4", the first word of its messages
+    const char *data;              // DATA_DIR "/lesson04": its recorded MASKED_CASES
+    const char *const *exact;      // dumps equal to PyTorch's bit for bit (NULL-terminated)
+    const char *const *computed;   // dumps equal to PyTorch's to rounding
+    // Name_init(dim), then .training = training: the module's draws. The
+    // module lives in the arena.
+    const void *(*init)(int dim, bool training);
+    // Name_forward(&steps, net, X, attention_mask) (the mask may be NULL);
+    // the weights of its steps go to *weights unless weights is NULL.
+    const Tensor *(*forward)(MaskedWeights *weights, const void *net, const Tensor *X,
+                             const Tensor *attention_mask);
+    // The lesson's padding_rows(batch, seq): the cell's b.
+    const Tensor *(*padding_rows)(int batch, int seq);
+} MaskedModule;
+
+// The five runs both record (the same seeds and sizes for V3 and V4, so
+// test 5 can also check V4 against lesson 4's V3): keep in step with
+// MASKED_CASES in tests/reference/reference.py.
+enum { N_MASKED_CASES = 5 };
+extern const RecordedCase MASKED_CASES[N_MASKED_CASES];
+
+// Adds to `suite` (one module per test program) the checks tests 4 and 5
+// share, in three test cases:
+//   "pytorch":    test_matches_pytorch: the binary, with --dump and the flags
+//                 of each MASKED_CASES run: `exact` dumps bit for bit,
+//                 `computed` ones to rounding, stdout starting with exactly
+//                 the text PyTorch printed;
+//                 test_dropout_matches_pytorch: in train mode the lesson's
+//                 dropout zeroes the weights PyTorch's did, and the kept ones
+//                 agree to rounding;
+//   "invariants": test_rows_sum_to_one_and_masked_are_zero;
+//                 test_padding_rows: the notebook's b for 3x4, and for
+//                 batch > seq every row keeps at least one key;
+//                 test_all_ones_mask_is_no_mask: bit for bit, every eval run;
+//                 test_dropout_scales_survivors: each survivor is the eval
+//                 weight * (1.0f / 0.9f) exactly as PyTorch computes it,
+//                 zeros stay zero, 5% to 15% of a large sample is dropped,
+//                 and eval mode draws nothing from the generator;
+//                 test_fully_masked_row: a batch row whose keys are all
+//                 masked gets exactly uniform weights (every score is -1e20,
+//                 exp(0) = 1 each) and outputs that are not NaN;
+//   "flags":      test_bad_flags: bad sizes, --seed and --train values, an
+//                 unknown flag, sizes too large together: each exits 2 with
+//                 one line on stderr naming the flag, and makes no --dump
+//                 directory.
+void add_masked_module_tests(Suite *suite, const MaskedModule *module);
+
+// The cell as the lesson runs it, in this process: the same draws in the
+// same order (X, then the module), so X and the parameters are PyTorch's.
+typedef struct {
+    const Tensor *X;      // (B, T, C)
+    const Tensor *b;      // (B, S)
+    const Tensor *mask;   // (B, T, S)
+    const void *net;      // what module->init made
+    MaskedWeights weights;
+    const Tensor *ret;    // (B, T, C)
+} MaskedRun;
+MaskedRun run_masked_cell(const MaskedModule *module, const RecordedCase *c, bool train);
+
+// The example worked by hand in harness.c: dim 2, X = [[1, 0], [0, 1],
+// [1, 1]], key 2 padding, and `net` set by the test so that Q = K = V = X
+// and output_proj is the identity (in eval mode).
+void check_hand_worked(const MaskedModule *module, const void *net);
 
 #endif

@@ -50,32 +50,17 @@ START_TEST(test_hand_worked_input_1) {
 }
 END_TEST
 
-// Every dumped tensor against PyTorch's (tests/reference/gen_lesson01.py).
-START_TEST(test_dumps_match_pytorch) {
-    const char *dir = run_with_dump(NULL);
-    const char *inputs[] = {"Query", "Key", "Value", "scores"};   // exact in float
-    for (int i = 0; i < 4; i++) {
-        assert_bitwise_equal(load_npy(path_join("%s/%s.npy", dir, inputs[i])),
-                             load_npy(path_join("%s/%s.npy", DATA, inputs[i])), inputs[i]);
-    }
+// The binary, run with --dump, against PyTorch (tests/reference/gen_lesson01.py):
+// every dumped tensor, and every line PyTorch printed printed in order.
+START_TEST(test_matches_pytorch) {
+    static const char *const EXACT[] = {"Query", "Key", "Value", "scores", NULL};   // in float
     // softmax and matmul round differently from PyTorch's kernels by an ulp
     // or two: 1e-6 absolute on values of at most 8 is float rounding.
-    const char *computed[] = {"weights", "out"};
-    for (int i = 0; i < 2; i++) {
-        assert_close(load_npy(path_join("%s/%s.npy", dir, computed[i])),
-                     load_npy(path_join("%s/%s.npy", DATA, computed[i])), 1e-6f, 1e-6f,
-                     computed[i]);
-    }
-    remove_dir(dir);
-}
-END_TEST
-
-// Each line PyTorch printed appears in the lesson's output, in order.
-START_TEST(test_prints_what_pytorch_prints) {
-    const char *no_args[] = {NULL};
-    RunResult run = check_prints(LESSON, no_args, read_text(DATA "/stdout.txt"));
-    ck_assert_ptr_nonnull(strstr(run.out, "figure's output:   [2.0, 7.0, 1.5]"));
-    ck_assert_ptr_nonnull(strstr(run.out, "exact output:      [1.9366, 6.6831, 1.5951]"));
+    static const char *const COMPUTED[] = {"weights", "out", NULL};
+    ReferenceRun run = {LESSON, DATA, NULL, EXACT, COMPUTED, 1e-6f, 1e-6f, false};
+    RunResult r = check_against_reference(&run);
+    ck_assert_ptr_nonnull(strstr(r.out, "figure's output:   [2.0, 7.0, 1.5]"));
+    ck_assert_ptr_nonnull(strstr(r.out, "exact output:      [1.9366, 6.6831, 1.5951]"));
 }
 END_TEST
 
@@ -107,8 +92,7 @@ Suite *lesson01_suite(void) {
     Suite *suite = suite_create("lesson01");
     TCase *tc = new_tcase("toy-qkv");
     tcase_add_test(tc, test_hand_worked_input_1);
-    tcase_add_test(tc, test_dumps_match_pytorch);
-    tcase_add_test(tc, test_prints_what_pytorch_prints);
+    tcase_add_test(tc, test_matches_pytorch);
     tcase_add_test(tc, test_unstable_softmax_overflows);
     tcase_add_test(tc, test_heatmap_flag);
     suite_add_tcase(suite, tc);

@@ -16,29 +16,7 @@
 #define LESSON_DIR "02-self-attention-v1"
 #define REF_DIR DATA_DIR "/lesson02"
 
-// Computed tensors go through different summation orders here and in
-// PyTorch (its addmm/bmm kernels vs our plain loops, its vectorised exp), so
-// they agree to a few float32 roundings, not bit for bit. The values are
-// O(1): atol 1e-6 covers the roundings near 0, rtol 1e-5 (~80 ulps) the rest.
-#define ATOL 1e-6f
-#define RTOL 1e-5f
-
-// One recorded PyTorch run: keep in step with CASES in gen_lesson02.py.
-typedef struct {
-    const char *dir;
-    int batch, seq, dim;
-    const char *args[10];   // the lesson's flags for this run
-} Case;
-
-static const Case CASES[] = {
-    {"seed0", 3, 2, 4, {NULL}},
-    {"seed7", 3, 2, 4, {"--seed", "7", NULL}},
-    {"seed1_batch2_seq5_dim8", 2, 5, 8,
-     {"--seed", "1", "--batch", "2", "--seq", "5", "--dim", "8", NULL}},
-    {"seed3_batch2_seq40_dim16", 2, 40, 16,
-     {"--seed", "3", "--batch", "2", "--seq", "40", "--dim", "16", NULL}},
-};
-enum { N_CASES = sizeof CASES / sizeof CASES[0] };
+// The recorded PyTorch runs are V1_CASES (harness.h): test 3 reads them too.
 
 // Drawn from the generator: must match bit for bit.
 static const char *const INPUTS[] = {"X",          "query_proj.weight", "query_proj.bias",
@@ -48,22 +26,12 @@ static const char *const INPUTS[] = {"X",          "query_proj.weight", "query_p
 static const char *const COMPUTED[] = {"Q", "K", "V", "attention_value", "attention_weight",
                                        "output", NULL};
 
-static Tensor *reference(const Case *c, const char *name) {
-    return load_npy(path_join("%s/%s/%s.npy", REF_DIR, c->dir, name));
-}
-
 // A SelfAttV1 holding the parameters PyTorch recorded for case c.
-static SelfAttV1 recorded_net(const Case *c) {
-    SelfAttV1 net;
-    net.hidden_dim = c->dim;
-    Linear *layers[] = {&net.query_proj, &net.key_proj, &net.value_proj};
-    const char *names[] = {"query_proj", "key_proj", "value_proj"};
-    for (int i = 0; i < 3; i++) {
-        layers[i]->weight = reference(c, path_join("%s.weight", names[i]));
-        layers[i]->bias = reference(c, path_join("%s.bias", names[i]));
-        layers[i]->in_features = c->dim;
-        layers[i]->out_features = c->dim;
-    }
+static SelfAttV1 recorded_net(const RecordedCase *c) {
+    const char *recorded = path_join("%s/%s", REF_DIR, c->dir);
+    SelfAttV1 net = {c->dim, recorded_linear(recorded, "query_proj"),
+                     recorded_linear(recorded, "key_proj"),
+                     recorded_linear(recorded, "value_proj")};
     return net;
 }
 
@@ -74,46 +42,26 @@ static SelfAttV1 recorded_net(const Case *c) {
 // and the notebook's lines (weights twice, the two profile lines) first and
 // verbatim, so a diff against the notebook shows only the lesson's extras.
 START_TEST(test_matches_pytorch) {
-    const Case *c = &CASES[_i];
-    const char *recorded = path_join("%s/%s", REF_DIR, c->dir);
-    ReferenceRun run = {LESSON_DIR, recorded, c->args, INPUTS, COMPUTED, ATOL, RTOL, false};
-    RunResult r = check_against_reference(&run);
-    check_notebook_lines_first(r.out, recorded);
+    check_profiled_run(LESSON_DIR, REF_DIR, &V1_CASES[_i], INPUTS, COMPUTED);
 }
 END_TEST
 
 // The forward alone, in this process, on PyTorch's recorded X and weights
-// (no generator involved): the output and weights agree to rounding.
+// (no generator involved): the output and weights agree to rounding (shapes
+// included). And every row of the (B, T, T) weights sums to 1 (to float
+// rounding) with no weight 0 or negative: nothing is masked in V1.
 START_TEST(test_forward_on_recorded_weights) {
-    for (int i = 0; i < N_CASES; i++) {
-        const Case *c = &CASES[i];
+    for (int i = 0; i < N_V1_CASES; i++) {
+        const RecordedCase *c = &V1_CASES[i];
         SelfAttV1 net = recorded_net(c);
-        const Tensor *attention_weight = NULL;
-        int saved = quiet_stdout();
-        const Tensor *output = SelfAttV1_forward(&attention_weight, &net, reference(c, "X"));
-        restore_stdout(saved);
-        assert_close(output, reference(c, "output"), ATOL, RTOL, path_join("%s output", c->dir));
-        assert_close(attention_weight, reference(c, "attention_weight"), ATOL, RTOL,
-                     path_join("%s attention_weight", c->dir));
-    }
-}
-END_TEST
-
-// --- invariants ---------------------------------------------------------------------------
-
-// Every row of the weights sums to 1 (to float rounding) and no weight is
-// 0 or negative: nothing is masked in V1.
-START_TEST(test_rows_sum_to_one) {
-    for (int i = 0; i < N_CASES; i++) {
-        const Case *c = &CASES[i];
-        SelfAttV1 net = recorded_net(c);
-        const Tensor *w = NULL;
-        int saved = quiet_stdout();
-        SelfAttV1_forward(&w, &net, reference(c, "X"));
-        restore_stdout(saved);
-        ck_assert_int_eq(w->ndim, 3);
-        ck_assert_int_eq(size(w, 1), c->seq);
-        ck_assert_int_eq(size(w, 2), c->seq);
+        SelfAttV1Steps steps;
+        const Tensor *X = load_recorded(REF_DIR, c, "X");                   // (B, T, C)
+        const Tensor *output = SelfAttV1_forward(&steps, &net, X);          // (B, T, C)
+        const Tensor *w = steps.attention_weight;                           // (B, T, T)
+        assert_close(output, load_recorded(REF_DIR, c, "output"), ROUNDING_ATOL, ROUNDING_RTOL,
+                     path_join("%s output", c->dir));
+        assert_close(w, load_recorded(REF_DIR, c, "attention_weight"), ROUNDING_ATOL,
+                     ROUNDING_RTOL, path_join("%s attention_weight", c->dir));
         check_weight_rows(w, NULL, c->dir);
     }
 }
@@ -136,11 +84,10 @@ START_TEST(test_hand_worked) {
     set_linear(&net.query_proj, identity, zero_bias);
     set_linear(&net.key_proj, identity, zero_bias);
     set_linear(&net.value_proj, identity, zero_bias);
-    const Tensor *X = tensor_from(shape3(1, 2, 2), identity);
-    const Tensor *w = NULL;
-    int saved = quiet_stdout();
-    const Tensor *output = SelfAttV1_forward(&w, &net, X);
-    restore_stdout(saved);
+    const Tensor *X = tensor_from(shape3(1, 2, 2), identity);       // (B, T, C) = (1, 2, 2)
+    SelfAttV1Steps steps;
+    const Tensor *output = SelfAttV1_forward(&steps, &net, X);      // (1, 2, 2)
+    const Tensor *w = steps.attention_weight;                       // (1, 2, 2)
 
     double e = exp(1.0 / sqrt(2.0));
     float big = (float)(e / (e + 1.0)), small = (float)(1.0 / (e + 1.0));
@@ -152,10 +99,9 @@ START_TEST(test_hand_worked) {
 
     const float one_bias[] = {1, 1};
     set_linear(&net.query_proj, identity, one_bias);
-    saved = quiet_stdout();
-    SelfAttV1_forward(&w, &net, X);
-    restore_stdout(saved);
-    assert_close(w, tensor_from(shape3(1, 2, 2), want), 1e-6f, 1e-6f, "weights with a Q bias");
+    SelfAttV1_forward(&steps, &net, X);
+    assert_close(steps.attention_weight, tensor_from(shape3(1, 2, 2), want), 1e-6f, 1e-6f,
+                 "weights with a Q bias");
 }
 END_TEST
 
@@ -173,10 +119,7 @@ END_TEST
 //   Q @ K^T 64*64*16 = 65536, scale 4096, softmax 12288, @ V 65536
 //   whole 49152 + 65536 + 4096 + 12288 + 65536 = 196608; uncounted 75.0%
 START_TEST(test_counts_two_sizes) {
-    static const struct {
-        const char *args[8];
-        const char *lines;
-    } SIZES[] = {
+    static const PrintsCase SIZES[] = {
         {{"--batch", "2", "--seq", "5", "--dim", "8", NULL},
          "SelfAttV1 FLOPs: 0.001920 MFLOPs\n"
          "SelfAttV1 Parameters: 0.000216 M\n"
@@ -201,9 +144,7 @@ START_TEST(test_counts_two_sizes) {
          "the whole forward:  196608 = 0.196608 M (75.0% of it not counted by thop)\n"
          "torch.Size([16, 64, 1])\n"},
     };
-    for (size_t i = 0; i < sizeof SIZES / sizeof SIZES[0]; i++) {
-        check_prints(LESSON_DIR, SIZES[i].args, SIZES[i].lines);
-    }
+    check_prints_each(LESSON_DIR, SIZES, sizeof SIZES / sizeof SIZES[0]);
 }
 END_TEST
 
@@ -268,11 +209,10 @@ END_TEST
 static Suite *lesson02_suite(void) {
     Suite *suite = suite_create("lesson02");
     TCase *pytorch = new_tcase("pytorch");
-    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, N_CASES);
+    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, N_V1_CASES);
     tcase_add_test(pytorch, test_forward_on_recorded_weights);
     suite_add_tcase(suite, pytorch);
     TCase *invariants = new_tcase("invariants");
-    tcase_add_test(invariants, test_rows_sum_to_one);
     tcase_add_test(invariants, test_hand_worked);
     suite_add_tcase(suite, invariants);
     TCase *counts = new_tcase("counts");

@@ -18,35 +18,14 @@
 #define REF_DIR DATA_DIR "/lesson03"
 #define V1_DIR DATA_DIR "/lesson02"
 
-// Computed tensors go through different summation orders here and in
-// PyTorch (its addmm/bmm kernels vs our plain loops, its vectorised exp), so
-// they agree to a few float32 roundings, not bit for bit. The values are
-// O(1): atol 1e-6 covers the roundings near 0, rtol 1e-5 (~80 ulps) the rest.
-#define ATOL 1e-6f
-#define RTOL 1e-5f
-
-// One recorded PyTorch run: keep in step with CASES in gen_lesson03.py.
-typedef struct {
-    const char *dir;
-    int batch, seq, dim;
-    const char *args[10];   // the lesson's flags for this run
-} Case;
-
-static const Case CASES[] = {
-    {"seed0", 3, 2, 4, {NULL}},
-    {"seed7", 3, 2, 4, {"--seed", "7", NULL}},
-    {"seed1_batch2_seq5_dim8", 2, 5, 8,
+// The recorded PyTorch runs: keep in step with CASES in gen_lesson03.py.
+static const RecordedCase CASES[] = {
+    {"seed0", 0, 3, 2, 4, false, {NULL}},
+    {"seed7", 7, 3, 2, 4, false, {"--seed", "7", NULL}},
+    {"seed1_batch2_seq5_dim8", 1, 2, 5, 8, false,
      {"--seed", "1", "--batch", "2", "--seq", "5", "--dim", "8", NULL}},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
-
-// Lesson 2's recorded runs (gen_lesson02.py), for the stacking check.
-static const Case V1_CASES[] = {
-    {"seed0", 3, 2, 4, {NULL}},
-    {"seed7", 3, 2, 4, {NULL}},
-    {"seed1_batch2_seq5_dim8", 2, 5, 8, {NULL}},
-    {"seed3_batch2_seq40_dim16", 2, 40, 16, {NULL}},
-};
 
 // Drawn from the generator: must match bit for bit.
 static const char *const INPUTS[] = {"X", "proj.weight", "proj.bias", "output_proj.weight",
@@ -55,22 +34,11 @@ static const char *const INPUTS[] = {"X", "proj.weight", "proj.bias", "output_pr
 static const char *const COMPUTED[] = {"QKV", "Q", "K", "V", "att_weight", "output", "ret",
                                        NULL};
 
-static Tensor *reference(const char *base, const Case *c, const char *name) {
-    return load_npy(path_join("%s/%s/%s.npy", base, c->dir, name));
-}
-
-static Linear linear_of(Tensor *weight, Tensor *bias) {
-    Linear layer = {weight, bias, size(weight, 1), size(weight, 0)};
-    return layer;
-}
-
 // A SelfAttV2 holding the parameters PyTorch recorded for case c.
-static SelfAttV2 recorded_net(const Case *c) {
-    SelfAttV2 net;
-    net.dim = c->dim;
-    net.proj = linear_of(reference(REF_DIR, c, "proj.weight"), reference(REF_DIR, c, "proj.bias"));
-    net.output_proj = linear_of(reference(REF_DIR, c, "output_proj.weight"),
-                                reference(REF_DIR, c, "output_proj.bias"));
+static SelfAttV2 recorded_net(const RecordedCase *c) {
+    const char *recorded = path_join("%s/%s", REF_DIR, c->dir);
+    SelfAttV2 net = {c->dim, recorded_linear(recorded, "proj"),
+                     recorded_linear(recorded, "output_proj")};
     return net;
 }
 
@@ -81,26 +49,27 @@ static SelfAttV2 recorded_net(const Case *c) {
 // and the notebook's three lines ([INFO], the two profile lines with the
 // corrected label) first and verbatim.
 START_TEST(test_matches_pytorch) {
-    const Case *c = &CASES[_i];
-    const char *recorded = path_join("%s/%s", REF_DIR, c->dir);
-    ReferenceRun run = {LESSON_DIR, recorded, c->args, INPUTS, COMPUTED, ATOL, RTOL, false};
-    RunResult r = check_against_reference(&run);
-    check_notebook_lines_first(r.out, recorded);
+    RunResult r = check_profiled_run(LESSON_DIR, REF_DIR, &CASES[_i], INPUTS, COMPUTED);
     // The notebook's label was SelfAttV1; ours must not repeat it.
     ck_assert_ptr_null(strstr(r.out, "SelfAttV1 FLOPs"));
 }
 END_TEST
 
-// The forward alone on PyTorch's recorded X and weights (no generator).
+// The forward alone on PyTorch's recorded X and weights (no generator): ret
+// and the weights agree to rounding, and every row of the weights sums to 1
+// with every weight positive.
 START_TEST(test_forward_on_recorded_weights) {
     for (int i = 0; i < N_CASES; i++) {
-        const Case *c = &CASES[i];
+        const RecordedCase *c = &CASES[i];
         SelfAttV2 net = recorded_net(c);
-        SelfAttV2_Inside inside;
-        const Tensor *ret = SelfAttV2_forward(&inside, &net, reference(REF_DIR, c, "X"));
-        assert_close(ret, reference(REF_DIR, c, "ret"), ATOL, RTOL, path_join("%s ret", c->dir));
-        assert_close(inside.att_weight, reference(REF_DIR, c, "att_weight"), ATOL, RTOL,
-                     path_join("%s att_weight", c->dir));
+        SelfAttV2Steps steps;
+        const Tensor *X = load_recorded(REF_DIR, c, "X");                   // (B, T, C)
+        const Tensor *ret = SelfAttV2_forward(&steps, &net, X);             // (B, T, C)
+        assert_close(ret, load_recorded(REF_DIR, c, "ret"), ROUNDING_ATOL, ROUNDING_RTOL,
+                     path_join("%s ret", c->dir));
+        assert_close(steps.att_weight, load_recorded(REF_DIR, c, "att_weight"), ROUNDING_ATOL,
+                     ROUNDING_RTOL, path_join("%s att_weight", c->dir));
+        check_weight_rows(steps.att_weight, NULL, c->dir);                  // (B, T, T)
     }
 }
 END_TEST
@@ -111,47 +80,32 @@ END_TEST
 // output_proj the identity, is V1: its Q, K, V and its output before
 // output_proj equal what PyTorch recorded for SelfAttV1 in lesson 2.
 START_TEST(test_v1_weights_stacked_equal_v1) {
-    for (size_t i = 0; i < sizeof V1_CASES / sizeof V1_CASES[0]; i++) {
-        const Case *c = &V1_CASES[i];
+    for (int i = 0; i < N_V1_CASES; i++) {
+        const RecordedCase *c = &V1_CASES[i];
         const Tensor *weights[3], *biases[3];
         const char *names[] = {"query_proj", "key_proj", "value_proj"};
         for (int p = 0; p < 3; p++) {
-            weights[p] = reference(V1_DIR, c, path_join("%s.weight", names[p]));   // (C, C)
-            biases[p] = reference(V1_DIR, c, path_join("%s.bias", names[p]));      // (C,)
+            weights[p] = load_recorded(V1_DIR, c, path_join("%s.weight", names[p]));   // (C, C)
+            biases[p] = load_recorded(V1_DIR, c, path_join("%s.bias", names[p]));      // (C,)
         }
-        SelfAttV2 net;
-        net.dim = c->dim;
-        net.proj = linear_of(cat(weights, 3, 0), cat(biases, 3, 0));   // (3C, C), (3C,)
-        Tensor *identity = zeros(shape2(c->dim, c->dim));
+        Tensor *identity = zeros(shape2(c->dim, c->dim));                              // (C, C)
         for (int d = 0; d < c->dim; d++) {
             *at2(identity, d, d) = 1.0f;
         }
-        net.output_proj = linear_of(identity, zeros(shape1(c->dim)));
+        SelfAttV2 net = {c->dim, linear_from(cat(weights, 3, 0), cat(biases, 3, 0)),
+                         linear_from(identity, zeros(shape1(c->dim)))};
 
-        SelfAttV2_Inside inside;
-        const Tensor *ret = SelfAttV2_forward(&inside, &net, reference(V1_DIR, c, "X"));
+        SelfAttV2Steps steps;
+        const Tensor *ret = SelfAttV2_forward(&steps, &net, load_recorded(V1_DIR, c, "X"));
         const char *what = path_join("lesson02 %s", c->dir);
-        assert_close(inside.Q, reference(V1_DIR, c, "Q"), ATOL, RTOL, path_join("%s Q", what));
-        assert_close(inside.K, reference(V1_DIR, c, "K"), ATOL, RTOL, path_join("%s K", what));
-        assert_close(inside.V, reference(V1_DIR, c, "V"), ATOL, RTOL, path_join("%s V", what));
-        assert_close(inside.att_weight, reference(V1_DIR, c, "attention_weight"), ATOL, RTOL,
-                     path_join("%s weights", what));
-        assert_close(inside.output, reference(V1_DIR, c, "output"), ATOL, RTOL,
-                     path_join("%s output", what));
+        const Tensor *got[] = {steps.Q, steps.K, steps.V, steps.att_weight, steps.output};
+        const char *recorded[] = {"Q", "K", "V", "attention_weight", "output"};
+        for (int t = 0; t < 5; t++) {
+            assert_close(got[t], load_recorded(V1_DIR, c, recorded[t]), ROUNDING_ATOL,
+                         ROUNDING_RTOL, path_join("%s %s", what, recorded[t]));
+        }
         // x * 1 + 0 * others + 0 is exact: identity output_proj changes nothing.
-        assert_bitwise_equal(ret, inside.output, "identity output_proj");
-    }
-}
-END_TEST
-
-// Rows of att_weight sum to 1, and every weight is positive.
-START_TEST(test_rows_sum_to_one) {
-    for (int i = 0; i < N_CASES; i++) {
-        const Case *c = &CASES[i];
-        SelfAttV2 net = recorded_net(c);
-        SelfAttV2_Inside inside;
-        SelfAttV2_forward(&inside, &net, reference(REF_DIR, c, "X"));
-        check_weight_rows(inside.att_weight, NULL, c->dir);   // (B, T, T)
+        assert_bitwise_equal(ret, steps.output, "identity output_proj");
     }
 }
 END_TEST
@@ -159,13 +113,13 @@ END_TEST
 // split made views: Q, K and V share QKV's storage, keep its strides, start
 // at offsets 0, dim and 2*dim, and a write into QKV shows through them.
 START_TEST(test_split_gives_views) {
-    const Case *c = &CASES[2];   // dim 8: offsets 0, 8, 16; stride (5*24, 24, 1)
+    const RecordedCase *c = &CASES[2];   // dim 8: offsets 0, 8, 16; stride (5*24, 24, 1)
     SelfAttV2 net = recorded_net(c);
-    SelfAttV2_Inside inside;
-    SelfAttV2_forward(&inside, &net, reference(REF_DIR, c, "X"));
-    const Tensor *parts[] = {inside.Q, inside.K, inside.V};
+    SelfAttV2Steps steps;
+    SelfAttV2_forward(&steps, &net, load_recorded(REF_DIR, c, "X"));
+    const Tensor *parts[] = {steps.Q, steps.K, steps.V};
     for (int p = 0; p < 3; p++) {
-        ck_assert_ptr_eq(parts[p]->data, inside.QKV->data);
+        ck_assert_ptr_eq(parts[p]->data, steps.QKV->data);
         ck_assert_int_eq(parts[p]->offset, p * 8);
         ck_assert_int_eq(parts[p]->stride[0], 120);
         ck_assert_int_eq(parts[p]->stride[1], 24);
@@ -174,8 +128,8 @@ START_TEST(test_split_gives_views) {
     }
     // QKV is a fresh result of linear(); a visible cast lets the test write
     // into it, and K, a view of it, sees the write.
-    *at3((Tensor *)inside.QKV, 1, 2, 8 + 3) = 42.0f;   // column 3 of K
-    ck_assert(*at3(inside.K, 1, 2, 3) == 42.0f);
+    *at3((Tensor *)steps.QKV, 1, 2, 8 + 3) = 42.0f;   // column 3 of K
+    ck_assert(*at3(steps.K, 1, 2, 3) == 42.0f);
 }
 END_TEST
 
@@ -193,10 +147,7 @@ END_TEST
 //   params (16*48 + 48) + (16*16 + 16) = 816 + 272 = 1088             -> 0.001088 M
 //   not seen: 65536 + 4096 + 12288 + 65536 = 147456; whole 212992
 START_TEST(test_counts_two_sizes) {
-    static const struct {
-        const char *args[8];
-        const char *lines;
-    } SIZES[] = {
+    static const PrintsCase SIZES[] = {
         {{"--batch", "2", "--seq", "5", "--dim", "8", NULL},
          "SelfAttV2 FLOPs: 0.002560 MFLOPs\n"
          "SelfAttV2 Parameters: 0.000288 M\n"
@@ -215,9 +166,7 @@ START_TEST(test_counts_two_sizes) {
          "  not seen by thop: Q @ K^T, / sqrt(dim), softmax, att_weight @ V = 147456\n"
          "the whole forward:  212992 = 0.212992 M\n"},
     };
-    for (size_t i = 0; i < sizeof SIZES / sizeof SIZES[0]; i++) {
-        check_prints(LESSON_DIR, SIZES[i].args, SIZES[i].lines);
-    }
+    check_prints_each(LESSON_DIR, SIZES, sizeof SIZES / sizeof SIZES[0]);
 }
 END_TEST
 
@@ -263,7 +212,6 @@ static Suite *lesson03_suite(void) {
     suite_add_tcase(suite, pytorch);
     TCase *invariants = new_tcase("invariants");
     tcase_add_test(invariants, test_v1_weights_stacked_equal_v1);
-    tcase_add_test(invariants, test_rows_sum_to_one);
     tcase_add_test(invariants, test_split_gives_views);
     suite_add_tcase(suite, invariants);
     TCase *counts = new_tcase("counts");

@@ -11,7 +11,7 @@
 //   weights = softmax(scores, dim=-1)    (T, S)  each row sums to 1
 //   out     = weights @ Value            (T, C)  out[t] = sum over s of weights[t, s] * v_s
 //   (Real attention divides the scores by sqrt(C) first; the post leaves it
-//   out. Part 3 below shows what that changes.)
+//   out. show_scaling() below shows what that changes.)
 //
 // THE PYTORCH IT MIRRORS (the post's numpy, written with torch)
 //   Query = torch.tensor([[1., 0., 2.], [2., 2., 2.], [2., 1., 3.]])
@@ -43,57 +43,47 @@
 
 #include "attention.h"
 
-// The post's soft_max, as written: exp(z) / sum(exp(z)) with no max
-// subtracted. In float32, exp() overflows to inf for z > 88.7, and then
-// inf / inf is NaN. (numpy in float64 overflows a little later, at 709.8.)
-static const Tensor *unstable_softmax(const Tensor *scores) {
-    Tensor *out = clone(scores);                                 // (T, S)
-    int T = size(scores, 0);
-    int S = size(scores, 1);
-    for (int t = 0; t < T; t++) {
-        float sum = 0.0f;
-        for (int s = 0; s < S; s++) {
-            sum += expf(*at2(scores, t, s));
-        }
-        for (int s = 0; s < S; s++) {
-            *at2(out, t, s) = expf(*at2(scores, t, s)) / sum;
-        }
-    }
-    trace1("the post's soft_max", out, scores);   // an edge in the --dot diagram
-    return out;
-}
+// --- the post's cell: attention with nothing learned ----------------------------------
+//
+// There is no nn.Module here: no weights to learn, so no struct and no
+// init. The cell is the post's three lines, written as a forward with the
+// usual signature less `self`: the scores and weights it computes on the
+// way go to `steps` (may be NULL), and it returns `out`.
 
-// Part 1: the post's matrices, step by step.
-static void toy_attention(bool heatmap) {
-    const float query_values[] = {1, 0, 2,  2, 2, 2,  2, 1, 3};
-    const float key_values[] = {0, 1, 1,  4, 4, 0,  2, 3, 1};
-    const float value_values[] = {1, 2, 3,  2, 8, 0,  2, 6, 3};
-    const Tensor *Query = named("Query", tensor_from(shape2(3, 3), query_values));  // (T, C)
-    const Tensor *Key = named("Key", tensor_from(shape2(3, 3), key_values));        // (S, C)
-    const Tensor *Value = named("Value", tensor_from(shape2(3, 3), value_values));  // (S, C)
-    printf("Query:\n%s\nKey:\n%s\nValue:\n%s\n\n", tensor_str(Query, NULL),
-           tensor_str(Key, NULL), tensor_str(Value, NULL));
+typedef struct {
+    const Tensor *scores;    // (T, S) Query @ Key^T
+    const Tensor *weights;   // (T, S) softmax(scores, dim=-1)
+} ToyAttentionSteps;
 
+static Tensor *toy_attention(ToyAttentionSteps *steps, const Tensor *Query, const Tensor *Key,
+                             const Tensor *Value) {
     // Step 1: every query against every key. Key.T is a view: the same
     // nine numbers read with rows and columns swapped, nothing copied.
     // scores[t, s] = Query[t, :] . Key[s, :]
     const Tensor *scores = named("scores", matmul(Query, transpose(Key, 0, 1)));    // (T, S)
-    printf("scores = Query @ Key.T\n%s\n\n", tensor_str(scores, NULL));
 
     // Step 2: softmax along each row turns scores into weights that are
     // positive and sum to 1: how much input t attends to each input s.
-    const Tensor *weights = named("weights", softmax(scores, -1));                 // (T, S)
-    printf("weights = softmax(scores, dim=-1)\n%s\n\n", tensor_str(weights, NULL));
-    if (heatmap) {
-        print_heatmap("weights", weights);   // --heatmap: the same weights as shades
-        printf("\n");
-    }
+    const Tensor *weights = named("weights", softmax(scores, -1));                  // (T, S)
 
     // Step 3: each output row is the weighted sum of the value rows.
-    const Tensor *out = named("out", matmul(weights, Value));                      // (T, C)
-    printf("out = weights @ Value\n%s\n\n", tensor_str(out, NULL));
+    Tensor *out = matmul(weights, Value);                                           // (T, C)
+    named("out", out);
 
-    // Part 2: the walk-through of input-1 (row 0), number by number.
+    if (steps != NULL) {
+        *steps = (ToyAttentionSteps){scores, weights};
+    }
+    return out;
+}
+
+// --- the demonstrations ---------------------------------------------------------------
+
+// The walk-through of input-1 (row 0), number by number, against the
+// post's figure.
+static void walk_through_input_1(const ToyAttentionSteps *steps, const Tensor *Value,
+                                 const Tensor *out) {
+    const Tensor *scores = steps->scores;     // (T, S)
+    const Tensor *weights = steps->weights;   // (T, S)
     printf("-- input-1, by hand --\n");
     printf("scores of input-1: q_1 = [1, 0, 2] . k_s = %g, %g, %g\n", *at2(scores, 0, 0),
            *at2(scores, 0, 1), *at2(scores, 0, 2));
@@ -113,24 +103,48 @@ static void toy_attention(bool heatmap) {
            *at2(out, 0, 2));
     printf("exp(2) = %.4f is small next to exp(4) = %.4f, but not zero: input-1 still "
            "gets 6%% of its own value.\n\n", exp(2.0), exp(4.0));
+}
 
-    // Part 3: the scaling the post leaves out. Transformers divide by
-    // sqrt(d_k) so that the dot products of long vectors do not grow with
-    // d_k and push softmax into a near one-hot corner where its gradient
-    // vanishes. Here d_k = 3, so every score shrinks by 1.732.
+// The scaling the post leaves out. Transformers divide by sqrt(d_k) so
+// that the dot products of long vectors do not grow with d_k and push
+// softmax into a near one-hot corner where its gradient vanishes. Here
+// d_k = 3, so every score shrinks by 1.732.
+static void show_scaling(const ToyAttentionSteps *steps, const Tensor *Value) {
     printf("-- with the 1/sqrt(d_k) scaling the post leaves out (d_k = 3) --\n");
-    const Tensor *scaled = div_scalar(scores, sqrtf(3.0f));                        // (T, S)
-    const Tensor *scaled_weights = softmax(scaled, -1);                            // (T, S)
-    const Tensor *scaled_out = matmul(scaled_weights, Value);                      // (T, C)
+    const Tensor *scaled = div_scalar(steps->scores, sqrtf(3.0f));                  // (T, S)
+    const Tensor *scaled_weights = softmax(scaled, -1);                             // (T, S)
+    const Tensor *scaled_out = matmul(scaled_weights, Value);                       // (T, C)
     printf("softmax(scores / sqrt(3), dim=-1)\n%s\n", tensor_str(scaled_weights, NULL));
     printf("softmax(scores / sqrt(3), dim=-1) @ Value\n%s\n", tensor_str(scaled_out, NULL));
     printf("input-1 now gives itself %.4f instead of %.4f: smaller scores, flatter weights.\n\n",
-           *at2(scaled_weights, 0, 0), *at2(weights, 0, 0));
+           *at2(scaled_weights, 0, 0), *at2(steps->weights, 0, 0));
+}
 
-    // Part 4: why softmax subtracts the max. Scale the scores up tenfold
-    // (long vectors and no 1/sqrt(d_k) easily give such numbers).
+// The post's soft_max, as written: exp(z) / sum(exp(z)) with no max
+// subtracted. In float32, exp() overflows to inf for z > 88.7, and then
+// inf / inf is NaN. (numpy in float64 overflows a little later, at 709.8.)
+static Tensor *unstable_softmax(const Tensor *scores) {
+    Tensor *out = clone(scores);                                                    // (T, S)
+    int T = size(scores, 0);
+    int S = size(scores, 1);
+    for (int t = 0; t < T; t++) {
+        float sum = 0.0f;
+        for (int s = 0; s < S; s++) {
+            sum += expf(*at2(scores, t, s));
+        }
+        for (int s = 0; s < S; s++) {
+            *at2(out, t, s) = expf(*at2(scores, t, s)) / sum;
+        }
+    }
+    trace1("the post's soft_max", out, scores);   // an edge in the --dot diagram
+    return out;
+}
+
+// Why softmax subtracts the max. Scale the scores up tenfold (long vectors
+// and no 1/sqrt(d_k) easily give such numbers).
+static void show_unstable_softmax(const Tensor *scores) {
     printf("-- the post's soft_max against the max-subtracted softmax --\n");
-    const Tensor *big = mul_scalar(scores, 10.0f);                                 // (T, S)
+    const Tensor *big = mul_scalar(scores, 10.0f);                                  // (T, S)
     printf("big = scores * 10\n%s\n", tensor_str(big, NULL));
     printf("the post's soft_max(big): exp(160) overflows float32, inf / inf = nan\n%s\n",
            tensor_str(unstable_softmax(big), NULL));
@@ -138,13 +152,38 @@ static void toy_attention(bool heatmap) {
            tensor_str(softmax(big, -1), NULL));
 }
 
+// --- the lesson -----------------------------------------------------------------------
+
 int main(int argc, char **argv) {
     Lesson lesson = {
         .program = "lesson-1",
         .summary = "toy-qkv: attention on the 3x3 Query/Key/Value example of seed 003",
     };
     parse_lesson_args(&lesson, argc, argv);
-    lesson_start(&lesson);
-    toy_attention(lesson.heatmap);
+    lesson_start(&lesson);   // no size flags: every tensor is the post's 3x3
+
+    // The post's matrices.
+    const float query_values[] = {1, 0, 2,  2, 2, 2,  2, 1, 3};
+    const float key_values[] = {0, 1, 1,  4, 4, 0,  2, 3, 1};
+    const float value_values[] = {1, 2, 3,  2, 8, 0,  2, 6, 3};
+    const Tensor *Query = named("Query", tensor_from(shape2(3, 3), query_values));  // (T, C)
+    const Tensor *Key = named("Key", tensor_from(shape2(3, 3), key_values));        // (S, C)
+    const Tensor *Value = named("Value", tensor_from(shape2(3, 3), value_values));  // (S, C)
+    printf("Query:\n%s\nKey:\n%s\nValue:\n%s\n\n", tensor_str(Query, NULL),
+           tensor_str(Key, NULL), tensor_str(Value, NULL));
+
+    ToyAttentionSteps steps;
+    const Tensor *out = toy_attention(&steps, Query, Key, Value);                   // (T, C)
+    printf("scores = Query @ Key.T\n%s\n\n", tensor_str(steps.scores, NULL));
+    printf("weights = softmax(scores, dim=-1)\n%s\n\n", tensor_str(steps.weights, NULL));
+    if (lesson.heatmap) {
+        print_heatmap("weights", steps.weights);   // --heatmap: the same weights as shades
+        printf("\n");
+    }
+    printf("out = weights @ Value\n%s\n\n", tensor_str(out, NULL));
+
+    walk_through_input_1(&steps, Value, out);
+    show_scaling(&steps, Value);
+    show_unstable_softmax(steps.scores);
     return lesson_finish(&lesson);
 }

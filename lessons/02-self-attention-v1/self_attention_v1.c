@@ -50,12 +50,7 @@
 
 #include "attention.h"
 
-// torch.is_grad_enabled(). It only changes how the weights print: PyTorch
-// shows grad_fn=<SoftmaxBackward0> when autograd recorded the softmax, which
-// it does unless we are inside `with torch.no_grad():` (as thop's profile is).
-static bool grad_enabled = true;
-
-// --- the module ---------------------------------------------------------------------
+// --- the module: SelfAttV1 ----------------------------------------------------------
 
 // class SelfAttV1(nn.Module): three separate projections, no output_proj.
 typedef struct {
@@ -64,6 +59,14 @@ typedef struct {
     Linear key_proj;     // weight (C, C), bias (C,)
     Linear value_proj;   // weight (C, C), bias (C,)
 } SelfAttV1;
+
+// The forward's local variables, kept for main() to print and the tests to
+// check (the notebook's forward keeps them to itself).
+typedef struct {
+    const Tensor *Q, *K, *V;           // (B, T, C)
+    const Tensor *attention_value;     // (B, T, T) Q @ K^T, before the scaling
+    const Tensor *attention_weight;    // (B, T, T) the notebook's `attention_wight`
+} SelfAttV1Steps;
 
 // SelfAttV1(hidden_dim). nn.Linear draws its weight, then its bias, from
 // the generator, so the order of these three lines is the order of
@@ -78,11 +81,10 @@ static SelfAttV1 SelfAttV1_init(int hidden_dim) {
     return self;
 }
 
-// SelfAttV1.forward(X): returns output (B, T, C). If `attention_weight_out`
-// is not NULL it also receives the (B, T, T) weights (the notebook only
-// prints them; the heatmap and the tests want them too).
-static const Tensor *SelfAttV1_forward(const Tensor **attention_weight_out, const SelfAttV1 *self,
-                                 const Tensor *X) {
+// SelfAttV1.forward(X): X (B, T, C) -> output (B, T, C). The notebook's
+// forward also prints attention_weight; this one prints nothing, and
+// main() prints steps->attention_weight where the notebook's line comes.
+static Tensor *SelfAttV1_forward(SelfAttV1Steps *steps, const SelfAttV1 *self, const Tensor *X) {
     // X: (B, T, C). The notebook notes that X's last dim could differ from
     // hidden_dim (the Linear layers would map it); here both are --dim.
     const Tensor *Q = named("Q", linear(X, &self->query_proj));                   // (B, T, C)
@@ -91,10 +93,10 @@ static const Tensor *SelfAttV1_forward(const Tensor **attention_weight_out, cons
 
     // Every query against every key of the same batch row. K.transpose(-1, -2)
     // swaps only the last two dims, (B, T, C) -> (B, C, T), as a view. (K.T
-    // would reverse all three dims: see the aside at the end.)
+    // would reverse all three dims: see show_X_T() below.)
     // attention_value[b, t, s] = q_{b,t} . k_{b,s}
     const Tensor *attention_value =
-        named("attention_value", matmul(Q, transpose(K, -1, -2)));          // (B, T, T)
+        named("attention_value", matmul(Q, transpose(K, -1, -2)));                // (B, T, T)
 
     // Why divide by sqrt(hidden_dim): a dot product of C terms of variance ~1
     // has variance ~C, so its size grows like sqrt(C); dividing keeps the
@@ -104,19 +106,28 @@ static const Tensor *SelfAttV1_forward(const Tensor **attention_weight_out, cons
     // variable `attention_wight`: a typo.)
     float scale = (float)sqrt((double)self->hidden_dim);
     const Tensor *attention_weight = named(
-        "attention_weight", softmax(div_scalar(attention_value, scale), -1));  // (B, T, T)
-    printf("attention_weight: %s\n",
-           tensor_str(attention_weight, grad_enabled ? "grad_fn=<SoftmaxBackward0>" : NULL));
+        "attention_weight", softmax(div_scalar(attention_value, scale), -1));     // (B, T, T)
 
     // Each output row mixes the value rows of its batch row by its weights.
-    const Tensor *output = named("output", matmul(attention_weight, V));          // (B, T, C)
-    if (attention_weight_out != NULL) {
-        *attention_weight_out = attention_weight;
+    Tensor *output = matmul(attention_weight, V);                                 // (B, T, C)
+    named("output", output);
+
+    if (steps != NULL) {
+        *steps = (SelfAttV1Steps){Q, K, V, attention_value, attention_weight};
     }
     return output;
 }
 
-// --- counting: what thop's profile() does, and what it leaves out -------------------
+// --- what the notebook prints: net(X), then thop's profile() -------------------------
+
+// The notebook's forward ends with print("attention_weight:", attention_wight).
+// PyTorch adds grad_fn=<SoftmaxBackward0> when autograd recorded the
+// softmax (torch.is_grad_enabled()), which it does unless inside
+// `with torch.no_grad():`, as thop's profile() is.
+static void print_attention_weight(const Tensor *attention_weight, bool grad_enabled) {
+    printf("attention_weight: %s\n",
+           tensor_str(attention_weight, grad_enabled ? "grad_fn=<SoftmaxBackward0>" : NULL));
+}
 
 // thop.profile returns two numbers: the sum of each module's counter.
 typedef struct {
@@ -146,11 +157,11 @@ static long long count_params(const Linear *layer) {
 // and @ V are plain tensor operations, not modules, so no hook sees them.
 static Profile thop_profile(const SelfAttV1 *net, const Tensor *X) {
     printf("[INFO] Register count_linear() for <class 'torch.nn.modules.linear.Linear'>.\n");
-    grad_enabled = false;   // with torch.no_grad():
-    trace_pause(true);      // the --dot diagram shows the first forward only
-    SelfAttV1_forward(NULL, net, X);
-    trace_pause(false);
-    grad_enabled = true;
+    bool was_paused = trace_pause(true);   // --dot and --dump show the first forward only
+    SelfAttV1Steps steps;
+    SelfAttV1_forward(&steps, net, X);
+    trace_pause(was_paused);
+    print_attention_weight(steps.attention_weight, false);   // with torch.no_grad()
 
     long long rows = numel(X) / size(X, -1);   // batch * seq vectors went through each layer
     const Linear *layers[] = {&net->query_proj, &net->key_proj, &net->value_proj};
@@ -162,8 +173,10 @@ static Profile thop_profile(const SelfAttV1 *net, const Tensor *X) {
     return profile;
 }
 
-// The whole forward, counted by hand. Units: one multiply-add for each term
-// of a dot product (as thop counts), one operation for each elementwise step.
+// --- what thop left out: the whole forward, counted by hand ---------------------------
+
+// Units: one multiply-add for each term of a dot product (as thop counts),
+// one operation for each elementwise step.
 typedef struct {
     long long linear;       // 3 * batch*seq*dim*dim  (what thop reports)
     long long scores;       // Q @ K^T: batch*seq*seq*dim
@@ -173,6 +186,8 @@ typedef struct {
     long long total;
 } FullCount;
 
+// check_fits in main() keeps batch*seq*seq and batch*seq*dim within 2^26,
+// and dim is at most 2^16, so every product here is below 2^44.
 static FullCount full_count(long long batch, long long seq, long long dim) {
     FullCount c;
     c.linear = 3 * (batch * seq * dim * dim);
@@ -205,8 +220,8 @@ static void print_counts(const Profile *profile, const SelfAttV1 *net, int batch
                layers[i]->out_features, count_linear(layers[i], rows));
     }
     printf("  FLOPs = 3 * batch*seq*dim*dim = %lld (really multiply-adds)\n", profile->flops);
-    printf("  Parameters = 3 * (dim*dim + dim) = 3 * (%d + %d) = %lld\n", dim * dim, dim,
-           profile->params);
+    printf("  Parameters = 3 * (dim*dim + dim) = 3 * (%lld + %d) = %lld\n", (long long)dim * dim,
+           dim, profile->params);
 
     printf("\n-- what it left out: the attention itself --\n");
     printf("  Q @ K^T               batch*seq*seq*dim = %lld multiply-adds\n", c.scores);
@@ -217,6 +232,20 @@ static void print_counts(const Profile *profile, const SelfAttV1 *net, int batch
     printf("counted by thop:    %lld = %.6f M\n", c.linear, c.linear / 1e6);
     printf("the whole forward:  %lld = %.6f M (%.1f%% of it not counted by thop)\n", c.total,
            c.total / 1e6, 100.0 * (double)(c.total - c.linear) / (double)c.total);
+}
+
+// --- the aside: X.T ------------------------------------------------------------------
+
+// The notebook's aside (its own cell, `X = torch.rand(3, 2, 4);
+// print(X.T.shape)`): .T on a 3-D tensor reverses all its dims, it does
+// not transpose each matrix of the batch. It is X.permute(2, 1, 0). Newer
+// PyTorch warns that .T on other than 2 dims is deprecated (1.13 already
+// does; the notebook silenced warnings): use .mT or .transpose(-1, -2)
+// for a batch of matrices. The notebook draws a fresh X for this; only
+// its shape matters, so we reuse ours and draw nothing.
+static void show_X_T(const Tensor *X) {
+    printf("\n-- the aside: X.T on a 3-D tensor reverses all three dims --\n");
+    printf("%s\n", size_str(permute(X, (int[]){2, 1, 0})));                       // (C, T, B)
 }
 
 // --- the lesson ---------------------------------------------------------------------
@@ -246,29 +275,20 @@ int main(int argc, char **argv) {
     // The notebook's cell, in its order: X first, then the three Linear inits.
     const Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));           // (B, T, C)
     SelfAttV1 net = SelfAttV1_init(dim);
-    const Tensor *attention_weight = NULL;                                        // (B, T, T)
-    SelfAttV1_forward(&attention_weight, &net, X);   // net(X); output: (B, T, C)
-
+    SelfAttV1Steps steps;
+    SelfAttV1_forward(&steps, &net, X);           // net(X); its output (B, T, C) goes unused
+    print_attention_weight(steps.attention_weight, true);   // what the notebook's forward prints
     Profile profile = thop_profile(&net, X);
     // f"{flops_v1 / 1e6:.6f}": C's %.6f rounds the same double the same way.
     printf("SelfAttV1 FLOPs: %.6f MFLOPs\n", (double)profile.flops / 1e6);
     printf("SelfAttV1 Parameters: %.6f M\n", (double)profile.params / 1e6);
+
     // After the notebook's lines, so they still diff cleanly against it.
     if (lesson.heatmap) {
         printf("\n");
-        print_heatmap("attention_weight", attention_weight);
+        print_heatmap("attention_weight", steps.attention_weight);
     }
-
     print_counts(&profile, &net, batch, seq, dim);
-
-    // The notebook's aside (its own cell, `X = torch.rand(3, 2, 4);
-    // print(X.T.shape)`): .T on a 3-D tensor reverses all its dims, it does
-    // not transpose each matrix of the batch. It is X.permute(2, 1, 0). Newer
-    // PyTorch warns that .T on other than 2 dims is deprecated (1.13 already
-    // does; the notebook silenced warnings): use .mT or .transpose(-1, -2)
-    // for a batch of matrices. The notebook draws a fresh X for this; only
-    // its shape matters, so we reuse ours and draw nothing.
-    printf("\n-- the aside: X.T on a 3-D tensor reverses all three dims --\n");
-    printf("%s\n", size_str(permute(X, (int[]){2, 1, 0})));                // (C, T, B)
+    show_X_T(X);
     return lesson_finish(&lesson);
 }

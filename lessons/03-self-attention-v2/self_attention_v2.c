@@ -46,7 +46,7 @@
 
 #include "attention.h"
 
-// --- the module ---------------------------------------------------------------------
+// --- the module: SelfAttV2 ----------------------------------------------------------
 
 // class SelfAttV2(nn.Module): fused projection, split, output_proj.
 typedef struct {
@@ -54,6 +54,15 @@ typedef struct {
     Linear proj;          // weight (3C, C), bias (3C,): query, key, value rows stacked
     Linear output_proj;   // weight (C, C), bias (C,)
 } SelfAttV2;
+
+// The forward's local variables, kept for main() to look at and the tests
+// to check (the notebook's forward keeps them to itself).
+typedef struct {
+    const Tensor *QKV;          // (B, T, 3C)
+    const Tensor *Q, *K, *V;    // (B, T, C), views into QKV
+    const Tensor *att_weight;   // (B, T, T)
+    const Tensor *output;       // (B, T, C), before output_proj
+} SelfAttV2Steps;
 
 // SelfAttV2(dim): proj draws first (weight, bias), then output_proj, as in
 // PyTorch's __init__.
@@ -73,18 +82,8 @@ static SelfAttV2 SelfAttV2_init(int dim) {
     return self;
 }
 
-// The forward's local tensors, handed back for the lesson to look at (the
-// notebook's forward keeps them to itself). All may be ignored: pass NULL.
-typedef struct {
-    const Tensor *QKV;          // (B, T, 3C)
-    const Tensor *Q, *K, *V;    // (B, T, C), views into QKV
-    const Tensor *att_weight;   // (B, T, T)
-    const Tensor *output;       // (B, T, C), before output_proj
-} SelfAttV2_Inside;
-
-// SelfAttV2.forward(X): returns ret = output_proj(output), (B, T, C).
-static const Tensor *SelfAttV2_forward(SelfAttV2_Inside *inside, const SelfAttV2 *self,
-                                 const Tensor *X) {
+// SelfAttV2.forward(X): X (B, T, C) -> ret = output_proj(output) (B, T, C).
+static Tensor *SelfAttV2_forward(SelfAttV2Steps *steps, const SelfAttV2 *self, const Tensor *X) {
     // X shape is: (batch, seq, dim)
     const Tensor *QKV = named("QKV", linear(X, &self->proj));                     // (B, T, 3C)
     // torch.split(QKV, self.dim, dim=-1): three windows onto QKV's storage,
@@ -99,20 +98,22 @@ static const Tensor *SelfAttV2_forward(SelfAttV2_Inside *inside, const SelfAttV2
     // with dim, then a softmax over the keys (the last dim).
     float scale = (float)sqrt((double)self->dim);   // math.sqrt, rounded to float
     const Tensor *scores = matmul(Q, transpose(K, -1, -2));                       // (B, T, T)
-    const Tensor *att_weight = named("att_weight", softmax(div_scalar(scores, scale), -1));  // (B, T, T)
+    const Tensor *att_weight =
+        named("att_weight", softmax(div_scalar(scores, scale), -1));              // (B, T, T)
     const Tensor *output = named("output", matmul(att_weight, V));                // (B, T, C)
     // output_proj mixes the attended values across channels. With one head
     // it is the W^O of "Attention Is All You Need"; with many heads
     // (lesson 6) it is what lets the heads' outputs combine.
-    const Tensor *ret = named("ret", linear(output, &self->output_proj));         // (B, T, C)
+    Tensor *ret = linear(output, &self->output_proj);                             // (B, T, C)
+    named("ret", ret);
 
-    if (inside != NULL) {
-        *inside = (SelfAttV2_Inside){QKV, Q, K, V, att_weight, output};
+    if (steps != NULL) {
+        *steps = (SelfAttV2Steps){QKV, Q, K, V, att_weight, output};
     }
     return ret;
 }
 
-// --- counting: what thop's profile() does -------------------------------------------
+// --- what the notebook prints: thop's profile() --------------------------------------
 
 typedef struct {
     long long flops;    // thop's "FLOPs": really multiply-adds (MACs)
@@ -137,9 +138,9 @@ static long long count_params(const Linear *layer) {
 // so only thop's own [INFO] line appears), and sums.
 static Profile thop_profile(const SelfAttV2 *net, const Tensor *X) {
     printf("[INFO] Register count_linear() for <class 'torch.nn.modules.linear.Linear'>.\n");
-    trace_pause(true);   // the --dot diagram shows the first forward only
+    bool was_paused = trace_pause(true);   // --dot and --dump show the first forward only
     SelfAttV2_forward(NULL, net, X);
-    trace_pause(false);
+    trace_pause(was_paused);
 
     long long rows = numel(X) / size(X, -1);   // batch * seq vectors through each layer
     Profile profile = {0, 0};
@@ -148,24 +149,43 @@ static Profile thop_profile(const SelfAttV2 *net, const Tensor *X) {
     return profile;
 }
 
-// The part thop cannot see, counted as in lesson 2: Q @ K^T and
-// att_weight @ V are batch*seq*seq*dim multiply-adds each, the scaling one
-// division per score, the softmax 3 operations per weight (exp, add to the
-// row sum, divide; the max-subtraction left out, as most counters do).
-static long long attention_count(long long batch, long long seq, long long dim) {
-    long long scores = batch * seq * seq * dim;
-    long long scale = batch * seq * seq;
-    long long softmax_ops = 3 * (batch * seq * seq);
-    long long mix = batch * seq * seq * dim;
-    return scores + scale + softmax_ops + mix;
-}
+// --- the demonstrations ---------------------------------------------------------------
 
-// --- showing the views --------------------------------------------------------------
+// What net(X) computed, as print() shows tensors that autograd recorded.
+// ret's grad_fn is ViewBackward0: PyTorch's Linear flattens a contiguous
+// 3-D input to (B*T, C), does one addmm and views the result back.
+static void print_what_net_computed(const SelfAttV2Steps *steps, const Tensor *ret, bool heatmap) {
+    printf("\n-- what net(X) computed --\n");
+    printf("net(X).shape: %s\n", size_str(ret));
+    printf("att_weight: %s\n", tensor_str(steps->att_weight, "grad_fn=<SoftmaxBackward0>"));
+    printf("ret: %s\n", tensor_str(ret, "grad_fn=<ViewBackward0>"));
+    if (heatmap) {
+        printf("\n");
+        print_heatmap("att_weight", steps->att_weight);
+    }
+}
 
 // One line per tensor: t.shape, t.stride(), t.storage_offset(), t.is_contiguous().
 static void show_view(const char *name, const Tensor *t) {
     printf("%s: %s stride %s storage_offset %d is_contiguous %s\n", name, size_str(t),
            stride_str(t), t->offset, is_contiguous(t) ? "True" : "False");
+}
+
+// torch.split made views: same storage, QKV's strides, a moved start.
+// Element Q[b, t, d] is QKV's storage at b*stride0 + t*stride1 + d; K's
+// is the same plus dim, V's plus 2*dim. Q is not contiguous (its rows
+// are 3*dim apart), which matters for view() in the multi-head lessons.
+static void show_split_views(const SelfAttV2Steps *steps) {
+    printf("\n-- torch.split returns views of QKV --\n");
+    show_view("QKV", steps->QKV);
+    show_view("Q", steps->Q);
+    show_view("K", steps->K);
+    show_view("V", steps->V);
+    // Q.storage().data_ptr() == QKV.storage().data_ptr() in PyTorch.
+    const float *storage = steps->QKV->data;
+    bool shared = steps->Q->data == storage && steps->K->data == storage &&
+                  steps->V->data == storage;
+    printf("Q, K and V share QKV's storage: %s\n", shared ? "True" : "False");
 }
 
 // Rows [start, start+length) of a Linear's weight and bias, as a Linear of
@@ -176,6 +196,70 @@ static Linear rows_of(const Linear *layer, int start, int length) {
                    narrow(layer->bias, 0, start, length),       // (C,)
                    layer->in_features, length};
     return part;
+}
+
+// V1 is V2 with proj cut in three. Rows 0..dim-1 of proj.weight are
+// query_proj.weight, the next dim rows key_proj.weight, the last dim
+// value_proj.weight (the same for the bias). Running them V1's way, as
+// three separate Linear layers, gives Q, K and V again. (Here to the
+// last bit, because each output element is the same dot product in the
+// same order. A BLAS is free to block a (3C, C) and a (C, C) product
+// differently, which could change the last bit; the PyTorch 1.13 of the
+// tests gives equal bits too.)
+static void show_v1_inside_v2(const SelfAttV2 *net, const SelfAttV2Steps *steps,
+                              const Tensor *X) {
+    printf("\n-- V1's three projections stacked are V2's proj --\n");
+    int C = net->dim;
+    Linear query_proj = rows_of(&net->proj, 0, C);
+    Linear key_proj = rows_of(&net->proj, C, C);
+    Linear value_proj = rows_of(&net->proj, 2 * C, C);
+    const Tensor *weights[] = {query_proj.weight, key_proj.weight,
+                               value_proj.weight};                                // 3 x (C, C)
+    const Tensor *biases[] = {query_proj.bias, key_proj.bias, value_proj.bias};   // 3 x (C,)
+    const Tensor *stacked_weight = cat(weights, 3, 0);                            // (3C, C)
+    const Tensor *stacked_bias = cat(biases, 3, 0);                               // (3C,)
+    printf("stacked weights %s, max |stacked - proj.weight| = %g\n",
+           size_str(stacked_weight), max_abs_diff(stacked_weight, net->proj.weight));
+    printf("stacked biases  %s, max |stacked - proj.bias|   = %g\n", size_str(stacked_bias),
+           max_abs_diff(stacked_bias, net->proj.bias));
+    // Each query_proj(X), key_proj(X), value_proj(X) below is (B, T, C), like Q.
+    printf("max |query_proj(X) - Q| = %g\n", max_abs_diff(linear(X, &query_proj), steps->Q));
+    printf("max |key_proj(X) - K|   = %g\n", max_abs_diff(linear(X, &key_proj), steps->K));
+    printf("max |value_proj(X) - V| = %g\n", max_abs_diff(linear(X, &value_proj), steps->V));
+}
+
+// The part thop cannot see, counted as in lesson 2: Q @ K^T and
+// att_weight @ V are batch*seq*seq*dim multiply-adds each, the scaling one
+// division per score, the softmax 3 operations per weight (exp, add to the
+// row sum, divide; the max-subtraction left out, as most counters do).
+// check_fits in main() keeps batch*seq*seq within 2^26 and dim is at most
+// 2^16, so no product here reaches 2^43.
+static long long attention_count(long long batch, long long seq, long long dim) {
+    long long scores = batch * seq * seq * dim;
+    long long scale = batch * seq * seq;
+    long long softmax_ops = 3 * (batch * seq * seq);
+    long long mix = batch * seq * seq * dim;
+    return scores + scale + softmax_ops + mix;
+}
+
+// The counts. proj does exactly the multiply-adds of V1's three
+// projections; output_proj is the only new work.
+static void print_counts(const Profile *profile, const SelfAttV2 *net, int batch, int seq,
+                         int dim) {
+    long long rows = (long long)batch * seq;
+    long long attention = attention_count(batch, seq, dim);
+    printf("\n-- what thop counted, and what it left out --\n");
+    printf("  proj         %d x (%d*%d*%d) = %lld  (= V1's three projections)\n", dim, batch,
+           seq, 3 * dim, count_linear(&net->proj, rows));
+    printf("  output_proj  %d x (%d*%d*%d) = %lld\n", dim, batch, seq, dim,
+           count_linear(&net->output_proj, rows));
+    printf("  Parameters = (dim*3*dim + 3*dim) + (dim*dim + dim) = %lld + %lld = %lld\n",
+           count_params(&net->proj), count_params(&net->output_proj), profile->params);
+    printf("  not seen by thop: Q @ K^T, / sqrt(dim), softmax, att_weight @ V = %lld\n",
+           attention);
+    printf("counted by thop:    %lld = %.6f M\n", profile->flops, (double)profile->flops / 1e6);
+    printf("the whole forward:  %lld = %.6f M\n", profile->flops + attention,
+           (double)(profile->flops + attention) / 1e6);
 }
 
 // --- the lesson ---------------------------------------------------------------------
@@ -203,12 +287,12 @@ int main(int argc, char **argv) {
 
     const Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));           // (B, T, C)
     SelfAttV2 net = SelfAttV2_init(dim);
-    SelfAttV2_Inside inside;
     // The notebook writes `net(X).shape` mid-cell, where Jupyter shows
-    // nothing (only a cell's last expression is displayed); we print it
-    // after the notebook's lines, so those still come first.
-    const Tensor *ret = SelfAttV2_forward(&inside, &net, X);                      // (B, T, C)
-
+    // nothing (only a cell's last expression is displayed);
+    // print_what_net_computed() prints it after the notebook's lines, so
+    // those still come first.
+    SelfAttV2Steps steps;
+    const Tensor *ret = SelfAttV2_forward(&steps, &net, X);                       // (B, T, C)
     Profile profile = thop_profile(&net, X);
     // The notebook prints these two lines as "SelfAttV1 FLOPs" and
     // "SelfAttV1 Parameters": the f-strings were copied from the V1 cell and
@@ -216,74 +300,11 @@ int main(int argc, char **argv) {
     printf("SelfAttV2 FLOPs: %.6f MFLOPs\n", (double)profile.flops / 1e6);
     printf("SelfAttV2 Parameters: %.6f M\n", (double)profile.params / 1e6);
 
-    // What net(X) computed, as print() shows tensors that autograd recorded.
-    // ret's grad_fn is ViewBackward0: PyTorch's Linear flattens a contiguous
-    // 3-D input to (B*T, C), does one addmm and views the result back.
-    printf("\n-- what net(X) computed --\n");
-    printf("net(X).shape: %s\n", size_str(ret));
-    printf("att_weight: %s\n", tensor_str(inside.att_weight, "grad_fn=<SoftmaxBackward0>"));
-    printf("ret: %s\n", tensor_str(ret, "grad_fn=<ViewBackward0>"));
-    if (lesson.heatmap) {
-        printf("\n");
-        print_heatmap("att_weight", inside.att_weight);
-    }
-
-    // torch.split made views: same storage, QKV's strides, a moved start.
-    // Element Q[b, t, d] is QKV's storage at b*stride0 + t*stride1 + d; K's
-    // is the same plus dim, V's plus 2*dim. Q is not contiguous (its rows
-    // are 3*dim apart), which matters for view() in the multi-head lessons.
-    printf("\n-- torch.split returns views of QKV --\n");
-    show_view("QKV", inside.QKV);
-    show_view("Q", inside.Q);
-    show_view("K", inside.K);
-    show_view("V", inside.V);
-    // Q.storage().data_ptr() == QKV.storage().data_ptr() in PyTorch.
-    bool shared = inside.Q->data == inside.QKV->data && inside.K->data == inside.QKV->data &&
-                  inside.V->data == inside.QKV->data;
-    printf("Q, K and V share QKV's storage: %s\n", shared ? "True" : "False");
-
-    // V1 is V2 with proj cut in three. Rows 0..dim-1 of proj.weight are
-    // query_proj.weight, the next dim rows key_proj.weight, the last dim
-    // value_proj.weight (the same for the bias). Running them V1's way, as
-    // three separate Linear layers, gives Q, K and V again. (Here to the
-    // last bit, because each output element is the same dot product in the
-    // same order. A BLAS is free to block a (3C, C) and a (C, C) product
-    // differently, which could change the last bit; the PyTorch 1.13 of the
-    // tests gives equal bits too.)
-    trace_pause(true);   // a check, not part of the dataflow
-    printf("\n-- V1's three projections stacked are V2's proj --\n");
-    Linear query_proj = rows_of(&net.proj, 0, dim);
-    Linear key_proj = rows_of(&net.proj, dim, dim);
-    Linear value_proj = rows_of(&net.proj, 2 * dim, dim);
-    const Tensor *weights[] = {query_proj.weight, key_proj.weight, value_proj.weight};  // 3 x (C, C)
-    const Tensor *biases[] = {query_proj.bias, key_proj.bias, value_proj.bias};         // 3 x (C,)
-    const Tensor *stacked_weight = cat(weights, 3, 0);                            // (3C, C)
-    const Tensor *stacked_bias = cat(biases, 3, 0);                               // (3C,)
-    printf("stacked weights %s, max |stacked - proj.weight| = %g\n",
-           size_str(stacked_weight), max_abs_diff(stacked_weight, net.proj.weight));
-    printf("stacked biases  %s, max |stacked - proj.bias|   = %g\n", size_str(stacked_bias),
-           max_abs_diff(stacked_bias, net.proj.bias));
-    // Each query_proj(X), key_proj(X), value_proj(X) below is (B, T, C), like Q.
-    printf("max |query_proj(X) - Q| = %g\n", max_abs_diff(linear(X, &query_proj), inside.Q));
-    printf("max |key_proj(X) - K|   = %g\n", max_abs_diff(linear(X, &key_proj), inside.K));
-    printf("max |value_proj(X) - V| = %g\n", max_abs_diff(linear(X, &value_proj), inside.V));
-    trace_pause(false);
-
-    // The counts. proj does exactly the multiply-adds of V1's three
-    // projections; output_proj is the only new work.
-    long long rows = (long long)batch * seq;
-    long long attention = attention_count(batch, seq, dim);
-    printf("\n-- what thop counted, and what it left out --\n");
-    printf("  proj         %d x (%d*%d*%d) = %lld  (= V1's three projections)\n", dim, batch,
-           seq, 3 * dim, count_linear(&net.proj, rows));
-    printf("  output_proj  %d x (%d*%d*%d) = %lld\n", dim, batch, seq, dim,
-           count_linear(&net.output_proj, rows));
-    printf("  Parameters = (dim*3*dim + 3*dim) + (dim*dim + dim) = %lld + %lld = %lld\n",
-           count_params(&net.proj), count_params(&net.output_proj), profile.params);
-    printf("  not seen by thop: Q @ K^T, / sqrt(dim), softmax, att_weight @ V = %lld\n",
-           attention);
-    printf("counted by thop:    %lld = %.6f M\n", profile.flops, (double)profile.flops / 1e6);
-    printf("the whole forward:  %lld = %.6f M\n", profile.flops + attention,
-           (double)(profile.flops + attention) / 1e6);
+    print_what_net_computed(&steps, ret, lesson.heatmap);
+    show_split_views(&steps);
+    bool was_paused = trace_pause(true);   // a check, not part of the dataflow
+    show_v1_inside_v2(&net, &steps, X);
+    trace_pause(was_paused);
+    print_counts(&profile, &net, batch, seq, dim);
     return lesson_finish(&lesson);
 }

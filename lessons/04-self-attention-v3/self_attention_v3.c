@@ -59,7 +59,7 @@
 #define MASK_FILL -1e20f
 #define ATT_DROPOUT 0.1   // "一般是 0.1 的 dropout" (config.attention_probs_dropout_prob)
 
-// --- the module: SelfAttV3 -------------------------------------------------------
+// --- the module: SelfAttV3 -----------------------------------------------------------
 
 typedef struct {
     int dim;
@@ -71,14 +71,19 @@ typedef struct {
     bool training;        // nn.Module.training: dropout acts only when true
 } SelfAttV3;
 
-// What the forward computed on the way, besides ret. HuggingFace models hand
-// back their weights the same way when asked (output_attentions=True); the
-// lesson uses them for the heatmap and the fully masked row below.
+// The forward's local variables, kept for main() to print and the tests to
+// check. The notebook calls the scores, the masked scores, the weights and
+// the dropped weights all `att_weight`; here the ones the lesson looks at
+// get names of their own. (HuggingFace models hand back their weights the
+// same way when asked: output_attentions=True.)
 typedef struct {
+    const Tensor *QKV;                  // (B, T, 3C)
+    const Tensor *Q, *K, *V;            // (B, T, C), views into QKV
     const Tensor *scores;               // (B, T, S) Q @ K^T / sqrt(C), before the mask
     const Tensor *att_weight;           // (B, T, S) after softmax, before dropout
     const Tensor *att_weight_dropped;   // (B, T, S) after att_drop (att_weight itself in eval)
-} SelfAttV3Weights;
+    const Tensor *output;               // (B, T, C) before output_proj
+} SelfAttV3Steps;
 
 // SelfAttV3(dim). The draws follow PyTorch's __init__ order: proj.weight,
 // proj.bias, output_proj.weight, output_proj.bias. nn.Dropout has no
@@ -96,23 +101,21 @@ static SelfAttV3 SelfAttV3_init(int dim) {
 
 // SelfAttV3.forward(X, attention_mask). X is (B, T, C); attention_mask is
 // (B, T, S), 1 for a key that may be attended to and 0 for padding, or NULL
-// for no mask. Prints att_weight as the notebook does (and, in training,
-// the weights after dropout). Returns ret (B, T, C); fills *weights if it
-// is not NULL.
-static const Tensor *SelfAttV3_forward(const SelfAttV3 *self, const Tensor *X,
-                                 const Tensor *attention_mask, SelfAttV3Weights *weights) {
+// for no mask. Returns ret (B, T, C). The notebook's forward also prints
+// att_weight; this one prints nothing, and main() prints steps->att_weight.
+static Tensor *SelfAttV3_forward(SelfAttV3Steps *steps, const SelfAttV3 *self, const Tensor *X,
+                                 const Tensor *attention_mask) {
     // The notebook's comment says "attention_mask shape is: (batch, seq)".
     // It is not: masked_fill needs a mask that broadcasts to the scores,
     // (B, T, S); the cell passes the (B, T, S) repeat of b. A (B, S) mask
     // would line up with the LAST two dims (T, S): an error when B != T,
     // and, worse, a silently wrong mask when B == T. (B, 1, S), from
     // b.unsqueeze(1) without the repeat, broadcasts correctly.
-    int B = size(X, 0), T = size(X, 1), S = T, C = self->dim;
-    (void)B, (void)S;   // only read by the shape comments
+    int C = self->dim;
 
     const Tensor *QKV = named("QKV", linear(X, &self->proj));                // (B, T, 3C)
     // Q, K, V = torch.split(QKV, self.dim, dim=-1): three views, no copy.
-    const Tensor *parts[3];
+    const Tensor *parts[3];                                                  // 3 x (B, T, C)
     split(parts, QKV, C, 3);
     const Tensor *Q = named("Q", parts[0]);                                  // (B, T, C)
     const Tensor *K = named("K", parts[1]);                                  // (B, S, C)
@@ -120,17 +123,18 @@ static const Tensor *SelfAttV3_forward(const SelfAttV3 *self, const Tensor *X,
 
     // scores[b, t, s] = q_t . k_s / sqrt(C). Dividing by sqrt(C) keeps the
     // scores' spread independent of C, so softmax does not saturate.
-    const Tensor *scores = div_scalar(matmul(Q, transpose(K, -1, -2)), sqrtf((float)C));  // (B, T, S)
+    const Tensor *scores =
+        div_scalar(matmul(Q, transpose(K, -1, -2)), sqrtf((float)C));        // (B, T, S)
     const Tensor *att_weight = scores;                                       // (B, T, S)
     if (attention_mask != NULL) {
         // "给 weight 填充一个极小的值": fill a very small value where the mask
         // is 0. After the softmax those weights are exactly 0: exp(-1e20 - max)
         // underflows to 0.0f. Only the columns (keys) of padding are masked;
         // a padding QUERY row still gets weights over the real keys.
-        att_weight = masked_fill(att_weight, eq_scalar(attention_mask, 0), MASK_FILL);  // (B, T, S)
+        const Tensor *padding = eq_scalar(attention_mask, 0);                // (B, T, S)
+        att_weight = masked_fill(att_weight, padding, MASK_FILL);            // (B, T, S)
     }
-    att_weight = named("att_weight", softmax(att_weight, -1));          // (B, T, S)
-    printf("%s\n", tensor_str(att_weight, "grad_fn=<SoftmaxBackward0>"));
+    att_weight = named("att_weight", softmax(att_weight, -1));               // (B, T, S)
 
     // "注意：dropout 是对 att_weight 的，不是对 att_weight @ V 的": dropout
     // acts on the attention weights, not on att_weight @ V. Zeroing a weight
@@ -139,32 +143,28 @@ static const Tensor *SelfAttV3_forward(const SelfAttV3 *self, const Tensor *X,
     // (hidden_dropout_prob, applied later in a Transformer block).
     // Survivors are divided by 0.9 so each weight keeps its expected value:
     // 0.9 * (w / 0.9) + 0.1 * 0 = w, and eval mode needs no rescaling.
-    const Tensor *att_weight_dropped = dropout(att_weight, self->att_drop, self->training);  // (B, T, S)
-    if (self->training) {
-        printf("att_weight after att_drop: %s\n",
-               tensor_str(att_weight_dropped, "grad_fn=<MulBackward0>"));
-    }
+    const Tensor *att_weight_dropped =
+        dropout(att_weight, self->att_drop, self->training);                 // (B, T, S)
 
     // output[b, t] = sum_s att_weight[b, t, s] * v_s: each query's mix of values.
     const Tensor *output = named("output", matmul(att_weight_dropped, V));   // (B, T, C)
-    const Tensor *ret = named("ret", linear(output, &self->output_proj));    // (B, T, C)
+    Tensor *ret = linear(output, &self->output_proj);                        // (B, T, C)
+    named("ret", ret);
 
-    if (weights != NULL) {
-        weights->scores = scores;
-        weights->att_weight = att_weight;
-        weights->att_weight_dropped = att_weight_dropped;
+    if (steps != NULL) {
+        *steps = (SelfAttV3Steps){QKV, Q, K, V, scores, att_weight, att_weight_dropped, output};
     }
     return ret;
 }
 
-// --- the padding mask --------------------------------------------------------------
+// --- the cell's padding mask ---------------------------------------------------------
 
 // b: (batch, seq), 1 for a real token, 0 for padding. Batch row i keeps its
 // first max(1, seq-1-i) tokens: for 3x4 that is the notebook's
 //     [[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]]
 // and every row keeps at least one real token, however large batch is.
 static const Tensor *padding_rows(int batch, int seq) {
-    Tensor *b = zeros(shape2(batch, seq));                             // (B, S)
+    Tensor *b = zeros(shape2(batch, seq));                                   // (B, S)
     b->dtype = DTYPE_INT64;   // torch.tensor([[1, 1, 1, 0], ...]) is int64
     for (int i = 0; i < batch; i++) {
         int kept = seq - 1 - i > 1 ? seq - 1 - i : 1;
@@ -175,19 +175,12 @@ static const Tensor *padding_rows(int batch, int seq) {
     return b;
 }
 
-// softmax(scores.masked_fill(mask == 0, fill), dim=-1): the forward's two
-// lines with the fill value as a parameter, so -1e20 and -inf can be tried
-// side by side.
-static const Tensor *masked_softmax(const Tensor *scores, const Tensor *mask, float fill) {
-    return softmax(masked_fill(scores, eq_scalar(mask, 0), fill), -1);  // shape of scores
-}
-
-// --- the parts the notebook does not show ---------------------------------------------
+// --- the demonstrations: what the notebook does not show --------------------------------
 
 // Train mode: what att_drop did to the weights.
-static void show_dropout(const SelfAttV3Weights *weights) {
-    const Tensor *before = weights->att_weight;            // (B, T, S)
-    const Tensor *after = weights->att_weight_dropped;     // (B, T, S)
+static void show_dropout(const SelfAttV3Steps *steps) {
+    const Tensor *before = steps->att_weight;            // (B, T, S)
+    const Tensor *after = steps->att_weight_dropped;     // (B, T, S)
     long kept = 0, dropped = 0;
     float example_before = 0.0f, example_after = 0.0f;
     int index[MAX_DIMS] = {0};
@@ -217,7 +210,7 @@ static void show_dropout(const SelfAttV3Weights *weights) {
 // A padding mask hides keys, not queries: the last batch row has the most
 // padding, yet every one of its query positions gets an output row.
 static void show_padded_queries(const Tensor *b, const Tensor *ret) {
-    int B = size(ret, 0), T = size(ret, 1);
+    int B = size(ret, 0), T = size(ret, 1), C = size(ret, 2);
     int last = B - 1, kept = 0;
     for (int s = 0; s < size(b, 1); s++) {
         kept += *at2(b, last, s) != 0.0f;
@@ -230,9 +223,16 @@ static void show_padded_queries(const Tensor *b, const Tensor *ret) {
     printf("batch row %d has %d real token(s) and %d padding; its padded query rows %d..%d "
            "still get outputs:\n", last, kept, T - kept, kept, T - 1);
     const Tensor *ret_last = narrow(ret, 0, last, 1);                        // (1, T, C)
-    const Tensor *ret_row = view(contiguous(ret_last), shape2(T, size(ret, 2)));   // (T, C)
+    const Tensor *ret_row = view(contiguous(ret_last), shape2(T, C));        // (T, C)
     printf("ret[%d]:\n%s\n", last, tensor_str(ret_row, "grad_fn=<SelectBackward0>"));
     printf("a model must ignore those rows itself (the loss or the pooling skips padding).\n");
+}
+
+// softmax(scores.masked_fill(mask == 0, fill), dim=-1): the forward's two
+// lines with the fill value as a parameter, so -1e20 and -inf can be tried
+// side by side.
+static Tensor *masked_softmax(const Tensor *scores, const Tensor *mask, float fill) {
+    return softmax(masked_fill(scores, eq_scalar(mask, 0), fill), -1);  // shape of scores
 }
 
 // Why -1e20 and not -inf: a query whose keys are ALL masked (an all-padding
@@ -244,12 +244,12 @@ static void show_padded_queries(const Tensor *b, const Tensor *ret) {
 // BERT (seed 003) adds a mask instead: scores + (1 - mask) * -10000. With
 // every key masked that shifts the whole row by -10000, and softmax does not
 // change when a row is shifted, so the row gets (nearly) its UNMASKED weights.
-static void fully_masked_row(const SelfAttV3Weights *weights) {
-    int S = size(weights->scores, 2);
-    // scores of batch 0, query 0, as a 1-D row
-    const Tensor *row = view(contiguous(narrow(narrow(weights->scores, 0, 0, 1), 1, 0, 1)),
-                       shape1(S));                                    // (S)
-    Tensor *no_keys = zeros(shape1(S));                                // (S) all padding
+static void fully_masked_row(const SelfAttV3Steps *steps) {
+    int S = size(steps->scores, 2);
+    // scores[0, 0]: batch 0, query 0, as a 1-D row
+    const Tensor *first = narrow(narrow(steps->scores, 0, 0, 1), 1, 0, 1);   // (1, 1, S)
+    const Tensor *row = view(contiguous(first), shape1(S));                  // (S)
+    Tensor *no_keys = zeros(shape1(S));                                      // (S) all padding
     no_keys->dtype = DTYPE_INT64;
     const Tensor *additive = full(shape1(S), -10000.0f);                     // (S) (1 - 0) * -10000
 
@@ -263,6 +263,8 @@ static void fully_masked_row(const SelfAttV3Weights *weights) {
            tensor_str(softmax(add(row, additive), -1), NULL));
     printf("no mask at all, for comparison:            %s\n", tensor_str(softmax(row, -1), NULL));
 }
+
+// --- the lesson -----------------------------------------------------------------------
 
 int main(int argc, char **argv) {
     int batch = 3, seq = 4, dim = 2;   // the notebook: torch.rand(3, 4, 2), SelfAttV3(2)
@@ -283,6 +285,8 @@ int main(int argc, char **argv) {
         .switches = switches, .n_switches = 1,
     };
     parse_lesson_args(&lesson, argc, argv);
+    // The biggest tensors: att_weight and the mask (B, T, S), QKV (B, T, 3C),
+    // proj.weight (3C, C).
     check_fits(&lesson, "att_weight (batch, seq, seq)", shape3(batch, seq, seq));
     check_fits(&lesson, "QKV (batch, seq, 3*dim)", shape3(batch, seq, 3 * dim));
     check_fits(&lesson, "proj.weight (3*dim, dim)", shape2(3 * dim, dim));
@@ -293,30 +297,38 @@ int main(int argc, char **argv) {
     printf("%s\n", size_str(b));
     // [B, S] -> [B, 1, S] -> [B, T, S]: the same key mask for every query
     // row t ("在第 1 维重复 seq 次": repeat seq times along dim 1).
-    const Tensor *mask = named("mask", repeat(unsqueeze(b, 1), (int[]){1, seq, 1}));  // (B, T, S)
+    const Tensor *b_rows = unsqueeze(b, 1);                                  // (B, 1, S)
+    const Tensor *mask = named("mask", repeat(b_rows, (int[]){1, seq, 1}));  // (B, T, S)
     printf("%s %s\n", tensor_str(mask, NULL), size_str(mask));
 
     SelfAttV3 net = SelfAttV3_init(dim);
     // The notebook never calls net.eval(), so its dropout was on when it ran;
     // its printed weights come before dropout and are not affected.
     net.training = train;
-    SelfAttV3Weights weights;
-    const Tensor *ret = SelfAttV3_forward(&net, X, mask, &weights);          // (B, T, C)
-    printf("%s\n", size_str(ret));
+    SelfAttV3Steps steps;
+    const Tensor *ret = SelfAttV3_forward(&steps, &net, X, mask);            // (B, T, C)
+    // The forward's print(att_weight), and in training the lesson's own
+    // line with the weights after dropout.
+    printf("%s\n", tensor_str(steps.att_weight, "grad_fn=<SoftmaxBackward0>"));
+    if (net.training) {
+        printf("att_weight after att_drop: %s\n",
+               tensor_str(steps.att_weight_dropped, "grad_fn=<MulBackward0>"));
+    }
+    printf("%s\n", size_str(ret));   // print(net(X, mask).shape)
 
     if (lesson.heatmap) {
         printf("\n");
-        print_heatmap("att_weight (after softmax, before dropout)", weights.att_weight);
+        print_heatmap("att_weight (after softmax, before dropout)", steps.att_weight);
         if (train) {
-            print_heatmap("att_weight after att_drop", weights.att_weight_dropped);
+            print_heatmap("att_weight after att_drop", steps.att_weight_dropped);
         }
     }
-    trace_pause(true);   // what follows is commentary, not the model's dataflow
+    bool was_paused = trace_pause(true);   // what follows is commentary, not the dataflow
     if (train) {
-        show_dropout(&weights);
+        show_dropout(&steps);
     }
     show_padded_queries(b, ret);
-    fully_masked_row(&weights);
-    trace_pause(false);
+    fully_masked_row(&steps);
+    trace_pause(was_paused);
     return lesson_finish(&lesson);
 }

@@ -56,7 +56,7 @@
 // dropouts, is usually 0.1 too).
 #define ATT_DROPOUT 0.1
 
-// --- the module: SelfAttV4 -------------------------------------------------------
+// --- the module: SelfAttV4 -----------------------------------------------------------
 
 typedef struct {
     int dim;
@@ -77,12 +77,15 @@ typedef struct {
     bool training;        // nn.Module.training: dropout acts only when true
 } SelfAttV4;
 
-// What the forward computed on the way, besides ret (as HuggingFace models
-// return their weights with output_attentions=True): for the heatmap.
+// The forward's local variables, kept for main() to print and the tests to
+// check. The notebook calls the weights before and after dropout both
+// `att_weight`; here they get a name each.
 typedef struct {
+    const Tensor *Q, *K, *V;            // (B, T, C)
     const Tensor *att_weight;           // (B, T, S) after softmax, before dropout
     const Tensor *att_weight_dropped;   // (B, T, S) after att_drop (att_weight itself in eval)
-} SelfAttV4Weights;
+    const Tensor *output;               // (B, T, C) before output_proj
+} SelfAttV4Steps;
 
 // SelfAttV4(dim). The draws follow PyTorch's __init__ order: query_proj,
 // key_proj, value_proj, output_proj, each weight then bias. Like every
@@ -102,14 +105,12 @@ static SelfAttV4 SelfAttV4_init(int dim) {
 // SelfAttV4.forward(X, attention_mask). X is (B, T, C); attention_mask is
 // (B, T, S), 1 for a key that may be attended to and 0 for padding, or NULL.
 // (The notebook's comment says (batch, seq); the code needs a mask that
-// broadcasts to the (B, T, S) scores: see lesson 4.) Prints att_weight as
-// the notebook's f-string does, and in training the weights after dropout.
-// Returns ret (B, T, C); fills *weights if it is not NULL.
-static const Tensor *SelfAttV4_forward(const SelfAttV4 *self, const Tensor *X,
-                                 const Tensor *attention_mask, SelfAttV4Weights *weights) {
-    int B = size(X, 0), T = size(X, 1), S = T, C = self->dim;
-    (void)B, (void)S;   // only read by the shape comments
-
+// broadcasts to the (B, T, S) scores: see lesson 4.) Returns ret (B, T, C).
+// The notebook's forward also prints att_weight; this one prints nothing,
+// and main() prints steps->att_weight.
+static Tensor *SelfAttV4_forward(SelfAttV4Steps *steps, const SelfAttV4 *self, const Tensor *X,
+                                 const Tensor *attention_mask) {
+    int C = self->dim;
     const Tensor *Q = named("Q", linear(X, &self->query_proj));              // (B, T, C)
     const Tensor *K = named("K", linear(X, &self->key_proj));                // (B, S, C)
     const Tensor *V = named("V", linear(X, &self->value_proj));              // (B, S, C)
@@ -118,44 +119,41 @@ static const Tensor *SelfAttV4_forward(const SelfAttV4 *self, const Tensor *X,
     // variance 1, q . k sums C products and has variance C; dividing by
     // sqrt(C) brings it back to 1, so softmax does not saturate into a
     // one-hot whose gradients vanish. (With heads it is sqrt(head_dim).)
-    const Tensor *att_weight = div_scalar(matmul(Q, transpose(K, -1, -2)), sqrtf((float)C));  // (B, T, S)
+    const Tensor *att_weight =
+        div_scalar(matmul(Q, transpose(K, -1, -2)), sqrtf((float)C));        // (B, T, S)
     if (attention_mask != NULL) {
         // "给 weight 填充一个极小的值": fill a very small value where the mask
         // is 0; after the softmax those weights are exactly 0. The mask hides
         // keys (columns); padded query rows still get weights and outputs.
-        att_weight = masked_fill(att_weight, eq_scalar(attention_mask, 0), MASK_FILL);  // (B, T, S)
+        const Tensor *padding = eq_scalar(attention_mask, 0);                // (B, T, S)
+        att_weight = masked_fill(att_weight, padding, MASK_FILL);            // (B, T, S)
     }
-    att_weight = named("att_weight", softmax(att_weight, -1));          // (B, T, S)
-    // print(f"att_weight:\n {att_weight}"): note the space after the newline.
-    printf("att_weight:\n %s\n", tensor_str(att_weight, "grad_fn=<SoftmaxBackward0>"));
+    att_weight = named("att_weight", softmax(att_weight, -1));               // (B, T, S)
 
     // INTERVIEW (where dropout goes): "dropout 是对 att_weight 的，不是对
     // att_weight @ V 的": on the attention weights, not on att_weight @ V.
     // It cuts random query-key links while training; the survivors are
     // divided by 0.9 so that eval mode (no dropout) needs no rescaling.
-    const Tensor *att_weight_dropped = dropout(att_weight, self->att_drop, self->training);  // (B, T, S)
-    if (self->training) {
-        printf("att_weight after att_drop:\n %s\n",
-               tensor_str(att_weight_dropped, "grad_fn=<MulBackward0>"));
-    }
+    const Tensor *att_weight_dropped =
+        dropout(att_weight, self->att_drop, self->training);                 // (B, T, S)
 
     const Tensor *output = named("output", matmul(att_weight_dropped, V));   // (B, T, C)
-    const Tensor *ret = named("ret", linear(output, &self->output_proj));    // (B, T, C)
+    Tensor *ret = linear(output, &self->output_proj);                        // (B, T, C)
+    named("ret", ret);
 
-    if (weights != NULL) {
-        weights->att_weight = att_weight;
-        weights->att_weight_dropped = att_weight_dropped;
+    if (steps != NULL) {
+        *steps = (SelfAttV4Steps){Q, K, V, att_weight, att_weight_dropped, output};
     }
     return ret;
 }
 
-// --- the padding mask (as in lesson 4) -----------------------------------------------
+// --- the cell's padding mask (as in lesson 4) -----------------------------------------
 
 // b: (batch, seq), 1 for a real token, 0 for padding. Batch row i keeps its
 // first max(1, seq-1-i) tokens: for 3x4 that is the notebook's
 //     [[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]]
 static const Tensor *padding_rows(int batch, int seq) {
-    Tensor *b = zeros(shape2(batch, seq));                             // (B, S)
+    Tensor *b = zeros(shape2(batch, seq));                                   // (B, S)
     b->dtype = DTYPE_INT64;   // torch.tensor([[1, 1, 1, 0], ...]) is int64
     for (int i = 0; i < batch; i++) {
         int kept = seq - 1 - i > 1 ? seq - 1 - i : 1;
@@ -166,19 +164,21 @@ static const Tensor *padding_rows(int batch, int seq) {
     return b;
 }
 
-// --- what to say, with numbers from this run ------------------------------------------
+// --- the demonstrations: what to say, with numbers from this run ------------------------
 
 // Stack the three weight matrices into lesson 4's fused Linear(dim, 3*dim)
 // (rows 0..C-1 are query_proj's, C..2C-1 key_proj's, 2C..3C-1 value_proj's)
 // and split its output: the same Q, K, V.
 static void show_fused_equals_separate(const SelfAttV4 *net, const Tensor *X) {
     int C = net->dim;
-    const Tensor *weights[3] = {net->query_proj.weight, net->key_proj.weight, net->value_proj.weight};
-    const Tensor *biases[3] = {net->query_proj.bias, net->key_proj.bias, net->value_proj.bias};
-    Linear proj = {cat(weights, 3, 0), cat(biases, 3, 0), C, 3 * C};  // W (3C, C), b (3C)
+    const Tensor *weights[3] = {net->query_proj.weight, net->key_proj.weight,
+                                net->value_proj.weight};                     // 3 x (C, C)
+    const Tensor *biases[3] = {net->query_proj.bias, net->key_proj.bias,
+                               net->value_proj.bias};                        // 3 x (C,)
+    Linear proj = {cat(weights, 3, 0), cat(biases, 3, 0), C, 3 * C};         // W (3C, C), b (3C)
     const Tensor *QKV = linear(X, &proj);                                    // (B, T, 3C)
-    const Tensor *parts[3];
-    split(parts, QKV, C, 3);                                           // 3 x (B, T, C)
+    const Tensor *parts[3];                                                  // 3 x (B, T, C)
+    split(parts, QKV, C, 3);
     float worst = 0.0f;
     worst = fmaxf(worst, max_abs_diff(parts[0], linear(X, &net->query_proj)));
     worst = fmaxf(worst, max_abs_diff(parts[1], linear(X, &net->key_proj)));
@@ -189,11 +189,12 @@ static void show_fused_equals_separate(const SelfAttV4 *net, const Tensor *X) {
 }
 
 static void show_interview_points(const SelfAttV4 *net, const Tensor *X) {
-    long C = net->dim;
+    long long C = net->dim;   // up to 2^16, so C * C needs 64 bits
     printf("\n-- what to say about each choice --\n");
     show_fused_equals_separate(net, X);
-    printf("bias: 3 x (%ld*%ld + %ld) = %ld parameters for Q, K, V with biases, %ld without; "
-           "+ %ld for output_proj.\n", C, C, C, 3 * (C * C + C), 3 * C * C, C * C + C);
+    printf("bias: 3 x (%lld*%lld + %lld) = %lld parameters for Q, K, V with biases, %lld "
+           "without; + %lld for output_proj.\n", C, C, C, 3 * (C * C + C), 3 * C * C,
+           C * C + C);
     printf("scaling: scores are divided by sqrt(dim) = %.4f so their variance does not grow "
            "with dim.\n", sqrt((double)C));
     printf("dropout: p = %.1f on att_weight (before @ V), %s.\n", net->att_drop,
@@ -202,6 +203,8 @@ static void show_interview_points(const SelfAttV4 *net, const Tensor *X) {
     printf("output_proj: optional for one head (ask the interviewer); it mixes the heads "
            "in multi-head attention.\n");
 }
+
+// --- the lesson -----------------------------------------------------------------------
 
 int main(int argc, char **argv) {
     int batch = 3, seq = 4, dim = 2;   // the notebook: torch.rand(3, 4, 2), SelfAttV4(2)
@@ -222,8 +225,9 @@ int main(int argc, char **argv) {
         .switches = switches, .n_switches = 1,
     };
     parse_lesson_args(&lesson, argc, argv);
-    // The biggest tensors: att_weight (B, T, S), and the fused QKV (B, T, 3C)
-    // and its (3C, C) weight that the interview part builds at the end.
+    // The biggest tensors: att_weight and the mask (B, T, S), and the fused
+    // QKV (B, T, 3C) and its (3C, C) weight that the interview part builds
+    // at the end.
     check_fits(&lesson, "att_weight (batch, seq, seq)", shape3(batch, seq, seq));
     check_fits(&lesson, "the fused QKV (batch, seq, 3*dim)", shape3(batch, seq, 3 * dim));
     check_fits(&lesson, "the fused weight (3*dim, dim)", shape2(3 * dim, dim));
@@ -232,23 +236,31 @@ int main(int argc, char **argv) {
     const Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));      // (B, T, C)
     const Tensor *b = padding_rows(batch, seq);                              // (B, S)
     // [B, S] -> [B, 1, S] -> [B, T, S]: the same key mask for every query row.
-    const Tensor *mask = named("mask", repeat(unsqueeze(b, 1), (int[]){1, seq, 1}));  // (B, T, S)
+    const Tensor *b_rows = unsqueeze(b, 1);                                  // (B, 1, S)
+    const Tensor *mask = named("mask", repeat(b_rows, (int[]){1, seq, 1}));  // (B, T, S)
 
     SelfAttV4 net = SelfAttV4_init(dim);
     net.training = train;   // the notebook never calls net.eval(): its dropout was on
-    SelfAttV4Weights weights;
-    const Tensor *ret = SelfAttV4_forward(&net, X, mask, &weights);          // (B, T, C)
-    printf("%s\n", size_str(ret));
+    SelfAttV4Steps steps;
+    const Tensor *ret = SelfAttV4_forward(&steps, &net, X, mask);            // (B, T, C)
+    // The forward's print(f"att_weight:\n {att_weight}"): note the space
+    // after the newline. In training, the lesson's own line after dropout.
+    printf("att_weight:\n %s\n", tensor_str(steps.att_weight, "grad_fn=<SoftmaxBackward0>"));
+    if (net.training) {
+        printf("att_weight after att_drop:\n %s\n",
+               tensor_str(steps.att_weight_dropped, "grad_fn=<MulBackward0>"));
+    }
+    printf("%s\n", size_str(ret));   // print(net(X, mask).shape)
 
     if (lesson.heatmap) {
         printf("\n");
-        print_heatmap("att_weight (after softmax, before dropout)", weights.att_weight);
+        print_heatmap("att_weight (after softmax, before dropout)", steps.att_weight);
         if (train) {
-            print_heatmap("att_weight after att_drop", weights.att_weight_dropped);
+            print_heatmap("att_weight after att_drop", steps.att_weight_dropped);
         }
     }
-    trace_pause(true);   // what follows is commentary, not the model's dataflow
+    bool was_paused = trace_pause(true);   // what follows is commentary, not the dataflow
     show_interview_points(&net, X);
-    trace_pause(false);
+    trace_pause(was_paused);
     return lesson_finish(&lesson);
 }
