@@ -73,7 +73,8 @@ START_TEST(test_recorded_group_sum) {
 }
 END_TEST
 
-// The dump has exactly the names and shapes of LESSONS.md.
+// The dumps have the shapes docs/08-gqa.md gives them: out one head per
+// query head, out_group_sum and key one per key/value head.
 START_TEST(test_dump_shapes) {
     const char *dump = make_temp_dir();
     RunResult run = run_program(BINARY, (const char *const[]){"--dump", dump, "--seed", "1",
@@ -123,7 +124,7 @@ START_TEST(test_loops_equal_repeat_interleave) {
     for (int c = 0; c < 5; c++) {
         int heads = configs[c][0], kv_heads = configs[c][1];
         Inputs in = draw((uint64_t)configs[c][2], 2, 7, heads, kv_heads, 5);
-        const Tensor *loops = grouped_query_attention(in.query, in.key, in.value, NULL);
+        const Tensor *loops = grouped_query_attention(NULL, in.query, in.key, in.value);
         const Tensor *repeated = repeat_interleave_attention(in.query, in.key, in.value);
         ck_assert_str_eq(size_str(loops), path_join("torch.Size([2, 7, %d, 5])", heads));
         // Same products, summed in the same order: they agree to rounding
@@ -137,12 +138,12 @@ END_TEST
 // kv_heads = heads is lesson 6's multi-head attention.
 START_TEST(test_mha_is_lesson6) {
     Inputs in = draw(11, 3, 6, 8, 8, 16);
-    const Tensor *loops = grouped_query_attention(in.query, in.key, in.value, NULL);
+    const Tensor *loops = grouped_query_attention(NULL, in.query, in.key, in.value);
     assert_close(loops, lesson6_attention(in.query, in.key, in.value), 1e-6f, 1e-5f,
                  "kv_heads = heads against lesson 6");
     // With G = 1 there is nothing to sum over g: the notebook's einsum is
     // then right, and equal to true GQA.
-    assert_close(group_sum_attention(in.query, in.key, in.value, NULL), loops, 1e-6f, 1e-5f,
+    assert_close(group_sum_attention(NULL, in.query, in.key, in.value), loops, 1e-6f, 1e-5f,
                  "group sum with G = 1");
 }
 END_TEST
@@ -151,7 +152,7 @@ END_TEST
 // key/value head given to every query head.
 START_TEST(test_mqa_is_shared_head) {
     Inputs in = draw(12, 2, 9, 4, 1, 8);
-    const Tensor *loops = grouped_query_attention(in.query, in.key, in.value, NULL);
+    const Tensor *loops = grouped_query_attention(NULL, in.query, in.key, in.value);
     const Tensor *k_shared = contiguous(expand(in.key, shape4(-1, -1, 4, -1)));
     const Tensor *v_shared = contiguous(expand(in.value, shape4(-1, -1, 4, -1)));
     assert_close(loops, lesson6_attention(in.query, k_shared, v_shared), 1e-6f, 1e-5f,
@@ -174,7 +175,7 @@ START_TEST(test_query_head_reads_kv_head_i_over_G) {
             }
         }
     }
-    const Tensor *out = grouped_query_attention(in.query, in.key, in.value, NULL);
+    const Tensor *out = grouped_query_attention(NULL, in.query, in.key, in.value);
     for (int n = 0; n < 5; n++) {
         for (int i = 0; i < heads; i++) {
             for (int d = 0; d < 3; d++) {
@@ -193,8 +194,8 @@ END_TEST
 START_TEST(test_group_sum_is_wrong_as_explained) {
     int heads = 8, kv_heads = 2, G = 4;
     Inputs in = draw(14, 2, 10, heads, kv_heads, 8);
-    const Tensor *out = grouped_query_attention(in.query, in.key, in.value, NULL);
-    const Tensor *out_group_sum = group_sum_attention(in.query, in.key, in.value, NULL);
+    const Tensor *out = grouped_query_attention(NULL, in.query, in.key, in.value);
+    const Tensor *out_group_sum = group_sum_attention(NULL, in.query, in.key, in.value);
     ck_assert_str_eq(size_str(out_group_sum), "torch.Size([2, 10, 2, 8])");
     ck_assert_str_eq(size_str(out), "torch.Size([2, 10, 8, 8])");
     // It matches none of the G true heads that share its key/value head.
