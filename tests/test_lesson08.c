@@ -22,12 +22,9 @@
 
 // --- reference runs -------------------------------------------------------------
 
-typedef struct {
-    const char *dir;                // tests/data/lesson08/<dir>
-    const char *const args[13];     // the seed and sizes gen_lesson08.py used, NULL-ended
-} Case;
-
-static const Case CASES[] = {
+// The cases gen_lesson08.py recorded (tests/data/lesson08/<dir>), with
+// the seed and sizes it used.
+static const RecordedCase CASES[] = {
     {"seed0", {"--seed", "0", NULL}},   // the notebook's sizes: 1, 256, 8, 2, 64
     {"seed7", {"--seed", "7", "--seq", "16", "--head-dim", "8", NULL}},
     {"seed1", {"--seed", "1", "--batch", "2", "--seq", "5", "--heads", "6", "--kv-heads", "3",
@@ -43,17 +40,11 @@ static const char *const INPUTS[] = {"query", "key", "value", NULL};
 // The lesson run with the case's flags and --dump against PyTorch's run:
 // inputs bit for bit, `computed` to atol + rtol*|x|, the printed lines
 // (the notebook's, and the tensor values PyTorch prints) in order.
-static void check_case(const Case *c, const char *const *computed, float atol, float rtol) {
-    ReferenceRun reference = {
-        .lesson = LESSON,
-        .reference = path_join("%s/lesson08/%s", DATA_DIR, c->dir),
-        .args = c->args,
-        .exact = INPUTS,
-        .computed = computed,
-        .atol = atol,
-        .rtol = rtol,
+static void check_case(int i, const char *const *computed, float atol, float rtol) {
+    ReferenceRun every_case = {
+        .lesson = LESSON, .exact = INPUTS, .computed = computed, .atol = atol, .rtol = rtol,
     };
-    check_against_reference(&reference);
+    check_recorded_case(every_case, DATA_DIR "/lesson08", &CASES[i]);
 }
 
 // Computed: our loops sum in a different order than PyTorch's einsum
@@ -62,14 +53,14 @@ static void check_case(const Case *c, const char *const *computed, float atol, f
 // 2^-24 per term gives score errors of ~1e-6 and outputs (weighted means
 // of the values) of a few 1e-7; measured worst: 3.6e-7 at seed 0.
 START_TEST(test_recorded_runs) {
-    check_case(&CASES[_i], (const char *const[]){"out", NULL}, 2e-6f, 1e-5f);
+    check_case(_i, (const char *const[]){"out", NULL}, 2e-6f, 1e-5f);
 }
 END_TEST
 
 // The notebook's scores sum G*D products (four times larger logits), so
 // they get a tolerance ten times looser; measured worst: 5.7e-6.
 START_TEST(test_recorded_group_sum) {
-    check_case(&CASES[_i], (const char *const[]){"out_group_sum", NULL}, 2e-5f, 1e-4f);
+    check_case(_i, (const char *const[]){"out_group_sum", NULL}, 2e-5f, 1e-4f);
 }
 END_TEST
 
@@ -101,8 +92,8 @@ typedef struct {
 static Inputs draw(uint64_t seed, int batch, int seq, int heads, int kv_heads, int head_dim) {
     manual_seed(seed);
     Inputs in;
-    in.query = randn(shape4(batch, seq, heads, head_dim));   // (B, N, H, D)
-    in.key = randn(shape4(batch, seq, kv_heads, head_dim));  // (B, S, KV, D)
+    in.query = randn(shape4(batch, seq, heads, head_dim));                   // (B, N, H, D)
+    in.key = randn(shape4(batch, seq, kv_heads, head_dim));                  // (B, S, KV, D)
     in.value = randn(shape4(batch, seq, kv_heads, head_dim));
     return in;
 }
