@@ -113,16 +113,49 @@ void check_bad_flags(const char *lesson, const char *program, const BadFlags *ca
 
 // --- shared by the tests of lessons 6-10 ------------------------------------------
 
-// For tests that call a printing forward in-process: every test of `tc`
-// runs with stdout sent to /dev/null (quiet_stdout/restore_stdout as a
-// checked fixture), so `make test` shows only check's report.
-void quiet_stdout_in(TCase *tc);
-
 // A Linear around given tensors: weight (out, in), bias (out,) or NULL.
 Linear linear_from(const Tensor *weight, const Tensor *bias);
 // The Linear `name` PyTorch recorded in the directory `reference`:
 // <reference>/<name>.weight.npy and <name>.bias.npy.
 Linear recorded_linear(const char *reference, const char *name);
+
+// --- shared by the tests of lessons 6-8 (multi-head, cross-attention, gqa) ---------
+
+// One run tests/reference/gen_lessonNN.py recorded: its directory under the
+// lesson's data directory, and the lesson's flags that make the same draws.
+typedef struct {
+    const char *dir;          // "seed3_batch2_seq5_dim48_heads4"
+    const char *args[16];     // NULL-terminated
+} RecordedCase;
+// check_against_reference for case `c`: `shared` holds what every case of
+// the lesson has in common (the lesson, the dumps to compare, the
+// tolerances), the case adds its directory under `data`
+// ("tests/data/lesson06") and its flags.
+RunResult check_recorded_case(ReferenceRun shared, const char *data, const RecordedCase *c);
+
+// Run the lesson without flags: exit 0, nothing on stderr, and stdout
+// opening with `opening`, verbatim (the notebook's own lines come first).
+void check_output_opens_with(const char *lesson, const char *opening);
+
+// Attention weights (B, H, T, S) computed under `mask` (B, H, T, S): every
+// row sums to 1 (to 1e-6); where the mask is 0 the weight is exactly 0 and
+// elsewhere above 0, except in a row whose mask is all zeros, which is
+// uniform, exactly 1/S (a -1e20 fill, not -inf: no NaN). Returns how many
+// rows were all masked. `what` names the run in a failure.
+int check_multi_head_weights(const Tensor *weights, const Tensor *mask, const char *what);
+
+// `after` is `before` recomputed with one input slice changed. Along `dim`,
+// slice `changed` moved by more than `min_change` and every other slice is
+// bitwise unchanged: heads that do not see each other, queries that do not.
+// A failure names "<what> <index>".
+void assert_only_slice_changed(const Tensor *before, const Tensor *after, int dim, int changed,
+                               float min_change, const char *what);
+
+// The claim lessons 6 and 7 print about output_mid, for a (B, H, T, D)
+// shape with H > 1 and T > 1: view(B, T, -1) of its transpose(1, 2) fails
+// with PyTorch's message, and reshape(B, T, -1) copies instead, equal to
+// contiguous().view(B, T, -1).
+void check_view_needs_contiguous(Shape output_mid);
 
 // --- shared by the lesson 1-5 tests ------------------------------------------------
 // (helpers for more than one of tests/test_lesson01..05.c and test_cli.c)

@@ -6,8 +6,6 @@
 #include "harness.h"
 
 #include <math.h>
-#include <stdio.h>
-#include <string.h>
 
 #define main lesson_main
 #include "../lessons/06-multi-head/multi_head.c"
@@ -18,12 +16,7 @@
 
 // The cases tests/reference/gen_lesson06.py recorded, with the flags that
 // make the lesson do the same draws.
-typedef struct {
-    const char *dir;
-    const char *args[12];
-} Case;
-
-static const Case CASES[] = {
+static const RecordedCase CASES[] = {
     {"seed0", {NULL}},
     {"seed7", {"--seed", "7", NULL}},
     {"seed1_train", {"--seed", "1", "--train", NULL}},
@@ -48,37 +41,26 @@ static const char *const COMPUTED[] = {
 // Every dump of every case against PyTorch's, and each line PyTorch
 // printed in the lesson's output, in order (the loop index is the case).
 START_TEST(test_matches_pytorch) {
-    const Case *c = &CASES[_i];
     // Sums of up to 128 products (the projections, two matmuls): PyTorch's
     // kernels add in another order, so the last bits differ; measured at
     // most 2.4e-7 (Q, K, V agree exactly). 2e-6 absolute plus 1e-5 relative
     // leaves room for that and nothing more: a wrong head, a wrong scale or
     // a missing mask moves these numbers by 1e-2 or more.
-    ReferenceRun reference = {
-        .lesson = LESSON,
-        .reference = path_join("%s/%s", DATA, c->dir),
-        .args = c->args,
-        .exact = DRAWN,
-        .computed = COMPUTED,
-        .atol = 2e-6f,
-        .rtol = 1e-5f,
+    ReferenceRun every_case = {
+        .lesson = LESSON, .exact = DRAWN, .computed = COMPUTED, .atol = 2e-6f, .rtol = 1e-5f,
     };
-    check_against_reference(&reference);
+    check_recorded_case(every_case, DATA, &CASES[_i]);
 }
 END_TEST
 
-// The notebook's own output, word for word, opens the lesson's.
+// The notebook's own output, word for word, opens the lesson's: the four
+// shapes its forward prints, then the cell's value.
 START_TEST(test_notebook_shape_lines) {
-    const char *no_args[] = {NULL};
-    RunResult run = run_program(lesson_binary(LESSON), no_args);
-    ck_assert_int_eq(run.status, 0);
-    const char *notebook = "Q: torch.Size([3, 2, 128])\n"
-                           "q_state: torch.Size([3, 8, 2, 16])\n"
-                           "attention_weight: torch.Size([3, 8, 2, 2])\n"
-                           "torch.Size([3, 8, 2, 16])\n"
-                           "torch.Size([3, 2, 128])\n";
-    ck_assert_msg(strncmp(run.out, notebook, strlen(notebook)) == 0,
-                  "the output does not open with the notebook's lines:\n%.300s", run.out);
+    check_output_opens_with(LESSON, "Q: torch.Size([3, 2, 128])\n"
+                                    "q_state: torch.Size([3, 8, 2, 16])\n"
+                                    "attention_weight: torch.Size([3, 8, 2, 2])\n"
+                                    "torch.Size([3, 8, 2, 16])\n"
+                                    "torch.Size([3, 2, 128])\n");
 }
 END_TEST
 
@@ -97,17 +79,17 @@ static MultiHeadAttention make_net(uint64_t seed, int dim, int heads) {
 START_TEST(test_one_head_is_single_head_attention) {
     int batch = 2, seq = 5, dim = 12;
     MultiHeadAttention net = make_net(11, dim, 1);
-    const Tensor *X = rand_tensor(shape3(batch, seq, dim));                      // (B, T, C)
+    const Tensor *X = rand_tensor(shape3(batch, seq, dim));                  // (B, T, C)
 
-    const Tensor *Q = linear(X, &net.q_proj);                                    // (B, T, C)
-    const Tensor *K = linear(X, &net.k_proj);                                    // (B, T, C)
-    const Tensor *V = linear(X, &net.v_proj);                                    // (B, T, C)
+    const Tensor *Q = linear(X, &net.q_proj);                                // (B, T, C)
+    const Tensor *K = linear(X, &net.k_proj);                                // (B, T, C)
+    const Tensor *V = linear(X, &net.v_proj);                                // (B, T, C)
     const Tensor *att_weight = softmax(div_scalar(matmul(Q, transpose(K, -1, -2)),
-                                            sqrtf((float)dim)), -1);       // (B, T, T)
-    const Tensor *ret = linear(matmul(att_weight, V), &net.o_proj);              // (B, T, C)
+                                            sqrtf((float)dim)), -1);         // (B, T, T)
+    const Tensor *ret = linear(matmul(att_weight, V), &net.o_proj);          // (B, T, C)
 
     MultiHeadAttentionSteps steps;
-    const Tensor *output = MultiHeadAttention_forward(&steps, &net, X, NULL);    // (B, T, C)
+    const Tensor *output = MultiHeadAttention_forward(&steps, &net, X, NULL);  // (B, T, C)
     // The same floats go through the same operations in the same order, so
     // the results agree bit for bit; a wrong scale (sqrt of anything but
     // 12) or a mixed-up axis would not.
@@ -122,7 +104,7 @@ END_TEST
 START_TEST(test_heads_are_independent) {
     int batch = 2, seq = 4, dim = 16, heads = 4, D = dim / heads, changed = 2;
     MultiHeadAttention net = make_net(5, dim, heads);
-    const Tensor *X = rand_tensor(shape3(batch, seq, dim));                      // (B, T, C)
+    const Tensor *X = rand_tensor(shape3(batch, seq, dim));                  // (B, T, C)
     MultiHeadAttentionSteps before;
     MultiHeadAttention_forward(&before, &net, X, NULL);
 
@@ -135,17 +117,9 @@ START_TEST(test_heads_are_independent) {
     net.q_proj.weight = q_weight;
     MultiHeadAttentionSteps after;
     MultiHeadAttention_forward(&after, &net, X, NULL);
-    for (int h = 0; h < heads; h++) {
-        const Tensor *old_h = narrow(before.output_mid, 1, h, 1);               // (B, 1, T, D)
-        const Tensor *new_h = narrow(after.output_mid, 1, h, 1);                // (B, 1, T, D)
-        if (h == changed) {
-            ck_assert_msg(max_abs_diff(old_h, new_h) > 1e-3f,
-                          "head %d's output_mid did not change (max diff %g)", h,
-                          (double)max_abs_diff(old_h, new_h));
-        } else {
-            assert_bitwise_equal(new_h, old_h, path_join("output_mid of head %d", h));
-        }
-    }
+    // output_mid (B, H, T, D): along dim 1, only head 2 moved.
+    assert_only_slice_changed(before.output_mid, after.output_mid, 1, changed, 1e-3f,
+                              "output_mid of head");
 }
 END_TEST
 
@@ -163,7 +137,7 @@ START_TEST(test_hand_worked_two_heads) {
         }
         *layers[l] = linear_from(identity, zeros(shape1(dim)));
     }
-    float x_values[6] = {1.0f, -2.0f,  0.5f, 0.0f,  -1.0f, 1.5f};   // (1, T=3, C=2)
+    float x_values[6] = {1.0f, -2.0f,  0.5f, 0.0f,  -1.0f, 1.5f};            // (1, T=3, C=2)
     const Tensor *X = tensor_from(shape3(1, seq, dim), x_values);
     MultiHeadAttentionSteps steps;
     const Tensor *output = MultiHeadAttention_forward(&steps, &net, X, NULL);
@@ -191,49 +165,26 @@ END_TEST
 START_TEST(test_fully_masked_row_is_uniform) {
     int batch = 1, seq = 4, dim = 8, heads = 2;
     MultiHeadAttention net = make_net(3, dim, heads);
-    const Tensor *X = rand_tensor(shape3(batch, seq, dim));                      // (B, T, C)
-    Tensor *mask = ones(shape4(batch, heads, seq, seq));                         // (B, H, T, S)
+    const Tensor *X = rand_tensor(shape3(batch, seq, dim));                  // (B, T, C)
+    Tensor *mask = ones(shape4(batch, heads, seq, seq));                     // (B, H, T, S)
     for (int s = 0; s < seq; s++) {
         *at4(mask, 0, 1, 2, s) = 0.0f;           // head 1, query 2: nothing visible
     }
     *at4(mask, 0, 0, 1, 3) = 0.0f;               // head 0, query 1: key 3 hidden
     MultiHeadAttentionSteps steps;
     MultiHeadAttention_forward(&steps, &net, X, mask);
-    for (int s = 0; s < seq; s++) {
-        ck_assert_float_eq(*at4(steps.attention_weight, 0, 1, 2, s), 0.25f);
-    }
-    ck_assert_float_eq(*at4(steps.attention_weight, 0, 0, 1, 3), 0.0f);
-    ck_assert_float_eq_tol(*at4(steps.attention_weight, 0, 0, 1, 0) +
-                           *at4(steps.attention_weight, 0, 0, 1, 1) +
-                           *at4(steps.attention_weight, 0, 0, 1, 2), 1.0f, 1e-6f);
+    ck_assert_int_eq(check_multi_head_weights(steps.attention_weight, mask, "lesson 6"), 1);
 }
 END_TEST
 
 // The lesson's claim, checked on the helper: view() on the transposed
-// output_mid stops with PyTorch's message, reshape() copies instead.
-static void view_transposed(void *arg) {
-    (void)arg;
-    const Tensor *output_mid = zeros(shape4(3, 8, 2, 16));                       // (B, H, T, D)
-    view(transpose(output_mid, 1, 2), shape3(3, 2, -1));
-}
-
+// output_mid (3, 8, 2, 16) stops with PyTorch's message, reshape() copies.
 START_TEST(test_view_of_transposed_fails) {
-    const char *message = failure_of(view_transposed, NULL);
-    ck_assert_msg(message != NULL, "view() accepted a transposed tensor");
-    ck_assert_str_eq(message, "view: view size is not compatible with input tensor's size and "
-                     "stride (at least one dimension spans across two contiguous subspaces). "
-                     "Use .reshape(...) instead.");
-    const Tensor *output_mid = rand_tensor(shape4(3, 8, 2, 16));                 // (B, H, T, D)
-    const Tensor *swapped = transpose(output_mid, 1, 2);                         // (B, T, H, D)
-    const Tensor *reshaped = reshape(swapped, shape3(3, 2, -1));                 // (B, T, C)
-    ck_assert(reshaped->data != output_mid->data);                         // a copy
-    assert_bitwise_equal(reshaped, view(contiguous(swapped), shape3(3, 2, -1)),
-                         "reshape == contiguous().view()");
+    check_view_needs_contiguous(shape4(3, 8, 2, 16));
 }
 END_TEST
 
-// Bad flags: exit 2, one line on stderr naming the flag, nothing on
-// stdout, and the --dump directory never made.
+// Bad flags, each refused with one line naming the flag (check_bad_flags).
 START_TEST(test_bad_flags) {
     static const BadFlags BAD[] = {
         {{"--heads", "7", NULL}, "lesson-6: --heads 7 does not divide --dim 128"},
@@ -250,10 +201,11 @@ START_TEST(test_bad_flags) {
 }
 END_TEST
 
-// --heatmap draws each head's weights under a title line.
+// --heatmap draws one grid per (batch, head), each under its title line.
 START_TEST(test_heatmap_flag) {
-    check_prints(LESSON, (const char *const[]){"--heatmap", NULL},
-                 "attention_weight[0, 0, :, :]  rows: query t, columns: key s\n");
+    check_prints(LESSON, (const char *const[]){"--heatmap", "--batch", "1", "--heads", "2", NULL},
+                 "attention_weight[0, 0, :, :]  rows: query t, columns: key s\n"
+                 "attention_weight[0, 1, :, :]  rows: query t, columns: key s\n");
 }
 END_TEST
 
@@ -264,9 +216,6 @@ Suite *lesson06_suite(void) {
     tcase_add_test(pytorch, test_notebook_shape_lines);
     suite_add_tcase(suite, pytorch);
     TCase *invariants = new_tcase("invariants");
-    // The forward prints the notebook's shape lines; the tests that call
-    // it in-process keep them out of check's report.
-    quiet_stdout_in(invariants);
     tcase_add_test(invariants, test_one_head_is_single_head_attention);
     tcase_add_test(invariants, test_heads_are_independent);
     tcase_add_test(invariants, test_hand_worked_two_heads);

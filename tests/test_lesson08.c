@@ -22,12 +22,9 @@
 
 // --- reference runs -------------------------------------------------------------
 
-typedef struct {
-    const char *dir;                // tests/data/lesson08/<dir>
-    const char *const args[13];     // the seed and sizes gen_lesson08.py used, NULL-ended
-} Case;
-
-static const Case CASES[] = {
+// The cases gen_lesson08.py recorded (tests/data/lesson08/<dir>), with
+// the seed and sizes it used.
+static const RecordedCase CASES[] = {
     {"seed0", {"--seed", "0", NULL}},   // the notebook's sizes: 1, 256, 8, 2, 64
     {"seed7", {"--seed", "7", "--seq", "16", "--head-dim", "8", NULL}},
     {"seed1", {"--seed", "1", "--batch", "2", "--seq", "5", "--heads", "6", "--kv-heads", "3",
@@ -43,17 +40,11 @@ static const char *const INPUTS[] = {"query", "key", "value", NULL};
 // The lesson run with the case's flags and --dump against PyTorch's run:
 // inputs bit for bit, `computed` to atol + rtol*|x|, the printed lines
 // (the notebook's, and the tensor values PyTorch prints) in order.
-static void check_case(const Case *c, const char *const *computed, float atol, float rtol) {
-    ReferenceRun reference = {
-        .lesson = LESSON,
-        .reference = path_join("%s/lesson08/%s", DATA_DIR, c->dir),
-        .args = c->args,
-        .exact = INPUTS,
-        .computed = computed,
-        .atol = atol,
-        .rtol = rtol,
+static void check_case(int i, const char *const *computed, float atol, float rtol) {
+    ReferenceRun every_case = {
+        .lesson = LESSON, .exact = INPUTS, .computed = computed, .atol = atol, .rtol = rtol,
     };
-    check_against_reference(&reference);
+    check_recorded_case(every_case, DATA_DIR "/lesson08", &CASES[i]);
 }
 
 // Computed: our loops sum in a different order than PyTorch's einsum
@@ -62,18 +53,19 @@ static void check_case(const Case *c, const char *const *computed, float atol, f
 // 2^-24 per term gives score errors of ~1e-6 and outputs (weighted means
 // of the values) of a few 1e-7; measured worst: 3.6e-7 at seed 0.
 START_TEST(test_recorded_runs) {
-    check_case(&CASES[_i], (const char *const[]){"out", NULL}, 2e-6f, 1e-5f);
+    check_case(_i, (const char *const[]){"out", NULL}, 2e-6f, 1e-5f);
 }
 END_TEST
 
 // The notebook's scores sum G*D products (four times larger logits), so
 // they get a tolerance ten times looser; measured worst: 5.7e-6.
 START_TEST(test_recorded_group_sum) {
-    check_case(&CASES[_i], (const char *const[]){"out_group_sum", NULL}, 2e-5f, 1e-4f);
+    check_case(_i, (const char *const[]){"out_group_sum", NULL}, 2e-5f, 1e-4f);
 }
 END_TEST
 
-// The dump has exactly the names and shapes of LESSONS.md.
+// The dumps have the shapes docs/08-gqa.md gives them: out one head per
+// query head, out_group_sum and key one per key/value head.
 START_TEST(test_dump_shapes) {
     const char *dump = make_temp_dir();
     RunResult run = run_program(BINARY, (const char *const[]){"--dump", dump, "--seed", "1",
@@ -100,8 +92,8 @@ typedef struct {
 static Inputs draw(uint64_t seed, int batch, int seq, int heads, int kv_heads, int head_dim) {
     manual_seed(seed);
     Inputs in;
-    in.query = randn(shape4(batch, seq, heads, head_dim));   // (B, N, H, D)
-    in.key = randn(shape4(batch, seq, kv_heads, head_dim));  // (B, S, KV, D)
+    in.query = randn(shape4(batch, seq, heads, head_dim));                   // (B, N, H, D)
+    in.key = randn(shape4(batch, seq, kv_heads, head_dim));                  // (B, S, KV, D)
     in.value = randn(shape4(batch, seq, kv_heads, head_dim));
     return in;
 }
@@ -123,7 +115,7 @@ START_TEST(test_loops_equal_repeat_interleave) {
     for (int c = 0; c < 5; c++) {
         int heads = configs[c][0], kv_heads = configs[c][1];
         Inputs in = draw((uint64_t)configs[c][2], 2, 7, heads, kv_heads, 5);
-        const Tensor *loops = grouped_query_attention(in.query, in.key, in.value, NULL);
+        const Tensor *loops = grouped_query_attention(NULL, in.query, in.key, in.value);
         const Tensor *repeated = repeat_interleave_attention(in.query, in.key, in.value);
         ck_assert_str_eq(size_str(loops), path_join("torch.Size([2, 7, %d, 5])", heads));
         // Same products, summed in the same order: they agree to rounding
@@ -137,12 +129,12 @@ END_TEST
 // kv_heads = heads is lesson 6's multi-head attention.
 START_TEST(test_mha_is_lesson6) {
     Inputs in = draw(11, 3, 6, 8, 8, 16);
-    const Tensor *loops = grouped_query_attention(in.query, in.key, in.value, NULL);
+    const Tensor *loops = grouped_query_attention(NULL, in.query, in.key, in.value);
     assert_close(loops, lesson6_attention(in.query, in.key, in.value), 1e-6f, 1e-5f,
                  "kv_heads = heads against lesson 6");
     // With G = 1 there is nothing to sum over g: the notebook's einsum is
     // then right, and equal to true GQA.
-    assert_close(group_sum_attention(in.query, in.key, in.value, NULL), loops, 1e-6f, 1e-5f,
+    assert_close(group_sum_attention(NULL, in.query, in.key, in.value), loops, 1e-6f, 1e-5f,
                  "group sum with G = 1");
 }
 END_TEST
@@ -151,7 +143,7 @@ END_TEST
 // key/value head given to every query head.
 START_TEST(test_mqa_is_shared_head) {
     Inputs in = draw(12, 2, 9, 4, 1, 8);
-    const Tensor *loops = grouped_query_attention(in.query, in.key, in.value, NULL);
+    const Tensor *loops = grouped_query_attention(NULL, in.query, in.key, in.value);
     const Tensor *k_shared = contiguous(expand(in.key, shape4(-1, -1, 4, -1)));
     const Tensor *v_shared = contiguous(expand(in.value, shape4(-1, -1, 4, -1)));
     assert_close(loops, lesson6_attention(in.query, k_shared, v_shared), 1e-6f, 1e-5f,
@@ -174,7 +166,7 @@ START_TEST(test_query_head_reads_kv_head_i_over_G) {
             }
         }
     }
-    const Tensor *out = grouped_query_attention(in.query, in.key, in.value, NULL);
+    const Tensor *out = grouped_query_attention(NULL, in.query, in.key, in.value);
     for (int n = 0; n < 5; n++) {
         for (int i = 0; i < heads; i++) {
             for (int d = 0; d < 3; d++) {
@@ -193,8 +185,8 @@ END_TEST
 START_TEST(test_group_sum_is_wrong_as_explained) {
     int heads = 8, kv_heads = 2, G = 4;
     Inputs in = draw(14, 2, 10, heads, kv_heads, 8);
-    const Tensor *out = grouped_query_attention(in.query, in.key, in.value, NULL);
-    const Tensor *out_group_sum = group_sum_attention(in.query, in.key, in.value, NULL);
+    const Tensor *out = grouped_query_attention(NULL, in.query, in.key, in.value);
+    const Tensor *out_group_sum = group_sum_attention(NULL, in.query, in.key, in.value);
     ck_assert_str_eq(size_str(out_group_sum), "torch.Size([2, 10, 2, 8])");
     ck_assert_str_eq(size_str(out), "torch.Size([2, 10, 8, 8])");
     // It matches none of the G true heads that share its key/value head.

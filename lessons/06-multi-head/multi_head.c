@@ -47,11 +47,10 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "attention.h"
 
-// --- the module ------------------------------------------------------------------------
+// --- the module: seed 000's MultiHeadAttention -------------------------------
 
 typedef struct {
     int nums_head;        // H
@@ -66,7 +65,7 @@ typedef struct {
 } MultiHeadAttention;
 
 // What the forward computed, kept so main() and the tests can look inside
-// (in PyTorch one would need hooks for this). Pass NULL if not wanted.
+// (in PyTorch one would need hooks for this).
 typedef struct {
     const Tensor *Q, *K, *V;                      // (B, T, C)
     const Tensor *q_state, *k_state, *v_state;    // (B, H, T, D)
@@ -99,8 +98,10 @@ static MultiHeadAttention MultiHeadAttention_init(int hidden_dim, int nums_head)
 }
 
 // forward(X, attention_mask): X (B, T, C), attention_mask (B, H, T, S) or
-// NULL. Prints the notebook's shape lines. Returns output (B, T, C).
-static const Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
+// NULL; returns output (B, T, C). `steps` may be NULL. The notebook's
+// forward prints four shapes as it goes; this one keeps those tensors in
+// `steps`, and main() prints them.
+static Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
                                           const MultiHeadAttention *self, const Tensor *X,
                                           const Tensor *attention_mask) {
     // X shape is (batch, seq, hidden_dim). The notebook's comment says the
@@ -110,39 +111,37 @@ static const Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
     int batch_size = size(X, 0);
     int seq_len = size(X, 1);
 
-    const Tensor *Q = named("Q", linear(X, &self->q_proj));                        // (B, T, C)
-    const Tensor *K = named("K", linear(X, &self->k_proj));                        // (B, T, C)
+    const Tensor *Q = named("Q", linear(X, &self->q_proj));                  // (B, T, C)
+    const Tensor *K = named("K", linear(X, &self->k_proj));                  // (B, T, C)
     // Seed 002's copy of this class writes `V = self.k_proj(X)`: its values
     // are its keys and v_proj is never used. V comes from v_proj.
-    const Tensor *V = named("V", linear(X, &self->v_proj));                        // (B, T, C)
+    const Tensor *V = named("V", linear(X, &self->v_proj));                  // (B, T, C)
 
-    printf("Q: %s\n", size_str(Q));
     // (batch, seq, hidden_dim) -> (batch, seq, heads, head_dim): view only
     // re-reads the same memory with one more axis; element [b, t, h, d] is
     // Q[b, t, h*D + d]. Then transpose(1, 2) -> (batch, heads, seq, head_dim)
     // swaps two strides, again copying nothing, so that the matmuls below see
     // a batch of (B*H) independent (T x D) matrices.
-    Shape split_heads = shape4(batch_size, seq_len, self->nums_head, self->head_dim);
-    const Tensor *q_state = named("q_state", transpose(view(Q, split_heads), 1, 2));  // (B, H, T, D)
-    printf("q_state: %s\n", size_str(q_state));
-    const Tensor *k_state = named("k_state", transpose(view(K, split_heads), 1, 2));  // (B, H, T, D)
-    const Tensor *v_state = named("v_state", transpose(view(V, split_heads), 1, 2));  // (B, H, T, D)
+    Shape per_head = shape4(batch_size, seq_len, self->nums_head, self->head_dim);
+    const Tensor *q_state = named("q_state", transpose(view(Q, per_head), 1, 2));  // (B, H, T, D)
+    const Tensor *k_state = named("k_state", transpose(view(K, per_head), 1, 2));  // (B, H, T, D)
+    const Tensor *v_state = named("v_state", transpose(view(V, per_head), 1, 2));  // (B, H, T, D)
 
     // Each score is a dot product of head_dim numbers, not hidden_dim: its
     // spread grows like sqrt(head_dim), so that is what we divide by (the
     // notebook's comment insists on it). Dividing by sqrt(hidden_dim) would
     // shrink every score sqrt(H) times too much and flatten the softmax.
     // attention_weight[b, h, t, s] = q_state[b, h, t, :] . k_state[b, h, s, :] / sqrt(D)
-    const Tensor *attention_weight = div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
-                                          (float)sqrt((double)self->head_dim));  // (B, H, T, S)
-    printf("attention_weight: %s\n", size_str(attention_weight));
+    const Tensor *attention_weight =
+        div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
+                   (float)sqrt((double)self->head_dim));                     // (B, H, T, S)
     if (attention_mask != NULL) {
         // A huge negative score gets weight exp(-1e20 - max) = exactly 0.
         // -1e20 rather than -inf: a row whose mask is all zeros then holds
         // equal numbers and softmax makes it uniform, where -inf would give
         // 0/0 = NaN (main() shows such a row).
         attention_weight = masked_fill(attention_weight, eq_scalar(attention_mask, 0),
-                                       -1e20f);                             // (B, H, T, S)
+                                       -1e20f);                              // (B, H, T, S)
     }
 
     // The fourth dim (3, the key axis s): each query's weights sum to 1.
@@ -152,10 +151,10 @@ static const Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
 
     // Dropout hits the weights, not the output: in training a query
     // randomly ignores some keys. Identity in eval mode.
-    const Tensor *dropped = dropout(attention_weight, self->att_dropout, self->training);  // (B, H, T, S)
+    const Tensor *dropped = dropout(attention_weight, self->att_dropout,
+                                    self->training);                         // (B, H, T, S)
     // output_mid[b, h, t, :] = sum_s dropped[b, h, t, s] * v_state[b, h, s, :]
-    const Tensor *output_mid = named("output_mid", matmul(dropped, v_state));       // (B, H, T, D)
-    printf("%s\n", size_str(output_mid));
+    const Tensor *output_mid = named("output_mid", matmul(dropped, v_state));  // (B, H, T, D)
     if (steps != NULL) {
         *steps = (MultiHeadAttentionSteps){Q, K, V, q_state, k_state, v_state,
                                            attention_weight, output_mid};
@@ -168,12 +167,25 @@ static const Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
     // contiguous() copies into that order first. (reshape() would do the
     // copy by itself; main() shows both.)
     output_mid = contiguous(transpose(output_mid, 1, 2));                    // (B, T, H, D)
-    const Tensor *output = view(output_mid, shape3(batch_size, seq_len, -1));      // (B, T, C)
-    output = named("output", linear(output, &self->o_proj));                 // (B, T, C)
+    Tensor *output = linear(view(output_mid, shape3(batch_size, seq_len, -1)),
+                            &self->o_proj);                                  // (B, T, C)
+    named("output", output);
     return output;
 }
 
-// --- looking inside: helpers for main() -----------------------------------------------
+// --- the demonstrations: what main() prints ---------------------------------------
+
+// The notebook's output: the four shapes its forward prints (the fourth,
+// output_mid.shape, without a label), then the cell's value,
+// net(x, attention_mask).shape. masked_fill and softmax keep the shape, so
+// attention_weight prints as the notebook printed it, before them.
+static void print_notebook_shapes(const MultiHeadAttentionSteps *steps, const Tensor *output) {
+    printf("Q: %s\n", size_str(steps->Q));
+    printf("q_state: %s\n", size_str(steps->q_state));
+    printf("attention_weight: %s\n", size_str(steps->attention_weight));
+    printf("%s\n", size_str(steps->output_mid));
+    printf("%s\n", size_str(output));
+}
 
 // t[i]: the i-th slice along dim 0, a view, as PyTorch's indexing gives it.
 static const Tensor *select0(const Tensor *t, int i) {
@@ -188,7 +200,6 @@ static const Tensor *select0(const Tensor *t, int i) {
 static const Tensor *row_of(const Tensor *t, int b, int h, int q) {
     return select0(select0(select0(t, b), h), q);
 }
-
 
 static const char *python_bool(bool value) {
     return value ? "True" : "False";
@@ -214,10 +225,10 @@ static void show_numbers(const Tensor *attention_mask, const MultiHeadAttentionS
 // What view and transpose do: same floats, new strides.
 static void show_transpose_memory(const MultiHeadAttention *net,
                                   const MultiHeadAttentionSteps *steps) {
-    const Tensor *Q = steps->Q;              // (B, T, C)
-    const Tensor *q_state = steps->q_state;  // (B, H, T, D)
+    const Tensor *Q = steps->Q;                                              // (B, T, C)
+    const Tensor *q_state = steps->q_state;                                  // (B, H, T, D)
     int B = size(Q, 0), T = size(Q, 1), H = net->nums_head, D = net->head_dim;
-    const Tensor *split = view(Q, shape4(B, T, H, D));   // (B, T, H, D)
+    const Tensor *split = view(Q, shape4(B, T, H, D));                       // (B, T, H, D)
     printf("\n-- what view and transpose do to memory --\n");
     printf("Q.stride(): %s\n", stride_str(Q));
     printf("Q.view(%d, %d, %d, %d).stride(): %s\n", B, T, H, D, stride_str(split));
@@ -239,9 +250,9 @@ static void show_transpose_memory(const MultiHeadAttention *net,
 
 // view() needs memory in the order it reads; reshape() copies when it must.
 static void show_view_and_reshape(const MultiHeadAttentionSteps *steps) {
-    const Tensor *output_mid = steps->output_mid;                 // (B, H, T, D)
-    int B = size(output_mid, 0), T = size(output_mid, 2);
-    const Tensor *swapped = transpose(output_mid, 1, 2);                // (B, T, H, D)
+    const Tensor *output_mid = steps->output_mid;                            // (B, H, T, D)
+    int B = size(output_mid, 0), H = size(output_mid, 1), T = size(output_mid, 2);
+    const Tensor *swapped = transpose(output_mid, 1, 2);                     // (B, T, H, D)
     printf("\n-- why view() needs contiguous() first, and reshape() does not --\n");
     printf("output_mid.stride(): %s\n", stride_str(output_mid));
     printf("output_mid.transpose(1, 2).stride(): %s\n", stride_str(swapped));
@@ -263,44 +274,46 @@ static void show_view_and_reshape(const MultiHeadAttentionSteps *steps) {
                "moved an axis of size 1, so the memory order did not change)\n", B, T,
                size_str(view(swapped, shape3(B, T, -1))));
     }
-    const Tensor *copied = contiguous(swapped);                         // (B, T, H, D), new memory
-    const Tensor *merged = view(copied, shape3(B, T, -1));              // (B, T, C)
+    const Tensor *copied = contiguous(swapped);                              // (B, T, H, D)
+    const Tensor *merged = view(copied, shape3(B, T, -1));                   // (B, T, C)
     printf("output_mid.transpose(1, 2).contiguous().stride(): %s\n", stride_str(copied));
     printf("output_mid.transpose(1, 2).contiguous().view(%d, %d, -1).stride(): %s\n", B, T,
            stride_str(merged));
-    const Tensor *reshaped = reshape(swapped, shape3(B, T, -1));        // (B, T, C)
+    const Tensor *reshaped = reshape(swapped, shape3(B, T, -1));             // (B, T, C)
     printf("output_mid.transpose(1, 2).reshape(%d, %d, -1).data_ptr() == "
            "output_mid.data_ptr(): %s\n", B, T, python_bool(same_data_ptr(reshaped, output_mid)));
     printf("torch.equal(output_mid.transpose(1, 2).reshape(%d, %d, -1), "
            "output_mid.transpose(1, 2).contiguous().view(%d, %d, -1)): %s\n", B, T, B, T,
            python_bool(max_abs_diff(reshaped, merged) == 0.0f));
-    printf("output_mid.reshape(%d, %d, -1).data_ptr() == output_mid.data_ptr(): %s\n", B,
-           size(output_mid, 1), python_bool(same_data_ptr(reshape(output_mid,
-                                            shape3(B, size(output_mid, 1), -1)), output_mid)));
+    // Without the transpose the memory is already in order: reshape is a view.
+    const Tensor *in_order = reshape(output_mid, shape3(B, H, -1));          // (B, H, T*D)
+    printf("output_mid.reshape(%d, %d, -1).data_ptr() == output_mid.data_ptr(): %s\n", B, H,
+           python_bool(same_data_ptr(in_order, output_mid)));
     printf("reshape() is view() when the memory allows it and contiguous().view() when not.\n");
 }
 
-// head_dim, the scaling, and what the heads cost.
+// head_dim, the scaling, and what the heads cost. The counts are products
+// of the sizes, so they are worked out in 64 bits.
 static void show_head_cost(const MultiHeadAttention *net, int batch, int seq) {
-    long B = batch, T = seq, S = seq, H = net->nums_head, D = net->head_dim;
-    long C = net->hidden_dim;
+    long long B = batch, T = seq, S = seq, H = net->nums_head, D = net->head_dim;
+    long long C = net->hidden_dim;
     printf("\n-- head_dim, the scale, and what the heads cost --\n");
-    printf("head_dim = hidden_dim / heads = %ld / %ld = %ld\n", C, H, D);
+    printf("head_dim = hidden_dim / heads = %lld / %lld = %lld\n", C, H, D);
     printf("scores are divided by sqrt(head_dim) = %.4f, not sqrt(hidden_dim) = %.4f: each "
-           "is a dot product of %ld numbers\n", sqrt((double)D), sqrt((double)C), D);
+           "is a dot product of %lld numbers\n", sqrt((double)D), sqrt((double)C), D);
     // Every head multiplies (T x D) by (D x S): H of them is T*S*H*D = T*S*C,
     // the same as one head of C. The heads split the work, not multiply it.
     printf("multiply-adds of q_state @ k_state^T: batch*heads*seq*seq*head_dim = "
-           "%ld*%ld*%ld*%ld*%ld = %ld\n", B, H, T, S, D, B * H * T * S * D);
-    printf("  the same for one head of %ld:      batch*1*seq*seq*hidden_dim = "
-           "%ld*1*%ld*%ld*%ld = %ld\n", C, B, T, S, C, B * T * S * C);
-    printf("multiply-adds of attention_weight @ v_state: %ld (one head: %ld)\n",
+           "%lld*%lld*%lld*%lld*%lld = %lld\n", B, H, T, S, D, B * H * T * S * D);
+    printf("  the same for one head of %lld:      batch*1*seq*seq*hidden_dim = "
+           "%lld*1*%lld*%lld*%lld = %lld\n", C, B, T, S, C, B * T * S * C);
+    printf("multiply-adds of attention_weight @ v_state: %lld (one head: %lld)\n",
            B * H * T * S * D, B * T * S * C);
-    printf("multiply-adds of q/k/v/o_proj: 4*batch*seq*hidden_dim*hidden_dim = %ld, "
-           "parameters 4*(hidden_dim*hidden_dim + hidden_dim) = %ld, whatever the heads\n",
+    printf("multiply-adds of q/k/v/o_proj: 4*batch*seq*hidden_dim*hidden_dim = %lld, "
+           "parameters 4*(hidden_dim*hidden_dim + hidden_dim) = %lld, whatever the heads\n",
            4 * B * T * C * C, 4 * (C * C + C));
-    printf("what grows: softmax runs over batch*heads*seq = %ld rows instead of %ld, "
-           "and attention_weight holds %ld numbers instead of %ld\n", B * H * T, B * T,
+    printf("what grows: softmax runs over batch*heads*seq = %lld rows instead of %lld, "
+           "and attention_weight holds %lld numbers instead of %lld\n", B * H * T, B * T,
            B * H * T * S, B * T * S);
 }
 
@@ -311,7 +324,7 @@ static void show_fully_masked_row(const Tensor *attention_mask,
     int T = size(attention_mask, 2), S = size(attention_mask, 3);
     printf("\n-- a query whose mask row is all zeros --\n");
     int found_b = -1, found_h = -1, found_t = -1;
-    long count = 0;
+    long long count = 0;
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
             for (int t = 0; t < T; t++) {
@@ -332,7 +345,8 @@ static void show_fully_masked_row(const Tensor *attention_mask,
     }
     // Each of the S entries is 0 with probability 1/2, so a row is all
     // zeros with probability 1/2^S: often for the notebook's S = 2.
-    printf("%ld of the %d rows of attention_mask are all zeros\n", count, B * H * T);
+    printf("%lld of the %lld rows of attention_mask are all zeros\n", count,
+           (long long)numel(attention_mask) / S);
     if (count == 0) {
         printf("no row of attention_mask is all zeros with this seed\n");
         return;
@@ -347,7 +361,7 @@ static void show_fully_masked_row(const Tensor *attention_mask,
            tensor_str(row_of(steps->attention_weight, b, h, t), "grad_fn=<SelectBackward0>"));
     // With -inf the row would be exp(-inf - (-inf)) = exp(nan): NaN
     // everywhere, and the NaN would spread through output_mid and o_proj.
-    const Tensor *inf_row = softmax(full(shape1(S), -INFINITY), -1);   // (S)
+    const Tensor *inf_row = softmax(full(shape1(S), -INFINITY), -1);         // (S)
     printf("with float(\"-inf\") instead of -1e20 the row would be %s\n",
            tensor_str(inf_row, NULL));
 }
@@ -374,6 +388,8 @@ int main(int argc, char **argv) {
     };
     parse_lesson_args(&lesson, argc, argv);
     check_divides(&lesson, "--heads", heads, "--dim", dim);
+    // The largest tensor of each kind the run builds; every other one
+    // (Q, output_mid, the copies in the asides) is one of these sizes.
     check_fits(&lesson, "attention_weight (batch, heads, seq, seq)",
                shape4(batch, heads, seq, seq));
     check_fits(&lesson, "x (batch, seq, dim)", shape3(batch, seq, dim));
@@ -381,28 +397,29 @@ int main(int argc, char **argv) {
     lesson_start(&lesson);
 
     // The notebook's draws, in its order: mask, input, then the weights.
-    const Tensor *attention_mask = named("attention_mask",
-                                   randint(0, 2, shape4(batch, heads, seq, seq)));  // (B, H, T, S)
-    const Tensor *x = named("x", rand_tensor(shape3(batch, seq, dim)));               // (B, T, C)
+    const Tensor *attention_mask =
+        named("attention_mask", randint(0, 2, shape4(batch, heads, seq, seq)));  // (B, H, T, S)
+    const Tensor *x = named("x", rand_tensor(shape3(batch, seq, dim)));      // (B, T, C)
     MultiHeadAttention net = MultiHeadAttention_init(dim, heads);
     // The notebook never calls net.eval(), so its dropout was on; we run
-    // in eval mode unless --train (LESSONS.md).
+    // in eval mode unless --train, as every lesson with dropout does.
     net.training = train;
-
     MultiHeadAttentionSteps steps;
-    const Tensor *output = MultiHeadAttention_forward(&steps, &net, x, attention_mask);  // (B, T, C)
-    printf("%s\n", size_str(output));   // the cell's last line: net(x, attention_mask).shape
+    const Tensor *output =
+        MultiHeadAttention_forward(&steps, &net, x, attention_mask);         // (B, T, C)
+
+    // The rest prints and looks at what the forward made: keep it out of
+    // the --dot diagram and the dumps.
+    bool was_paused = trace_pause(true);
+    print_notebook_shapes(&steps, output);
     if (lesson.heatmap) {
         print_heatmap("attention_weight", steps.attention_weight);
     }
-
-    // The rest looks at what the forward made; keep it out of the diagram.
-    trace_pause(true);
     show_numbers(attention_mask, &steps, output);
     show_transpose_memory(&net, &steps);
     show_view_and_reshape(&steps);
     show_head_cost(&net, batch, seq);
     show_fully_masked_row(attention_mask, &steps);
-    trace_pause(false);
+    trace_pause(was_paused);
     return lesson_finish(&lesson);
 }

@@ -46,11 +46,10 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "attention.h"
 
-// --- the module ------------------------------------------------------------------------
+// --- the module: seed 000's CrossAttention ------------------------------------
 
 typedef struct {
     int nums_head;        // H
@@ -65,8 +64,9 @@ typedef struct {
 } CrossAttention;
 
 // What the forward computed, kept so main() and the tests can look inside.
-// Pass NULL if not wanted.
 typedef struct {
+    const Tensor *Q;                    // (B, T, C) after q_proj
+    const Tensor *K, *V;                // (B, S, C) after k_proj, v_proj
     const Tensor *q_state;              // (B, H, T, D)
     const Tensor *k_state, *v_state;    // (B, H, S, D)
     const Tensor *attention_weight;     // (B, H, T, S) after softmax, before dropout
@@ -93,9 +93,11 @@ static CrossAttention CrossAttention_init(int hidden_dim, int nums_head) {
 }
 
 // forward(Q, K, V, attention_mask): Q (B, T, C) the queries' sequence, K and
-// V (B, S, C) the other sequence, attention_mask (B, H, T, S) or NULL.
-// Prints the notebook's eleven shape lines. Returns output (B, T, C).
-static const Tensor *CrossAttention_forward(CrossAttentionSteps *steps, const CrossAttention *self,
+// V (B, S, C) the other sequence, attention_mask (B, H, T, S) or NULL;
+// returns output (B, T, C). `steps` may be NULL. The notebook's forward
+// prints eleven shapes as it goes; this one keeps those tensors in `steps`,
+// and main() prints them.
+static Tensor *CrossAttention_forward(CrossAttentionSteps *steps, const CrossAttention *self,
                                       const Tensor *Q, const Tensor *K, const Tensor *V,
                                       const Tensor *attention_mask) {
     // The notebook's comment says the mask is (batch, seq_len_q, seq_len_k);
@@ -109,85 +111,73 @@ static const Tensor *CrossAttention_forward(CrossAttentionSteps *steps, const Cr
     Q = linear(Q, &self->q_proj);                                            // (B, T, C)
     K = linear(K, &self->k_proj);                                            // (B, S, C)
     V = linear(V, &self->v_proj);                                            // (B, S, C)
-    printf("Q after projection: %s\n", size_str(Q));
-    printf("K after projection: %s\n", size_str(K));
-    printf("V after projection: %s\n", size_str(V));
 
     // Split into heads exactly as in lesson 6, each with its own length:
     // view to (batch, len, heads, head_dim), transpose(1, 2) to
     // (batch, heads, len, head_dim). No copies, only new strides.
-    const Tensor *q_state = named("q_state", transpose(view(Q, shape4(batch_size, seq_len_q,
-                            self->nums_head, self->head_dim)), 1, 2));       // (B, H, T, D)
-    const Tensor *k_state = named("k_state", transpose(view(K, shape4(batch_size, seq_len_k,
-                            self->nums_head, self->head_dim)), 1, 2));       // (B, H, S, D)
-    const Tensor *v_state = named("v_state", transpose(view(V, shape4(batch_size, seq_len_k,
-                            self->nums_head, self->head_dim)), 1, 2));       // (B, H, S, D)
-    printf("q_state: %s\n", size_str(q_state));
-    printf("k_state: %s\n", size_str(k_state));
-    printf("v_state: %s\n", size_str(v_state));
+    Shape q_heads = shape4(batch_size, seq_len_q, self->nums_head, self->head_dim);
+    Shape kv_heads = shape4(batch_size, seq_len_k, self->nums_head, self->head_dim);
+    const Tensor *q_state = named("q_state", transpose(view(Q, q_heads), 1, 2));   // (B, H, T, D)
+    const Tensor *k_state = named("k_state", transpose(view(K, kv_heads), 1, 2));  // (B, H, S, D)
+    const Tensor *v_state = named("v_state", transpose(view(V, kv_heads), 1, 2));  // (B, H, S, D)
 
     // (T x D) @ (D x S) per (batch, head): every query of the first
     // sequence against every key of the second. The matrices need only
     // agree on D; T and S are free. Scaled by sqrt(head_dim), as in lesson 6.
     // attention_weight[b, h, t, s] = q_state[b, h, t, :] . k_state[b, h, s, :] / sqrt(D)
-    const Tensor *attention_weight = div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
-                                          (float)sqrt((double)self->head_dim));  // (B, H, T, S)
-    printf("attention_weight before mask: %s\n", size_str(attention_weight));
-
+    const Tensor *attention_weight =
+        div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
+                   (float)sqrt((double)self->head_dim));                     // (B, H, T, S)
     if (attention_mask != NULL) {
         // mask == 0 hides key s from query t: its weight becomes exactly 0
         // (a row of zeros in the mask gives uniform weights, see lesson 6).
         attention_weight = masked_fill(attention_weight, eq_scalar(attention_mask, 0),
-                                       -1e20f);                             // (B, H, T, S)
+                                       -1e20f);                              // (B, H, T, S)
     }
-    printf("attention_weight after mask: %s\n", size_str(attention_weight));
 
     // Over the last dim, the keys: each query's weights over the OTHER
     // sequence sum to 1.
     attention_weight = named("attention_weight", softmax(attention_weight, -1));  // (B, H, T, S)
-    printf("attention_weight after softmax: %s\n", size_str(attention_weight));
 
     // Dropout on the weights (identity in eval mode).
-    const Tensor *dropped = dropout(attention_weight, self->att_dropout, self->training);  // (B, H, T, S)
+    const Tensor *dropped = dropout(attention_weight, self->att_dropout,
+                                    self->training);                         // (B, H, T, S)
 
     // (T x S) @ (S x D): the sum runs over the keys, so S disappears and
     // each of the T queries gets one mix of the other sequence's values.
     // output_mid[b, h, t, :] = sum_s dropped[b, h, t, s] * v_state[b, h, s, :]
-    const Tensor *output_mid = named("output_mid", matmul(dropped, v_state));       // (B, H, T, D)
-    printf("output_mid: %s\n", size_str(output_mid));
+    const Tensor *output_mid = named("output_mid", matmul(dropped, v_state));  // (B, H, T, D)
     if (steps != NULL) {
-        *steps = (CrossAttentionSteps){q_state, k_state, v_state, attention_weight, output_mid};
+        *steps = (CrossAttentionSteps){Q, K, V, q_state, k_state, v_state, attention_weight,
+                                       output_mid};
     }
 
     // Back to (batch, seq_len_q, hidden_dim): transpose, then contiguous()
     // because view() cannot merge the head axes of a transposed tensor.
     output_mid = contiguous(transpose(output_mid, 1, 2));                    // (B, T, H, D)
-    const Tensor *output = view(output_mid, shape3(batch_size, seq_len_q, -1));    // (B, T, C)
-    output = named("output", linear(output, &self->o_proj));                 // (B, T, C)
-    printf("output: %s\n", size_str(output));
+    Tensor *output = linear(view(output_mid, shape3(batch_size, seq_len_q, -1)),
+                            &self->o_proj);                                  // (B, T, C)
+    named("output", output);
     return output;
 }
 
-// Lesson 6's MultiHeadAttention.forward(X) (no mask, no prints), run with
-// this module's four Linear layers: the same steps with ONE input.
-static const Tensor *self_attention_forward(const CrossAttention *self, const Tensor *X) {
-    int batch_size = size(X, 0);
-    int seq_len = size(X, 1);
-    Shape split_heads = shape4(batch_size, seq_len, self->nums_head, self->head_dim);
-    const Tensor *q_state = transpose(view(linear(X, &self->q_proj), split_heads), 1, 2);  // (B, H, T, D)
-    const Tensor *k_state = transpose(view(linear(X, &self->k_proj), split_heads), 1, 2);  // (B, H, T, D)
-    const Tensor *v_state = transpose(view(linear(X, &self->v_proj), split_heads), 1, 2);  // (B, H, T, D)
-    const Tensor *attention_weight = div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
-                                          (float)sqrt((double)self->head_dim));  // (B, H, T, T)
-    attention_weight = softmax(attention_weight, 3);                         // (B, H, T, T)
-    attention_weight = dropout(attention_weight, self->att_dropout,
-                               self->training);                          // (B, H, T, T)
-    const Tensor *output_mid = matmul(attention_weight, v_state);                  // (B, H, T, D)
-    output_mid = contiguous(transpose(output_mid, 1, 2));                    // (B, T, H, D)
-    return linear(view(output_mid, shape3(batch_size, seq_len, -1)), &self->o_proj);  // (B, T, C)
-}
+// --- the demonstrations: what main() prints -----------------------------------
 
-// --- looking inside: helpers for main() -----------------------------------------------
+// The eleven lines the notebook's forward prints. masked_fill and softmax
+// keep the shape, so the three attention_weight lines show one shape.
+static void print_forward_shapes(const CrossAttentionSteps *steps, const Tensor *output) {
+    printf("Q after projection: %s\n", size_str(steps->Q));
+    printf("K after projection: %s\n", size_str(steps->K));
+    printf("V after projection: %s\n", size_str(steps->V));
+    printf("q_state: %s\n", size_str(steps->q_state));
+    printf("k_state: %s\n", size_str(steps->k_state));
+    printf("v_state: %s\n", size_str(steps->v_state));
+    printf("attention_weight before mask: %s\n", size_str(steps->attention_weight));
+    printf("attention_weight after mask: %s\n", size_str(steps->attention_weight));
+    printf("attention_weight after softmax: %s\n", size_str(steps->attention_weight));
+    printf("output_mid: %s\n", size_str(steps->output_mid));
+    printf("output: %s\n", size_str(output));
+}
 
 // t[i]: the i-th slice along dim 0, a view, as PyTorch's indexing gives it.
 static const Tensor *slice0(const Tensor *t, int i) {
@@ -198,24 +188,13 @@ static const Tensor *slice0(const Tensor *t, int i) {
     return view(narrow(t, 0, i, 1), rest);
 }
 
-// "(8, 4, 6)", as numpy prints np.shape(a).
-static const char *numpy_shape(const Tensor *t) {
-    char *text = arena_alloc(16 * MAX_DIMS + 4, 1);
-    int used = snprintf(text, 2, "(");
-    for (int d = 0; d < t->ndim; d++) {
-        used += snprintf(text + used, 16, d == 0 ? "%d" : ", %d", t->size[d]);
-    }
-    snprintf(text + used, 4, t->ndim == 1 ? ",)" : ")");
-    return text;
-}
-
 // The numbers of batch 0, head 0, to compare with the PyTorch in the doc,
 // and what the (T x S) shape of the weights means.
 static void show_numbers_and_lengths(const Tensor *attention_mask,
                                      const CrossAttentionSteps *steps, const Tensor *output) {
     printf("\n-- the numbers of batch 0, head 0 (docs/07-cross-attention.md prints the same) "
            "--\n");
-    const Tensor *weights = slice0(slice0(steps->attention_weight, 0), 0);        // (T, S)
+    const Tensor *weights = slice0(slice0(steps->attention_weight, 0), 0);   // (T, S)
     printf("attention_mask[0, 0]:\n%s\n",
            tensor_str(slice0(slice0(attention_mask, 0), 0), NULL));
     printf("attention_weight[0, 0]:\n%s\n", tensor_str(weights, "grad_fn=<SelectBackward0>"));
@@ -225,7 +204,7 @@ static void show_numbers_and_lengths(const Tensor *attention_mask,
 
     int T = size(weights, 0), S = size(weights, 1), D = size(steps->v_state, 3);
     double worst = 0.0;   // how far any row of the weights is from summing to 1
-    const Tensor *all = steps->attention_weight;                            // (B, H, T, S)
+    const Tensor *all = steps->attention_weight;                             // (B, H, T, S)
     for (int b = 0; b < size(all, 0); b++) {
         for (int h = 0; h < size(all, 1); h++) {
             for (int t = 0; t < T; t++) {
@@ -244,31 +223,86 @@ static void show_numbers_and_lengths(const Tensor *attention_mask,
            "= %d x %d; the key length %d is summed away\n", T, S, S, D, T, D, S);
 }
 
+// BLIP's decoder (seed 003): the prompt "a picture of" (3 tokens) queries
+// the image features of the Vision Transformer. All image features are
+// valid, so there is no mask. The output has 3 vectors, whatever the number
+// of image features. (A decoder layer does not swap its self-attention for
+// this: BLIP's BertLayer runs its own causal self-attention first, then
+// this cross-attention.)
+static void show_blip_decoder(const CrossAttention *net, const Tensor *Q, const Tensor *K,
+                              const Tensor *V) {
+    int text_len = size(Q, 1) < 3 ? size(Q, 1) : 3;   // 3, or T if the queries are fewer
+    printf("\n-- seed 003's BLIP decoder: %d text queries, %d image features as keys and "
+           "values --\n", text_len, size(K, 1));
+    printf("output = cross_attention(Q[:, :%d], K, V)\n", text_len);
+    const Tensor *text = narrow(Q, 1, 0, text_len);                          // (B, 3, C)
+    CrossAttentionSteps steps;
+    const Tensor *output = CrossAttention_forward(&steps, net, text, K, V, NULL);  // (B, 3, C)
+    print_forward_shapes(&steps, output);
+}
+
 // Seed 003's numpy multi-head, run on batch element 0 of our inputs: the
 // same reshape/transpose, but no projections, no batch axis, no mask and no
-// 1/sqrt(d) scale. It prints the same shapes, one batch element at a time.
+// 1/sqrt(d) scale. It prints the same shapes, one batch element at a time,
+// as numpy prints np.shape(a): a Python tuple.
 static void show_seed003_numpy(const CrossAttention *net, const Tensor *Q, const Tensor *K,
                                const Tensor *V) {
     int H = net->nums_head, D = net->head_dim;
-    const Tensor *Query = slice0(Q, 0);                                            // (T, C)
-    const Tensor *Key = slice0(K, 0);                                              // (S, C)
-    const Tensor *Value = slice0(V, 0);                                            // (S, C)
+    const Tensor *Query = slice0(Q, 0);                                      // (T, C)
+    const Tensor *Key = slice0(K, 0);                                        // (S, C)
+    const Tensor *Value = slice0(V, 0);                                      // (S, C)
     int values_length_q = size(Query, 0), values_length_kv = size(Key, 0);
     printf("\n-- seed 003's numpy version on batch 0 (no projections, no scale, no mask) --\n");
     // np.reshape to (len, heads, head_size), np.transpose(., [1, 0, 2]).
-    Query = transpose(reshape(Query, shape3(values_length_q, H, D)), 0, 1);      // (H, T, D)
-    Key = transpose(reshape(Key, shape3(values_length_kv, H, D)), 0, 1);         // (H, S, D)
-    Value = transpose(reshape(Value, shape3(values_length_kv, H, D)), 0, 1);     // (H, S, D)
-    const Tensor *scores = matmul(Query, transpose(Key, 1, 2));                        // (H, T, S)
-    printf("%s\n", numpy_shape(scores));
-    scores = softmax(scores, -1);                                                // (H, T, S)
-    printf("%s\n", numpy_shape(scores));
-    const Tensor *out = matmul(scores, Value);                                         // (H, T, D)
-    printf("%s\n", numpy_shape(out));
-    out = transpose(out, 0, 1);                                                  // (T, H, D)
-    printf("%s\n", numpy_shape(out));
-    out = reshape(out, shape2(values_length_q, H * D));                          // (T, C)
-    printf("%s\n", numpy_shape(out));
+    Query = transpose(reshape(Query, shape3(values_length_q, H, D)), 0, 1);  // (H, T, D)
+    Key = transpose(reshape(Key, shape3(values_length_kv, H, D)), 0, 1);     // (H, S, D)
+    Value = transpose(reshape(Value, shape3(values_length_kv, H, D)), 0, 1); // (H, S, D)
+    const Tensor *scores = matmul(Query, transpose(Key, 1, 2));              // (H, T, S)
+    printf("%s\n", sizes_str(scores->size, scores->ndim, SIZES_TUPLE));
+    scores = softmax(scores, -1);                                            // (H, T, S)
+    printf("%s\n", sizes_str(scores->size, scores->ndim, SIZES_TUPLE));
+    const Tensor *out = matmul(scores, Value);                               // (H, T, D)
+    printf("%s\n", sizes_str(out->size, out->ndim, SIZES_TUPLE));
+    out = transpose(out, 0, 1);                                              // (T, H, D)
+    printf("%s\n", sizes_str(out->size, out->ndim, SIZES_TUPLE));
+    out = reshape(out, shape2(values_length_q, net->hidden_dim));            // (T, C)
+    printf("%s\n", sizes_str(out->size, out->ndim, SIZES_TUPLE));
+}
+
+// Lesson 6's MultiHeadAttention.forward(X), no mask, written out with this
+// module's four Linear layers: the same steps with ONE input.
+static const Tensor *multi_head_self_attention(const CrossAttention *net, const Tensor *X) {
+    int batch_size = size(X, 0);
+    int seq_len = size(X, 1);
+    Shape per_head = shape4(batch_size, seq_len, net->nums_head, net->head_dim);
+    const Tensor *Q = linear(X, &net->q_proj);                               // (B, T, C)
+    const Tensor *K = linear(X, &net->k_proj);                               // (B, T, C)
+    const Tensor *V = linear(X, &net->v_proj);                               // (B, T, C)
+    const Tensor *q_state = transpose(view(Q, per_head), 1, 2);              // (B, H, T, D)
+    const Tensor *k_state = transpose(view(K, per_head), 1, 2);              // (B, H, T, D)
+    const Tensor *v_state = transpose(view(V, per_head), 1, 2);              // (B, H, T, D)
+    const Tensor *attention_weight =
+        div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
+                   (float)sqrt((double)net->head_dim));                      // (B, H, T, T)
+    attention_weight = softmax(attention_weight, 3);                         // (B, H, T, T)
+    attention_weight = dropout(attention_weight, net->att_dropout, net->training);  // (B, H, T, T)
+    const Tensor *output_mid = matmul(attention_weight, v_state);            // (B, H, T, D)
+    output_mid = contiguous(transpose(output_mid, 1, 2));                    // (B, T, H, D)
+    return linear(view(output_mid, shape3(batch_size, seq_len, -1)), &net->o_proj);  // (B, T, C)
+}
+
+// Self-attention is the special case where the "other" sequence is the
+// sequence itself: K = V = Q input. Then seq_k = seq_q, the weights are
+// square, and every line of the forward is lesson 6's.
+static void show_self_attention(const CrossAttention *net, const Tensor *Q) {
+    printf("\n-- the same tensor as query, key and value: self-attention --\n");
+    printf("output = cross_attention(Q, Q, Q)\n");
+    CrossAttentionSteps steps;
+    const Tensor *self_output = CrossAttention_forward(&steps, net, Q, Q, Q, NULL);  // (B, T, C)
+    print_forward_shapes(&steps, self_output);
+    const Tensor *mha_output = multi_head_self_attention(net, Q);            // (B, T, C)
+    printf("torch.equal(cross_attention(Q, Q, Q), MultiHeadAttention(Q) with the same "
+           "weights): %s\n", max_abs_diff(self_output, mha_output) == 0.0f ? "True" : "False");
 }
 
 int main(int argc, char **argv) {
@@ -295,6 +329,8 @@ int main(int argc, char **argv) {
     };
     parse_lesson_args(&lesson, argc, argv);
     check_divides(&lesson, "--heads", heads, "--dim", dim);
+    // The largest tensor of each kind the run builds; every other one is
+    // one of these sizes or smaller.
     check_fits(&lesson, "attention_weight (batch, heads, seq_q, seq_k)",
                shape4(batch, heads, seq_q, seq_k));
     // The aside runs the module as self-attention on Q: (B, H, T, T) weights.
@@ -308,11 +344,11 @@ int main(int argc, char **argv) {
     // The notebook's draws, in its order: the three inputs, the mask, the weights.
     // Queries come from one sequence (a text, say), keys and values from
     // another (another text, or image features).
-    const Tensor *Q = named("Q", rand_tensor(shape3(batch, seq_q, dim)));          // (B, T, C)
-    const Tensor *K = named("K", rand_tensor(shape3(batch, seq_k, dim)));          // (B, S, C)
-    const Tensor *V = named("V", rand_tensor(shape3(batch, seq_k, dim)));          // (B, S, C)
-    Shape mask_shape = shape4(batch, heads, seq_q, seq_k);
-    const Tensor *attention_mask = named("attention_mask", randint(0, 2, mask_shape));  // (B, H, T, S)
+    const Tensor *Q = named("Q", rand_tensor(shape3(batch, seq_q, dim)));    // (B, T, C)
+    const Tensor *K = named("K", rand_tensor(shape3(batch, seq_k, dim)));    // (B, S, C)
+    const Tensor *V = named("V", rand_tensor(shape3(batch, seq_k, dim)));    // (B, S, C)
+    const Tensor *attention_mask =
+        named("attention_mask", randint(0, 2, shape4(batch, heads, seq_q, seq_k)));  // (B, H, T, S)
     printf("Q shape: %s\n", size_str(Q));
     printf("K shape: %s\n", size_str(K));
     printf("V shape: %s\n", size_str(V));
@@ -320,48 +356,26 @@ int main(int argc, char **argv) {
 
     CrossAttention cross_attention = CrossAttention_init(dim, heads);
     // The notebook never calls .eval(), so its dropout was on; we run in
-    // eval mode unless --train (LESSONS.md).
+    // eval mode unless --train, as every lesson with dropout does.
     cross_attention.training = train;
     CrossAttentionSteps steps;
-    const Tensor *output = CrossAttention_forward(&steps, &cross_attention, Q, K, V,
-                                            attention_mask);                // (B, T, C)
+    const Tensor *output =
+        CrossAttention_forward(&steps, &cross_attention, Q, K, V, attention_mask);  // (B, T, C)
+
+    // The rest prints what the forward made and runs the module again. Keep
+    // it out of the diagram and the dumps (which hold the notebook's run),
+    // and in eval mode, so that it draws no random numbers.
+    bool was_paused = trace_pause(true);
+    print_forward_shapes(&steps, output);
     printf("Output shape: %s\n", size_str(output));
     if (lesson.heatmap) {
         print_heatmap("attention_weight", steps.attention_weight);
     }
-
-    // The asides run the module again. Keep them out of the diagram and the
-    // dumps (which hold the notebook's run), and in eval mode, so that they
-    // draw no random numbers.
-    trace_pause(true);
     cross_attention.training = false;
     show_numbers_and_lengths(attention_mask, &steps, output);
-
-    // BLIP's decoder (seed 003): the prompt "a picture of" (3 tokens)
-    // queries the image features of the Vision Transformer. All image
-    // features are valid, so there is no mask. The output has 3 vectors,
-    // whatever the number of image features. (A decoder layer does not
-    // swap its self-attention for this: BLIP's BertLayer runs its own
-    // causal self-attention first, then this cross-attention.)
-    int text_len = seq_q < 3 ? seq_q : 3;
-    printf("\n-- seed 003's BLIP decoder: %d text queries, %d image features as keys and "
-           "values --\n", text_len, seq_k);
-    printf("output = cross_attention(Q[:, :%d], K, V)\n", text_len);
-    const Tensor *text = narrow(Q, 1, 0, text_len);                                // (B, 3, C)
-    CrossAttention_forward(NULL, &cross_attention, text, K, V, NULL);
-
+    show_blip_decoder(&cross_attention, Q, K, V);
     show_seed003_numpy(&cross_attention, Q, K, V);
-
-    // Self-attention is the special case where the "other" sequence is the
-    // sequence itself: K = V = Q input. Then seq_k = seq_q, the weights are
-    // square, and every line of the forward is lesson 6's.
-    printf("\n-- the same tensor as query, key and value: self-attention --\n");
-    printf("output = cross_attention(Q, Q, Q)\n");
-    const Tensor *self_output = CrossAttention_forward(NULL, &cross_attention, Q, Q, Q,
-                                                 NULL);                      // (B, T, C)
-    const Tensor *mha_output = self_attention_forward(&cross_attention, Q);                // (B, T, C)
-    printf("torch.equal(cross_attention(Q, Q, Q), MultiHeadAttention(Q) with the same "
-           "weights): %s\n", max_abs_diff(self_output, mha_output) == 0.0f ? "True" : "False");
-    trace_pause(false);
+    show_self_attention(&cross_attention, Q);
+    trace_pause(was_paused);
     return lesson_finish(&lesson);
 }

@@ -13,8 +13,8 @@
 //
 // THE MATH (G = H / KV query heads per key/value head, i = h*G + g)
 //   scores[b, g, h, n, s] = query[b, n, h*G + g, :] . key[b, s, h, :]
-//   weights = softmax(scores / sqrt(D), over s)
-//   out[b, n, h*G + g, :] = sum over s of weights[b, g, h, n, s] * value[b, s, h, :]
+//   attention = softmax(scores / sqrt(D), over s)
+//   out[b, n, h*G + g, :] = sum over s of attention[b, g, h, n, s] * value[b, s, h, :]
 //   So query head i uses key/value head h = i / G (integer division), the same
 //   pairing as repeat_interleave(G) of the keys and values (seed 002).
 //
@@ -32,8 +32,9 @@
 //   out = rearrange(out, "b g h n d -> b n (h g) d")
 //
 // RUN IT
-//   make lesson-8     (flags: --batch --seq --heads --kv-heads --head-dim
-//                      --seed --dump DIR --dot FILE --heatmap --help)
+//   make lesson-8      flags: --batch 1 --seq 256 --heads 8 --kv-heads 2 --head-dim 64
+//   make lesson-8 ARGS="--seq 6 --kv-heads 1 --heatmap"
+//                      (--dump DIR, --dot FILE)
 //
 // WHAT TO LOOK FOR
 //   - The notebook's lines: 4, torch.Size([1, 4, 2, 256, 64]), then the
@@ -63,13 +64,63 @@
 
 #include "attention.h"
 
-// --- the einops steps as loops -------------------------------------------------
+// --- grouped-query attention: seed 001's cells 8-11, the group sum fixed ------
+
+// What the notebook prints between its steps, kept so main() and the tests
+// can look inside.
+typedef struct {
+    int num_head_groups;       // G
+    const Tensor *query;       // (B, G, KV, N, D) the query heads split into groups
+    const Tensor *scores;      // (B, G, KV, N, S)
+    const Tensor *attention;   // (B, G, KV, N, S) softmax(scores / sqrt(D)) over s
+} GroupedQueryAttentionSteps;
+
+// The einops steps, each a loop, written out after the function that uses them.
+static Tensor *rearrange_heads_first(const Tensor *x, const char *pattern);
+static Tensor *rearrange_split_groups(const Tensor *query, int G);
+static Tensor *einsum_scores(const Tensor *query, const Tensor *key);
+static Tensor *einsum_mix_values(const Tensor *attention, const Tensor *value);
+static Tensor *rearrange_merge_groups(const Tensor *out);
+
+// query (B, N, H, D), key and value (B, S, KV, D); returns out (B, N, H, D).
+// `steps` may be NULL. The notebook's names are kept, and like the notebook
+// it reassigns query, key and value as they change shape. The notebook
+// prints four things between the steps; this keeps them in `steps`, and
+// main() prints them.
+static Tensor *grouped_query_attention(GroupedQueryAttentionSteps *steps, const Tensor *query,
+                                       const Tensor *key, const Tensor *value) {
+    int num_head_groups = size(query, 2) / size(key, 2);                     // G, 4 by default
+    // Cell 8: heads in front of positions, then split the query heads.
+    query = rearrange_heads_first(query, "b n h d -> b h n d");              // (B, H, N, D)
+    key = rearrange_heads_first(key, "b s h d -> b h s d");                  // (B, KV, S, D)
+    value = rearrange_heads_first(value, "b s h d -> b h s d");              // (B, KV, S, D)
+    query = rearrange_split_groups(query, num_head_groups);                  // (B, G, KV, N, D)
+    // Cell 9, with g kept in the output: one score matrix per query head.
+    // (The notebook's "-> b h n s" sums over g: see group_sum_attention.)
+    const Tensor *scores = labeled("scores", einsum_scores(query, key));     // (B, G, KV, N, S)
+    // Cell 11. Why divide by sqrt(head_dim): a dot product of D numbers of
+    // variance 1 has variance D, so unscaled scores grow with D and push the
+    // softmax towards one-hot, where its gradient vanishes. The notebook
+    // takes query.size(-1) ** 0.5 in Python's double; PyTorch then divides
+    // the float32 scores by that number rounded to float, as we do.
+    float scale = (float)sqrt((double)size(query, -1));
+    const Tensor *attention =
+        labeled("attention", softmax(div_scalar(scores, scale), -1));        // (B, G, KV, N, S)
+    const Tensor *out = einsum_mix_values(attention, value);                 // (B, G, KV, N, D)
+    if (steps != NULL) {
+        *steps = (GroupedQueryAttentionSteps){num_head_groups, query, scores, attention};
+    }
+    return rearrange_merge_groups(out);                                      // (B, N, H, D)
+}
+
+// --- the einops steps as loops ------------------------------------------------
 //
 // Every function below makes a fresh tensor and fills it element by
 // element, so the reader sees exactly which input element lands where. The
 // einops/einsum string each one computes is in the comment above its loop.
 // In PyTorch the rearranges are views (permute/view) that copy nothing;
-// here they copy, which changes no number.
+// here they copy, which changes no number. Each reports itself to the
+// trace (trace.h) under its einops string, for the --dot diagram.
 
 // "b n h d -> b h n d": move the head axis in front of the positions, so each
 // head's (positions x head_dim) matrix is one block. The same loop does the
@@ -80,9 +131,9 @@
 // treats the dims before it as batch, so there the 8 heads of ONE position
 // attend to each other and positions never meet. The printed shape is
 // (1, 256, 8, 64) either way, which is why nothing looked wrong.
-static const Tensor *rearrange_heads_first(const Tensor *x, const char *pattern) {
+static Tensor *rearrange_heads_first(const Tensor *x, const char *pattern) {
     int B = size(x, 0), N = size(x, 1), H = size(x, 2), D = size(x, 3);
-    Tensor *out = zeros(shape4(B, H, N, D));                           // (B, H, N, D)
+    Tensor *out = zeros(shape4(B, H, N, D));                                 // (B, H, N, D)
     // b n h d -> b h n d
     for (int b = 0; b < B; b++) {
         for (int n = 0; n < N; n++) {
@@ -111,10 +162,10 @@ static const Tensor *rearrange_heads_first(const Tensor *x, const char *pattern)
 // of groups" - g runs over the G = 4 query heads INSIDE one group (G is the
 // group's size; there are KV = 2 groups), and "h stands for the hidden dim"
 // - h is the key/value head, which is also the group's number.
-static const Tensor *rearrange_split_groups(const Tensor *query, int G) {
+static Tensor *rearrange_split_groups(const Tensor *query, int G) {
     int B = size(query, 0), H = size(query, 1), N = size(query, 2), D = size(query, 3);
     int KV = H / G;
-    Tensor *out = zeros(shape5(B, G, KV, N, D));                       // (B, G, KV, N, D)
+    Tensor *out = zeros(shape5(B, G, KV, N, D));                             // (B, G, KV, N, D)
     // b (h g) n d -> b g h n d
     for (int b = 0; b < B; b++) {
         for (int g = 0; g < G; g++) {
@@ -142,19 +193,19 @@ static const Tensor *rearrange_split_groups(const Tensor *query, int G) {
 // B*H*N*S*D = 33.5 million multiply-adds at the default sizes. So each loop
 // level seeks a pointer to the start of its row once ("query_n", "key_s")
 // and the inner d loop steps along the row by the tensor's last stride.
-static const Tensor *einsum_scores(const Tensor *query, const Tensor *key) {
+static Tensor *einsum_scores(const Tensor *query, const Tensor *key) {
     int B = size(query, 0), G = size(query, 1), KV = size(query, 2);
     int N = size(query, 3), D = size(query, 4), S = size(key, 2);
-    Tensor *scores = zeros(shape5(B, G, KV, N, S));                    // (B, G, KV, N, S)
+    Tensor *scores = zeros(shape5(B, G, KV, N, S));                          // (B, G, KV, N, S)
     int query_d = query->stride[4], key_d = key->stride[3];   // one step along d
     // b g h n d, b h s d -> b g h n s
     for (int b = 0; b < B; b++) {
         for (int g = 0; g < G; g++) {
             for (int h = 0; h < KV; h++) {
                 for (int n = 0; n < N; n++) {
-                    const float *query_n = at5(query, b, g, h, n, 0);  // (D) one query
+                    const float *query_n = at5(query, b, g, h, n, 0);        // (D) one query
                     for (int s = 0; s < S; s++) {
-                        const float *key_s = at4(key, b, h, s, 0);     // (D) one key
+                        const float *key_s = at4(key, b, h, s, 0);           // (D) one key
                         float sum = 0.0f;
                         for (int d = 0; d < D; d++) {
                             sum += query_n[d * query_d] * key_s[d * key_d];
@@ -171,10 +222,10 @@ static const Tensor *einsum_scores(const Tensor *query, const Tensor *key) {
 
 // "b g h n s, b h s d -> b g h n d": each query head mixes the values of its
 // key/value head h with its own weights; s is summed.
-static const Tensor *einsum_mix_values(const Tensor *attention, const Tensor *value) {
+static Tensor *einsum_mix_values(const Tensor *attention, const Tensor *value) {
     int B = size(attention, 0), G = size(attention, 1), KV = size(attention, 2);
     int N = size(attention, 3), S = size(attention, 4), D = size(value, 3);
-    Tensor *out = zeros(shape5(B, G, KV, N, D));                       // (B, G, KV, N, D)
+    Tensor *out = zeros(shape5(B, G, KV, N, D));                             // (B, G, KV, N, D)
     int attention_s = attention->stride[4], value_s = value->stride[2];  // one step along s
     // b g h n s, b h s d -> b g h n d
     for (int b = 0; b < B; b++) {
@@ -183,7 +234,7 @@ static const Tensor *einsum_mix_values(const Tensor *attention, const Tensor *va
                 for (int n = 0; n < N; n++) {
                     const float *attention_n = at5(attention, b, g, h, n, 0);  // (S) weights
                     for (int d = 0; d < D; d++) {
-                        const float *value_d = at4(value, b, h, 0, d);  // (S) column d
+                        const float *value_d = at4(value, b, h, 0, d);       // (S) column d
                         float sum = 0.0f;
                         for (int s = 0; s < S; s++) {
                             sum += attention_n[s * attention_s] * value_d[s * value_s];
@@ -201,10 +252,10 @@ static const Tensor *einsum_mix_values(const Tensor *attention, const Tensor *va
 // "b g h n d -> b n (h g) d": undo the split. Query head i = h*G + g goes
 // back to slot i, so out[:, :, i] is the output of query head i, in the same
 // order as the query heads came in.
-static const Tensor *rearrange_merge_groups(const Tensor *out) {
+static Tensor *rearrange_merge_groups(const Tensor *out) {
     int B = size(out, 0), G = size(out, 1), KV = size(out, 2);
     int N = size(out, 3), D = size(out, 4);
-    Tensor *merged = zeros(shape4(B, N, KV * G, D));                   // (B, N, H, D)
+    Tensor *merged = zeros(shape4(B, N, KV * G, D));                         // (B, N, H, D)
     // b g h n d -> b n (h g) d
     for (int b = 0; b < B; b++) {
         for (int n = 0; n < N; n++) {
@@ -221,201 +272,24 @@ static const Tensor *rearrange_merge_groups(const Tensor *out) {
     return merged;
 }
 
-// --- the notebook's einsum, kept to show what goes wrong ----------------------
+// --- the demonstrations: what main() prints -----------------------------------
 
-// "b g h n d, b h s d -> b h n s", the notebook's cell 9. The output has no
-// g, and einsum sums over every letter that is missing from the output: so
-// it sums over d (the dot product, wanted) AND over g (not wanted):
-//     scores[b, h, n, s] = sum over g of (query_g . key_s)
-//                        = (sum over g of query_g) . key_s
-// The G query heads of a group are added into ONE query before they meet
-// the keys. What is left is multi-head attention with KV heads whose
-// queries are those sums: G - 1 of every G query heads are gone. The
-// notebook took these einsums from fkodom/grouped-query-attention-pytorch,
-// where this was a known bug, fixed upstream (commit a80f538, May 2024)
-// the way einsum_scores above does it: keep g in the output.
-static const Tensor *einsum_scores_group_sum(const Tensor *query, const Tensor *key) {
-    int B = size(query, 0), G = size(query, 1), KV = size(query, 2);
-    int N = size(query, 3), D = size(query, 4), S = size(key, 2);
-    Tensor *scores = zeros(shape4(B, KV, N, S));                       // (B, KV, N, S)
-    // b g h n d, b h s d -> b h n s
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < KV; h++) {
-            for (int n = 0; n < N; n++) {
-                for (int s = 0; s < S; s++) {
-                    const float *key_s = at4(key, b, h, s, 0);         // (D) one key
-                    float sum = 0.0f;
-                    for (int g = 0; g < G; g++) {   // the sum the notebook did not mean
-                        const float *query_n = at5(query, b, g, h, n, 0);  // (D)
-                        for (int d = 0; d < D; d++) {
-                            sum += query_n[d * query->stride[4]] * key_s[d * key->stride[3]];
-                        }
-                    }
-                    *at4(scores, b, h, n, s) = sum;
-                }
-            }
-        }
-    }
-    trace2("einsum b g h n d, b h s d -> b h n s (sums g)", scores, query, key);
-    return scores;
-}
-
-// "b h n s, b h s d -> b h n d", the notebook's cell 11: ordinary attention
-// output, one per key/value head.
-static const Tensor *einsum_mix_values_per_kv_head(const Tensor *attention, const Tensor *value) {
-    int B = size(attention, 0), KV = size(attention, 1), N = size(attention, 2);
-    int S = size(attention, 3), D = size(value, 3);
-    Tensor *out = zeros(shape4(B, KV, N, D));                          // (B, KV, N, D)
-    // b h n s, b h s d -> b h n d
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < KV; h++) {
-            for (int n = 0; n < N; n++) {
-                const float *attention_n = at4(attention, b, h, n, 0);  // (S) weights
-                for (int d = 0; d < D; d++) {
-                    const float *value_d = at4(value, b, h, 0, d);      // (S) column d
-                    float sum = 0.0f;
-                    for (int s = 0; s < S; s++) {
-                        sum += attention_n[s * attention->stride[3]] *
-                               value_d[s * value->stride[2]];
-                    }
-                    *at4(out, b, h, n, d) = sum;
-                }
-            }
-        }
-    }
-    trace2("einsum b h n s, b h s d -> b h n d", out, attention, value);
-    return out;
-}
-
-// "b h n d -> b n h d", the notebook's last rearrange.
-static const Tensor *rearrange_heads_back(const Tensor *x) {
-    int B = size(x, 0), H = size(x, 1), N = size(x, 2), D = size(x, 3);
-    Tensor *out = zeros(shape4(B, N, H, D));                           // (B, N, H, D)
-    // b h n d -> b n h d
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < H; h++) {
-            for (int n = 0; n < N; n++) {
-                for (int d = 0; d < D; d++) {
-                    *at4(out, b, n, h, d) = *at4(x, b, h, n, d);
-                }
-            }
-        }
-    }
-    trace1("b h n d -> b n h d", out, x);
-    return out;
+// What the notebook prints between the steps of grouped_query_attention.
+static void print_notebook_lines(const GroupedQueryAttentionSteps *steps, const Tensor *out) {
+    printf("num_head_groups = query.shape[2] // key.shape[2]\n%d\n", steps->num_head_groups);
+    printf("query = rearrange(query, \"b (h g) n d -> b g h n d\", g=num_head_groups)\n"
+           "%s\n", size_str(steps->query));
+    printf("scores = einsum(query, key, \"b g h n d, b h s d -> b g h n s\")\n%s\n",
+           size_str(steps->scores));
+    printf("out = rearrange(out, \"b g h n d -> b n (h g) d\")\n%s\n", size_str(out));
 }
 
 // The first row of the first batch, first 4 numbers of each head:
 // PyTorch's out[0, 0, :, :4].
-// (Only printing: kept out of the --dot graph.)
 static const char *first_token_str(const Tensor *out) {
-    trace_pause(true);
     int heads = size(out, 2), width = size(out, 3) < 4 ? size(out, 3) : 4;
     const Tensor *row = narrow(narrow(narrow(out, 0, 0, 1), 1, 0, 1), 3, 0, width);  // (1, 1, H, 4)
-    const char *text = tensor_str(reshape(row, shape2(heads, width)), NULL);   // (H, 4)
-    trace_pause(false);
-    return text;
-}
-
-// --- GQA, the fixed notebook ------------------------------------------------------
-
-// Seed 001's cells 8-11 with the group sum fixed: query (B, N, H, D), key
-// and value (B, S, KV, D) -> out (B, N, H, D). The notebook's variable names
-// are kept, and like the notebook it reassigns query/key/value as they
-// change shape. With `lesson` non-NULL it prints what the notebook prints
-// (and draws the weights under --heatmap); the tests pass NULL.
-static const Tensor *grouped_query_attention(const Tensor *query_in, const Tensor *key_in,
-                                       const Tensor *value_in, const Lesson *lesson) {
-    int num_head_groups = size(query_in, 2) / size(key_in, 2);  // G, 4 by default
-    if (lesson != NULL) {
-        printf("num_head_groups = query.shape[2] // key.shape[2]\n%d\n", num_head_groups);
-    }
-    // Cell 8: heads in front of positions, then split the query heads.
-    const Tensor *query = rearrange_heads_first(query_in, "b n h d -> b h n d");  // (B, H, N, D)
-    const Tensor *key = rearrange_heads_first(key_in, "b s h d -> b h s d");  // (B, KV, S, D)
-    const Tensor *value = rearrange_heads_first(value_in, "b s h d -> b h s d");  // (B, KV, S, D)
-    query = rearrange_split_groups(query, num_head_groups);            // (B, G, KV, N, D)
-    if (lesson != NULL) {
-        printf("query = rearrange(query, \"b (h g) n d -> b g h n d\", g=num_head_groups)\n"
-               "%s\n", size_str(query));
-    }
-    // Cell 9, fixed: keep g in the output, one score matrix per query head.
-    const Tensor *scores = einsum_scores(query, key);                        // (B, G, KV, N, S)
-    if (lesson != NULL) {
-        printf("scores = einsum(query, key, \"b g h n d, b h s d -> b g h n s\")\n%s\n",
-               size_str(scores));
-    }
-    // Cell 11. Why divide by sqrt(head_dim): a dot product of D numbers of
-    // variance 1 has variance D, so unscaled scores grow with D and push the
-    // softmax towards one-hot, where its gradient vanishes. The notebook
-    // takes query.size(-1) ** 0.5 in Python's double; PyTorch then divides
-    // the float32 scores by that number rounded to float, as we do.
-    float scale = (float)sqrt((double)size(query, -1));
-    const Tensor *attention = softmax(div_scalar(scores, scale), -1);        // (B, G, KV, N, S)
-    const Tensor *out = einsum_mix_values(attention, value);                 // (B, G, KV, N, D)
-    // Labels for the --dot diagram only (named() would also --dump them).
-    labeled("scores", scores);
-    labeled("attention", attention);
-    out = rearrange_merge_groups(out);                                 // (B, N, H, D)
-    if (lesson != NULL) {
-        printf("out = rearrange(out, \"b g h n d -> b n (h g) d\")\n%s\n", size_str(out));
-        if (lesson->heatmap) {
-            print_heatmap("attention (b, g, h)", attention);
-        }
-    }
-    return out;
-}
-
-// What the notebook computes (cells 9 and 11 as written): the scores summed
-// over g. Returns (B, N, KV, D): one output per KEY/VALUE head.
-static const Tensor *group_sum_attention(const Tensor *query_in, const Tensor *key_in,
-                                   const Tensor *value_in, const Lesson *lesson) {
-    int num_head_groups = size(query_in, 2) / size(key_in, 2);
-    const Tensor *query = rearrange_heads_first(query_in, "b n h d -> b h n d");  // (B, H, N, D)
-    const Tensor *key = rearrange_heads_first(key_in, "b s h d -> b h s d");  // (B, KV, S, D)
-    const Tensor *value = rearrange_heads_first(value_in, "b s h d -> b h s d");  // (B, KV, S, D)
-    query = rearrange_split_groups(query, num_head_groups);            // (B, G, KV, N, D)
-    const Tensor *scores = einsum_scores_group_sum(query, key);              // (B, KV, N, S)
-    if (lesson != NULL) {
-        printf("scores = einsum(query, key, \"b g h n d, b h s d -> b h n s\")\n%s\n",
-               size_str(scores));
-    }
-    float scale = (float)sqrt((double)size(query, -1));
-    const Tensor *attention = softmax(div_scalar(scores, scale), -1);        // (B, KV, N, S)
-    const Tensor *out = einsum_mix_values_per_kv_head(attention, value);     // (B, KV, N, D)
-    labeled("scores summed over g", scores);   // for --dot only
-    out = rearrange_heads_back(out);                                   // (B, N, KV, D)
-    if (lesson != NULL) {
-        printf("out = rearrange(out, \"b h n d -> b n h d\")\n%s\n", size_str(out));
-    }
-    return out;
-}
-
-// --- seed 002's way: repeat the keys and values, then multi-head attention ----
-
-// The middle of seed 002's GroupQueryAttention.forward, without its
-// projections: q (B, N, H, D), k and v (B, S, KV, D) -> output (B, N, H, D).
-// repeat_interleave(G, dim=1) copies key/value head h into slots
-// h*G .. h*G + G-1, so slot i holds head i / G: the same pairing as the
-// einops "(h g)" grouping. After that it is lesson 6's attention.
-static const Tensor *repeat_interleave_attention(const Tensor *q_in, const Tensor *k_in,
-                                           const Tensor *v_in) {
-    int nums_head = size(q_in, 2), nums_key_value_head = size(k_in, 2);
-    int head_dim = size(q_in, 3);
-    const Tensor *q = transpose(q_in, 1, 2);                                 // (B, H, N, D)
-    const Tensor *k = transpose(k_in, 1, 2);                                 // (B, KV, S, D)
-    const Tensor *v = transpose(v_in, 1, 2);                                 // (B, KV, S, D)
-    k = repeat_interleave(k, nums_head / nums_key_value_head, 1);      // (B, H, S, D)
-    v = repeat_interleave(v, nums_head / nums_key_value_head, 1);      // (B, H, S, D)
-    const Tensor *attention_score = div_scalar(matmul(q, transpose(k, 2, 3)),
-                                         (float)sqrt((double)head_dim));  // (B, H, N, S)
-    const Tensor *attention_weight = softmax(attention_score, -1);           // (B, H, N, S)
-    const Tensor *output = matmul(attention_weight, v);                      // (B, H, N, D)
-    output = contiguous(transpose(output, 1, 2));                      // (B, N, H, D)
-    labeled("k repeat_interleave", k);   // labels for --dot only
-    labeled("attention_weight", attention_weight);
-    labeled("output (seed 002)", output);
-    return output;
+    return tensor_str(reshape(row, shape2(heads, width)), NULL);             // (H, 4)
 }
 
 // Lesson 6's multi-head attention core, no mask, by library ops: every
@@ -423,44 +297,40 @@ static const Tensor *repeat_interleave_attention(const Tensor *q_in, const Tenso
 // attention the key and value have ONE head, (B, 1, S, D), and matmul's
 // broadcasting hands that one head to all H query heads.
 static const Tensor *multi_head_attention(const Tensor *q_in, const Tensor *k_in,
-                                    const Tensor *v_in) {
+                                          const Tensor *v_in) {
     const Tensor *q_state = transpose(q_in, 1, 2);                           // (B, H, N, D)
     const Tensor *k_state = transpose(k_in, 1, 2);                           // (B, H or 1, S, D)
     const Tensor *v_state = transpose(v_in, 1, 2);                           // (B, H or 1, S, D)
-    const Tensor *attention_weight = div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
-                                          (float)sqrt((double)size(q_in, 3)));  // (B, H, N, S)
-    attention_weight = softmax(attention_weight, -1);                  // (B, H, N, S)
+    const Tensor *attention_weight =
+        div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
+                   (float)sqrt((double)size(q_in, 3)));                      // (B, H, N, S)
+    attention_weight = softmax(attention_weight, -1);                        // (B, H, N, S)
     const Tensor *output_mid = matmul(attention_weight, v_state);            // (B, H, N, D)
-    return contiguous(transpose(output_mid, 1, 2));                    // (B, N, H, D)
+    return contiguous(transpose(output_mid, 1, 2));                          // (B, N, H, D)
 }
-
-// --- the lesson ----------------------------------------------------------------------
-
-typedef struct {
-    int batch, seq, heads, kv_heads, head_dim;
-} Sizes;
 
 // Which key/value head each query head reads, worked out by running the
 // lesson's own index code on head NUMBERS instead of data.
-static void print_head_pairing(int heads, int kv_heads) {
+static void show_head_pairing(int heads, int kv_heads) {
     int G = heads / kv_heads;
+    printf("-- which key/value head each query head reads --\n");
     // einops: put i into query head slot i, split with "b (h g) n d -> b g h n d"
     // and see at which h it lands.
-    Tensor *head_numbers = zeros(shape4(1, heads, 1, 1));              // (1, H, 1, 1)
+    Tensor *head_numbers = zeros(shape4(1, heads, 1, 1));                    // (1, H, 1, 1)
     for (int i = 0; i < heads; i++) {
         *at4(head_numbers, 0, i, 0, 0) = (float)i;
     }
     const Tensor *grouped = rearrange_split_groups(head_numbers, G);         // (1, G, KV, 1, 1)
-    int kv_of_einops[64];   // the table shows at most 64 heads
     // repeat_interleave: put h into key/value slot h, repeat G times along
     // the head axis and read which h lands in slot i.
-    Tensor *kv_numbers = zeros(shape4(1, kv_heads, 1, 1));             // (1, KV, 1, 1)
+    Tensor *kv_numbers = zeros(shape4(1, kv_heads, 1, 1));                   // (1, KV, 1, 1)
     for (int h = 0; h < kv_heads; h++) {
         *at4(kv_numbers, 0, h, 0, 0) = (float)h;
     }
     const Tensor *repeated = repeat_interleave(kv_numbers, G, 1);            // (1, H, 1, 1)
 
-    int shown = heads < 64 ? heads : 64;
+    int shown = heads < 64 ? heads : 64;   // the table shows at most 64 heads
+    int kv_of_einops[64];
     for (int g = 0; g < G; g++) {
         for (int h = 0; h < kv_heads; h++) {
             int i = (int)*at5(grouped, 0, g, h, 0, 0);
@@ -490,46 +360,137 @@ static void print_head_pairing(int heads, int kv_heads) {
            "and repeat_interleave copies head h into slots h*G .. h*G + %d.\n", G, G - 1);
 }
 
-// KV-cache bytes per token per layer: one key and one value vector (the 2)
-// per key/value head, head_dim floats of 4 bytes each.
-static void print_kv_cache_bytes(const char *name, int kv_heads, int head_dim) {
-    printf("%s (kv_heads = %d): 2 * %d * %d * 4 = %ld bytes\n", name, kv_heads, kv_heads,
-           head_dim, 2L * kv_heads * head_dim * 4);
+// --- the notebook's einsum: the group sum, shown as the error it is -----------
+
+// "b g h n d, b h s d -> b h n s", the notebook's cell 9. The output has no
+// g, and einsum sums over every letter that is missing from the output: so
+// it sums over d (the dot product, wanted) AND over g (not wanted):
+//     scores[b, h, n, s] = sum over g of (query_g . key_s)
+//                        = (sum over g of query_g) . key_s
+// The G query heads of a group are added into ONE query before they meet
+// the keys. What is left is multi-head attention with KV heads whose
+// queries are those sums: G - 1 of every G query heads are gone. The
+// notebook took these einsums from fkodom/grouped-query-attention-pytorch,
+// where this was a known bug, fixed upstream (commit a80f538, May 2024)
+// the way einsum_scores above does it: keep g in the output.
+static Tensor *einsum_scores_group_sum(const Tensor *query, const Tensor *key) {
+    int B = size(query, 0), G = size(query, 1), KV = size(query, 2);
+    int N = size(query, 3), D = size(query, 4), S = size(key, 2);
+    Tensor *scores = zeros(shape4(B, KV, N, S));                             // (B, KV, N, S)
+    // b g h n d, b h s d -> b h n s
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < KV; h++) {
+            for (int n = 0; n < N; n++) {
+                for (int s = 0; s < S; s++) {
+                    const float *key_s = at4(key, b, h, s, 0);               // (D) one key
+                    float sum = 0.0f;
+                    for (int g = 0; g < G; g++) {   // the sum the notebook did not mean
+                        const float *query_n = at5(query, b, g, h, n, 0);    // (D)
+                        for (int d = 0; d < D; d++) {
+                            sum += query_n[d * query->stride[4]] * key_s[d * key->stride[3]];
+                        }
+                    }
+                    *at4(scores, b, h, n, s) = sum;
+                }
+            }
+        }
+    }
+    trace2("einsum b g h n d, b h s d -> b h n s (sums g)", scores, query, key);
+    return scores;
 }
 
-static void gqa_lesson(const Lesson *lesson, Sizes z) {
-    int B = z.batch, N = z.seq, S = z.seq, H = z.heads, KV = z.kv_heads, D = z.head_dim;
-    int G = H / KV;
-    // Seed 001 cell 7: the three draws, in this order.
-    const Tensor *query = named("query", randn(shape4(B, N, H, D)));         // (B, N, H, D)
-    const Tensor *key = named("key", randn(shape4(B, S, KV, D)));            // (B, S, KV, D)
-    const Tensor *value = named("value", randn(shape4(B, S, KV, D)));        // (B, S, KV, D)
+// "b h n s, b h s d -> b h n d", the notebook's cell 11: ordinary attention
+// output, one per key/value head.
+static Tensor *einsum_mix_values_per_kv_head(const Tensor *attention, const Tensor *value) {
+    int B = size(attention, 0), KV = size(attention, 1), N = size(attention, 2);
+    int S = size(attention, 3), D = size(value, 3);
+    Tensor *out = zeros(shape4(B, KV, N, D));                                // (B, KV, N, D)
+    // b h n s, b h s d -> b h n d
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < KV; h++) {
+            for (int n = 0; n < N; n++) {
+                const float *attention_n = at4(attention, b, h, n, 0);       // (S) weights
+                for (int d = 0; d < D; d++) {
+                    const float *value_d = at4(value, b, h, 0, d);           // (S) column d
+                    float sum = 0.0f;
+                    for (int s = 0; s < S; s++) {
+                        sum += attention_n[s * attention->stride[3]] *
+                               value_d[s * value->stride[2]];
+                    }
+                    *at4(out, b, h, n, d) = sum;
+                }
+            }
+        }
+    }
+    trace2("einsum b h n s, b h s d -> b h n d", out, attention, value);
+    return out;
+}
 
-    printf("-- grouped-query attention, the notebook's einops steps as loops --\n");
-    const Tensor *out = grouped_query_attention(query, key, value, lesson);  // (B, N, H, D)
-    named("out", out);
-    printf("out[0, 0, :, :4]\n%s\n\n", first_token_str(out));
+// "b h n d -> b n h d", the notebook's last rearrange.
+static Tensor *rearrange_heads_back(const Tensor *x) {
+    int B = size(x, 0), H = size(x, 1), N = size(x, 2), D = size(x, 3);
+    Tensor *out = zeros(shape4(B, N, H, D));                                 // (B, N, H, D)
+    // b h n d -> b n h d
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < H; h++) {
+            for (int n = 0; n < N; n++) {
+                for (int d = 0; d < D; d++) {
+                    *at4(out, b, n, h, d) = *at4(x, b, h, n, d);
+                }
+            }
+        }
+    }
+    trace1("b h n d -> b n h d", out, x);
+    return out;
+}
 
-    trace_pause(true);   // the head-number table is not part of the dataflow
-    printf("-- which key/value head each query head reads --\n");
-    print_head_pairing(H, KV);
-    trace_pause(false);
+// What the notebook prints between its steps (cells 9 and 11 as written).
+typedef struct {
+    const Tensor *scores;   // (B, KV, N, S): summed over g
+} GroupSumSteps;
 
+// What the notebook computes (cells 8-11 as written): the scores summed
+// over g. query (B, N, H, D), key and value (B, S, KV, D); returns
+// (B, N, KV, D): one output per KEY/VALUE head, where GQA has one per query
+// head. `steps` may be NULL.
+static Tensor *group_sum_attention(GroupSumSteps *steps, const Tensor *query, const Tensor *key,
+                                   const Tensor *value) {
+    int num_head_groups = size(query, 2) / size(key, 2);
+    query = rearrange_heads_first(query, "b n h d -> b h n d");              // (B, H, N, D)
+    key = rearrange_heads_first(key, "b s h d -> b h s d");                  // (B, KV, S, D)
+    value = rearrange_heads_first(value, "b s h d -> b h s d");              // (B, KV, S, D)
+    query = rearrange_split_groups(query, num_head_groups);                  // (B, G, KV, N, D)
+    const Tensor *scores =
+        labeled("scores summed over g", einsum_scores_group_sum(query, key));  // (B, KV, N, S)
+    float scale = (float)sqrt((double)size(query, -1));
+    const Tensor *attention = softmax(div_scalar(scores, scale), -1);        // (B, KV, N, S)
+    const Tensor *out = einsum_mix_values_per_kv_head(attention, value);     // (B, KV, N, D)
+    if (steps != NULL) {
+        steps->scores = scores;
+    }
+    return rearrange_heads_back(out);                                        // (B, N, KV, D)
+}
+
+// The notebook's lines for its version, its numbers, and what it is: the
+// group sum is attention with each group's queries ADDED into one query,
+// shown by doing exactly that with ordinary multi-head attention.
+static void show_group_sum(const GroupSumSteps *steps, const Tensor *query, const Tensor *key,
+                           const Tensor *value, const Tensor *out, const Tensor *out_group_sum) {
+    int B = size(query, 0), N = size(query, 1), H = size(query, 2), D = size(query, 3);
+    int KV = size(key, 2), G = H / KV;
     printf("\n-- the notebook's einsum sums the scores over g --\n");
-    const Tensor *out_group_sum = group_sum_attention(query, key, value, lesson);  // (B, N, KV, D)
-    named("out_group_sum", out_group_sum);
+    printf("scores = einsum(query, key, \"b g h n d, b h s d -> b h n s\")\n%s\n",
+           size_str(steps->scores));
+    printf("out = rearrange(out, \"b h n d -> b n h d\")\n%s\n", size_str(out_group_sum));
     printf("out_group_sum[0, 0, :, :4]\n%s\n", first_token_str(out_group_sum));
     printf("true GQA out: %s, one output per query head (%d)\n", size_str(out), H);
+    long long features = (long long)H * D, features_left = (long long)KV * D;
     printf("notebook's:   %s, one per key/value head (%d): an o_proj after it,\n"
-           "              nn.Linear(%d, %d) as in the notebook's GQA module, needs %d\n"
-           "              features per token and would get %d.\n",
-           size_str(out_group_sum), KV, H * D, H * D,
-           H * D, KV * D);
+           "              nn.Linear(%lld, %lld) as in the notebook's GQA module, needs %lld\n"
+           "              features per token and would get %lld.\n",
+           size_str(out_group_sum), KV, features, features, features, features_left);
 
-    // The group sum is attention with each group's queries ADDED into one
-    // query: show it by doing exactly that with ordinary multi-head attention.
-    trace_pause(true);
-    Tensor *summed_query = zeros(shape4(B, N, KV, D));                 // (B, N, KV, D)
+    Tensor *summed_query = zeros(shape4(B, N, KV, D));                       // (B, N, KV, D)
     for (int b = 0; b < B; b++) {
         for (int n = 0; n < N; n++) {
             for (int h = 0; h < KV; h++) {
@@ -541,59 +502,107 @@ static void gqa_lesson(const Lesson *lesson, Sizes z) {
             }
         }
     }
-    const Tensor *summed_attention = multi_head_attention(summed_query, key, value);  // (B, N, KV, D)
+    const Tensor *summed_attention =
+        multi_head_attention(summed_query, key, value);                      // (B, N, KV, D)
     printf("max |out_group_sum - attention(sum of each group's %d queries, key, value)| = "
            "%.3g\n", G, max_abs_diff(out_group_sum, summed_attention));
     // Where the einsum came from: fkodom/grouped-query-attention-pytorch
     // (scaled_dot_product_gqa) had exactly these strings and this bug; its
-    // commit a80f538 (May 2024) kept g, as the loops above do.
-    printf("A known bug of the code the notebook copied (fkodom/grouped-query-attention-pytorch),\n"
+    // commit a80f538 (May 2024) kept g, as grouped_query_attention does.
+    printf("A known bug of the code the notebook copied "
+           "(fkodom/grouped-query-attention-pytorch),\n"
            "fixed there in May 2024 by keeping g: \"-> b g h n s\", then \"b n (h g) d\".\n");
-    trace_pause(false);
+}
 
+// --- seed 002's way: repeat the keys and values, then multi-head attention ----
+
+// The middle of seed 002's GroupQueryAttention.forward, without its
+// projections: q (B, N, H, D), k and v (B, S, KV, D) -> output (B, N, H, D).
+// repeat_interleave(G, dim=1) copies key/value head h into slots
+// h*G .. h*G + G-1, so slot i holds head i / G: the same pairing as the
+// einops "(h g)" grouping. After that it is lesson 6's attention. The
+// labels name the steps in the --dot diagram.
+static const Tensor *repeat_interleave_attention(const Tensor *q_in, const Tensor *k_in,
+                                                 const Tensor *v_in) {
+    int nums_head = size(q_in, 2), nums_key_value_head = size(k_in, 2);
+    int head_dim = size(q_in, 3);
+    const Tensor *q = transpose(q_in, 1, 2);                                 // (B, H, N, D)
+    const Tensor *k = transpose(k_in, 1, 2);                                 // (B, KV, S, D)
+    const Tensor *v = transpose(v_in, 1, 2);                                 // (B, KV, S, D)
+    int G = nums_head / nums_key_value_head;
+    k = labeled("k repeat_interleave", repeat_interleave(k, G, 1));          // (B, H, S, D)
+    v = repeat_interleave(v, G, 1);                                          // (B, H, S, D)
+    const Tensor *attention_score =
+        div_scalar(matmul(q, transpose(k, 2, 3)), (float)sqrt((double)head_dim));  // (B, H, N, S)
+    const Tensor *attention_weight =
+        labeled("attention_weight", softmax(attention_score, -1));           // (B, H, N, S)
+    const Tensor *output = matmul(attention_weight, v);                      // (B, H, N, D)
+    return labeled("output (seed 002)", contiguous(transpose(output, 1, 2)));  // (B, N, H, D)
+}
+
+static void show_repeat_interleave(const Tensor *out, const Tensor *output) {
     printf("\n-- seed 002's way: repeat_interleave K and V, then multi-head attention --\n");
-    const Tensor *output = repeat_interleave_attention(query, key, value);   // (B, N, H, D)
     printf("output: %s\nmax |out - output| = %.3g\n", size_str(output),
            max_abs_diff(out, output));
+}
 
-    trace_pause(true);   // the rest checks claims; it adds nothing to the dataflow
+// --- the two ends of the family: MHA and MQA ----------------------------------
+
+// kv_heads = heads is MHA, kv_heads = 1 is MQA: the same loops at both ends.
+// `output` is seed 002's result above.
+static void show_two_ends(const Tensor *query, const Tensor *key, const Tensor *value,
+                          const Tensor *out, const Tensor *output) {
+    int H = size(query, 2), G = H / size(key, 2);
     printf("\n-- the two ends: kv_heads = heads is MHA, kv_heads = 1 is MQA --\n");
     // MHA: give every query head its own copy of its key/value head. The
     // same loops then run with G = 1 and must reproduce `out` exactly, and
     // agree with lesson 6's attention.
     const Tensor *key_mha = repeat_interleave(key, G, 2);                    // (B, S, H, D)
     const Tensor *value_mha = repeat_interleave(value, G, 2);                // (B, S, H, D)
-    const Tensor *out_mha = grouped_query_attention(query, key_mha, value_mha, NULL);  // (B, N, H, D)
+    const Tensor *out_mha =
+        grouped_query_attention(NULL, query, key_mha, value_mha);            // (B, N, H, D)
     // Lesson 6's attention on these copied heads is exactly what seed 002
-    // computed above (`output`), so that is what the loops are held against.
+    // computed (`output`), so that is what the loops are held against.
     printf("kv_heads = %d, G = 1: max |loops - out| = %.3g, max |loops - multi-head "
            "attention| = %.3g\n", H, max_abs_diff(out_mha, out),
            max_abs_diff(out_mha, output));
     // MQA: only key/value head 0, shared by all H query heads.
     const Tensor *key_mqa = narrow(key, 2, 0, 1);                            // (B, S, 1, D)
     const Tensor *value_mqa = narrow(value, 2, 0, 1);                        // (B, S, 1, D)
-    const Tensor *out_mqa = grouped_query_attention(query, key_mqa, value_mqa, NULL);  // (B, N, H, D)
+    const Tensor *out_mqa =
+        grouped_query_attention(NULL, query, key_mqa, value_mqa);            // (B, N, H, D)
     const Tensor *mqa = multi_head_attention(query, key_mqa, value_mqa);     // (B, N, H, D)
     printf("kv_heads = 1, G = %d: max |loops - multi-query attention (one K/V head, "
            "broadcast)| = %.3g\n", H, max_abs_diff(out_mqa, mqa));
-    trace_pause(false);
+}
 
+// --- what GQA saves: the KV cache ---------------------------------------------
+
+// KV-cache bytes per token per layer: one key and one value vector (the 2)
+// per key/value head, head_dim floats of 4 bytes each.
+static void print_kv_cache_bytes(const char *name, int kv_heads, int head_dim) {
+    printf("%s (kv_heads = %d): 2 * %d * %d * 4 = %lld bytes\n", name, kv_heads, kv_heads,
+           head_dim, 2LL * kv_heads * head_dim * 4);
+}
+
+static void show_kv_cache_bytes(int heads, int kv_heads, int head_dim) {
     printf("\n-- KV cache per token per layer: 2 (K and V) * kv_heads * head_dim * 4 bytes "
            "--\n");
-    print_kv_cache_bytes("MHA", H, D);
-    print_kv_cache_bytes("GQA", KV, D);
-    print_kv_cache_bytes("MQA", 1, D);
-    printf("GQA keeps all %d query heads and caches 1/%d of MHA's bytes.\n", H, G);
+    print_kv_cache_bytes("MHA", heads, head_dim);
+    print_kv_cache_bytes("GQA", kv_heads, head_dim);
+    print_kv_cache_bytes("MQA", 1, head_dim);
+    printf("GQA keeps all %d query heads and caches 1/%d of MHA's bytes.\n", heads,
+           heads / kv_heads);
 }
 
 int main(int argc, char **argv) {
-    Sizes z = {.batch = 1, .seq = 256, .heads = 8, .kv_heads = 2, .head_dim = 64};
+    int batch = 1, seq = 256, heads = 8, kv_heads = 2, head_dim = 64;   // the notebook's sizes
     SizeFlag sizes[] = {
-        {"--batch", &z.batch, "batch size"},
-        {"--seq", &z.seq, "sequence length (queries and keys)"},
-        {"--heads", &z.heads, "query heads"},
-        {"--kv-heads", &z.kv_heads, "key/value heads (must divide --heads)"},
-        {"--head-dim", &z.head_dim, "numbers per head"},
+        {"--batch", &batch, "batch size"},
+        {"--seq", &seq, "sequence length (queries and keys)"},
+        {"--heads", &heads, "query heads"},
+        {"--kv-heads", &kv_heads, "key/value heads (must divide --heads)"},
+        {"--head-dim", &head_dim, "numbers per head"},
     };
     Lesson lesson = {
         .program = "lesson-8",
@@ -602,12 +611,47 @@ int main(int argc, char **argv) {
         .n_sizes = 5,
     };
     parse_lesson_args(&lesson, argc, argv);
-    check_divides(&lesson, "--kv-heads", z.kv_heads, "--heads", z.heads);
-    check_fits(&lesson, "scores (batch, heads, seq, seq)",
-               shape4(z.batch, z.heads, z.seq, z.seq));
+    check_divides(&lesson, "--kv-heads", kv_heads, "--heads", heads);
+    // The largest tensor of each kind the run builds: every other one (key,
+    // out, the group sum's, the repeated keys of seed 002 and of MHA) is one
+    // of these sizes or smaller.
+    check_fits(&lesson, "scores (batch, heads, seq, seq)", shape4(batch, heads, seq, seq));
     check_fits(&lesson, "query (batch, seq, heads, head_dim)",
-               shape4(z.batch, z.seq, z.heads, z.head_dim));
+               shape4(batch, seq, heads, head_dim));
     lesson_start(&lesson);
-    gqa_lesson(&lesson, z);
+
+    // Seed 001 cell 7: the three draws, in this order.
+    Shape query_shape = shape4(batch, seq, heads, head_dim);
+    Shape kv_shape = shape4(batch, seq, kv_heads, head_dim);
+    const Tensor *query = named("query", randn(query_shape));                // (B, N, H, D)
+    const Tensor *key = named("key", randn(kv_shape));                       // (B, S, KV, D)
+    const Tensor *value = named("value", randn(kv_shape));                   // (B, S, KV, D)
+
+    // GQA, the notebook's cells with the group sum fixed; then the two other
+    // ways the lesson holds it against: the notebook's einsum as written,
+    // and seed 002's repeat_interleave. These three are the --dot diagram.
+    GroupedQueryAttentionSteps steps;
+    const Tensor *out =
+        named("out", grouped_query_attention(&steps, query, key, value));    // (B, N, H, D)
+    GroupSumSteps summed;
+    const Tensor *out_group_sum =
+        named("out_group_sum", group_sum_attention(&summed, query, key, value));  // (B, N, KV, D)
+    const Tensor *output = repeat_interleave_attention(query, key, value);   // (B, N, H, D)
+
+    // The rest prints them and checks the claims made about them; it adds
+    // nothing to the diagram.
+    bool was_paused = trace_pause(true);
+    printf("-- grouped-query attention, the notebook's einops steps as loops --\n");
+    print_notebook_lines(&steps, out);
+    if (lesson.heatmap) {
+        print_heatmap("attention (b, g, h)", steps.attention);
+    }
+    printf("out[0, 0, :, :4]\n%s\n\n", first_token_str(out));
+    show_head_pairing(heads, kv_heads);
+    show_group_sum(&summed, query, key, value, out, out_group_sum);
+    show_repeat_interleave(out, output);
+    show_two_ends(query, key, value, out, output);
+    show_kv_cache_bytes(heads, kv_heads, head_dim);
+    trace_pause(was_paused);
     return lesson_finish(&lesson);
 }
