@@ -581,12 +581,12 @@ Tensor *load_recorded(const char *data, const RecordedCase *c, const char *name)
 }
 
 const RecordedCase V1_CASES[N_V1_CASES] = {
-    {"seed0", 0, 3, 2, 4, false, {NULL}},
-    {"seed7", 7, 3, 2, 4, false, {"--seed", "7", NULL}},
-    {"seed1_batch2_seq5_dim8", 1, 2, 5, 8, false,
-     {"--seed", "1", "--batch", "2", "--seq", "5", "--dim", "8", NULL}},
-    {"seed3_batch2_seq40_dim16", 3, 2, 40, 16, false,
-     {"--seed", "3", "--batch", "2", "--seq", "40", "--dim", "16", NULL}},
+    {"seed0", {NULL}, 0, 3, 2, 4, false},
+    {"seed7", {"--seed", "7", NULL}, 7, 3, 2, 4, false},
+    {"seed1_batch2_seq5_dim8",
+     {"--seed", "1", "--batch", "2", "--seq", "5", "--dim", "8", NULL}, 1, 2, 5, 8, false},
+    {"seed3_batch2_seq40_dim16",
+     {"--seed", "3", "--batch", "2", "--seq", "40", "--dim", "16", NULL}, 3, 2, 40, 16, false},
 };
 
 RunResult check_profiled_run(const char *lesson, const char *data, const RecordedCase *c,
@@ -634,14 +634,14 @@ int check_weight_rows(const Tensor *att_weight, const Tensor *mask, const char *
 // --- lessons 4 and 5: SelfAttV3 and SelfAttV4 ------------------------------------------
 
 const RecordedCase MASKED_CASES[N_MASKED_CASES] = {
-    {"seed0", 0, 3, 4, 2, false, {NULL}},
-    {"seed0-train", 0, 3, 4, 2, true, {"--train", NULL}},
-    {"seed7", 7, 5, 3, 4, false,
-     {"--seed", "7", "--batch", "5", "--seq", "3", "--dim", "4", NULL}},
-    {"seed7-train", 7, 5, 3, 4, true,
-     {"--seed", "7", "--batch", "5", "--seq", "3", "--dim", "4", "--train", NULL}},
-    {"seed123", 123, 2, 6, 8, false,
-     {"--seed", "123", "--batch", "2", "--seq", "6", "--dim", "8", NULL}},
+    {"seed0", {NULL}, 0, 3, 4, 2, false},
+    {"seed0-train", {"--train", NULL}, 0, 3, 4, 2, true},
+    {"seed7",
+     {"--seed", "7", "--batch", "5", "--seq", "3", "--dim", "4", NULL}, 7, 5, 3, 4, false},
+    {"seed7-train",
+     {"--seed", "7", "--batch", "5", "--seq", "3", "--dim", "4", "--train", NULL}, 7, 5, 3, 4, true},
+    {"seed123",
+     {"--seed", "123", "--batch", "2", "--seq", "6", "--dim", "8", NULL}, 123, 2, 6, 8, false},
 };
 
 MaskedRun run_masked_cell(const MaskedModule *module, const RecordedCase *c, bool train) {
@@ -720,7 +720,7 @@ START_TEST(test_padding_rows) {
 END_TEST
 
 START_TEST(test_dropout_scales_survivors) {
-    RecordedCase big = {"big", 3, 4, 32, 2, false, {NULL}};   // 4*32*32 weights: a fair sample
+    RecordedCase big = {"big", {NULL}, 3, 4, 32, 2, false};   // 4*32*32 weights: a fair sample
     MaskedRun eval = run_masked_cell(module_under_test, &big, false);
     uint32_t after_eval = random32();
     MaskedRun train = run_masked_cell(module_under_test, &big, true);
@@ -758,7 +758,7 @@ START_TEST(test_dropout_scales_survivors) {
 END_TEST
 
 START_TEST(test_fully_masked_row) {
-    RecordedCase c = {"masked", 0, 2, 4, 2, false, {NULL}};
+    RecordedCase c = {"masked", {NULL}, 0, 2, 4, 2, false};
     MaskedRun run = run_masked_cell(module_under_test, &c, false);
     Tensor *mask = ones(shape3(2, 4, 4));   // batch row 1: every key masked
     for (int t = 0; t < 4; t++) {

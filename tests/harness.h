@@ -100,6 +100,20 @@ typedef struct {
 // run (for further checks).
 RunResult check_against_reference(const ReferenceRun *run);
 
+// One run recorded from PyTorch by tests/reference/gen_lessonNN.py: its
+// directory under the lesson's data directory, the lesson's flags that make
+// the same draws, and (for tests that redo the run in-process) its seed and
+// sizes.
+typedef struct {
+    const char *dir;        // "seed3_batch2_seq5_dim48_heads4", in tests/data/lessonNN
+    const char *args[16];   // the lesson's flags for this run, NULL-terminated
+    uint64_t seed;
+    int batch, seq, dim;
+    bool train;
+} RecordedCase;
+// <data>/<case dir>/<name>.npy, e.g. load_recorded(DATA_DIR "/lesson02", c, "X").
+Tensor *load_recorded(const char *data, const RecordedCase *c, const char *name);
+
 // A command line the lesson must refuse.
 typedef struct {
     const char *args[8];   // NULL-terminated
@@ -121,12 +135,6 @@ Linear recorded_linear(const char *reference, const char *name);
 
 // --- shared by the tests of lessons 6-8 (multi-head, cross-attention, gqa) ---------
 
-// One run tests/reference/gen_lessonNN.py recorded: its directory under the
-// lesson's data directory, and the lesson's flags that make the same draws.
-typedef struct {
-    const char *dir;          // "seed3_batch2_seq5_dim48_heads4"
-    const char *args[16];     // NULL-terminated
-} RecordedCase;
 // check_against_reference for case `c`: `shared` holds what every case of
 // the lesson has in common (the lesson, the dumps to compare, the
 // tolerances), the case adds its directory under `data`
@@ -182,16 +190,6 @@ void check_prints_each(const char *lesson, const PrintsCase *cases, int n_cases)
 #define ROUNDING_ATOL 1e-6f
 #define ROUNDING_RTOL 1e-5f
 
-// One run recorded from PyTorch by tests/reference/gen_lessonNN.py.
-typedef struct {
-    const char *dir;        // its directory in tests/data/lessonNN
-    uint64_t seed;
-    int batch, seq, dim;
-    bool train;
-    const char *args[12];   // the lesson's flags for this run, NULL-terminated
-} RecordedCase;
-// <data>/<case dir>/<name>.npy, e.g. load_recorded(DATA_DIR "/lesson02", c, "X").
-Tensor *load_recorded(const char *data, const RecordedCase *c, const char *name);
 
 // The four SelfAttV1 runs gen_lesson02.py records (keep in step with its
 // CASES), which test 3 reads too.

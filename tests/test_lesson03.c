@@ -20,10 +20,10 @@
 
 // The recorded PyTorch runs: keep in step with CASES in gen_lesson03.py.
 static const RecordedCase CASES[] = {
-    {"seed0", 0, 3, 2, 4, false, {NULL}},
-    {"seed7", 7, 3, 2, 4, false, {"--seed", "7", NULL}},
-    {"seed1_batch2_seq5_dim8", 1, 2, 5, 8, false,
-     {"--seed", "1", "--batch", "2", "--seq", "5", "--dim", "8", NULL}},
+    {"seed0", {NULL}, 0, 3, 2, 4, false},
+    {"seed7", {"--seed", "7", NULL}, 7, 3, 2, 4, false},
+    {"seed1_batch2_seq5_dim8",
+     {"--seed", "1", "--batch", "2", "--seq", "5", "--dim", "8", NULL}, 1, 2, 5, 8, false},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 

@@ -17,13 +17,13 @@
 // The cases tests/reference/gen_lesson06.py recorded, with the flags that
 // make the lesson do the same draws.
 static const RecordedCase CASES[] = {
-    {"seed0", {NULL}},
-    {"seed7", {"--seed", "7", NULL}},
-    {"seed1_train", {"--seed", "1", "--train", NULL}},
-    {"seed3_batch2_seq5_dim48_heads4",
-     {"--seed", "3", "--batch", "2", "--seq", "5", "--dim", "48", "--heads", "4", NULL}},
-    {"seed4_batch2_seq3_dim16_heads1",
-     {"--seed", "4", "--batch", "2", "--seq", "3", "--dim", "16", "--heads", "1", NULL}},
+    {.dir = "seed0", .args = {NULL}},
+    {.dir = "seed7", .args = {"--seed", "7", NULL}},
+    {.dir = "seed1_train", .args = {"--seed", "1", "--train", NULL}},
+    {.dir = "seed3_batch2_seq5_dim48_heads4",
+     .args = {"--seed", "3", "--batch", "2", "--seq", "5", "--dim", "48", "--heads", "4", NULL}},
+    {.dir = "seed4_batch2_seq3_dim16_heads1",
+     .args = {"--seed", "4", "--batch", "2", "--seq", "3", "--dim", "16", "--heads", "1", NULL}},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 

@@ -22,15 +22,15 @@
 // The cases tests/reference/gen_lesson07.py recorded, with the flags that
 // make the lesson do the same draws.
 static const RecordedCase CASES[] = {
-    {"seed0", {NULL}},
-    {"seed7", {"--seed", "7", NULL}},
-    {"seed1_train", {"--seed", "1", "--train", NULL}},
-    {"seed3_batch2_seqq6_seqk2_dim48_heads4",
-     {"--seed", "3", "--batch", "2", "--seq-q", "6", "--seq-k", "2", "--dim", "48", "--heads",
-      "4", NULL}},
-    {"seed5_batch1_seqq2_seqk9_dim12_heads3",
-     {"--seed", "5", "--batch", "1", "--seq-q", "2", "--seq-k", "9", "--dim", "12", "--heads",
-      "3", NULL}},
+    {.dir = "seed0", .args = {NULL}},
+    {.dir = "seed7", .args = {"--seed", "7", NULL}},
+    {.dir = "seed1_train", .args = {"--seed", "1", "--train", NULL}},
+    {.dir = "seed3_batch2_seqq6_seqk2_dim48_heads4",
+     .args = {"--seed", "3", "--batch", "2", "--seq-q", "6", "--seq-k", "2", "--dim", "48",
+              "--heads", "4", NULL}},
+    {.dir = "seed5_batch1_seqq2_seqk9_dim12_heads3",
+     .args = {"--seed", "5", "--batch", "1", "--seq-q", "2", "--seq-k", "9", "--dim", "12",
+              "--heads", "3", NULL}},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 

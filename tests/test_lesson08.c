@@ -25,11 +25,11 @@
 // The cases gen_lesson08.py recorded (tests/data/lesson08/<dir>), with
 // the seed and sizes it used.
 static const RecordedCase CASES[] = {
-    {"seed0", {"--seed", "0", NULL}},   // the notebook's sizes: 1, 256, 8, 2, 64
-    {"seed7", {"--seed", "7", "--seq", "16", "--head-dim", "8", NULL}},
-    {"seed1", {"--seed", "1", "--batch", "2", "--seq", "5", "--heads", "6", "--kv-heads", "3",
+    {.dir = "seed0", .args = {"--seed", "0", NULL}},   // the notebook's sizes: 1, 256, 8, 2, 64
+    {.dir = "seed7", .args = {"--seed", "7", "--seq", "16", "--head-dim", "8", NULL}},
+    {.dir = "seed1", .args = {"--seed", "1", "--batch", "2", "--seq", "5", "--heads", "6", "--kv-heads", "3",
                "--head-dim", "4", NULL}},
-    {"seed3", {"--seed", "3", "--seq", "2", "--heads", "2", "--kv-heads", "1", "--head-dim", "3",
+    {.dir = "seed3", .args = {"--seed", "3", "--seq", "2", "--heads", "2", "--kv-heads", "1", "--head-dim", "3",
                NULL}},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
