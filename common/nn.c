@@ -1,4 +1,4 @@
-// nn.c - nn.Linear.
+// nn.c - nn.Linear and nn.LayerNorm.
 #include "nn.h"
 
 #include <math.h>
@@ -7,6 +7,7 @@
 
 #include "arena.h"
 #include "error.h"
+#include "ops.h"
 #include "rng.h"
 #include "trace.h"
 
@@ -73,4 +74,16 @@ Tensor *linear(const Tensor *x, const Linear *layer) {
     const Tensor *inputs[] = {x, layer->weight, layer->bias};   // the bias may be NULL
     trace("linear", y, layer->bias != NULL ? 3 : 2, inputs, 0, NULL);
     return y;
+}
+
+LayerNorm layer_norm_init(const char *name, int dim, double eps) {
+    LayerNorm norm;
+    norm.weight = named(parameter_name(name, "weight"), ones(shape1(dim)));    // (dim,)
+    norm.bias = named(parameter_name(name, "bias"), zeros(shape1(dim)));       // (dim,)
+    norm.eps = eps;
+    return norm;
+}
+
+Tensor *layer_norm_forward(const Tensor *x, const LayerNorm *norm) {
+    return layer_norm(x, norm->weight, norm->bias, norm->eps);
 }

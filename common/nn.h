@@ -1,4 +1,4 @@
-// nn.h - nn.Linear: its weights, its initialisation and its forward pass.
+// nn.h - nn.Linear and nn.LayerNorm: their parameters, initialisation and forward.
 #ifndef NN_H
 #define NN_H
 
@@ -22,5 +22,20 @@ Linear linear_init(const char *name, int in_features, int out_features, bool bia
 
 // y = x W^T + b over the last dim of x: (..., in) -> (..., out).
 Tensor *linear(const Tensor *x, const Linear *layer);
+
+typedef struct {
+    const Tensor *weight;   // (dim,), starts as ones
+    const Tensor *bias;     // (dim,), starts as zeros
+    double eps;             // added to the variance: 1e-5 by default, BERT uses 1e-12
+} LayerNorm;
+
+// nn.LayerNorm(dim, eps): weight ones and bias zeros, so it draws nothing
+// from the generator. Its parameters are named "<name>.weight" and
+// "<name>.bias", as in the state_dict.
+LayerNorm layer_norm_init(const char *name, int dim, double eps);
+
+// The module's forward: layer_norm (ops.h) over the last dim with its own
+// weight, bias and eps.
+Tensor *layer_norm_forward(const Tensor *x, const LayerNorm *norm);
 
 #endif

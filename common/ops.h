@@ -52,6 +52,27 @@ Tensor *repeat_interleave(const Tensor *t, int repeats, int dim);
 // result is const: it may be t).
 const Tensor *dropout(const Tensor *t, double p, bool training);
 
+// --- what a Transformer block adds around attention -----------------------------------------
+
+// F.layer_norm(x, (C,), weight, bias, eps) over the last dim C: each row is
+// shifted to mean 0 and scaled to variance 1 (the biased variance, the sum of
+// squares divided by C, plus eps under the square root), then multiplied by
+// weight (C,) and shifted by bias (C,). nn.LayerNorm is this with its
+// parameters (nn.h).
+Tensor *layer_norm(const Tensor *x, const Tensor *weight, const Tensor *bias, double eps);
+
+// nn.GELU(): x * Phi(x), Phi the standard normal's CDF:
+//     gelu(x) = x * 0.5 * (1 + erf(x / sqrt(2)))
+// gelu_tanh is nn.GELU(approximate='tanh'), the form of the original BERT
+// and GPT-2 code: x * 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))).
+Tensor *gelu(const Tensor *x);
+Tensor *gelu_tanh(const Tensor *x);
+
+// torch.empty(shape).bernoulli_(p): each element 1 with probability p, else
+// 0, drawn row-major exactly as dropout draws its mask (rng.h). DropPath
+// draws its per-sample mask this way, on a (batch, 1, 1) tensor.
+Tensor *bernoulli(Shape shape, double p);
+
 // Largest |a - b| over all elements (same shapes), for checks and tests;
 // NaN if either holds a NaN, so a check `diff < tol` cannot pass by accident.
 float max_abs_diff(const Tensor *a, const Tensor *b);

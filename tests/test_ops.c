@@ -655,6 +655,106 @@ START_TEST(test_linear_init) {
 }
 END_TEST
 
+// --- the block's ops: layer_norm, gelu, bernoulli ----------------------------------------
+
+// x = [1, 2, 3, 4]: mean 2.5, biased variance (2.25 + 0.25 + 0.25 + 2.25) / 4
+// = 1.25, so y = (x - 2.5) / sqrt(1.25 + eps) times weight plus bias.
+START_TEST(test_layer_norm_by_hand) {
+    const Tensor *x = tensor_from(shape2(2, 4), (float[]){1, 2, 3, 4, 10, 10, 10, 10});
+    const Tensor *w = tensor_from(shape1(4), (float[]){1, 2, 1, 1});
+    const Tensor *b = tensor_from(shape1(4), (float[]){0, 0, 1, 0});
+    const Tensor *y = layer_norm(x, w, b, 1e-5);
+    double r = 1.0 / sqrt(1.25 + 1e-5);
+    const float want[8] = {(float)(-1.5 * r), (float)(2 * -0.5 * r), (float)(0.5 * r + 1),
+                           (float)(1.5 * r),
+                           // a constant row has variance 0: all (x - mean) = 0, then + bias
+                           0, 0, 1, 0};
+    assert_close(y, tensor_from(shape2(2, 4), want), 1e-6f, 1e-6f, "layer_norm by hand");
+
+    // Invariant: with weight 1 and bias 0, every row has mean 0 and
+    // (biased) variance 1 (less eps's share), whatever the row was.
+    manual_seed(3);
+    const Tensor *r3 = mul_scalar(randn(shape3(2, 5, 16)), 7.0f);            // (2, 5, 16)
+    const Tensor *n = layer_norm(r3, ones(shape1(16)), zeros(shape1(16)), 1e-5);
+    for (int i = 0; i < 2; i++) {
+        for (int t = 0; t < 5; t++) {
+            double mean = 0.0, var = 0.0;
+            for (int c = 0; c < 16; c++) {
+                mean += *at3(n, i, t, c) / 16.0;
+            }
+            for (int c = 0; c < 16; c++) {
+                var += (*at3(n, i, t, c) - mean) * (*at3(n, i, t, c) - mean) / 16.0;
+            }
+            ck_assert_msg(fabs(mean) < 1e-6, "row mean %g", mean);
+            ck_assert_msg(fabs(var - 1.0) < 1e-5, "row variance %.9f", var);
+        }
+    }
+}
+END_TEST
+
+static void do_layer_norm(void *arg) {
+    layer_norm(((Pair *)arg)->a, ones(shape1(((Pair *)arg)->n)), zeros(shape1(3)), 1e-5);
+}
+
+START_TEST(test_layer_norm_shapes) {
+    Pair p = {zeros(shape2(2, 3)), NULL, 4};
+    assert_fails_with(do_layer_norm, &p, "layer_norm: input (2x3) with weight (4) and bias (3): "
+                      "both must be (3)");
+    // nn.LayerNorm draws nothing: weight ones, bias zeros.
+    manual_seed(0);
+    uint32_t before = random32();
+    manual_seed(0);
+    LayerNorm norm = layer_norm_init("norm1", 3, 1e-12);
+    ck_assert_uint_eq(random32(), before);
+    assert_exact(norm.weight, shape1(3), (float[]){1, 1, 1}, "norm1.weight");
+    assert_exact(norm.bias, shape1(3), (float[]){0, 0, 0}, "norm1.bias");
+    ck_assert(norm.eps == 1e-12);
+}
+END_TEST
+
+// gelu(x) = x * Phi(x): the values at -3, -1, 0, 1, 3 worked out in double
+// (Python: x * 0.5 * (1 + math.erf(x / math.sqrt(2)))), and the tanh form's.
+START_TEST(test_gelu_by_hand) {
+    const Tensor *x = tensor_from(shape1(5), (float[]){-3, -1, 0, 1, 3});
+    const float erf_form[5] = {-0.00404969409489031f, -0.15865525393145707f, 0.0f,
+                               0.8413447460685429f, 2.99595030590511f};
+    const float tanh_form[5] = {-0.0036373920817729943f, -0.15880800939172324f, 0.0f,
+                                0.8411919906082768f, 2.996362607918227f};
+    assert_close(gelu(x), tensor_from(shape1(5), erf_form), 1e-7f, 2e-7f, "gelu");
+    assert_close(gelu_tanh(x), tensor_from(shape1(5), tanh_form), 1e-7f, 2e-7f, "gelu_tanh");
+    // The two forms differ by at most 4.8e-4 (PyTorch 1.13 on 100001 points of
+    // [-6, 6]: 0.000473 at x = 2.687); far out they agree: both are x or 0.
+    Tensor *grid = zeros(shape1(1201));
+    for (int i = 0; i <= 1200; i++) {
+        grid->data[i] = -6.0f + 0.01f * (float)i;
+    }
+    float worst = max_abs_diff(gelu(grid), gelu_tanh(grid));
+    ck_assert_msg(worst > 4.5e-4f && worst < 4.8e-4f, "largest difference %g", (double)worst);
+}
+END_TEST
+
+// bernoulli() draws as dropout does: with the same seed, its zeros are the
+// elements dropout zeroes (p = 0.25: keep with probability 0.75).
+START_TEST(test_bernoulli_is_dropouts_draw) {
+    manual_seed(11);
+    const Tensor *mask = bernoulli(shape3(4, 1, 1), 0.75);                       // (4, 1, 1)
+    manual_seed(11);
+    const Tensor *dropped = dropout(ones(shape3(4, 1, 1)), 0.25, true);          // (4, 1, 1)
+    int kept = 0;
+    for (int i = 0; i < 4; i++) {
+        float m = *at3(mask, i, 0, 0);
+        ck_assert(m == 0.0f || m == 1.0f);
+        ck_assert_msg((m == 0.0f) == (*at3(dropped, i, 0, 0) == 0.0f), "sample %d", i);
+        kept += m == 1.0f;
+    }
+    ck_assert_msg(kept > 0 && kept < 4, "seed 11 should keep some samples and drop some");
+    // p = 1 keeps everything, p = 0 nothing (both still draw, like PyTorch's
+    // bernoulli_; only dropout skips the draws at p = 0).
+    assert_exact(bernoulli(shape1(3), 1.0), shape1(3), (float[]){1, 1, 1}, "p = 1");
+    assert_exact(bernoulli(shape1(3), 0.0), shape1(3), (float[]){0, 0, 0}, "p = 0");
+}
+END_TEST
+
 static Suite *ops_suite(void) {
     Suite *suite = suite_create("ops");
     TCase *mm = new_tcase("matmul");
@@ -688,6 +788,10 @@ static Suite *ops_suite(void) {
     tcase_add_test(other, test_max_abs_diff);
     tcase_add_test(other, test_linear);
     tcase_add_test(other, test_linear_init);
+    tcase_add_test(other, test_layer_norm_by_hand);
+    tcase_add_test(other, test_layer_norm_shapes);
+    tcase_add_test(other, test_gelu_by_hand);
+    tcase_add_test(other, test_bernoulli_is_dropouts_draw);
     suite_add_tcase(suite, other);
     return suite;
 }
