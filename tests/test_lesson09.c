@@ -99,11 +99,11 @@ END_TEST
 START_TEST(test_forward_on_recorded_weights) {
     const Case *c = &CASES[_i];
     GQA gqa = recorded_gqa(c);
-    const Tensor *attn;
-    const Tensor *output = GQA_forward(&gqa, &attn, reference(c, "query"), reference(c, "key"),
-                                 reference(c, "value"));
+    GQASteps steps;
+    const Tensor *output = GQA_forward(&steps, &gqa, reference(c, "query"), reference(c, "key"),
+                                       reference(c, "value"));                  // (B, T, C)
     assert_close(output, reference(c, "output"), ATOL, RTOL, path_join("%s output", c->dir));
-    assert_close(attn, reference(c, "attn"), ATOL, RTOL, path_join("%s attn", c->dir));
+    assert_close(steps.attn, reference(c, "attn"), ATOL, RTOL, path_join("%s attn", c->dir));
 }
 END_TEST
 
@@ -114,8 +114,9 @@ END_TEST
 START_TEST(test_weights_zero_after_the_diagonal) {
     const Case *c = &CASES[_i];
     GQA gqa = recorded_gqa(c);
-    const Tensor *attn;                                                                  // (B, H, T, T)
-    GQA_forward(&gqa, &attn, reference(c, "query"), reference(c, "key"), reference(c, "value"));
+    GQASteps steps;
+    GQA_forward(&steps, &gqa, reference(c, "query"), reference(c, "key"), reference(c, "value"));
+    const Tensor *attn = steps.attn;                                            // (B, H, T, T)
     for (int b = 0; b < c->batch; b++) {
         for (int h = 0; h < c->heads; h++) {
             for (int t = 0; t < c->seq; t++) {
@@ -147,8 +148,7 @@ START_TEST(test_later_token_never_changes_earlier_output) {
     const Case *c = &CASES[1];   // seq 6
     GQA gqa = recorded_gqa(c);
     const Tensor *inputs[3] = {reference(c, "query"), reference(c, "key"), reference(c, "value")};
-    const Tensor *attn;
-    const Tensor *output = GQA_forward(&gqa, &attn, inputs[0], inputs[1], inputs[2]);    // (B, T, C)
+    const Tensor *output = GQA_forward(NULL, &gqa, inputs[0], inputs[1], inputs[2]);  // (B, T, C)
     for (int which = 0; which < 3; which++) {
         for (int p = 0; p < c->seq; p++) {
             const Tensor *changed[3] = {inputs[0], inputs[1], inputs[2]};
@@ -159,7 +159,8 @@ START_TEST(test_later_token_never_changes_earlier_output) {
                 }
             }
             changed[which] = moved;
-            const Tensor *output2 = GQA_forward(&gqa, &attn, changed[0], changed[1], changed[2]);
+            const Tensor *output2 = GQA_forward(NULL, &gqa, changed[0], changed[1],
+                                                changed[2]);                  // (B, T, C)
             if (p > 0) {
                 assert_bitwise_equal(narrow(output2, 1, 0, p), narrow(output, 1, 0, p),
                                      path_join("input %d changed at %d: outputs before it", which,
@@ -231,9 +232,8 @@ START_TEST(test_query_head_i_uses_kv_head_i_over_R) {
         }
         *layers[l] = linear_from(weight, bias);
     }
-    const Tensor *attn;
     const Tensor *q = reference(c, "query"), *k = reference(c, "key"), *v = reference(c, "value");
-    assert_bitwise_equal(GQA_forward(&mha, &attn, q, k, v), GQA_forward(&gqa, &attn, q, k, v),
+    assert_bitwise_equal(GQA_forward(NULL, &mha, q, k, v), GQA_forward(NULL, &gqa, q, k, v),
                          "GQA vs MHA with interleaved kv weights");
 }
 END_TEST
