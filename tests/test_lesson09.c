@@ -76,6 +76,17 @@ static GQA recorded_gqa(const Case *c) {
     return gqa;
 }
 
+// The three inputs PyTorch drew for case c, each (B, T, C).
+typedef struct {
+    const Tensor *query, *key, *value;
+} Inputs;
+
+static Inputs recorded_inputs(const Case *c) {
+    Inputs in = {load_recorded(c->dir, "query"), load_recorded(c->dir, "key"),
+                 load_recorded(c->dir, "value")};
+    return in;
+}
+
 // --- against PyTorch --------------------------------------------------------------------
 
 // The binary, run with --dump: parameters, inputs and mask bit for bit,
@@ -100,11 +111,13 @@ END_TEST
 START_TEST(test_forward_on_recorded_weights) {
     const Case *c = &CASES[_i];
     GQA gqa = recorded_gqa(c);
+    Inputs in = recorded_inputs(c);
     GQASteps steps;
-    const Tensor *output = GQA_forward(&steps, &gqa, load_recorded(c->dir, "query"), load_recorded(c->dir, "key"),
-                                       load_recorded(c->dir, "value"));                  // (B, T, C)
-    assert_close(output, load_recorded(c->dir, "output"), ATOL, RTOL, path_join("%s output", c->dir));
-    assert_close(steps.attn, load_recorded(c->dir, "attn"), ATOL, RTOL, path_join("%s attn", c->dir));
+    const Tensor *output = GQA_forward(&steps, &gqa, in.query, in.key, in.value);   // (B, T, C)
+    assert_close(output, load_recorded(c->dir, "output"), ATOL, RTOL,
+                 path_join("%s output", c->dir));
+    assert_close(steps.attn, load_recorded(c->dir, "attn"), ATOL, RTOL,
+                 path_join("%s attn", c->dir));
 }
 END_TEST
 
@@ -115,8 +128,9 @@ END_TEST
 START_TEST(test_weights_zero_after_the_diagonal) {
     const Case *c = &CASES[_i];
     GQA gqa = recorded_gqa(c);
+    Inputs in = recorded_inputs(c);
     GQASteps steps;
-    GQA_forward(&steps, &gqa, load_recorded(c->dir, "query"), load_recorded(c->dir, "key"), load_recorded(c->dir, "value"));
+    GQA_forward(&steps, &gqa, in.query, in.key, in.value);
     check_causal_weights(steps.attn, 0, c->dir);
 }
 END_TEST
@@ -127,8 +141,9 @@ END_TEST
 START_TEST(test_later_token_never_changes_earlier_output) {
     const Case *c = &CASES[1];   // seq 6
     GQA gqa = recorded_gqa(c);
-    const Tensor *inputs[3] = {load_recorded(c->dir, "query"), load_recorded(c->dir, "key"), load_recorded(c->dir, "value")};
-    const Tensor *output = GQA_forward(NULL, &gqa, inputs[0], inputs[1], inputs[2]);  // (B, T, C)
+    Inputs in = recorded_inputs(c);
+    const Tensor *inputs[3] = {in.query, in.key, in.value};                   // (B, T, C) each
+    const Tensor *output = GQA_forward(NULL, &gqa, in.query, in.key, in.value);   // (B, T, C)
     for (int which = 0; which < 3; which++) {
         for (int p = 0; p < c->seq; p++) {
             const Tensor *changed[3] = {inputs[0], inputs[1], inputs[2]};
@@ -199,8 +214,8 @@ START_TEST(test_query_head_i_uses_kv_head_i_over_R) {
     Linear *layers[2] = {&mha.w_key, &mha.w_value};
     const Linear *grouped[2] = {&gqa.w_key, &gqa.w_value};
     for (int l = 0; l < 2; l++) {
-        Tensor *weight = zeros(shape2(H * D, c->dim));                             // (H*D, C)
-        Tensor *bias = zeros(shape1(H * D));                                       // (H*D,)
+        Tensor *weight = zeros(shape2(H * D, c->dim));                        // (H*D, C)
+        Tensor *bias = zeros(shape1(H * D));                                  // (H*D,)
         for (int h = 0; h < H; h++) {
             for (int d = 0; d < D; d++) {
                 int from = (h / R) * D + d;   // row of kv head h / R
@@ -212,8 +227,9 @@ START_TEST(test_query_head_i_uses_kv_head_i_over_R) {
         }
         *layers[l] = linear_from(weight, bias);
     }
-    const Tensor *q = load_recorded(c->dir, "query"), *k = load_recorded(c->dir, "key"), *v = load_recorded(c->dir, "value");
-    assert_bitwise_equal(GQA_forward(NULL, &mha, q, k, v), GQA_forward(NULL, &gqa, q, k, v),
+    Inputs in = recorded_inputs(c);
+    assert_bitwise_equal(GQA_forward(NULL, &mha, in.query, in.key, in.value),
+                         GQA_forward(NULL, &gqa, in.query, in.key, in.value),
                          "GQA vs MHA with interleaved kv weights");
 }
 END_TEST

@@ -92,8 +92,8 @@ typedef enum { COPYING, BY_INDEX } Forward;
 
 static Tensor *step_with(Forward forward, GQA_W_KVcacheSteps *steps, GQA_W_KVcache *gqa,
                          const Tensor *x, int from, int count) {
-    return forward == BY_INDEX ? step_by_index(steps, gqa, x, from, count)
-                               : step(steps, gqa, x, from, count);             // (B, count, C)
+    return forward == BY_INDEX ? step_by_index(steps, gqa, x, from, count)    // (B, count, C)
+                               : step(steps, gqa, x, from, count);
 }
 
 // Decode x (B, N, C): prefill `prompt` tokens, then chunks of `chunk`
@@ -104,10 +104,10 @@ static Tensor *decode(GQA_W_KVcache *gqa, const Tensor *x, int prompt, int chunk
     GQA_W_KVcache_start_cache(gqa, B, N);
     const Tensor *outs[64];
     int n_outs = 0;
-    outs[n_outs++] = step_with(forward, NULL, gqa, x, 0, prompt);            // (B, P, C)
+    outs[n_outs++] = step_with(forward, NULL, gqa, x, 0, prompt);             // (B, P, C)
     for (int t = prompt; t < N; t += chunk) {
         int count = N - t < chunk ? N - t : chunk;
-        outs[n_outs++] = step_with(forward, NULL, gqa, x, t, count);         // (B, count, C)
+        outs[n_outs++] = step_with(forward, NULL, gqa, x, t, count);          // (B, count, C)
     }
     return cat(outs, n_outs, 1);                                              // (B, N, C)
 }
@@ -143,14 +143,17 @@ END_TEST
 START_TEST(test_decoding_on_recorded_weights) {
     const Case *c = &CASES[_i];
     GQA_W_KVcache gqa = recorded_gqa(c);
-    const Tensor *x = load_recorded(c->dir, "x");                                      // (B, N, C)
+    const Tensor *x = load_recorded(c->dir, "x");                             // (B, N, C)
     const Tensor *full_out = step(NULL, &gqa, x, 0, c->prompt + c->new_tokens);   // (B, N, C)
-    assert_close(full_out, load_recorded(c->dir, "full_out"), ATOL, RTOL, path_join("%s full", c->dir));
+    assert_close(full_out, load_recorded(c->dir, "full_out"), ATOL, RTOL,
+                 path_join("%s full", c->dir));
     const Tensor *cached_out = decode(&gqa, x, c->prompt, 1, COPYING);        // (B, N, C)
     assert_close(cached_out, load_recorded(c->dir, "cached_out"), ATOL, RTOL,
                  path_join("%s cached", c->dir));
-    assert_close(gqa.k_cache, load_recorded(c->dir, "k_cache"), ATOL, RTOL, path_join("%s k", c->dir));
-    assert_close(gqa.v_cache, load_recorded(c->dir, "v_cache"), ATOL, RTOL, path_join("%s v", c->dir));
+    assert_close(gqa.k_cache, load_recorded(c->dir, "k_cache"), ATOL, RTOL,
+                 path_join("%s k", c->dir));
+    assert_close(gqa.v_cache, load_recorded(c->dir, "v_cache"), ATOL, RTOL,
+                 path_join("%s v", c->dir));
 }
 END_TEST
 
@@ -163,18 +166,19 @@ END_TEST
 // for that token alone.
 START_TEST(test_cached_equals_full_everywhere) {
     const int dim = 16, heads = 4, N = 7;
-    const int batches[] = {1, 2}, kv_heads[] = {1, 2, 4}, prompts[] = {1, 4}, chunks[] = {1, 2, 3};
+    const int batches[] = {1, 2}, kv_heads[] = {1, 2, 4};
+    const int prompts[] = {1, 4}, chunks[] = {1, 2, 3};
     int checked = 0;
     for (int bi = 0; bi < 2; bi++) {
         for (int ki = 0; ki < 3; ki++) {
             manual_seed((uint64_t)(10 + bi * 3 + ki));
             GQA_W_KVcache gqa = GQA_W_KVcache_init(dim, heads, kv_heads[ki]);
             gqa.training = false;
-            const Tensor *x = randn(shape3(batches[bi], N, dim));                        // (B, N, C)
+            const Tensor *x = randn(shape3(batches[bi], N, dim));             // (B, N, C)
             const Tensor *full = step(NULL, &gqa, x, 0, N);                   // (B, N, C)
             // The keys each token gives alone, as the cache must hold them.
-            const Tensor *keys = view(linear(x, &gqa.w_key),
-                                shape4(batches[bi], N, kv_heads[ki], dim / heads));  // (B, N, G, D)
+            Shape kv_shape = shape4(batches[bi], N, kv_heads[ki], dim / heads);
+            const Tensor *keys = view(linear(x, &gqa.w_key), kv_shape);       // (B, N, G, D)
             for (int pi = 0; pi < 2; pi++) {
                 for (int ci = 0; ci < 3; ci++) {
                     for (Forward forward = COPYING; forward <= BY_INDEX; forward++) {
@@ -235,8 +239,8 @@ END_TEST
 START_TEST(test_the_notebooks_frozen_cache_is_wrong) {
     const Case *c = &CASES[0];
     GQA_W_KVcache gqa = recorded_gqa(c);
-    const Tensor *x = load_recorded(c->dir, "x");                                      // (B, N, C)
-    const Tensor *full_out = load_recorded(c->dir, "full_out");                        // (B, N, C)
+    const Tensor *x = load_recorded(c->dir, "x");                             // (B, N, C)
+    const Tensor *full_out = load_recorded(c->dir, "full_out");               // (B, N, C)
     GQA_W_KVcache_start_cache(&gqa, c->batch, c->prompt + c->new_tokens);
     step(NULL, &gqa, x, 0, c->prompt);
     for (int t = c->prompt; t < c->prompt + c->new_tokens; t++) {
@@ -258,12 +262,12 @@ END_TEST
 // 8192, 4 MiB; MQA 512, 4096, 2 MiB.
 START_TEST(test_memory_lines) {
     check_prints(LESSON_DIR, (const char *const[]){NULL},
-                 "MHA (kv_heads = 8):   4096 bytes per token,     32768 bytes for these 8 tokens,  "
-                 "16.00 MiB at 4096 tokens\n"
-                 "GQA (kv_heads = 2):   1024 bytes per token,      8192 bytes for these 8 tokens,   "
-                 "4.00 MiB at 4096 tokens\n"
-                 "MQA (kv_heads = 1):    512 bytes per token,      4096 bytes for these 8 tokens,   "
-                 "2.00 MiB at 4096 tokens\n");
+                 "MHA (kv_heads = 8):   4096 bytes per token,     32768 bytes for these 8 "
+                 "tokens,  16.00 MiB at 4096 tokens\n"
+                 "GQA (kv_heads = 2):   1024 bytes per token,      8192 bytes for these 8 "
+                 "tokens,   4.00 MiB at 4096 tokens\n"
+                 "MQA (kv_heads = 1):    512 bytes per token,      4096 bytes for these 8 "
+                 "tokens,   2.00 MiB at 4096 tokens\n");
 }
 END_TEST
 
@@ -292,7 +296,7 @@ START_TEST(test_by_index_equals_copying_at_every_step) {
             GQA_W_KVcacheSteps steps, steps_by_index;
             const Tensor *out = step(&steps, &copying, x, t, count);          // (B, count, C)
             const Tensor *out_by_index = step_by_index(&steps_by_index, &by_index, x, t,
-                                                       count);               // (B, count, C)
+                                                       count);                // (B, count, C)
             assert_close(out_by_index, out, SELF_ATOL, SELF_RTOL, path_join("%s: out", what));
             assert_close(steps_by_index.attn, steps.attn, SELF_ATOL, SELF_RTOL,
                          path_join("%s: attn", what));
@@ -363,7 +367,7 @@ START_TEST(test_generations_agree) {
     GQA_W_KVcache gqa = GQA_W_KVcache_init(dim, heads, 2);
     gqa.training = false;
     const Tensor *x = randn(shape3(2, N, dim));                               // (B, N, C)
-    const Tensor *full = narrow(step(NULL, &gqa, x, 0, N), 1, P, N - P);     // (B, N - P, C)
+    const Tensor *full = narrow(step(NULL, &gqa, x, 0, N), 1, P, N - P);      // (B, N - P, C)
     Tensor *outs[4];
     const Generation ways[4] = {RECOMPUTE, CACHE_IN_PLACE, CACHE_BY_COPY, CACHE_BY_INDEX};
     for (int w = 0; w < 4; w++) {

@@ -384,12 +384,31 @@ static void show_frozen_cache(GQA_W_KVcache *gqa, const Tensor *x, const Tensor 
                               int prompt) {
     printf("-- the notebook's cache: stored on the first call, never updated --\n");
     for (int t = prompt; t < size(x, 1); t++) {
-        gqa->cache_len = prompt;   // what the notebook's self.k_cache still holds
+        size_t mark = arena_mark();   // nothing of a step outlives its check
+        gqa->cache_len = prompt;      // what the notebook's self.k_cache still holds
         const Tensor *out = step(NULL, gqa, x, t, 1);                         // (B, 1, C)
         printf("token %d sees keys 0..%d and %d: max |out - full_out[:, %d]| = %.4f\n", t,
                prompt - 1, t, t, (double)diff_at(out, full_out, t));
+        arena_release(mark);
     }
     printf("\n");
+}
+
+// The mask of `count` new tokens at position t after cache_len cached
+// ones, and what the notebook's square mask does against their scores.
+static void show_chunk_mask(int t, int count, int cache_len, int batch, int heads) {
+    const Tensor *chunk_ones = ones(shape2(count, cache_len + count));        // (T, L)
+    const Tensor *mask = triu(chunk_ones, 1 + cache_len);                     // (T, L)
+    printf("tokens %d..%d after cache_len = %d: mask = torch.triu(torch.ones(%d, %d), "
+           "diagonal=%d)\n%s\n", t, t + count - 1, cache_len, count, cache_len + count,
+           1 + cache_len, tensor_str(mask, NULL));
+    if (count > 1) {
+        printf("the notebook's mask torch.triu(torch.ones(%d, %d), diagonal=1) against "
+               "scores (%d, %d, %d, %d):\n", count, count, batch, heads, count,
+               cache_len + count);
+        printf("RuntimeError: The size of tensor a (%d) must match the size of tensor "
+               "b (%d) at non-singleton dimension 3\n", count, cache_len + count);
+    }
 }
 
 // BUG 3, shown: the new tokens two at a time after the prompt. The mask
@@ -402,30 +421,20 @@ static void show_chunks(GQA_W_KVcache *gqa, const Tensor *x, const Tensor *full_
     const Tensor *first_out = step(NULL, gqa, x, 0, P);                       // (B, P, C)
     float worst = max_abs_diff(first_out, narrow(full_out, 1, 0, P));
     for (int t = P; t < N; t += 2) {
+        size_t mark = arena_mark();   // nothing of a step outlives its check
         int count = N - t < 2 ? N - t : 2;
         int cache_len = gqa->cache_len;
         GQA_W_KVcacheSteps chunk;
         const Tensor *out = step(&chunk, gqa, x, t, count);                   // (B, count, C)
         float diff = diff_at(out, full_out, t);
         worst = diff > worst ? diff : worst;
-        if (t != P) {
-            continue;
+        if (t == P) {
+            show_chunk_mask(t, count, cache_len, B, gqa->num_heads);
+            if (heatmap) {
+                print_heatmap("chunk_attn", narrow(chunk.attn, 0, 0, 1));
+            }
         }
-        const Tensor *chunk_ones = ones(shape2(count, cache_len + count));     // (T, L)
-        const Tensor *mask = triu(chunk_ones, 1 + cache_len);                 // (T, L)
-        printf("tokens %d..%d after cache_len = %d: mask = torch.triu(torch.ones(%d, %d), "
-               "diagonal=%d)\n%s\n", t, t + count - 1, cache_len, count, cache_len + count,
-               1 + cache_len, tensor_str(mask, NULL));
-        if (count > 1) {
-            printf("the notebook's mask torch.triu(torch.ones(%d, %d), diagonal=1) against "
-                   "scores (%d, %d, %d, %d):\n", count, count, B, gqa->num_heads, count,
-                   cache_len + count);
-            printf("RuntimeError: The size of tensor a (%d) must match the size of tensor "
-                   "b (%d) at non-singleton dimension 3\n", count, cache_len + count);
-        }
-        if (heatmap) {
-            print_heatmap("chunk_attn", narrow(chunk.attn, 0, 0, 1));
-        }
+        arena_release(mark);
     }
     printf("  max |chunked - full_out| = %.3g\n\n", (double)worst);
 }
@@ -575,7 +584,8 @@ static void show_no_copy(const GQA_W_KVcache *gqa, const Tensor *x, int prompt) 
            R, R);
     int64_t copied_in_all = 0;
     for (int t = 0; t < N; t = t == 0 ? prompt : t + 1) {
-        int count = t == 0 ? prompt : 1;   // the prefill, then one token per call
+        size_t mark = arena_mark();          // nothing of a call outlives its check
+        int count = t == 0 ? prompt : 1;     // the prefill, then one token per call
         GQA_W_KVcacheSteps steps;
         const Tensor *out = step(&steps, &copying, x, t, count);              // (B, count, C)
         const Tensor *by_index_out = step_by_index(NULL, &by_index, x, t, count);   // (B, count, C)
@@ -590,6 +600,7 @@ static void show_no_copy(const GQA_W_KVcache *gqa, const Tensor *x, int prompt) 
                "max |by index - copy| = %.3g\n", copying.cache_len, (long long)copied,
                (long long)(copied * (int64_t)sizeof(float)),
                (double)max_abs_diff(by_index_out, out));
+        arena_release(mark);
     }
     if (copied_in_all == 0) {
         printf("the reshape copied nothing: with kv_heads = 1 or kv_heads = heads, (B, G, R, L, D) "
