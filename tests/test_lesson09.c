@@ -107,7 +107,9 @@ START_TEST(test_matches_pytorch) {
 END_TEST
 
 // The forward alone on PyTorch's recorded inputs and weights: the output
-// and the attention weights.
+// and the attention weights, and those are causal: row t is exactly 0
+// after column t, the rest is positive and sums to 1, and row 0 is
+// [1, 0, 0, ...].
 START_TEST(test_forward_on_recorded_weights) {
     const Case *c = &CASES[_i];
     GQA gqa = recorded_gqa(c);
@@ -118,22 +120,11 @@ START_TEST(test_forward_on_recorded_weights) {
                  path_join("%s output", c->dir));
     assert_close(steps.attn, load_recorded(c->dir, "attn"), ATOL, RTOL,
                  path_join("%s attn", c->dir));
+    check_causal_weights(steps.attn, 0, c->dir);
 }
 END_TEST
 
 // --- the causal property --------------------------------------------------------------
-
-// Row t of the weights is exactly 0 after column t, the rest is positive
-// and sums to 1, and row 0 is [1, 0, 0, ...].
-START_TEST(test_weights_zero_after_the_diagonal) {
-    const Case *c = &CASES[_i];
-    GQA gqa = recorded_gqa(c);
-    Inputs in = recorded_inputs(c);
-    GQASteps steps;
-    GQA_forward(&steps, &gqa, in.query, in.key, in.value);
-    check_causal_weights(steps.attn, 0, c->dir);
-}
-END_TEST
 
 // Changing token p of the query, the key or the value changes no output
 // before p, bit for bit, and does change output p (except query
@@ -269,7 +260,6 @@ static Suite *lesson09_suite(void) {
     tcase_add_loop_test(pytorch, test_forward_on_recorded_weights, 0, N_CASES);
     suite_add_tcase(suite, pytorch);
     TCase *causal = new_tcase("causal");
-    tcase_add_loop_test(causal, test_weights_zero_after_the_diagonal, 0, N_CASES);
     tcase_add_test(causal, test_later_token_never_changes_earlier_output);
     tcase_add_test(causal, test_mask_with_offset);
     tcase_add_test(causal, test_query_head_i_uses_kv_head_i_over_R);
