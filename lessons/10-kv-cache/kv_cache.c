@@ -314,7 +314,7 @@ static const Tensor *full_forward(GQA_W_KVcache *gqa, const Tensor *x, bool heat
 // cached_out (B, N, C), and dumps it with the caches.
 static const Tensor *decode_with_cache(GQA_W_KVcache *gqa, const Tensor *x,
                                        const Tensor *full_out, int prompt) {
-    int B = size(x, 0), N = size(x, 1), P = prompt;
+    int B = size(x, 0), N = size(x, 1), C = size(x, 2), P = prompt;
     // Prefill: the prompt in one call, with the ordinary causal mask; it
     // fills the cache with the prompt's keys and values.
     GQA_W_KVcache_start_cache(gqa, B, N);
@@ -331,12 +331,20 @@ static const Tensor *decode_with_cache(GQA_W_KVcache *gqa, const Tensor *x,
     printf("-- decode: one token per call --\n");
     bool was_paused = false;
     for (int t = P; t < N; t++) {   // t: the position of this step's token
+        // The step's output is kept; all else it made is freed once it is
+        // checked, so memory does not grow with the number of steps.
+        Tensor *kept = zeros(shape3(B, 1, C));                                // (B, 1, C)
+        size_t mark = arena_mark();
         const Tensor *out = step(NULL, gqa, x, t, 1);                         // (B, 1, C)
-        outs[t - P + 1] = out;
         printf("token %d: out: %s, k_cache: %s, v_cache: %s\n", t, size_str(out),
                cache_size_str(gqa->k_cache, gqa->cache_len),
                cache_size_str(gqa->v_cache, gqa->cache_len));
         printf("  max |out - full_out[:, %d]| = %.3g\n", t, (double)diff_at(out, full_out, t));
+        for (int b = 0; b < B; b++) {
+            memcpy(at3(kept, b, 0, 0), at3(out, b, 0, 0), (size_t)C * sizeof(float));
+        }
+        arena_release(mark);
+        outs[t - P + 1] = kept;
         if (t == P) {
             // The diagram: the full forward, the prefill and this first
             // step; the later steps repeat it on a longer cache.
