@@ -165,6 +165,32 @@ void assert_only_slice_changed(const Tensor *before, const Tensor *after, int di
 // contiguous().view(B, T, -1).
 void check_view_needs_contiguous(Shape output_mid);
 
+// --- shared by the tests of lessons 9 and 10 -----------------------------------------
+
+// Lessons 9 and 10 both build seed 001's GQA module: the same parameters,
+// the same names, the same flags.
+
+// <reference>/<name>.npy, recorded from PyTorch.
+Tensor *load_reference(const char *reference, const char *name);
+// The module's Linear layers as PyTorch recorded them in `reference`, in
+// the order it draws them: *layers[0..3] get w_query, w_key, w_value, o_proj.
+void recorded_gqa_linears(Linear *const layers[4], const char *reference);
+
+// check_bad_flags with what both lessons must refuse of the module's flags
+// at the notebook's sizes (--dim 512 --heads 8 --kv-heads 2: kv-heads not
+// dividing heads, heads not dividing dim, malformed values, a (dim, dim)
+// weight too large), then with the lesson's own `cases`.
+void check_gqa_bad_flags(const char *lesson, const char *program, const BadFlags *cases,
+                         int n_cases);
+
+// Causal weights: attn (B, H, T, L) of T new queries after cache_len
+// cached keys (L = cache_len + T; cache_len 0 without a cache). In row t
+// every weight after key cache_len + t is exactly 0 (exp(-inf)), every
+// other one is above 0, the row sums to 1 (to 1e-6), and without a cache
+// row 0 is exactly [1, 0, ...] (the first token sees only itself). `what`
+// names the run in a failure.
+void check_causal_weights(const Tensor *attn, int cache_len, const char *what);
+
 // --- shared by the lesson 1-5 tests ------------------------------------------------
 // (helpers for more than one of tests/test_lesson01..05.c and test_cli.c)
 

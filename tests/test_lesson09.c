@@ -27,23 +27,35 @@
 
 // One recorded PyTorch run: keep in step with CASES in gen_lesson09.py.
 typedef struct {
-    const char *dir;
+    const char *dir;   // tests/data/lesson09/<case>: what PyTorch wrote
     int batch, seq, dim, heads, kv_heads;
     const char *args[16];
 } Case;
 
 static const Case CASES[] = {
-    {"seed0", 4, 32, 512, 8, 2, {NULL}},
-    {"seed7", 2, 6, 32, 4, 2,
+    {REF_DIR "/seed0", 4, 32, 512, 8, 2, {NULL}},
+    {REF_DIR "/seed7", 2, 6, 32, 4, 2,
      {"--seed", "7", "--batch", "2", "--seq", "6", "--dim", "32", "--heads", "4", NULL}},
-    {"seed3_tiny", 1, 3, 4, 2, 1,
+    {REF_DIR "/seed3_tiny", 1, 3, 4, 2, 1,
      {"--seed", "3", "--batch", "1", "--seq", "3", "--dim", "4", "--heads", "2", "--kv-heads",
       "1", NULL}},
-    {"seed5_mha", 2, 5, 16, 4, 4,
+    {REF_DIR "/seed5_mha", 2, 5, 16, 4, 4,
      {"--seed", "5", "--batch", "2", "--seq", "5", "--dim", "16", "--heads", "4", "--kv-heads",
       "4", NULL}},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
+
+// The command lines this lesson refuses besides those of the module
+// (check_gqa_bad_flags in harness.h runs both).
+static const BadFlags BAD_FLAGS[] = {
+    {{"--seq", "0", NULL}, "--seq"},
+    {{"--cache", "2", NULL}, "--cache"},
+    {{"--seq", "8000", NULL}, "attn"},                    // 4*8*8000^2 > 2^26
+    {{"--batch", "65536", NULL}, "attn"},                 // 65536*8*32*32 = 2^29
+    {{"--seq", "65536", "--heads", "1", "--kv-heads", "1", NULL}, "attn"},
+    {{"--batch", "65536", "--seq", "65536", "--dim", "65536", NULL}, "attn"},   // 2^51
+};
+enum { N_BAD_FLAGS = sizeof BAD_FLAGS / sizeof BAD_FLAGS[0] };
 
 // Drawn from the generator (or, for the mask, made without arithmetic):
 // must match bit for bit.
@@ -52,27 +64,27 @@ static const char *const EXACT[] = {
     "w_value.bias", "o_proj.weight", "o_proj.bias", "query", "key", "value", "mask", NULL,
 };
 
-// tests/data/lesson09/<case>
-static const char *reference_dir(const Case *c) {
-    return path_join("%s/%s", REF_DIR, c->dir);
-}
-
-static Tensor *reference(const Case *c, const char *name) {
-    return load_npy(path_join("%s/%s.npy", reference_dir(c), name));
-}
-
 // A GQA holding the parameters PyTorch recorded for case c, in eval mode.
 static GQA recorded_gqa(const Case *c) {
     GQA gqa;
     gqa.num_heads = c->heads;
     gqa.head_dim = c->dim / c->heads;
     gqa.num_groups = c->kv_heads;
-    gqa.w_query = recorded_linear(reference_dir(c), "w_query");
-    gqa.w_key = recorded_linear(reference_dir(c), "w_key");
-    gqa.w_value = recorded_linear(reference_dir(c), "w_value");
-    gqa.o_proj = recorded_linear(reference_dir(c), "o_proj");
+    recorded_gqa_linears((Linear *const[]){&gqa.w_query, &gqa.w_key, &gqa.w_value, &gqa.o_proj},
+                         c->dir);
     gqa.training = false;
     return gqa;
+}
+
+// The three inputs PyTorch drew for case c, each (B, T, C).
+typedef struct {
+    const Tensor *query, *key, *value;
+} Inputs;
+
+static Inputs recorded_inputs(const Case *c) {
+    Inputs in = {load_reference(c->dir, "query"), load_reference(c->dir, "key"),
+                 load_reference(c->dir, "value")};
+    return in;
 }
 
 // --- against PyTorch --------------------------------------------------------------------
@@ -83,7 +95,7 @@ START_TEST(test_matches_pytorch) {
     const Case *c = &CASES[_i];
     ReferenceRun recorded = {
         .lesson = LESSON_DIR,
-        .reference = reference_dir(c),
+        .reference = c->dir,
         .args = c->args,
         .exact = EXACT,
         .computed = (const char *const[]){"output", NULL},
@@ -95,50 +107,24 @@ START_TEST(test_matches_pytorch) {
 END_TEST
 
 // The forward alone on PyTorch's recorded inputs and weights: the output
-// and the attention weights.
+// and the attention weights, and those are causal: row t is exactly 0
+// after column t, the rest is positive and sums to 1, and row 0 is
+// [1, 0, 0, ...].
 START_TEST(test_forward_on_recorded_weights) {
     const Case *c = &CASES[_i];
     GQA gqa = recorded_gqa(c);
-    const Tensor *attn;
-    const Tensor *output = GQA_forward(&gqa, &attn, reference(c, "query"), reference(c, "key"),
-                                 reference(c, "value"));
-    assert_close(output, reference(c, "output"), ATOL, RTOL, path_join("%s output", c->dir));
-    assert_close(attn, reference(c, "attn"), ATOL, RTOL, path_join("%s attn", c->dir));
+    Inputs in = recorded_inputs(c);
+    GQASteps steps;
+    const Tensor *output = GQA_forward(&steps, &gqa, in.query, in.key, in.value);   // (B, T, C)
+    assert_close(output, load_reference(c->dir, "output"), ATOL, RTOL,
+                 path_join("%s output", c->dir));
+    assert_close(steps.attn, load_reference(c->dir, "attn"), ATOL, RTOL,
+                 path_join("%s attn", c->dir));
+    check_causal_weights(steps.attn, 0, c->dir);
 }
 END_TEST
 
 // --- the causal property --------------------------------------------------------------
-
-// Row t of the weights is exactly 0 after column t, the rest is positive
-// and sums to 1, and row 0 is [1, 0, 0, ...].
-START_TEST(test_weights_zero_after_the_diagonal) {
-    const Case *c = &CASES[_i];
-    GQA gqa = recorded_gqa(c);
-    const Tensor *attn;                                                                  // (B, H, T, T)
-    GQA_forward(&gqa, &attn, reference(c, "query"), reference(c, "key"), reference(c, "value"));
-    for (int b = 0; b < c->batch; b++) {
-        for (int h = 0; h < c->heads; h++) {
-            for (int t = 0; t < c->seq; t++) {
-                double sum = 0.0;
-                for (int s = 0; s < c->seq; s++) {
-                    float w = *at4(attn, b, h, t, s);
-                    if (s > t) {
-                        ck_assert_msg(w == 0.0f, "%s attn[%d, %d, %d, %d] = %g after the diagonal",
-                                      c->dir, b, h, t, s, (double)w);
-                    } else {
-                        ck_assert_msg(w > 0.0f, "%s attn[%d, %d, %d, %d] = %g", c->dir, b, h, t,
-                                      s, (double)w);
-                    }
-                    sum += w;
-                }
-                ck_assert_msg(fabs(sum - 1.0) < 1e-6, "%s row [%d, %d, %d] sums to %.9f", c->dir,
-                              b, h, t, sum);
-            }
-            ck_assert(*at4(attn, b, h, 0, 0) == 1.0f);
-        }
-    }
-}
-END_TEST
 
 // Changing token p of the query, the key or the value changes no output
 // before p, bit for bit, and does change output p (except query
@@ -146,9 +132,9 @@ END_TEST
 START_TEST(test_later_token_never_changes_earlier_output) {
     const Case *c = &CASES[1];   // seq 6
     GQA gqa = recorded_gqa(c);
-    const Tensor *inputs[3] = {reference(c, "query"), reference(c, "key"), reference(c, "value")};
-    const Tensor *attn;
-    const Tensor *output = GQA_forward(&gqa, &attn, inputs[0], inputs[1], inputs[2]);    // (B, T, C)
+    Inputs in = recorded_inputs(c);
+    const Tensor *inputs[3] = {in.query, in.key, in.value};                   // (B, T, C) each
+    const Tensor *output = GQA_forward(NULL, &gqa, in.query, in.key, in.value);   // (B, T, C)
     for (int which = 0; which < 3; which++) {
         for (int p = 0; p < c->seq; p++) {
             const Tensor *changed[3] = {inputs[0], inputs[1], inputs[2]};
@@ -159,7 +145,8 @@ START_TEST(test_later_token_never_changes_earlier_output) {
                 }
             }
             changed[which] = moved;
-            const Tensor *output2 = GQA_forward(&gqa, &attn, changed[0], changed[1], changed[2]);
+            const Tensor *output2 = GQA_forward(NULL, &gqa, changed[0], changed[1],
+                                                changed[2]);                  // (B, T, C)
             if (p > 0) {
                 assert_bitwise_equal(narrow(output2, 1, 0, p), narrow(output, 1, 0, p),
                                      path_join("input %d changed at %d: outputs before it", which,
@@ -218,8 +205,8 @@ START_TEST(test_query_head_i_uses_kv_head_i_over_R) {
     Linear *layers[2] = {&mha.w_key, &mha.w_value};
     const Linear *grouped[2] = {&gqa.w_key, &gqa.w_value};
     for (int l = 0; l < 2; l++) {
-        Tensor *weight = zeros(shape2(H * D, c->dim));                             // (H*D, C)
-        Tensor *bias = zeros(shape1(H * D));                                       // (H*D,)
+        Tensor *weight = zeros(shape2(H * D, c->dim));                        // (H*D, C)
+        Tensor *bias = zeros(shape1(H * D));                                  // (H*D,)
         for (int h = 0; h < H; h++) {
             for (int d = 0; d < D; d++) {
                 int from = (h / R) * D + d;   // row of kv head h / R
@@ -231,9 +218,9 @@ START_TEST(test_query_head_i_uses_kv_head_i_over_R) {
         }
         *layers[l] = linear_from(weight, bias);
     }
-    const Tensor *attn;
-    const Tensor *q = reference(c, "query"), *k = reference(c, "key"), *v = reference(c, "value");
-    assert_bitwise_equal(GQA_forward(&mha, &attn, q, k, v), GQA_forward(&gqa, &attn, q, k, v),
+    Inputs in = recorded_inputs(c);
+    assert_bitwise_equal(GQA_forward(NULL, &mha, in.query, in.key, in.value),
+                         GQA_forward(NULL, &gqa, in.query, in.key, in.value),
                          "GQA vs MHA with interleaved kv weights");
 }
 END_TEST
@@ -262,18 +249,7 @@ END_TEST
 // Each: exit 2, nothing on stdout, exactly one line on stderr naming the
 // flag (or the tensor that would not fit), and the --dump directory not made.
 START_TEST(test_bad_flags) {
-    static const BadFlags BAD[] = {
-        {{"--kv-heads", "3", NULL}, "--kv-heads 3 does not divide --heads 8"},
-        {{"--kv-heads", "16", NULL}, "--kv-heads 16 does not divide --heads 8"},
-        {{"--heads", "7", NULL}, "--heads 7 does not divide --dim 512"},
-        {{"--seq", "0", NULL}, "--seq"},
-        {{"--batch", "-1", NULL}, "--batch"},
-        {{"--dim", "x", NULL}, "--dim"},
-        {{"--heads", NULL}, "--heads"},
-        {{"--cache", "2", NULL}, "--cache"},
-        {{"--seq", "8000", NULL}, "attn"},                    // 4*8*8000^2 > 2^26
-    };
-    check_bad_flags(LESSON_DIR, "lesson-9", BAD, sizeof BAD / sizeof BAD[0]);
+    check_gqa_bad_flags(LESSON_DIR, "lesson-9", BAD_FLAGS, N_BAD_FLAGS);
 }
 END_TEST
 
@@ -284,7 +260,6 @@ static Suite *lesson09_suite(void) {
     tcase_add_loop_test(pytorch, test_forward_on_recorded_weights, 0, N_CASES);
     suite_add_tcase(suite, pytorch);
     TCase *causal = new_tcase("causal");
-    tcase_add_loop_test(causal, test_weights_zero_after_the_diagonal, 0, N_CASES);
     tcase_add_test(causal, test_later_token_never_changes_earlier_output);
     tcase_add_test(causal, test_mask_with_offset);
     tcase_add_test(causal, test_query_head_i_uses_kv_head_i_over_R);

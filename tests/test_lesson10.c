@@ -32,24 +32,42 @@
 
 // One recorded PyTorch run: keep in step with CASES in gen_lesson10.py.
 typedef struct {
-    const char *dir;
+    const char *dir;   // tests/data/lesson10/<case>: what PyTorch wrote
     int batch, prompt, new_tokens, dim, heads, kv_heads;
     const char *args[20];
 } Case;
 
 static const Case CASES[] = {
-    {"seed0", 1, 4, 4, 512, 8, 2, {NULL}},
-    {"seed7", 2, 3, 3, 32, 4, 2,
+    {REF_DIR "/seed0", 1, 4, 4, 512, 8, 2, {NULL}},
+    {REF_DIR "/seed7", 2, 3, 3, 32, 4, 2,
      {"--seed", "7", "--batch", "2", "--prompt", "3", "--new", "3", "--dim", "32", "--heads",
       "4", NULL}},
-    {"seed3_tiny", 1, 2, 1, 4, 2, 1,
+    {REF_DIR "/seed3_tiny", 1, 2, 1, 4, 2, 1,
      {"--seed", "3", "--batch", "1", "--prompt", "2", "--new", "1", "--dim", "4", "--heads", "2",
       "--kv-heads", "1", NULL}},
-    {"seed5_mha", 2, 1, 4, 16, 4, 4,
+    {REF_DIR "/seed5_mha", 2, 1, 4, 16, 4, 4,
      {"--seed", "5", "--batch", "2", "--prompt", "1", "--new", "4", "--dim", "16", "--heads",
       "4", "--kv-heads", "4", NULL}},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
+
+// The command lines this lesson refuses besides those of the module
+// (check_gqa_bad_flags in harness.h runs both).
+static const BadFlags BAD_FLAGS[] = {
+    {{"--prompt", "0", NULL}, "--prompt"},
+    {{"--new", "-4", NULL}, "--new"},
+    {{"--new", NULL}, "--new"},
+    {{"--batch", "two", NULL}, "--batch"},
+    {{"--train", NULL}, "--train"},                       // no dropout while generating
+    {{"--prompt", "30000", "--new", "30000", NULL}, "full_attn"},
+    {{"--batch", "65536", NULL}, "x (batch, prompt+new, dim)"},   // 65536*8*512 = 2^28
+    // The probe of issue 9: batch * heads overflowed an int and the
+    // message blamed --heads; full_attn (batch, heads, 8, 8) is 2^37.
+    {{"--batch", "32768", "--heads", "65536", "--dim", "65536", NULL}, "full_attn"},
+    // check_bad_flags adds --dump: the bench's own model would overwrite it
+    {{"--bench", NULL}, "--bench runs its own larger model"},
+};
+enum { N_BAD_FLAGS = sizeof BAD_FLAGS / sizeof BAD_FLAGS[0] };
 
 static const char *const EXACT[] = {
     "w_query.weight", "w_query.bias", "w_key.weight", "w_key.bias", "w_value.weight",
@@ -57,43 +75,41 @@ static const char *const EXACT[] = {
 };
 static const char *const COMPUTED[] = {"full_out", "cached_out", "k_cache", "v_cache", NULL};
 
-// tests/data/lesson10/<case>
-static const char *reference_dir(const Case *c) {
-    return path_join("%s/%s", REF_DIR, c->dir);
-}
-
-static Tensor *reference(const Case *c, const char *name) {
-    return load_npy(path_join("%s/%s.npy", reference_dir(c), name));
-}
-
 static GQA_W_KVcache recorded_gqa(const Case *c) {
     GQA_W_KVcache gqa;
     memset(&gqa, 0, sizeof gqa);
     gqa.num_heads = c->heads;
     gqa.head_dim = c->dim / c->heads;
     gqa.num_groups = c->kv_heads;
-    gqa.w_query = recorded_linear(reference_dir(c), "w_query");
-    gqa.w_key = recorded_linear(reference_dir(c), "w_key");
-    gqa.w_value = recorded_linear(reference_dir(c), "w_value");
-    gqa.o_proj = recorded_linear(reference_dir(c), "o_proj");
+    recorded_gqa_linears((Linear *const[]){&gqa.w_query, &gqa.w_key, &gqa.w_value, &gqa.o_proj},
+                         c->dir);
     return gqa;
+}
+
+// The two forwards of the lesson: the notebook's, which copies the cache
+// into every query head, and the one that reads key/value head h / R by index.
+typedef enum { COPYING, BY_INDEX } Forward;
+
+static Tensor *step_with(Forward forward, GQA_W_KVcacheSteps *steps, GQA_W_KVcache *gqa,
+                         const Tensor *x, int from, int count) {
+    return forward == BY_INDEX ? step_by_index(steps, gqa, x, from, count)    // (B, count, C)
+                               : step(steps, gqa, x, from, count);
 }
 
 // Decode x (B, N, C): prefill `prompt` tokens, then chunks of `chunk`
 // tokens; returns the outputs (B, N, C) joined, the cache left in gqa.
 static Tensor *decode(GQA_W_KVcache *gqa, const Tensor *x, int prompt, int chunk,
-                      AppendMode append) {
+                      Forward forward) {
     int B = size(x, 0), N = size(x, 1);
-    GQA_W_KVcache_start_cache(gqa, B, N, append);
+    GQA_W_KVcache_start_cache(gqa, B, N);
     const Tensor *outs[64];
     int n_outs = 0;
-    const Tensor *attn;
-    outs[n_outs++] = step(gqa, &attn, x, 0, prompt);
+    outs[n_outs++] = step_with(forward, NULL, gqa, x, 0, prompt);             // (B, P, C)
     for (int t = prompt; t < N; t += chunk) {
         int count = N - t < chunk ? N - t : chunk;
-        outs[n_outs++] = step(gqa, &attn, x, t, count);
+        outs[n_outs++] = step_with(forward, NULL, gqa, x, t, count);          // (B, count, C)
     }
-    return cat(outs, n_outs, 1);                                                   // (B, N, C)
+    return cat(outs, n_outs, 1);                                              // (B, N, C)
 }
 
 // --- against PyTorch --------------------------------------------------------------------
@@ -102,7 +118,7 @@ START_TEST(test_matches_pytorch) {
     const Case *c = &CASES[_i];
     ReferenceRun recorded = {
         .lesson = LESSON_DIR,
-        .reference = reference_dir(c),
+        .reference = c->dir,
         .args = c->args,
         .exact = EXACT,
         .computed = COMPUTED,
@@ -113,7 +129,7 @@ START_TEST(test_matches_pytorch) {
     // The caches: (batch, prompt + new, kv_heads, head_dim). The dumped
     // k_cache has the recorded one's shape (assert_close checks shapes),
     // so checking the recorded shape checks the dumped one too.
-    const Tensor *k_cache = reference(c, "k_cache");
+    const Tensor *k_cache = load_reference(c->dir, "k_cache");
     ck_assert_int_eq(k_cache->ndim, 4);
     ck_assert_int_eq(size(k_cache, 0), c->batch);
     ck_assert_int_eq(size(k_cache, 1), c->prompt + c->new_tokens);
@@ -124,51 +140,54 @@ END_TEST
 
 // The module alone on PyTorch's recorded x and weights: full forward,
 // token-by-token decoding and the final cache.
-START_TEST(test_forward_on_recorded_weights) {
+START_TEST(test_decoding_on_recorded_weights) {
     const Case *c = &CASES[_i];
     GQA_W_KVcache gqa = recorded_gqa(c);
-    const Tensor *x = reference(c, "x");
-    const Tensor *attn;
-    const Tensor *full_out = step(&gqa, &attn, x, 0, c->prompt + c->new_tokens);
-    assert_close(full_out, reference(c, "full_out"), ATOL, RTOL, path_join("%s full", c->dir));
-    const Tensor *cached_out = decode(&gqa, x, c->prompt, 1, APPEND_IN_PLACE);
-    assert_close(cached_out, reference(c, "cached_out"), ATOL, RTOL,
+    const Tensor *x = load_reference(c->dir, "x");                             // (B, N, C)
+    const Tensor *full_out = step(NULL, &gqa, x, 0, c->prompt + c->new_tokens);   // (B, N, C)
+    assert_close(full_out, load_reference(c->dir, "full_out"), ATOL, RTOL,
+                 path_join("%s full", c->dir));
+    const Tensor *cached_out = decode(&gqa, x, c->prompt, 1, COPYING);        // (B, N, C)
+    assert_close(cached_out, load_reference(c->dir, "cached_out"), ATOL, RTOL,
                  path_join("%s cached", c->dir));
-    assert_close(gqa.k_cache, reference(c, "k_cache"), ATOL, RTOL, path_join("%s k", c->dir));
-    assert_close(gqa.v_cache, reference(c, "v_cache"), ATOL, RTOL, path_join("%s v", c->dir));
+    assert_close(gqa.k_cache, load_reference(c->dir, "k_cache"), ATOL, RTOL,
+                 path_join("%s k", c->dir));
+    assert_close(gqa.v_cache, load_reference(c->dir, "v_cache"), ATOL, RTOL,
+                 path_join("%s v", c->dir));
 }
 END_TEST
 
 // --- the cache against the full causal forward ---------------------------------------
 
 // Every combination of batch 1 and 2, kv_heads 1 (MQA), 2 and heads (MHA),
-// prompt 1 and several, chunks of 1, 2 and 3 new tokens, both ways of
-// appending: each output row equals the full causal forward's row, and the
-// cache holds kv_heads heads (not heads), each position the key that
-// w_key gives for that token alone.
+// prompt 1 and several, chunks of 1, 2 and 3 new tokens, both forwards:
+// each output row equals the full causal forward's row, and the cache
+// holds kv_heads heads (not heads), each position the key that w_key gives
+// for that token alone.
 START_TEST(test_cached_equals_full_everywhere) {
     const int dim = 16, heads = 4, N = 7;
-    const int batches[] = {1, 2}, kv_heads[] = {1, 2, 4}, prompts[] = {1, 4}, chunks[] = {1, 2, 3};
+    const int batches[] = {1, 2}, kv_heads[] = {1, 2, 4};
+    const int prompts[] = {1, 4}, chunks[] = {1, 2, 3};
     int checked = 0;
     for (int bi = 0; bi < 2; bi++) {
         for (int ki = 0; ki < 3; ki++) {
             manual_seed((uint64_t)(10 + bi * 3 + ki));
             GQA_W_KVcache gqa = GQA_W_KVcache_init(dim, heads, kv_heads[ki]);
             gqa.training = false;
-            const Tensor *x = randn(shape3(batches[bi], N, dim));                        // (B, N, C)
-            const Tensor *attn;
-            const Tensor *full = step(&gqa, &attn, x, 0, N);                             // (B, N, C)
+            const Tensor *x = randn(shape3(batches[bi], N, dim));             // (B, N, C)
+            const Tensor *full = step(NULL, &gqa, x, 0, N);                   // (B, N, C)
             // The keys each token gives alone, as the cache must hold them.
-            const Tensor *keys = view(linear(x, &gqa.w_key),
-                                shape4(batches[bi], N, kv_heads[ki], dim / heads));  // (B, N, G, D)
+            Shape kv_shape = shape4(batches[bi], N, kv_heads[ki], dim / heads);
+            const Tensor *keys = view(linear(x, &gqa.w_key), kv_shape);       // (B, N, G, D)
             for (int pi = 0; pi < 2; pi++) {
                 for (int ci = 0; ci < 3; ci++) {
-                    for (int append = 0; append < 2; append++) {
+                    for (Forward forward = COPYING; forward <= BY_INDEX; forward++) {
                         const char *what = path_join(
                             "batch %d kv_heads %d prompt %d chunk %d %s", batches[bi],
                             kv_heads[ki], prompts[pi], chunks[ci],
-                            append == APPEND_BY_COPY ? "copy" : "in place");
-                        const Tensor *cached = decode(&gqa, x, prompts[pi], chunks[ci], append);
+                            forward == BY_INDEX ? "by index" : "copying");
+                        const Tensor *cached = decode(&gqa, x, prompts[pi], chunks[ci],
+                                                      forward);               // (B, N, C)
                         for (int t = 0; t < N; t++) {
                             assert_close(narrow(cached, 1, t, 1), narrow(full, 1, t, 1),
                                          SELF_ATOL, SELF_RTOL,
@@ -190,40 +209,26 @@ START_TEST(test_cached_equals_full_everywhere) {
 END_TEST
 
 // With cache_len keys cached, new row t of the weights is exactly 0 after
-// column cache_len + t and sums to 1 up to it.
+// column cache_len + t and sums to 1 up to it, in both forwards.
 START_TEST(test_offset_mask_in_the_weights) {
     const int dim = 16, heads = 4, N = 9;
     manual_seed(21);
     GQA_W_KVcache gqa = GQA_W_KVcache_init(dim, heads, 2);
     gqa.training = false;
-    const Tensor *x = randn(shape3(2, N, dim));                                          // (B, N, C)
-    GQA_W_KVcache_start_cache(&gqa, 2, N, APPEND_IN_PLACE);
-    const Tensor *attn;                                                                  // (B, H, T, L)
+    const Tensor *x = randn(shape3(2, N, dim));                               // (B, N, C)
     int starts[] = {0, 2, 5}, counts[] = {2, 3, 4};
-    for (int c = 0; c < 3; c++) {
-        int cache_len = gqa.cache_len;
-        ck_assert_int_eq(cache_len, starts[c]);
-        step(&gqa, &attn, x, starts[c], counts[c]);
-        ck_assert_int_eq(size(attn, 2), counts[c]);
-        ck_assert_int_eq(size(attn, 3), cache_len + counts[c]);
-        for (int b = 0; b < 2; b++) {
-            for (int h = 0; h < heads; h++) {
-                for (int t = 0; t < counts[c]; t++) {
-                    double sum = 0.0;
-                    for (int s = 0; s < cache_len + counts[c]; s++) {
-                        float w = *at4(attn, b, h, t, s);
-                        if (s > cache_len + t) {
-                            ck_assert_msg(w == 0.0f, "chunk %d attn[%d, %d, %d, %d] = %g", c, b,
-                                          h, t, s, (double)w);
-                        } else {
-                            ck_assert_msg(w > 0.0f, "chunk %d attn[%d, %d, %d, %d] = 0", c, b,
-                                          h, t, s);
-                        }
-                        sum += w;
-                    }
-                    ck_assert_msg(fabs(sum - 1.0) < 1e-6, "row sums to %.9f", sum);
-                }
-            }
+    for (Forward forward = COPYING; forward <= BY_INDEX; forward++) {
+        GQA_W_KVcache_start_cache(&gqa, 2, N);
+        for (int c = 0; c < 3; c++) {
+            int cache_len = gqa.cache_len;
+            ck_assert_int_eq(cache_len, starts[c]);
+            GQA_W_KVcacheSteps steps;
+            step_with(forward, &steps, &gqa, x, starts[c], counts[c]);
+            ck_assert_int_eq(size(steps.attn, 2), counts[c]);
+            ck_assert_int_eq(size(steps.attn, 3), cache_len + counts[c]);
+            check_causal_weights(steps.attn, cache_len,
+                                 path_join("%s, chunk %d", forward == BY_INDEX ? "by index"
+                                                                               : "copying", c));
         }
     }
 }
@@ -234,14 +239,13 @@ END_TEST
 START_TEST(test_the_notebooks_frozen_cache_is_wrong) {
     const Case *c = &CASES[0];
     GQA_W_KVcache gqa = recorded_gqa(c);
-    const Tensor *x = reference(c, "x");
-    const Tensor *full_out = reference(c, "full_out");
-    GQA_W_KVcache_start_cache(&gqa, c->batch, c->prompt + c->new_tokens, APPEND_IN_PLACE);
-    const Tensor *attn;
-    step(&gqa, &attn, x, 0, c->prompt);
+    const Tensor *x = load_reference(c->dir, "x");                             // (B, N, C)
+    const Tensor *full_out = load_reference(c->dir, "full_out");               // (B, N, C)
+    GQA_W_KVcache_start_cache(&gqa, c->batch, c->prompt + c->new_tokens);
+    step(NULL, &gqa, x, 0, c->prompt);
     for (int t = c->prompt; t < c->prompt + c->new_tokens; t++) {
         gqa.cache_len = c->prompt;
-        const Tensor *out = step(&gqa, &attn, x, t, 1);
+        const Tensor *out = step(NULL, &gqa, x, t, 1);                        // (B, 1, C)
         float diff = diff_at(out, full_out, t);
         if (t == c->prompt) {
             ck_assert_msg(diff < 1e-5f, "token %d: %g", t, (double)diff);
@@ -257,44 +261,135 @@ END_TEST
 // MHA 2*8*64*4 = 4096 B/token, 32768 B, 4096 tokens = 16 MiB; GQA 1024,
 // 8192, 4 MiB; MQA 512, 4096, 2 MiB.
 START_TEST(test_memory_lines) {
-    RunResult r = run_program(lesson_binary(LESSON_DIR), (const char *const[]){NULL});
-    ck_assert_int_eq(r.status, 0);
-    const char *expected =
-        "MHA (kv_heads = 8):   4096 bytes per token,     32768 bytes for these 8 tokens,  "
-        "16.00 MiB at 4096 tokens\n"
-        "GQA (kv_heads = 2):   1024 bytes per token,      8192 bytes for these 8 tokens,   "
-        "4.00 MiB at 4096 tokens\n"
-        "MQA (kv_heads = 1):    512 bytes per token,      4096 bytes for these 8 tokens,   "
-        "2.00 MiB at 4096 tokens\n";
-    const char *missing = NULL;
-    ck_assert_msg(lines_in_order(r.out, expected, &missing), "not printed: %s", missing);
+    check_prints(LESSON_DIR, (const char *const[]){NULL},
+                 "MHA (kv_heads = 8):   4096 bytes per token,     32768 bytes for these 8 "
+                 "tokens,  16.00 MiB at 4096 tokens\n"
+                 "GQA (kv_heads = 2):   1024 bytes per token,      8192 bytes for these 8 "
+                 "tokens,   4.00 MiB at 4096 tokens\n"
+                 "MQA (kv_heads = 1):    512 bytes per token,      4096 bytes for these 8 "
+                 "tokens,   2.00 MiB at 4096 tokens\n");
 }
 END_TEST
 
-// Appending by copy and in place leave the same cache; the copy really
-// moves every old position (the spare buffer holds them afterwards).
-START_TEST(test_append_by_copy_equals_in_place) {
-    Tensor *k[2], *spare[2];
-    const int positions = 5, G = 2, D = 3;
-    for (int mode = 0; mode < 2; mode++) {
-        k[mode] = zeros(shape4(1, positions, G, D));
-        spare[mode] = zeros(shape4(1, positions, G, D));
-        for (int len = 0; len < positions; len++) {
-            const Tensor *row = full(shape4(1, 1, G, D), (float)(len + 1));
-            append_rows(&k[mode], &spare[mode], (AppendMode)mode, len, row);
+// --- no copy: query head h reads cache head h / R by index -------------------------------
+
+// Two copies of one module, one decoding with the notebook's forward, one
+// reading by index, for kv_heads 1 (MQA), in between, and = heads (MHA):
+// at every step (the prefill, then one token at a time) the same output
+// and the same weights, to float rounding. And what the reshape copied:
+// nothing for kv_heads 1 and = heads (a view), else 2*B*H*L*D floats.
+START_TEST(test_by_index_equals_copying_at_every_step) {
+    const int batch = 2, dim = 24, heads = 6, prompt = 3, N = 8;
+    const int kv_heads[] = {1, 2, 3, 6};
+    for (int ki = 0; ki < 4; ki++) {
+        const int G = kv_heads[ki], D = dim / heads;
+        manual_seed((uint64_t)(30 + ki));
+        GQA_W_KVcache copying = GQA_W_KVcache_init(dim, heads, G);
+        copying.training = false;
+        GQA_W_KVcache by_index = copying;
+        const Tensor *x = randn(shape3(batch, N, dim));                       // (B, N, C)
+        GQA_W_KVcache_start_cache(&copying, batch, N);
+        GQA_W_KVcache_start_cache(&by_index, batch, N);
+        for (int t = 0; t < N; t = t == 0 ? prompt : t + 1) {
+            int count = t == 0 ? prompt : 1;
+            const char *what = path_join("kv_heads %d, position %d", G, t);
+            GQA_W_KVcacheSteps steps, steps_by_index;
+            const Tensor *out = step(&steps, &copying, x, t, count);          // (B, count, C)
+            const Tensor *out_by_index = step_by_index(&steps_by_index, &by_index, x, t,
+                                                       count);                // (B, count, C)
+            assert_close(out_by_index, out, SELF_ATOL, SELF_RTOL, path_join("%s: out", what));
+            assert_close(steps_by_index.attn, steps.attn, SELF_ATOL, SELF_RTOL,
+                         path_join("%s: attn", what));
+            ck_assert_ptr_null(steps_by_index.key);
+            int L = t + count;
+            int64_t copied = G == 1 || G == heads ? 0 : 2 * (int64_t)batch * heads * L * D;
+            ck_assert_msg(floats_copied(&steps, &copying) == copied,
+                          "%s: the reshape copied %lld floats, expected %lld", what,
+                          (long long)floats_copied(&steps, &copying), (long long)copied);
         }
+        assert_bitwise_equal(by_index.k_cache, copying.k_cache, "the two caches");
     }
-    assert_bitwise_equal(k[APPEND_BY_COPY], k[APPEND_IN_PLACE], "copy vs in place");
+}
+END_TEST
+
+// The section's lines for the defaults, worked by hand: R = 8 / 2 = 4,
+// the reshape copies 2 (K and V) * 1 * 8 * L * 64 = 1024 * L floats: 8192
+// at L = 8, 4096 + 5120 + ... + 8192 = 30720 in all, 16 MiB at L = 4096.
+// And for kv_heads 1, a view: nothing copied.
+START_TEST(test_no_copy_lines) {
+    check_prints(LESSON_DIR, (const char *const[]){NULL},
+                 "by index:     query head h reads k_cache[:, :L, h // 4] and v_cache[:, :L, "
+                 "h // 4]\n"
+                 "prefill, L = 4: the reshape copied 4096 floats (16384 bytes), by index none; "
+                 "max |by index - copy| = 0\n"
+                 "token 7, L = 8: the reshape copied 8192 floats (32768 bytes), by index none; "
+                 "max |by index - copy| = 0\n"
+                 "the copy grows with the cache: 2 (K and V) * batch * heads * L * head_dim = "
+                 "1024 * L floats per call,\n"
+                 "30720 floats in all here, 16.00 MiB per call and layer at L = 4096; by index "
+                 "reads the cache as it is\n");
+    check_prints(LESSON_DIR, (const char *const[]){"--kv-heads", "1", NULL},
+                 "token 7, L = 8: the reshape copied 0 floats (0 bytes), by index none; "
+                 "max |by index - copy| = 0\n");
+}
+END_TEST
+
+// --- the bench's machinery ------------------------------------------------------------
+
+// Appending by copy (as torch.cat) and in place leave the same cache; the
+// copy really moves every old position (the spare holds them afterwards).
+START_TEST(test_append_by_copy_equals_in_place) {
+    const int positions = 5, G = 2, D = 3;
+    Shape cache_shape = shape4(1, positions, G, D);
+    Tensor *in_place = zeros(cache_shape);                                    // (1, 5, G, D)
+    Tensor *by_copy = zeros(cache_shape), *spare = zeros(cache_shape);        // (1, 5, G, D)
+    for (int len = 0; len < positions; len++) {
+        const Tensor *row = full(shape4(1, 1, G, D), (float)(len + 1));       // (1, 1, G, D)
+        append_in_place(in_place, len, row);
+        copy_like_cat(&by_copy, &spare, len);
+        append_in_place(by_copy, len, row);
+    }
+    assert_bitwise_equal(by_copy, in_place, "copy vs in place");
     for (int t = 0; t < positions; t++) {
-        ck_assert(*at4(k[APPEND_IN_PLACE], 0, t, 1, 2) == (float)(t + 1));
+        ck_assert(*at4(in_place, 0, t, 1, 2) == (float)(t + 1));
     }
     // After the last copy the spare is the previous cache: 4 positions filled.
-    ck_assert(*at4(spare[APPEND_BY_COPY], 0, 3, 0, 0) == 4.0f);
-    ck_assert(*at4(spare[APPEND_BY_COPY], 0, 4, 0, 0) == 0.0f);
+    ck_assert(*at4(spare, 0, 3, 0, 0) == 4.0f);
+    ck_assert(*at4(spare, 0, 4, 0, 0) == 0.0f);
+}
+END_TEST
+
+// The four ways the bench generates give the same outputs: recomputing,
+// the cache in place, appended by copy, and read by index.
+START_TEST(test_generations_agree) {
+    const int dim = 16, heads = 4, P = 3, N = 9;
+    manual_seed(40);
+    GQA_W_KVcache gqa = GQA_W_KVcache_init(dim, heads, 2);
+    gqa.training = false;
+    const Tensor *x = randn(shape3(2, N, dim));                               // (B, N, C)
+    const Tensor *full = narrow(step(NULL, &gqa, x, 0, N), 1, P, N - P);      // (B, N - P, C)
+    Tensor *outs[4];
+    const Generation ways[4] = {RECOMPUTE, CACHE_IN_PLACE, CACHE_BY_COPY, CACHE_BY_INDEX};
+    for (int w = 0; w < 4; w++) {
+        outs[w] = zeros(shape3(2, N - P, dim));                               // (B, N - P, C)
+        generate(outs[w], &gqa, x, P, ways[w]);
+    }
+    assert_close(outs[0], full, SELF_ATOL, SELF_RTOL, "recomputed");
+    for (int w = 1; w < 4; w++) {
+        assert_close(outs[w], outs[0], SELF_ATOL, SELF_RTOL,
+                     path_join("generation %d against recomputing", w));
+    }
 }
 END_TEST
 
 // --- flags ---------------------------------------------------------------------------------
+
+// Each: exit 2, nothing on stdout, exactly one line on stderr naming the
+// flag (or the tensor that would not fit), and the --dump directory not made.
+START_TEST(test_bad_flags) {
+    check_gqa_bad_flags(LESSON_DIR, "lesson-10", BAD_FLAGS, N_BAD_FLAGS);
+}
+END_TEST
 
 START_TEST(test_help_mentions_bench) {
     RunResult r = run_program(lesson_binary(LESSON_DIR), (const char *const[]){"--help", NULL});
@@ -303,39 +398,29 @@ START_TEST(test_help_mentions_bench) {
 }
 END_TEST
 
-START_TEST(test_bad_flags) {
-    static const BadFlags BAD[] = {
-        {{"--kv-heads", "3", NULL}, "--kv-heads 3 does not divide --heads 8"},
-        {{"--heads", "5", NULL}, "--heads 5 does not divide --dim 512"},
-        {{"--prompt", "0", NULL}, "--prompt"},
-        {{"--new", "-4", NULL}, "--new"},
-        {{"--new", NULL}, "--new"},
-        {{"--batch", "two", NULL}, "--batch"},
-        {{"--train", NULL}, "--train"},                       // no dropout while generating
-        {{"--prompt", "30000", "--new", "30000", NULL}, "full_attn"},
-        // check_bad_flags adds --dump: the bench's own model would overwrite it
-        {{"--bench", NULL}, "--bench runs its own larger model"},
-    };
-    check_bad_flags(LESSON_DIR, "lesson-10", BAD, sizeof BAD / sizeof BAD[0]);
-}
-END_TEST
-
 static Suite *lesson10_suite(void) {
     Suite *suite = suite_create("lesson10");
     TCase *pytorch = new_tcase("pytorch");
     tcase_add_loop_test(pytorch, test_matches_pytorch, 0, N_CASES);
-    tcase_add_loop_test(pytorch, test_forward_on_recorded_weights, 0, N_CASES);
+    tcase_add_loop_test(pytorch, test_decoding_on_recorded_weights, 0, N_CASES);
     suite_add_tcase(suite, pytorch);
     TCase *cache = new_tcase("cache");
     tcase_add_test(cache, test_cached_equals_full_everywhere);
     tcase_add_test(cache, test_offset_mask_in_the_weights);
     tcase_add_test(cache, test_the_notebooks_frozen_cache_is_wrong);
     tcase_add_test(cache, test_memory_lines);
-    tcase_add_test(cache, test_append_by_copy_equals_in_place);
     suite_add_tcase(suite, cache);
+    TCase *no_copy = new_tcase("no copy");
+    tcase_add_test(no_copy, test_by_index_equals_copying_at_every_step);
+    tcase_add_test(no_copy, test_no_copy_lines);
+    suite_add_tcase(suite, no_copy);
+    TCase *bench = new_tcase("bench machinery");
+    tcase_add_test(bench, test_append_by_copy_equals_in_place);
+    tcase_add_test(bench, test_generations_agree);
+    suite_add_tcase(suite, bench);
     TCase *flags = new_tcase("flags");
-    tcase_add_test(flags, test_help_mentions_bench);
     tcase_add_test(flags, test_bad_flags);
+    tcase_add_test(flags, test_help_mentions_bench);
     suite_add_tcase(suite, flags);
     return suite;
 }

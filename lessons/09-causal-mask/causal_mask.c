@@ -56,9 +56,10 @@
 // positions, C = dim, H = num_heads, G = num_groups (the key/value heads,
 // --kv-heads), R = expand_ratio = H / G (query heads per key/value head),
 // D = head_dim = C / H.
-// Index letters: b batch, h query head, t query position, s key position;
-// in the expand below, g a key/value head (a group) and r a query head
-// inside it, so query head h = g*R + r reads key/value head g = h / R.
+// Index letters: b batch, h query head, t query position, s key position,
+// c one of the C features; in the expand below, g a key/value head (a
+// group) and r a query head inside it, so query head h = g*R + r reads
+// key/value head g = h / R.
 // Coming from lesson 8: this module's names differ from the einsum's.
 // Here G = num_groups is HOW MANY groups (= key/value heads; lesson 8's
 // KV) and R the size of each (lesson 8's G); lesson 8's letter h (the
@@ -71,51 +72,7 @@
 
 #include "attention.h"
 
-// --- part 1: the masks --------------------------------------------------------
-
-// torch.triu(torch.ones(q_len, cache_len + q_len), diagonal=1 + cache_len):
-// 1 marks a key the query may NOT see. Query row t is the token at absolute
-// position cache_len + t; key column s is at absolute position s. The query
-// sees s <= cache_len + t, i.e. s - t <= cache_len, and triu keeps (sets to
-// 1) exactly the s - t >= cache_len + 1. So the diagonal slides right by
-// cache_len: the mask is aligned to the BOTTOM RIGHT of the score matrix,
-// where the newest query meets the newest key.
-static const Tensor *causal_mask(int q_len, int cache_len) {
-    return triu(ones(shape2(q_len, cache_len + q_len)), 1 + cache_len);   // (q_len, cache_len + q_len)
-}
-
-static void show_masks(void) {
-    // In[12]: the plain causal mask for 4 tokens. Row t has 1s (forbidden)
-    // after column t.
-    int seq_len = 4;
-    const Tensor *mask = triu(ones(shape2(seq_len, seq_len)), 1);   // (4, 4)
-    printf("mask = torch.triu(torch.ones(4, 4), diagonal=1)\n%s\n", tensor_str(mask, NULL));
-
-    // In[12]: ONE new query after cache_len = 2 cached keys. It is the
-    // newest token, so it may see all 3 keys: the mask is all zeros.
-    int cache_len = 2;
-    const Tensor *mask_w_cache = triu(ones(shape2(1, 1 + cache_len)), 1 + cache_len);   // (1, 3)
-    printf("mask_w_cache = torch.triu(torch.ones(1, 1 + cache_len), diagonal=1 + cache_len)\n"
-           "%s\n\n", tensor_str(mask_w_cache, NULL));
-
-    // The general case: q_len = 2 new queries after the same 2 cached keys.
-    // Query 0 (absolute position 2) may see keys 0..2 but not key 3 (the
-    // other new token); query 1 (position 3) sees all 4.
-    int q_len = 2;
-    const Tensor *mask_chunk = causal_mask(q_len, cache_len);   // (2, 4)
-    printf("-- the general mask: q_len new queries after cache_len cached keys --\n");
-    printf("mask = torch.triu(torch.ones(q_len, cache_len + q_len), diagonal=1 + cache_len)\n");
-    printf("q_len = 2, cache_len = 2:\n%s\n", tensor_str(mask_chunk, NULL));
-    // (Two statements, not two calls inside one printf: C leaves the order in
-    // which arguments are evaluated open, and the --dot graph records the
-    // operations in the order they run.)
-    const Tensor *no_cache = causal_mask(4, 0);     // (4, 4)
-    const Tensor *one_query = causal_mask(1, 2);    // (1, 3)
-    printf("cache_len = 0 gives the (4, 4) mask above, q_len = 1 the one-row mask:\n%s\n%s\n\n",
-           tensor_str(no_cache, NULL), tensor_str(one_query, NULL));
-}
-
-// --- part 2: the notebook's GQA module ------------------------------------------
+// --- the module: the notebook's GQA, causal -----------------------------------------
 
 // class GQA(nn.Module) of seed 001, In[10]. The notebook calls the number of
 // key/value heads `num_groups`: G groups of R = H / G query heads, each group
@@ -130,6 +87,12 @@ typedef struct {
     Linear o_proj;    // C -> C
     bool training;    // module.train() / module.eval(): dropout on or off
 } GQA;
+
+// What the forward computed besides its output, kept for the lesson to
+// print and the tests to check (the notebook keeps it local).
+typedef struct {
+    const Tensor *attn;   // (B, H, T, T): the weights, after dropout (eval: none)
+} GQASteps;
 
 // GQA(dim, num_heads, num_groups). The notebook asserts that num_heads
 // divides dim and num_groups divides num_heads; main() checks both on the
@@ -149,67 +112,121 @@ static GQA GQA_init(int dim, int num_heads, int num_groups) {
 }
 
 // GQA.forward(query, key, value), line by line. query, key, value are
-// (B, T, C). Returns out (B, T, C); *attn_weights gets the attention
-// weights (B, H, T, T) (the notebook keeps them local; we hand them out so
-// the lesson can print them). The notebook reuses the names query/key/value
-// for the projected tensors; so do we.
-static const Tensor *GQA_forward(const GQA *self, const Tensor **attn_weights, const Tensor *query,
+// (B, T, C); returns out (B, T, C). `steps` (may be NULL) gets the weights.
+// The notebook reuses the names query/key/value for the projected tensors;
+// so do we.
+static Tensor *GQA_forward(GQASteps *steps, const GQA *self, const Tensor *query,
                            const Tensor *key, const Tensor *value) {
     int batch_size = size(query, 0);
     int seq_len = size(query, 1);
     int H = self->num_heads, G = self->num_groups, D = self->head_dim;
     const int heads_first[4] = {0, 2, 1, 3};   // permute(0, 2, 1, 3)
+    Shape query_heads = shape4(batch_size, seq_len, H, D);
+    Shape kv_heads = shape4(batch_size, seq_len, G, D);
 
     // Project, split the last dim into heads, and move heads before
     // positions so that each head is one (T, D) matrix.
-    query = view(linear(query, &self->w_query), shape4(batch_size, seq_len, H, D));  // (B, T, H, D)
-    query = permute(query, heads_first);                                           // (B, H, T, D)
-    key = view(linear(key, &self->w_key), shape4(batch_size, seq_len, G, D));        // (B, T, G, D)
-    key = permute(key, heads_first);                                               // (B, G, T, D)
-    value = view(linear(value, &self->w_value), shape4(batch_size, seq_len, G, D));  // (B, T, G, D)
-    value = permute(value, heads_first);                                           // (B, G, T, D)
+    query = view(linear(query, &self->w_query), query_heads);                 // (B, T, H, D)
+    query = permute(query, heads_first);                                      // (B, H, T, D)
+    key = view(linear(key, &self->w_key), kv_heads);                          // (B, T, G, D)
+    key = permute(key, heads_first);                                          // (B, G, T, D)
+    value = view(linear(value, &self->w_value), kv_heads);                    // (B, T, G, D)
+    value = permute(value, heads_first);                                      // (B, G, T, D)
 
     // Give every query head its key/value head. unsqueeze(2) makes room for
     // the R heads of a group; expand repeats the group's key R times there
     // without copying (stride 0); reshape then merges (G, R) into H, which
-    // must copy, because an expanded view cannot be flattened in place.
+    // must copy when 1 < G < H, because an expanded view cannot be flattened
+    // in place (with G = 1 or R = 1 it is a view, as in PyTorch).
     // Merging (G, R) row-major puts query head i = g * R + r on key head
     // g = i / R: heads 0..R-1 share key head 0, the next R key head 1.
     // (That is repeat_interleave of seed 002, not repeat, and lesson 8's
     // einops "(h g)" grouping, whose h is this g and whose g is this r.)
     int expand_ratio = H / G;   // R
-    key = unsqueeze(key, 2);                                                       // (B, G, 1, T, D)
-    key = expand(key, shape5(-1, -1, expand_ratio, -1, -1));                       // (B, G, R, T, D)
-    key = reshape(key, shape4(batch_size, H, seq_len, D));                         // (B, H, T, D)
-    value = unsqueeze(value, 2);                                                   // (B, G, 1, T, D)
-    value = expand(value, shape5(-1, -1, expand_ratio, -1, -1));                   // (B, G, R, T, D)
-    value = reshape(value, shape4(batch_size, H, seq_len, D));                     // (B, H, T, D)
+    Shape every_head = shape4(batch_size, H, seq_len, D);
+    key = unsqueeze(key, 2);                                                  // (B, G, 1, T, D)
+    key = expand(key, shape5(-1, -1, expand_ratio, -1, -1));                  // (B, G, R, T, D)
+    key = reshape(key, every_head);                                           // (B, H, T, D)
+    value = unsqueeze(value, 2);                                              // (B, G, 1, T, D)
+    value = expand(value, shape5(-1, -1, expand_ratio, -1, -1));              // (B, G, R, T, D)
+    value = reshape(value, every_head);                                       // (B, H, T, D)
 
     // Dividing by sqrt(D) keeps the dot products of D-long vectors near
     // unit size, so softmax does not saturate into a one-hot row.
-    const Tensor *scores = matmul(query, transpose(key, -2, -1));                        // (B, H, T, T)
-    scores = div_scalar(scores, sqrtf((float)D));                                  // (B, H, T, T)
+    const Tensor *scores = matmul(query, transpose(key, -2, -1));             // (B, H, T, T)
+    scores = div_scalar(scores, sqrtf((float)D));                             // (B, H, T, T)
 
     // The causal mask: 1 above the diagonal = key s is in the future of
     // query t. Filling those scores with -inf makes exp() give exactly 0,
     // so no weight at all goes to the future. The (T, T) mask broadcasts
     // over batch and heads. Every row keeps at least its diagonal, so no
     // row is all -inf (which would give 0/0 = NaN).
-    const Tensor *mask = named("mask", triu(ones(shape2(seq_len, seq_len)), 1));         // (T, T)
-    scores = masked_fill(scores, eq_scalar(mask, 1.0f), -INFINITY);                // (B, H, T, T)
-    const Tensor *attn = softmax(scores, -1);                                            // (B, H, T, T)
+    const Tensor *mask = triu(ones(shape2(seq_len, seq_len)), 1);             // (T, T)
+    named("mask", mask);
+    scores = masked_fill(scores, eq_scalar(mask, 1.0f), -INFINITY);           // (B, H, T, T)
+    const Tensor *attn = softmax(scores, -1);                                 // (B, H, T, T)
     // Dropout on the weights, only in training: it randomly silences some
     // of the links between positions. .eval() turns it off.
-    attn = dropout(attn, 0.1, self->training);                                     // (B, H, T, T)
-    *attn_weights = attn;
+    attn = dropout(attn, 0.1, self->training);                                // (B, H, T, T)
+    if (steps != NULL) {
+        steps->attn = attn;
+    }
 
-    const Tensor *attn_out = matmul(attn, value);                                        // (B, H, T, D)
+    const Tensor *attn_out = matmul(attn, value);                             // (B, H, T, D)
     // Back to one row per position with the heads side by side; the permuted
     // view is not contiguous, so reshape copies it.
-    attn_out = permute(attn_out, heads_first);                                     // (B, T, H, D)
-    attn_out = reshape(attn_out, shape3(batch_size, seq_len, H * D));              // (B, T, C)
-    return linear(attn_out, &self->o_proj);                                        // (B, T, C)
+    attn_out = permute(attn_out, heads_first);                                // (B, T, H, D)
+    attn_out = reshape(attn_out, shape3(batch_size, seq_len, H * D));         // (B, T, C)
+    return linear(attn_out, &self->o_proj);                                   // (B, T, C)
 }
+
+// --- part 1: the masks ------------------------------------------------------------------
+
+// torch.triu(torch.ones(q_len, cache_len + q_len), diagonal=1 + cache_len):
+// 1 marks a key the query may NOT see. Query row t is the token at absolute
+// position cache_len + t; key column s is at absolute position s. The query
+// sees s <= cache_len + t, i.e. s - t <= cache_len, and triu keeps (sets to
+// 1) exactly the s - t >= cache_len + 1. So the diagonal slides right by
+// cache_len: the mask is aligned to the BOTTOM RIGHT of the score matrix,
+// where the newest query meets the newest key.
+static Tensor *causal_mask(int q_len, int cache_len) {
+    Tensor *all = ones(shape2(q_len, cache_len + q_len));   // (q_len, cache_len + q_len)
+    return triu(all, 1 + cache_len);                        // (q_len, cache_len + q_len)
+}
+
+static void show_masks(void) {
+    // In[12]: the plain causal mask for 4 tokens. Row t has 1s (forbidden)
+    // after column t.
+    int seq_len = 4;
+    const Tensor *mask = triu(ones(shape2(seq_len, seq_len)), 1);             // (4, 4)
+    printf("mask = torch.triu(torch.ones(4, 4), diagonal=1)\n%s\n", tensor_str(mask, NULL));
+
+    // In[12]: ONE new query after cache_len = 2 cached keys. It is the
+    // newest token, so it may see all 3 keys: the mask is all zeros.
+    int cache_len = 2;
+    const Tensor *row_of_ones = ones(shape2(1, 1 + cache_len));               // (1, 3)
+    const Tensor *mask_w_cache = triu(row_of_ones, 1 + cache_len);            // (1, 3)
+    printf("mask_w_cache = torch.triu(torch.ones(1, 1 + cache_len), diagonal=1 + cache_len)\n"
+           "%s\n\n", tensor_str(mask_w_cache, NULL));
+
+    // The general case: q_len = 2 new queries after the same 2 cached keys.
+    // Query 0 (absolute position 2) may see keys 0..2 but not key 3 (the
+    // other new token); query 1 (position 3) sees all 4.
+    int q_len = 2;
+    const Tensor *mask_chunk = causal_mask(q_len, cache_len);                 // (2, 4)
+    printf("-- the general mask: q_len new queries after cache_len cached keys --\n");
+    printf("mask = torch.triu(torch.ones(q_len, cache_len + q_len), diagonal=1 + cache_len)\n");
+    printf("q_len = 2, cache_len = 2:\n%s\n", tensor_str(mask_chunk, NULL));
+    // (Two statements, not two calls inside one printf: C leaves the order in
+    // which arguments are evaluated open, and the --dot graph records the
+    // operations in the order they run.)
+    const Tensor *no_cache = causal_mask(4, 0);                               // (4, 4)
+    const Tensor *one_query = causal_mask(1, 2);                              // (1, 3)
+    printf("cache_len = 0 gives the (4, 4) mask above, q_len = 1 the one-row mask:\n%s\n%s\n\n",
+           tensor_str(no_cache, NULL), tensor_str(one_query, NULL));
+}
+
+// --- part 2: what the notebook's example does not print ---------------------------------
 
 // t[0] in PyTorch: the first entry along dim 0, one dim fewer. A narrow()
 // keeps the dim (size 1), so reshape drops it (a view, nothing copied).
@@ -221,24 +238,68 @@ static const Tensor *first(const Tensor *t) {
     return reshape(narrow(t, 0, 0, 1), rest);
 }
 
+// The weights and the output, their top-left corners: the weights are a
+// lower triangle. (As in Python, [:4] takes fewer when there are fewer.)
+static void show_weights(const Tensor *attn, const Tensor *output, bool heatmap) {
+    int T = size(attn, 2), C = size(output, 2);
+    int rows = T < 4 ? T : 4, cols = C < 4 ? C : 4;
+    const Tensor *attn_rows = narrow(attn, 2, 0, rows);                       // (B, H, 4, T)
+    const Tensor *attn_corner = first(first(narrow(attn_rows, 3, 0, rows)));  // (4, 4)
+    printf("attention weights, attn[0, 0, :4, :4]:\n%s\n", tensor_str(attn_corner, NULL));
+    const Tensor *output_rows = narrow(first(output), 0, 0, rows);            // (4, C)
+    const Tensor *output_corner = narrow(output_rows, 1, 0, cols);            // (4, 4)
+    printf("output[0, :4, :4]:\n%s\n", tensor_str(output_corner, NULL));
+    if (heatmap) {
+        print_heatmap("attn", narrow(attn, 0, 0, 1));   // batch 0, every head
+    }
+}
+
 // The largest |a - b| over positions [from, to) of two (B, T, C) tensors.
 static float diff_of_positions(const Tensor *a, const Tensor *b, int from, int to) {
     return max_abs_diff(narrow(a, 1, from, to - from), narrow(b, 1, from, to - from));
 }
 
-// --- part 3: two conventions for a mask -------------------------------------------
+// Causality, checked: change the last token of query, key and value and
+// run again. Outputs 0 .. T-2 never looked at position T-1 (their weight
+// on it was exactly 0), so they must not move at all.
+static void check_causality(const GQA *gqa, const Tensor *query, const Tensor *key,
+                            const Tensor *value, const Tensor *output) {
+    int B = size(query, 0), T = size(query, 1), C = size(query, 2);
+    Tensor *query2 = clone(query);                                            // (B, T, C)
+    Tensor *key2 = clone(key);                                                // (B, T, C)
+    Tensor *value2 = clone(value);                                            // (B, T, C)
+    for (int b = 0; b < B; b++) {
+        for (int c = 0; c < C; c++) {
+            *at3(query2, b, T - 1, c) += 1.0f;
+            *at3(key2, b, T - 1, c) += 1.0f;
+            *at3(value2, b, T - 1, c) += 1.0f;
+        }
+    }
+    const Tensor *output2 = GQA_forward(NULL, gqa, query2, key2, value2);     // (B, T, C)
+    printf("add 1 to the last token of query, key and value, run again:\n");
+    if (T > 1) {
+        printf("  max |output2 - output| at positions 0..%d: %g\n", T - 2,
+               (double)diff_of_positions(output2, output, 0, T - 1));
+    }
+    printf("  max |output2 - output| at position %d: %.4f\n\n", T - 1,
+           (double)diff_of_positions(output2, output, T - 1, T));
+}
+
+// --- part 3: two conventions for a mask -------------------------------------------------
 
 // The same causal pattern on fixed 3x3 scores, written both ways, and what
 // happens to a row that is masked entirely.
 static void compare_conventions(void) {
     const float score_values[] = {1, 2, 3,  4, 5, 6,  7, 8, 9};
-    const Tensor *scores = tensor_from(shape2(3, 3), score_values);                      // (3, 3)
+    const Tensor *scores = tensor_from(shape2(3, 3), score_values);           // (3, 3)
     printf("-- two conventions for the same mask --\n");
     printf("scores = torch.tensor([[1., 2., 3.], [4., 5., 6.], [7., 8., 9.]])\n");
 
     // Here (seed 001): 1 = forbidden, fill where mask == 1, with -inf.
-    const Tensor *mask = triu(ones(shape2(3, 3)), 1);                                    // (3, 3)
-    const Tensor *w_inf = softmax(masked_fill(scores, eq_scalar(mask, 1.0f), -INFINITY), -1);  // (3, 3)
+    const Tensor *mask = triu(ones(shape2(3, 3)), 1);                         // (3, 3)
+    const Tensor *forbidden = eq_scalar(mask, 1.0f);                          // (3, 3)
+    const Tensor *filled_inf = masked_fill(scores, forbidden, -INFINITY);     // (3, 3)
+    const Tensor *w_inf = softmax(filled_inf, -1);                            // (3, 3)
     printf("this lesson: torch.triu(torch.ones(3, 3), diagonal=1), 1 = forbidden\n");
     printf("scores.masked_fill(mask == 1, float('-inf')).softmax(-1)\n%s\n",
            tensor_str(w_inf, NULL));
@@ -246,8 +307,10 @@ static void compare_conventions(void) {
     // Lesson 4 (seed 000, SelfAttV3): 1 = allowed, fill where mask == 0,
     // with -1e20. The causal "allowed" mask is the lower triangle, tril.
     // exp(-1e20 - max) underflows to exactly 0, so the weights are the same.
-    const Tensor *keep = add(ones(shape2(3, 3)), mul_scalar(mask, -1.0f));               // (3, 3)
-    const Tensor *w_big = softmax(masked_fill(scores, eq_scalar(keep, 0.0f), -1e20f), -1);  // (3, 3)
+    const Tensor *keep = add(ones(shape2(3, 3)), mul_scalar(mask, -1.0f));    // (3, 3)
+    const Tensor *not_kept = eq_scalar(keep, 0.0f);                           // (3, 3)
+    const Tensor *filled_big = masked_fill(scores, not_kept, -1e20f);         // (3, 3)
+    const Tensor *w_big = softmax(filled_big, -1);                            // (3, 3)
     printf("lesson 4: keep = torch.tril(torch.ones(3, 3)), 1 = allowed\n%s\n",
            tensor_str(keep, NULL));
     printf("scores.masked_fill(keep == 0, -1e20).softmax(-1)\n%s\n", tensor_str(w_big, NULL));
@@ -258,105 +321,66 @@ static void compare_conventions(void) {
     // -inf leaves exp(-inf - (-inf)) = exp(nan): the row is NaN, and NaN
     // spreads through everything after it. A causal row never gets there:
     // query t always sees key t (s - t = 0 < 1, or < 1 + cache_len).
-    const Tensor *all_masked = zeros(shape2(1, 3));                                      // (1, 3)
+    const Tensor *row = narrow(scores, 0, 0, 1);                              // (1, 3)
+    const Tensor *all_masked = eq_scalar(zeros(shape2(1, 3)), 0.0f);          // (1, 3)
+    const Tensor *row_big = softmax(masked_fill(row, all_masked, -1e20f), -1);   // (1, 3)
+    const Tensor *row_inf = softmax(masked_fill(row, all_masked, -INFINITY), -1);   // (1, 3)
     printf("a row with every key masked: row = scores[:1]\n");
-    printf("with -1e20: %s\n", tensor_str(softmax(masked_fill(narrow(scores, 0, 0, 1),
-           eq_scalar(all_masked, 0.0f), -1e20f), -1), NULL));
-    printf("with -inf:  %s\n", tensor_str(softmax(masked_fill(narrow(scores, 0, 0, 1),
-           eq_scalar(all_masked, 0.0f), -INFINITY), -1), NULL));
+    printf("with -1e20: %s\n", tensor_str(row_big, NULL));
+    printf("with -inf:  %s\n", tensor_str(row_inf, NULL));
     printf("a causal row always keeps its diagonal, so it never gets there\n\n");
 }
 
-// --- the lesson ---------------------------------------------------------------------
-
-typedef struct {
-    int batch, seq, dim, heads, kv_heads;
-    bool train;
-    bool heatmap;
-} Sizes;
-
-// In[11]: the notebook's example usage, then what it does not print: the
-// weights, the output, and the check that the future is really invisible.
-static void run_gqa(const Sizes *n) {
-    int B = n->batch, T = n->seq, C = n->dim;
-    printf("-- the notebook's GQA module, causal --\n");
-    // gqa = GQA(embed_dim, num_heads, num_groups).eval(): the weights are
-    // drawn first, then the three inputs, as in the notebook.
-    GQA gqa = GQA_init(C, n->heads, n->kv_heads);
-    gqa.training = n->train;   // .eval() unless --train
-    const Tensor *query = named("query", randn(shape3(B, T, C)));                        // (B, T, C)
-    const Tensor *key = named("key", randn(shape3(B, T, C)));                            // (B, T, C)
-    const Tensor *value = named("value", randn(shape3(B, T, C)));                        // (B, T, C)
-
-    const Tensor *attn;                                                                  // (B, H, T, T)
-    const Tensor *output = named("output", GQA_forward(&gqa, &attn, query, key, value));  // (B, T, C)
-    printf("%s\n", size_str(output));   // print(output.shape)
-
-    // Batch 0, head 0, the first rows and columns: a lower triangle. (As
-    // in Python, [:4] takes fewer when there are fewer.)
-    int corner = T < 4 ? T : 4;
-    const Tensor *attn_corner = narrow(narrow(attn, 2, 0, corner), 3, 0, corner);       // (B, H, 4, 4)
-    printf("attention weights, attn[0, 0, :4, :4]:\n%s\n",
-           tensor_str(first(first(attn_corner)), NULL));
-    int rows = T < 4 ? T : 4, cols = C < 4 ? C : 4;
-    const Tensor *output_corner = narrow(narrow(first(output), 0, 0, rows), 1, 0, cols);  // (4, 4)
-    printf("output[0, :4, :4]:\n%s\n", tensor_str(output_corner, NULL));
-    if (n->heatmap) {
-        print_heatmap("attn", narrow(attn, 0, 0, 1));   // batch 0, every head
-    }
-
-    // Causality, checked: change the last token of query, key and value and
-    // run again. Outputs 0 .. T-2 never looked at position T-1 (their
-    // weight on it was exactly 0), so they must not move at all.
-    trace_pause(true);   // a second run of the same graph: not drawn again
-    Tensor *query2 = clone(query), *key2 = clone(key), *value2 = clone(value);  // (B, T, C)
-    for (int b = 0; b < B; b++) {
-        for (int c = 0; c < C; c++) {
-            *at3(query2, b, T - 1, c) += 1.0f;
-            *at3(key2, b, T - 1, c) += 1.0f;
-            *at3(value2, b, T - 1, c) += 1.0f;
-        }
-    }
-    const Tensor *attn2;                                                                 // (B, H, T, T)
-    const Tensor *output2 = GQA_forward(&gqa, &attn2, query2, key2, value2);             // (B, T, C)
-    printf("add 1 to the last token of query, key and value, run again:\n");
-    if (T > 1) {
-        printf("  max |output2 - output| at positions 0..%d: %g\n", T - 2,
-               (double)diff_of_positions(output2, output, 0, T - 1));
-    }
-    printf("  max |output2 - output| at position %d: %.4f\n\n", T - 1,
-           (double)diff_of_positions(output2, output, T - 1, T));
-    trace_pause(false);
-}
+// --- the lesson -------------------------------------------------------------------------
 
 int main(int argc, char **argv) {
-    Sizes n = {.batch = 4, .seq = 32, .dim = 512, .heads = 8, .kv_heads = 2};
+    int batch = 4, seq = 32, dim = 512, heads = 8, kv_heads = 2;   // the notebook's sizes
+    bool train = false;
     SizeFlag sizes[] = {
-        {"--batch", &n.batch, "batch size"},
-        {"--seq", &n.seq, "sequence length"},
-        {"--dim", &n.dim, "hidden dimension (embed_dim)"},
-        {"--heads", &n.heads, "query heads (num_heads)"},
-        {"--kv-heads", &n.kv_heads, "key/value heads (the notebook's num_groups)"},
+        {"--batch", &batch, "batch size"},
+        {"--seq", &seq, "sequence length"},
+        {"--dim", &dim, "hidden dimension (embed_dim)"},
+        {"--heads", &heads, "query heads (num_heads)"},
+        {"--kv-heads", &kv_heads, "key/value heads (the notebook's num_groups)"},
     };
-    SwitchFlag switches[] = {{"--train", &n.train, "training mode: dropout 0.1 on the weights"}};
+    SwitchFlag switches[] = {{"--train", &train, "training mode: dropout 0.1 on the weights"}};
     Lesson lesson = {
         .program = "lesson-9",
         .summary = "causal-mask: the causal mask, with and without a cache, in seed 001's GQA",
         .sizes = sizes, .n_sizes = 5, .switches = switches, .n_switches = 1,
     };
     parse_lesson_args(&lesson, argc, argv);
-    check_divides(&lesson, "--heads", n.heads, "--dim", n.dim);
-    check_divides(&lesson, "--kv-heads", n.kv_heads, "--heads", n.heads);
-    check_fits(&lesson, "attn (batch, heads, seq, seq)",
-               shape4(n.batch, n.heads, n.seq, n.seq));
-    check_fits(&lesson, "query (batch, seq, dim)", shape3(n.batch, n.seq, n.dim));
-    check_fits(&lesson, "w_query.weight (dim, dim)", shape2(n.dim, n.dim));
-    n.heatmap = lesson.heatmap;
+    check_divides(&lesson, "--heads", heads, "--dim", dim);
+    check_divides(&lesson, "--kv-heads", kv_heads, "--heads", heads);
+    // The largest tensors of each kind: the weights (B, H, T, T) (the scores,
+    // the mask's broadcast), the activations (B, T, C) (every projection,
+    // and the expanded keys (B, G, R, T, D), which are as many), and the
+    // parameters (C, C). Every other tensor is one of these or smaller.
+    check_fits(&lesson, "attn (batch, heads, seq, seq)", shape4(batch, heads, seq, seq));
+    check_fits(&lesson, "query (batch, seq, dim)", shape3(batch, seq, dim));
+    check_fits(&lesson, "w_query.weight (dim, dim)", shape2(dim, dim));
     lesson_start(&lesson);
 
     show_masks();
-    run_gqa(&n);
-    trace_pause(true);   // the 3x3 toy scores are not part of the module's dataflow
+
+    // In[11], the notebook's example usage: gqa = GQA(embed_dim, num_heads,
+    // num_groups).eval(); the weights are drawn first, then the three inputs.
+    printf("-- the notebook's GQA module, causal --\n");
+    GQA gqa = GQA_init(dim, heads, kv_heads);
+    gqa.training = train;   // .eval() unless --train
+    const Tensor *query = named("query", randn(shape3(batch, seq, dim)));     // (B, T, C)
+    const Tensor *key = named("key", randn(shape3(batch, seq, dim)));         // (B, T, C)
+    const Tensor *value = named("value", randn(shape3(batch, seq, dim)));     // (B, T, C)
+    GQASteps steps;
+    const Tensor *output = GQA_forward(&steps, &gqa, query, key, value);      // (B, T, C)
+    named("output", output);
+    printf("%s\n", size_str(output));   // print(output.shape)
+
+    // What follows looks at the results and runs asides: the diagram shows
+    // the masks and the module's dataflow only.
+    trace_pause(true);
+    show_weights(steps.attn, output, lesson.heatmap);
+    check_causality(&gqa, query, key, value, output);
     compare_conventions();
     return lesson_finish(&lesson);
 }

@@ -11,15 +11,21 @@
 //   that is why GQA makes the cache small) and attend over the whole cache.
 //   Seed 001's GQA_W_KVcache tries this and has three bugs; this is the
 //   class fixed. We check it against the full causal forward, print what
-//   the cache costs in memory, and (--bench) what it saves in time.
+//   the cache costs in memory, then do what real decoders do instead of the
+//   notebook's expand().reshape(), which copies the whole cache into every
+//   query head at every step: query head h reads cache head h / R where it
+//   lies. Same numbers, nothing copied. --bench measures what the cache
+//   saves in time, and what the copy costs.
 //
 // THE MATH (L = cache_len + T keys after appending T new tokens)
 //   k_new, v_new = x_new W_k, x_new W_v            (B, T, G, D)  only the new tokens
 //   K = [K_cache; k_new], V = [V_cache; v_new]     (B, L, G, D)  the cache grows by T
 //   scores = q_new K^T / sqrt(D)                   (B, H, T, L)  query head h uses key head h / R
-//   mask   = triu(ones(T, L), diagonal = 1 + cache_len)          new token t sees keys <= cache_len + t
+//   mask   = triu(ones(T, L), diagonal = 1 + cache_len)          token t sees keys <= cache_len + t
 //   out    = softmax(masked scores) V              (B, H, T, D)  -> o_proj -> (B, T, C)
 //   Decoding token by token gives exactly the rows of the full causal forward.
+//   The notebook builds K for all H heads, (B, H, L, D), by copying: 2*B*H*L*D
+//   floats (K and V) per step. Reading key head h / R in place copies none.
 //
 // THE PYTORCH IT MIRRORS (seed 001 In[13], GQA_W_KVcache with its bugs fixed)
 //   torch.manual_seed(seed)
@@ -46,6 +52,9 @@
 //     first decoded token and wrong from the second on.
 //   - A chunk of 2 new tokens needs the mask with its diagonal moved right
 //     by cache_len; the notebook's (2, 2) mask does not even fit.
+//   - No copy: reading cache head h / R by index gives the copying forward's
+//     numbers exactly, while the copy grows by 2*B*H*D floats every step
+//     (and is no copy at all when kv_heads is 1 or equals heads).
 //   - --bench: the measured speedup against the one the FLOP count predicts;
 //     their ratio is the ratio of the two runs' FLOP rates.
 //
@@ -53,8 +62,9 @@
 // cache_len + T (keys attended to), N = prompt + new (all tokens), C = dim,
 // H = num_heads, G = num_groups (key/value heads, --kv-heads), R = H / G,
 // D = head_dim = C / H.
-// Index letters: b batch, t position, g key/value head (a group), r query
-// head inside a group: query head h = g*R + r reads key/value head h / R.
+// Index letters: b batch, t position (s a key's), h query head, g key/value
+// head (a group), r query head inside a group: query head h = g*R + r reads
+// key/value head h / R; d one of a head's D numbers.
 // Coming from lesson 8: seed 001's module names things differently from
 // its einsum. Here G = num_groups counts the groups (= key/value heads,
 // lesson 8's KV) and R is a group's size (lesson 8's G); lesson 8's letter
@@ -64,31 +74,20 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "attention.h"
 
-// --- the module and its cache -------------------------------------------------
-
-// How a step's keys and values get into the cache.
-typedef enum {
-    // Write the T new rows into a cache allocated once for every position:
-    // T rows moved per step.
-    APPEND_IN_PLACE,
-    // What the notebook's torch.cat([self.k_cache, key], dim=1) does: a new
-    // tensor of cache_len + T rows, the cache_len old rows copied into it,
-    // then the new ones: the whole cache moved at every step. (PyTorch
-    // allocates a fresh tensor each time; we copy into a spare one of the
-    // same capacity and swap, so the arena can be released per step. The
-    // copying, which is the cost, is the same.)
-    APPEND_BY_COPY,
-} AppendMode;
+// --- the module: GQA_W_KVcache, fixed -------------------------------------------------
 
 // class GQA_W_KVcache(nn.Module), seed 001 In[13], fixed. The notebook's
-// k_cache/v_cache are tensors that grow; here they are storage for
-// `capacity` positions of which the first cache_len are filled.
+// k_cache/v_cache are tensors that torch.cat makes one step longer at every
+// call; here they are storage for `capacity` positions, made once by
+// GQA_W_KVcache_start_cache, of which the first cache_len are filled (as
+// llama2.c's key_cache and Hugging Face's StaticCache are).
 typedef struct {
     int num_heads;      // H
     int head_dim;       // D = C / H
@@ -98,15 +97,20 @@ typedef struct {
     Linear w_value;     // C -> G * D
     Linear o_proj;      // C -> C
     bool training;      // .eval() clears it
-    bool use_cache;
-    AppendMode append;
+    bool use_cache;     // the notebook's switch: off for the full forward
     int capacity;       // positions the cache has room for
-    int cache_len;      // positions filled
-    Tensor *k_cache;          // (B, capacity, G, D): keys of positions 0 .. cache_len-1
-    Tensor *v_cache;          // (B, capacity, G, D)
-    Tensor *k_spare;          // (B, capacity, G, D), APPEND_BY_COPY only: where the copy goes
-    Tensor *v_spare;          // (B, capacity, G, D)
+    int cache_len;      // positions filled: the notebook's k_cache.shape[1]
+    Tensor *k_cache;    // (B, capacity, G, D): keys of positions 0 .. cache_len-1
+    Tensor *v_cache;    // (B, capacity, G, D)
 } GQA_W_KVcache;
+
+// What the forward computed besides its output, kept for the lesson to
+// print and the tests to check (the notebook keeps them local).
+typedef struct {
+    const Tensor *key;     // (B, H, L, D): every query head's keys, after expand().reshape()
+    const Tensor *value;   // (B, H, L, D)
+    const Tensor *attn;    // (B, H, T, L): the weights
+} GQA_W_KVcacheSteps;
 
 // GQA_W_KVcache(dim, num_heads, num_groups). The notebook's first line here
 // is `super(GQA, self).__init__()` (BUG 1): it names the OTHER class, GQA,
@@ -131,27 +135,26 @@ static GQA_W_KVcache GQA_W_KVcache_init(int dim, int num_heads, int num_groups) 
 }
 
 // `gqa.use_cache = True`, with the storage the notebook never allocates:
-// room for `capacity` positions of `batch_size` sequences, all empty.
-static void GQA_W_KVcache_start_cache(GQA_W_KVcache *self, int batch_size, int capacity,
-                                      AppendMode append) {
+// room for `capacity` positions of `batch_size` sequences, all empty. (The
+// notebook never empties its cache either: a second sequence would need
+// k_cache and v_cache set back to None by hand.)
+static void GQA_W_KVcache_start_cache(GQA_W_KVcache *self, int batch_size, int capacity) {
     Shape cache_shape = shape4(batch_size, capacity, self->num_groups, self->head_dim);
     self->use_cache = true;
-    self->append = append;
     self->capacity = capacity;
     self->cache_len = 0;
-    self->k_cache = zeros(cache_shape);                          // (B, capacity, G, D)
-    self->v_cache = zeros(cache_shape);                          // (B, capacity, G, D)
-    self->k_spare = append == APPEND_BY_COPY ? zeros(cache_shape) : NULL;  // (B, capacity, G, D)
-    self->v_spare = append == APPEND_BY_COPY ? zeros(cache_shape) : NULL;  // (B, capacity, G, D)
-    // Label the storage in the --dot diagram (named() would also --dump it,
-    // empty; the lesson dumps the filled caches at the end).
+    self->k_cache = zeros(cache_shape);                                       // (B, capacity, G, D)
+    self->v_cache = zeros(cache_shape);                                       // (B, capacity, G, D)
+    // Name the storage in the --dot diagram only: named() would also --dump
+    // it, empty; the lesson dumps the filled caches at the end.
     labeled("k_cache", self->k_cache);
     labeled("v_cache", self->v_cache);
 }
 
-// Rows [from, from + count) of positions, for every batch entry b, copied
-// from src (starting at src_from) into dst. Both are contiguous (B, *, G, D),
-// so one position of one sequence is G * D floats in a row.
+// Positions [from, from + count) of dst, for every batch entry b, copied
+// from src (starting at src_from). Both are (B, *, G, D) with each position
+// of each sequence G * D floats in a row (a contiguous tensor, or a view of
+// one that narrows positions only).
 static void copy_positions(Tensor *dst, int from, const Tensor *src, int src_from, int count) {
     int B = size(dst, 0), G = size(dst, 2), D = size(dst, 3);
     for (int b = 0; b < B; b++) {
@@ -162,40 +165,49 @@ static void copy_positions(Tensor *dst, int from, const Tensor *src, int src_fro
     }
 }
 
-// Append the T new positions of `rows` (B, T, G, D) to `*cache`, which
-// holds `cache_len` positions. With APPEND_BY_COPY the whole cache is first
-// copied into `*spare`, then the two are swapped.
-static void append_rows(Tensor **cache, Tensor **spare, AppendMode append, int cache_len,
-                        const Tensor *rows) {
-    if (append == APPEND_BY_COPY) {
-        copy_positions(*spare, 0, *cache, 0, cache_len);   // the old rows, all of them
-        Tensor *swap = *cache;
-        *cache = *spare;
-        *spare = swap;
+// Write the T positions of `rows` (B, T, G, D) into `cache` after the
+// cache_len it holds: T positions moved, whatever the length of the cache.
+static void append_in_place(Tensor *cache, int cache_len, const Tensor *rows) {
+    copy_positions(cache, cache_len, rows, 0, size(rows, 1));
+    trace1("append (in place)", cache, rows);
+}
+
+// The new tokens' keys and values (B, T, G, D) into the module's cache.
+static void append_to_cache(GQA_W_KVcache *self, const Tensor *key, const Tensor *value) {
+    int seq_len = size(key, 1);
+    if (self->cache_len + seq_len > self->capacity) {
+        fail("GQA_W_KVcache: %d cached + %d new positions exceed the cache's %d",
+             self->cache_len, seq_len, self->capacity);
     }
-    copy_positions(*cache, cache_len, rows, 0, size(rows, 1));   // the new rows
-    trace1(append == APPEND_BY_COPY ? "append (copy all)" : "append (in place)", *cache, rows);
+    append_in_place(self->k_cache, self->cache_len, key);
+    append_in_place(self->v_cache, self->cache_len, value);
+    self->cache_len += seq_len;
 }
 
 // GQA_W_KVcache.forward(query, key, value), line by line, fixed. The inputs
 // are (B, T, C): the T NEW tokens only when the cache is on. Returns out
-// (B, T, C); *attn_weights gets the weights (B, H, T, L).
-static const Tensor *GQA_W_KVcache_forward(GQA_W_KVcache *self, const Tensor **attn_weights,
+// (B, T, C); `steps` (may be NULL) gets the expanded keys and values and
+// the weights. `self` is not const: with the cache on, the forward appends
+// this call's keys and values to the module's cache, as the notebook's
+// forward writes self.k_cache.
+static Tensor *GQA_W_KVcache_forward(GQA_W_KVcacheSteps *steps, GQA_W_KVcache *self,
                                      const Tensor *query, const Tensor *key,
                                      const Tensor *value) {
     int batch_size = size(query, 0);
     int seq_len = size(query, 1);
     int H = self->num_heads, G = self->num_groups, D = self->head_dim;
     const int heads_first[4] = {0, 2, 1, 3};   // permute(0, 2, 1, 3)
+    Shape query_heads = shape4(batch_size, seq_len, H, D);
+    Shape kv_heads = shape4(batch_size, seq_len, G, D);
 
-    query = view(linear(query, &self->w_query), shape4(batch_size, seq_len, H, D));  // (B, T, H, D)
-    query = permute(query, heads_first);                                           // (B, H, T, D)
+    query = view(linear(query, &self->w_query), query_heads);                 // (B, T, H, D)
+    query = permute(query, heads_first);                                      // (B, H, T, D)
     // Keys and values stay (B, T, G, D), positions before heads, while they
     // go into the cache: that is the layout the cache grows along (dim 1).
     // Only G heads are computed and stored, not H: R = H / G times less
     // memory than multi-head attention would cache.
-    key = view(linear(key, &self->w_key), shape4(batch_size, seq_len, G, D));        // (B, T, G, D)
-    value = view(linear(value, &self->w_value), shape4(batch_size, seq_len, G, D));  // (B, T, G, D)
+    key = view(linear(key, &self->w_key), kv_heads);                          // (B, T, G, D)
+    value = view(linear(value, &self->w_value), kv_heads);                    // (B, T, G, D)
 
     // The keys before this call's tokens: 0 without a cache.
     int cache_len = 0;
@@ -211,32 +223,28 @@ static const Tensor *GQA_W_KVcache_forward(GQA_W_KVcache *self, const Tensor **a
         // step sees the prompt and itself, and loses the tokens in between.
         // Fixed: every call appends to the cache, then attends over all of it.
         cache_len = self->cache_len;
-        if (cache_len + seq_len > self->capacity) {
-            fail("GQA_W_KVcache: %d cached + %d new positions exceed the cache's %d",
-                 cache_len, seq_len, self->capacity);
-        }
-        append_rows(&self->k_cache, &self->k_spare, self->append, cache_len, key);
-        append_rows(&self->v_cache, &self->v_spare, self->append, cache_len, value);
-        self->cache_len = cache_len + seq_len;
-        key = narrow(self->k_cache, 1, 0, self->cache_len);                       // (B, L, G, D)
-        value = narrow(self->v_cache, 1, 0, self->cache_len);                     // (B, L, G, D)
+        append_to_cache(self, key, value);
+        key = narrow(self->k_cache, 1, 0, self->cache_len);                   // (B, L, G, D)
+        value = narrow(self->v_cache, 1, 0, self->cache_len);                 // (B, L, G, D)
     }
     int kv_len = cache_len + seq_len;   // L
 
-    key = permute(key, heads_first);                                               // (B, G, L, D)
-    value = permute(value, heads_first);                                           // (B, G, L, D)
+    key = permute(key, heads_first);                                          // (B, G, L, D)
+    value = permute(value, heads_first);                                      // (B, G, L, D)
     // As in lesson 9: query head h = g * R + r uses key/value head g. The
     // expand is free; the reshape copies the cache R times over, at every
-    // step (see the bench). -1 there is L, which the notebook leaves to
-    // PyTorch because it changes from call to call.
+    // step, unless G = 1 or R = 1 (then it is a view). -1 there is L, which
+    // the notebook leaves to PyTorch because it changes from call to call.
     int expand_ratio = H / G;   // R
-    key = expand(unsqueeze(key, 2), shape5(-1, -1, expand_ratio, -1, -1));         // (B, G, R, L, D)
-    key = reshape(key, shape4(batch_size, H, -1, D));                              // (B, H, L, D)
-    value = expand(unsqueeze(value, 2), shape5(-1, -1, expand_ratio, -1, -1));     // (B, G, R, L, D)
-    value = reshape(value, shape4(batch_size, H, -1, D));                          // (B, H, L, D)
+    Shape every_head = shape4(batch_size, H, -1, D);
+    Shape groups_expanded = shape5(-1, -1, expand_ratio, -1, -1);
+    key = expand(unsqueeze(key, 2), groups_expanded);                         // (B, G, R, L, D)
+    key = reshape(key, every_head);                                           // (B, H, L, D)
+    value = expand(unsqueeze(value, 2), groups_expanded);                     // (B, G, R, L, D)
+    value = reshape(value, every_head);                                       // (B, H, L, D)
 
-    const Tensor *scores = matmul(query, transpose(key, -2, -1));                        // (B, H, T, L)
-    scores = div_scalar(scores, sqrtf((float)D));                                  // (B, H, T, L)
+    const Tensor *scores = matmul(query, transpose(key, -2, -1));             // (B, H, T, L)
+    scores = div_scalar(scores, sqrtf((float)D));                             // (B, H, T, L)
 
     // BUG 3: the notebook builds torch.triu(torch.ones(seq_len, seq_len),
     // diagonal=1), a (T, T) mask, for scores that are (T, L) once a cache
@@ -246,24 +254,33 @@ static const Tensor *GQA_W_KVcache_forward(GQA_W_KVcache *self, const Tensor **a
     // lesson 9 fits every case: new token t sits at position cache_len + t
     // and sees the keys up to there, so the diagonal moves right by
     // cache_len. With T = 1 it is all zeros, so no `if` is needed.
-    const Tensor *mask = triu(ones(shape2(seq_len, kv_len)), 1 + cache_len);             // (T, L)
-    scores = masked_fill(scores, eq_scalar(mask, 1.0f), -INFINITY);                // (B, H, T, L)
-    const Tensor *attn = softmax(scores, -1);                                            // (B, H, T, L)
-    attn = dropout(attn, 0.1, self->training);                                     // (B, H, T, L)
-    *attn_weights = attn;
+    const Tensor *mask = triu(ones(shape2(seq_len, kv_len)), 1 + cache_len);  // (T, L)
+    scores = masked_fill(scores, eq_scalar(mask, 1.0f), -INFINITY);           // (B, H, T, L)
+    const Tensor *attn = softmax(scores, -1);                                 // (B, H, T, L)
+    attn = dropout(attn, 0.1, self->training);                                // (B, H, T, L)
+    if (steps != NULL) {
+        *steps = (GQA_W_KVcacheSteps){key, value, attn};
+    }
 
-    const Tensor *attn_out = matmul(attn, value);                                        // (B, H, T, D)
-    attn_out = permute(attn_out, heads_first);                                     // (B, T, H, D)
-    attn_out = reshape(attn_out, shape3(batch_size, seq_len, H * D));              // (B, T, C)
-    return linear(attn_out, &self->o_proj);                                        // (B, T, C)
+    const Tensor *attn_out = matmul(attn, value);                             // (B, H, T, D)
+    attn_out = permute(attn_out, heads_first);                                // (B, T, H, D)
+    attn_out = reshape(attn_out, shape3(batch_size, seq_len, H * D));         // (B, T, C)
+    return linear(attn_out, &self->o_proj);                                   // (B, T, C)
 }
 
 // gqa(x, x, x) on positions [from, from + count) of x (B, N, C): self-
 // attention, so the same tokens give the queries, keys and values.
-static const Tensor *step(GQA_W_KVcache *self, const Tensor **attn, const Tensor *x, int from, int count) {
-    const Tensor *x_new = narrow(x, 1, from, count);                                     // (B, count, C)
-    return GQA_W_KVcache_forward(self, attn, x_new, x_new, x_new);                 // (B, count, C)
+static Tensor *step(GQA_W_KVcacheSteps *steps, GQA_W_KVcache *self, const Tensor *x, int from,
+                    int count) {
+    const Tensor *x_new = narrow(x, 1, from, count);                          // (B, count, C)
+    return GQA_W_KVcache_forward(steps, self, x_new, x_new, x_new);           // (B, count, C)
 }
+
+// --- the notebook's cell, checked -------------------------------------------------------
+
+typedef struct {
+    int batch, prompt, new_tokens, dim, heads, kv_heads;
+} Sizes;
 
 // max |a - b| between a (B, T, C) and positions [from, from + T) of b.
 // A check, not dataflow: kept out of the --dot diagram.
@@ -274,24 +291,167 @@ static float diff_at(const Tensor *a, const Tensor *b, int from) {
     return diff;
 }
 
-// torch.Size of the filled part of a cache (B, cache_len, G, D), for printing.
+// torch.Size of the filled part of a cache: (B, cache_len, G, D).
 static const char *cache_size_str(const Tensor *cache, int cache_len) {
-    bool was_paused = trace_pause(true);
-    const char *text = size_str(narrow(cache, 1, 0, cache_len));
-    trace_pause(was_paused);
-    return text;
+    int sizes[4] = {size(cache, 0), cache_len, size(cache, 2), size(cache, 3)};
+    return sizes_str(sizes, 4, SIZES_TORCH);
 }
 
-// --- the walk-through ---------------------------------------------------------------
+// The reference: the whole sequence at once, no cache, causal mask (N, N).
+static const Tensor *full_forward(GQA_W_KVcache *gqa, const Tensor *x, bool heatmap) {
+    GQA_W_KVcacheSteps full;
+    const Tensor *full_out = step(&full, gqa, x, 0, size(x, 1));              // (B, N, C)
+    named("full_out", full_out);
+    printf("full_out = gqa(x, x, x), no cache: %s\n\n", size_str(full_out));
+    if (heatmap) {
+        print_heatmap("full_attn", narrow(full.attn, 0, 0, 1));
+    }
+    return full_out;
+}
 
-typedef struct {
-    int batch, prompt, new_tokens, dim, heads, kv_heads;
-    bool heatmap;
-} Sizes;
+// Prefill the prompt in one call, then decode one token per call; each
+// output against the full forward's rows. Returns the outputs joined,
+// cached_out (B, N, C), and dumps it with the caches.
+static const Tensor *decode_with_cache(GQA_W_KVcache *gqa, const Tensor *x,
+                                       const Tensor *full_out, int prompt) {
+    int B = size(x, 0), N = size(x, 1), C = size(x, 2), P = prompt;
+    // Prefill: the prompt in one call, with the ordinary causal mask; it
+    // fills the cache with the prompt's keys and values.
+    GQA_W_KVcache_start_cache(gqa, B, N);
+    printf("gqa.use_cache = True\n");
+    printf("-- prefill: the %d prompt tokens in one call --\n", P);
+    const Tensor **outs = arena_alloc((size_t)(N - P + 1), sizeof *outs);
+    outs[0] = step(NULL, gqa, x, 0, P);                                       // (B, P, C)
+    printf("out: %s\n", size_str(outs[0]));
+    printf("k_cache: %s\n", cache_size_str(gqa->k_cache, gqa->cache_len));
+    printf("  max |out - full_out[:, 0:%d]| = %.3g\n", P, (double)diff_at(outs[0], full_out, 0));
 
-// The bytes a one-layer float32 cache of `kv_heads` key/value heads takes.
+    // Decode: one token per call. Only its query, key and value are
+    // projected; its key and value are appended; it attends to the cache.
+    printf("-- decode: one token per call --\n");
+    bool was_paused = false;
+    for (int t = P; t < N; t++) {   // t: the position of this step's token
+        // The step's output is kept; all else it made is freed once it is
+        // checked, so memory does not grow with the number of steps.
+        Tensor *kept = zeros(shape3(B, 1, C));                                // (B, 1, C)
+        size_t mark = arena_mark();
+        const Tensor *out = step(NULL, gqa, x, t, 1);                         // (B, 1, C)
+        printf("token %d: out: %s, k_cache: %s, v_cache: %s\n", t, size_str(out),
+               cache_size_str(gqa->k_cache, gqa->cache_len),
+               cache_size_str(gqa->v_cache, gqa->cache_len));
+        printf("  max |out - full_out[:, %d]| = %.3g\n", t, (double)diff_at(out, full_out, t));
+        for (int b = 0; b < B; b++) {
+            memcpy(at3(kept, b, 0, 0), at3(out, b, 0, 0), (size_t)C * sizeof(float));
+        }
+        arena_release(mark);
+        outs[t - P + 1] = kept;
+        if (t == P) {
+            // The diagram: the full forward, the prefill and this first
+            // step; the later steps repeat it on a longer cache.
+            was_paused = trace_pause(true);
+        }
+    }
+    const Tensor *cached_out = cat(outs, N - P + 1, 1);                       // (B, N, C)
+    const Tensor *k_cache = clone(gqa->k_cache);                              // (B, N, G, D)
+    const Tensor *v_cache = clone(gqa->v_cache);                              // (B, N, G, D)
+    // The dumps are the whole run's results, named where the diagram
+    // stopped (they show there without edges).
+    trace_pause(was_paused);
+    named("cached_out", cached_out);
+    named("k_cache", k_cache);
+    named("v_cache", v_cache);
+
+    printf("cached_out = torch.cat(outs, dim=1): %s\n", size_str(cached_out));
+    // Our loops add the same products in the same order whether a row is
+    // computed alone or with the others, so the difference is usually 0;
+    // PyTorch's blocked matrix kernels sum in another order and differ by
+    // float rounding (about 1e-7).
+    printf("max |cached_out - full_out| = %.3g   (0 or float rounding)\n",
+           (double)max_abs_diff(cached_out, full_out));
+    return cached_out;
+}
+
+// out[0, :8, :4] as a (rows, cols) matrix. ([:8] as in Python: fewer rows
+// or columns when there are fewer.)
+static const Tensor *corner(const Tensor *out) {
+    int rows = size(out, 1) < 8 ? size(out, 1) : 8, cols = size(out, 2) < 4 ? size(out, 2) : 4;
+    const Tensor *first_rows = narrow(narrow(out, 0, 0, 1), 1, 0, rows);      // (1, 8, C)
+    return reshape(narrow(first_rows, 2, 0, cols), shape2(rows, cols));       // (8, 4)
+}
+
+static void show_corners(const Tensor *cached_out, const Tensor *full_out) {
+    printf("cached_out[0, :8, :4]:\n%s\n", tensor_str(corner(cached_out), NULL));
+    printf("full_out[0, :8, :4]:\n%s\n\n", tensor_str(corner(full_out), NULL));
+}
+
+// BUG 2, shown: the notebook's cache keeps the prompt only, as if we reset
+// cache_len to the prompt before every step. The first decoded token is
+// still right (nothing is missing yet); each later one misses the tokens
+// between the prompt and itself.
+static void show_frozen_cache(GQA_W_KVcache *gqa, const Tensor *x, const Tensor *full_out,
+                              int prompt) {
+    printf("-- the notebook's cache: stored on the first call, never updated --\n");
+    for (int t = prompt; t < size(x, 1); t++) {
+        size_t mark = arena_mark();   // nothing of a step outlives its check
+        gqa->cache_len = prompt;      // what the notebook's self.k_cache still holds
+        const Tensor *out = step(NULL, gqa, x, t, 1);                         // (B, 1, C)
+        printf("token %d sees keys 0..%d and %d: max |out - full_out[:, %d]| = %.4f\n", t,
+               prompt - 1, t, t, (double)diff_at(out, full_out, t));
+        arena_release(mark);
+    }
+    printf("\n");
+}
+
+// The mask of `count` new tokens at position t after cache_len cached
+// ones, and what the notebook's square mask does against their scores.
+static void show_chunk_mask(int t, int count, int cache_len, int batch, int heads) {
+    const Tensor *chunk_ones = ones(shape2(count, cache_len + count));        // (T, L)
+    const Tensor *mask = triu(chunk_ones, 1 + cache_len);                     // (T, L)
+    printf("tokens %d..%d after cache_len = %d: mask = torch.triu(torch.ones(%d, %d), "
+           "diagonal=%d)\n%s\n", t, t + count - 1, cache_len, count, cache_len + count,
+           1 + cache_len, tensor_str(mask, NULL));
+    if (count > 1) {
+        printf("the notebook's mask torch.triu(torch.ones(%d, %d), diagonal=1) against "
+               "scores (%d, %d, %d, %d):\n", count, count, batch, heads, count,
+               cache_len + count);
+        printf("RuntimeError: The size of tensor a (%d) must match the size of tensor "
+               "b (%d) at non-singleton dimension 3\n", count, cache_len + count);
+    }
+}
+
+// BUG 3, shown: the new tokens two at a time after the prompt. The mask
+// must be (2, cache_len + 2) with its diagonal moved right by cache_len.
+static void show_chunks(GQA_W_KVcache *gqa, const Tensor *x, const Tensor *full_out, int prompt,
+                        bool heatmap) {
+    int B = size(x, 0), N = size(x, 1), P = prompt;
+    printf("-- chunks of 2 new tokens: the mask needs the cache offset --\n");
+    gqa->cache_len = 0;
+    const Tensor *first_out = step(NULL, gqa, x, 0, P);                       // (B, P, C)
+    float worst = max_abs_diff(first_out, narrow(full_out, 1, 0, P));
+    for (int t = P; t < N; t += 2) {
+        size_t mark = arena_mark();   // nothing of a step outlives its check
+        int count = N - t < 2 ? N - t : 2;
+        int cache_len = gqa->cache_len;
+        GQA_W_KVcacheSteps chunk;
+        const Tensor *out = step(&chunk, gqa, x, t, count);                   // (B, count, C)
+        float diff = diff_at(out, full_out, t);
+        worst = diff > worst ? diff : worst;
+        if (t == P) {
+            show_chunk_mask(t, count, cache_len, B, gqa->num_heads);
+            if (heatmap) {
+                print_heatmap("chunk_attn", narrow(chunk.attn, 0, 0, 1));
+            }
+        }
+        arena_release(mark);
+    }
+    printf("  max |chunked - full_out| = %.3g\n\n", (double)worst);
+}
+
+// The bytes a one-layer float32 cache of `kv_heads` key/value heads takes,
+// K and V. A double from the first product on: at 4096 positions the
+// largest sizes pass 2^31, and a double holds them exactly (below 2^53).
 static double cache_bytes(int batch, int positions, int kv_heads, int head_dim) {
-    return 2.0 * batch * positions * kv_heads * head_dim * (double)sizeof(float);  // K and V
+    return 2.0 * batch * positions * kv_heads * head_dim * (double)sizeof(float);
 }
 
 static void print_cache_memory(const Sizes *n) {
@@ -310,125 +470,168 @@ static void print_cache_memory(const Sizes *n) {
            "them)\n\n");
 }
 
-static void walk_through(const Sizes *n) {
-    int B = n->batch, P = n->prompt, N = n->prompt + n->new_tokens, C = n->dim;
-    printf("gqa = GQA_W_KVcache(%d, %d, %d).eval()   (seed 001's class, its 3 bugs fixed)\n",
-           C, n->heads, n->kv_heads);
-    GQA_W_KVcache gqa = GQA_W_KVcache_init(C, n->heads, n->kv_heads);
-    gqa.training = false;   // .eval(): generation never uses dropout
-    const Tensor *x = named("x", randn(shape3(B, N, C)));                                // (B, N, C)
-    printf("x: %s\n", size_str(x));
+// --- no copy: query head h reads cache head h / R where it lies ---------------------
 
-    // The reference: the whole sequence at once, no cache, causal mask (N, N).
-    const Tensor *full_attn;                                                             // (B, H, N, N)
-    const Tensor *full_out = named("full_out", step(&gqa, &full_attn, x, 0, N));         // (B, N, C)
-    printf("full_out = gqa(x, x, x), no cache: %s\n\n", size_str(full_out));
-    if (n->heatmap) {
-        print_heatmap("full_attn", narrow(full_attn, 0, 0, 1));
+// The forward of the module without expand().reshape(). Up to the cache it
+// is the forward above; then, instead of copying the L cached positions of
+// each key/value head into its R query heads, query head h reads key/value
+// head g = h / R where the cache holds it: llama2.c's `kv_mul = n_heads /
+// n_kv_heads`, and its key head `h / kv_mul`. The causal mask becomes the
+// loop bound: new token t reads keys 0 .. cache_len + t, so the weights of
+// later keys are never computed and stay 0 (exp(-inf) in the forward
+// above). Eval mode only: a decoder runs no dropout. Returns out (B, T, C);
+// `steps` (may be NULL) gets the weights, and NULL for key and value: no
+// per-head copy exists.
+static Tensor *GQA_W_KVcache_forward_by_index(GQA_W_KVcacheSteps *steps, GQA_W_KVcache *self,
+                                              const Tensor *query, const Tensor *key,
+                                              const Tensor *value) {
+    int batch_size = size(query, 0);
+    int seq_len = size(query, 1);
+    int H = self->num_heads, G = self->num_groups, D = self->head_dim;
+    if (self->training) {
+        fail("GQA_W_KVcache_forward_by_index: eval mode only (it has no dropout)");
     }
-
-    // Prefill: the prompt in one call, with the ordinary causal mask; it
-    // fills the cache with the prompt's keys and values.
-    GQA_W_KVcache_start_cache(&gqa, B, N, APPEND_IN_PLACE);
-    printf("gqa.use_cache = True\n");
-    printf("-- prefill: the %d prompt tokens in one call --\n", P);
-    const Tensor *attn;                                                                  // (B, H, T, L)
-    const Tensor **outs = arena_alloc((size_t)(n->new_tokens + 1), sizeof *outs);
-    outs[0] = step(&gqa, &attn, x, 0, P);                                          // (B, P, C)
-    printf("out: %s\n", size_str(outs[0]));
-    printf("k_cache: %s\n", cache_size_str(gqa.k_cache, gqa.cache_len));
-    printf("  max |out - full_out[:, 0:%d]| = %.3g\n", P, (double)diff_at(outs[0], full_out, 0));
-
-    // Decode: one token per call. Only its query, key and value are
-    // projected; its key and value are appended; it attends to the cache.
-    printf("-- decode: one token per call --\n");
-    for (int i = 1; i <= n->new_tokens; i++) {
-        int t = P + i - 1;   // the position of this step's token
-        outs[i] = step(&gqa, &attn, x, t, 1);                                      // (B, 1, C)
-        printf("token %d: out: %s, k_cache: %s, v_cache: %s\n", t, size_str(outs[i]),
-               cache_size_str(gqa.k_cache, gqa.cache_len),
-               cache_size_str(gqa.v_cache, gqa.cache_len));
-        printf("  max |out - full_out[:, %d]| = %.3g\n", t, (double)diff_at(outs[i], full_out, t));
-        if (i == 1) {
-            trace_pause(true);   // the --dot diagram: full forward, prefill and one step
-        }
+    Shape query_heads = shape4(batch_size, seq_len, H, D);
+    Shape kv_heads = shape4(batch_size, seq_len, G, D);
+    query = view(linear(query, &self->w_query), query_heads);                 // (B, T, H, D)
+    key = view(linear(key, &self->w_key), kv_heads);                          // (B, T, G, D)
+    value = view(linear(value, &self->w_value), kv_heads);                    // (B, T, G, D)
+    int cache_len = 0;
+    if (self->use_cache) {   // as in the forward above: append, then read all of it
+        cache_len = self->cache_len;
+        append_to_cache(self, key, value);
+        key = narrow(self->k_cache, 1, 0, self->cache_len);                   // (B, L, G, D)
+        value = narrow(self->v_cache, 1, 0, self->cache_len);                 // (B, L, G, D)
     }
-    const Tensor *cached_out = cat(outs, n->new_tokens + 1, 1);                    // (B, N, C)
-    const Tensor *k_cache = clone(gqa.k_cache);                                    // (B, N, G, D)
-    const Tensor *v_cache = clone(gqa.v_cache);                                    // (B, N, G, D)
-    // The diagram stopped after one step; the dumps want the whole run's results.
-    bool was_paused = trace_pause(false);
-    named("cached_out", cached_out);
-    named("k_cache", k_cache);
-    named("v_cache", v_cache);
-    trace_pause(was_paused);
-    printf("cached_out = torch.cat(outs, dim=1): %s\n", size_str(cached_out));
-    // Our loops add the same products in the same order whether a row is
-    // computed alone or with the others, so the difference is usually 0;
-    // PyTorch's blocked matrix kernels sum in another order and differ by
-    // float rounding (about 1e-7).
-    printf("max |cached_out - full_out| = %.3g   (0 or float rounding)\n",
-           (double)max_abs_diff(cached_out, full_out));
-    // [:8] as in Python: fewer rows or columns when there are fewer.
-    int rows = N < 8 ? N : 8, cols = C < 4 ? C : 4;
-    const Tensor *corner = narrow(narrow(narrow(cached_out, 0, 0, 1), 1, 0, rows), 2, 0, cols);  // (1, 8, 4)
-    printf("cached_out[0, :8, :4]:\n%s\n", tensor_str(reshape(corner, shape2(rows, cols)), NULL));
-    corner = narrow(narrow(narrow(full_out, 0, 0, 1), 1, 0, rows), 2, 0, cols);    // (1, 8, 4)
-    printf("full_out[0, :8, :4]:\n%s\n\n", tensor_str(reshape(corner, shape2(rows, cols)), NULL));
+    int kv_len = cache_len + seq_len;   // L
+    int kv_mul = H / G;                 // R: query heads per key/value head
+    float scale = sqrtf((float)D);
 
-    // BUG 2, shown: the notebook's cache keeps the prompt only, as if we
-    // reset cache_len to the prompt before every step. The first decoded
-    // token is still right (nothing is missing yet); each later one misses
-    // the tokens between the prompt and itself.
-    printf("-- the notebook's cache: stored on the first call, never updated --\n");
-    for (int i = 1; i <= n->new_tokens; i++) {
-        int t = P + i - 1;
-        gqa.cache_len = P;   // what the notebook's self.k_cache still holds
-        const Tensor *out = step(&gqa, &attn, x, t, 1);                                  // (B, 1, C)
-        printf("token %d sees keys 0..%d and %d: max |out - full_out[:, %d]| = %.4f\n", t,
-               P - 1, t, t, (double)diff_at(out, full_out, t));
-    }
-    printf("\n");
+    Tensor *attn = zeros(shape4(batch_size, H, seq_len, kv_len));             // (B, H, T, L)
+    Tensor *attn_out = zeros(shape3(batch_size, seq_len, H * D));             // (B, T, C)
+    for (int b = 0; b < batch_size; b++) {
+        for (int h = 0; h < H; h++) {
+            int g = h / kv_mul;   // the key/value head that query head h reads
+            for (int t = 0; t < seq_len; t++) {
+                const float *q_t = at4(query, b, t, h, 0);     // (D,) token t's query, head h
+                float *attn_t = at4(attn, b, h, t, 0);         // (L,) its scores, then weights
+                float *out_t = at3(attn_out, b, t, h * D);     // (D,) head h's part of row t
+                int visible = cache_len + t + 1;             // keys 0 .. cache_len + t
 
-    // BUG 3, shown: the new tokens two at a time after the prompt. The mask
-    // must be (2, cache_len + 2) with its diagonal moved right by cache_len.
-    printf("-- chunks of 2 new tokens: the mask needs the cache offset --\n");
-    gqa.cache_len = 0;
-    const Tensor *first_out = step(&gqa, &attn, x, 0, P);                                // (B, P, C)
-    float worst = max_abs_diff(first_out, narrow(full_out, 1, 0, P));
-    for (int t = P; t < N; t += 2) {
-        int count = N - t < 2 ? N - t : 2;
-        int cache_len = gqa.cache_len;
-        const Tensor *out = step(&gqa, &attn, x, t, count);                              // (B, count, C)
-        float diff = diff_at(out, full_out, t);
-        worst = diff > worst ? diff : worst;
-        if (t == P) {
-            printf("tokens %d..%d after cache_len = %d: mask = torch.triu(torch.ones(%d, %d), "
-                   "diagonal=%d)\n%s\n", t, t + count - 1, cache_len, count, cache_len + count,
-                   1 + cache_len,
-                   tensor_str(triu(ones(shape2(count, cache_len + count)), 1 + cache_len), NULL));
-            if (count > 1) {
-                printf("the notebook's mask torch.triu(torch.ones(%d, %d), diagonal=1) against "
-                       "scores (%d, %d, %d, %d):\n", count, count, B, n->heads, count,
-                       cache_len + count);
-                printf("RuntimeError: The size of tensor a (%d) must match the size of tensor "
-                       "b (%d) at non-singleton dimension 3\n", count, cache_len + count);
-            }
-            if (n->heatmap) {
-                print_heatmap("chunk_attn", narrow(attn, 0, 0, 1));
+                // Pass 1: scores[s] = q_t . k_s / sqrt(D), k_s read in the cache.
+                for (int s = 0; s < visible; s++) {
+                    const float *k_s = at4(key, b, s, g, 0);     // (D,) key s of head g
+                    float dot = 0.0f;
+                    for (int d = 0; d < D; d++) {
+                        dot += q_t[d] * k_s[d];
+                    }
+                    attn_t[s] = dot / scale;
+                }
+                // Pass 2: softmax over the visible keys.
+                float max = -INFINITY;
+                for (int s = 0; s < visible; s++) {
+                    max = fmaxf(max, attn_t[s]);
+                }
+                float sum = 0.0f;
+                for (int s = 0; s < visible; s++) {
+                    attn_t[s] = expf(attn_t[s] - max);
+                    sum += attn_t[s];
+                }
+                for (int s = 0; s < visible; s++) {
+                    attn_t[s] /= sum;
+                }
+                // Pass 3: out_t = sum over s of weight[s] * v_s.
+                for (int s = 0; s < visible; s++) {
+                    const float *v_s = at4(value, b, s, g, 0);   // (D,) value s of head g
+                    for (int d = 0; d < D; d++) {
+                        out_t[d] += attn_t[s] * v_s[d];
+                    }
+                }
             }
         }
     }
-    printf("  max |chunked - full_out| = %.3g\n\n", (double)worst);
-    print_cache_memory(n);
+    if (steps != NULL) {
+        *steps = (GQA_W_KVcacheSteps){NULL, NULL, attn};
+    }
+    return linear(attn_out, &self->o_proj);                                   // (B, T, C)
 }
 
-// --- --bench: what the cache saves, measured --------------------------------------
+static Tensor *step_by_index(GQA_W_KVcacheSteps *steps, GQA_W_KVcache *self, const Tensor *x,
+                             int from, int count) {
+    const Tensor *x_new = narrow(x, 1, from, count);                          // (B, count, C)
+    return GQA_W_KVcache_forward_by_index(steps, self, x_new, x_new, x_new);  // (B, count, C)
+}
+
+// The floats the forward's expand().reshape() copied in one call, K and V.
+// reshape() copies only when it cannot view (tensor.h); a copy has storage
+// of its own, a view shares the cache's.
+static int64_t floats_copied(const GQA_W_KVcacheSteps *steps, const GQA_W_KVcache *self) {
+    int64_t copied = 0;
+    if (steps->key->data != self->k_cache->data) {
+        copied += numel(steps->key);
+    }
+    if (steps->value->data != self->v_cache->data) {
+        copied += numel(steps->value);
+    }
+    return copied;
+}
+
+// The generation again, twice side by side: one copy of the module runs
+// the forward above, the other reads by index; the same weights, a cache
+// each. At every call: what the reshape copied, and the two outputs' difference.
+static void show_no_copy(const GQA_W_KVcache *gqa, const Tensor *x, int prompt) {
+    int B = size(x, 0), N = size(x, 1);
+    int H = gqa->num_heads, D = gqa->head_dim, R = H / gqa->num_groups;
+    GQA_W_KVcache copying = *gqa, by_index = *gqa;
+    GQA_W_KVcache_start_cache(&copying, B, N);
+    GQA_W_KVcache_start_cache(&by_index, B, N);
+    printf("-- no copy: query head h reads cache head h // R where it lies, as llama2.c does --\n");
+    printf("the notebook: key.unsqueeze(2).expand(-1, -1, %d, -1, -1).reshape(%d, %d, -1, "
+           "%d), value too\n", R, B, H, D);
+    printf("by index:     query head h reads k_cache[:, :L, h // %d] and v_cache[:, :L, h // %d]\n",
+           R, R);
+    int64_t copied_in_all = 0;
+    for (int t = 0; t < N; t = t == 0 ? prompt : t + 1) {
+        size_t mark = arena_mark();          // nothing of a call outlives its check
+        int count = t == 0 ? prompt : 1;     // the prefill, then one token per call
+        GQA_W_KVcacheSteps steps;
+        const Tensor *out = step(&steps, &copying, x, t, count);              // (B, count, C)
+        const Tensor *by_index_out = step_by_index(NULL, &by_index, x, t, count);   // (B, count, C)
+        int64_t copied = floats_copied(&steps, &copying);
+        copied_in_all += copied;
+        if (t == 0) {
+            printf("prefill, ");
+        } else {
+            printf("token %d, ", t);
+        }
+        printf("L = %d: the reshape copied %lld floats (%lld bytes), by index none; "
+               "max |by index - copy| = %.3g\n", copying.cache_len, (long long)copied,
+               (long long)(copied * (int64_t)sizeof(float)),
+               (double)max_abs_diff(by_index_out, out));
+        arena_release(mark);
+    }
+    if (copied_in_all == 0) {
+        printf("the reshape copied nothing: with kv_heads = 1 or kv_heads = heads, (B, G, R, L, D) "
+               "expanded\nis a view of the cache as (B, H, L, D) (PyTorch views it too); only "
+               "1 < kv_heads < heads copies\n\n");
+        return;
+    }
+    // 2 (K and V) * B * H * L * D floats at every call: in 64 bits, since
+    // at L = 4096 the largest sizes pass 2^31.
+    int64_t per_position = 2 * (int64_t)B * H * D;
+    printf("the copy grows with the cache: 2 (K and V) * batch * heads * L * head_dim = %lld * L "
+           "floats per call,\n%lld floats in all here, %.2f MiB per call and layer at L = 4096; "
+           "by index reads the cache as it is\n\n", (long long)per_position,
+           (long long)copied_in_all,
+           (double)per_position * 4096.0 * sizeof(float) / (1024.0 * 1024.0));
+}
+
+// --- --bench: what the cache saves, and what the copy costs, measured -----------------
 
 // The bench's model and generation: larger than the walk-through, small
 // enough that the whole bench runs in a few seconds on one core.
 enum { BENCH_DIM = 256, BENCH_HEADS = 8, BENCH_KV_HEADS = 2, BENCH_PROMPT = 16,
-       BENCH_NEW = 200, BENCH_APPENDS = 2048 };
+       BENCH_NEW = 200, BENCH_APPENDS = 2048, BENCH_LONG_CACHE = 2048, BENCH_LONG_STEPS = 50 };
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -436,26 +639,67 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-// Generate positions P .. N-1 of x (B, N, C): with the cache (prefill, then
-// one token per call) or, when `append` is negative, by running the full
-// causal forward over all t + 1 tokens for every position t and keeping its
-// last row. Each position's output row goes into out (B, N - P, C). Every
-// tensor a call makes is freed right after it (arena_mark/arena_release).
-// Returns the seconds it took.
-static double generate(Tensor *out, GQA_W_KVcache *gqa, const Tensor *x, int P, int append) {
+// How generate() makes the output of each new position.
+typedef enum {
+    RECOMPUTE,        // no cache: the full causal forward over tokens 0 .. t, its last row
+    CACHE_IN_PLACE,   // the module as it is: each new position written into the cache
+    CACHE_BY_COPY,    // the cache grown as the notebook's torch.cat grows it: every cached
+                      // position copied to new storage at every step, then the new one
+    CACHE_BY_INDEX,   // in place, and the forward that reads key/value head h / R by index
+} Generation;
+
+// The copying of torch.cat([self.k_cache, key], dim=1), which makes a new
+// tensor and copies the cache_len cached positions into it before the new
+// ones. Here they are copied into `*spare`, which becomes the cache (the
+// old storage becomes the next spare), and the module's in-place append
+// then adds the new positions after them: cat's copying, without a new
+// allocation at every step.
+static void copy_like_cat(Tensor **cache, Tensor **spare, int cache_len) {
+    copy_positions(*spare, 0, *cache, 0, cache_len);
+    Tensor *swap = *cache;
+    *cache = *spare;
+    *spare = swap;
+}
+
+// Generate positions P .. N-1 of x (B, N, C) the way `how` says, each
+// position's output row into out (B, N - P, C). With a cache: a prefill of
+// P tokens, then one token per call. Every tensor a step makes is freed
+// right after it (arena_mark/arena_release). Returns the seconds it took.
+static double generate(Tensor *out, GQA_W_KVcache *gqa, const Tensor *x, int P, Generation how) {
     int B = size(x, 0), N = size(x, 1), C = size(x, 2);
-    const Tensor *attn;                                                                  // (B, H, T, L)
+    gqa->use_cache = false;
+    Tensor *k_spare = NULL, *v_spare = NULL;   // (B, N, G, D) for CACHE_BY_COPY: where it copies
+    if (how != RECOMPUTE) {
+        GQA_W_KVcache_start_cache(gqa, B, N);
+    }
+    if (how == CACHE_BY_COPY) {
+        k_spare = zeros(shape_of(gqa->k_cache));                              // (B, N, G, D)
+        v_spare = zeros(shape_of(gqa->v_cache));                              // (B, N, G, D)
+    }
     double start = now_seconds();
-    if (append >= 0) {
+    if (how != RECOMPUTE) {
         size_t mark = arena_mark();
-        gqa->cache_len = 0;
-        step(gqa, &attn, x, 0, P);                                                 // (B, P, C)
+        if (how == CACHE_BY_INDEX) {
+            step_by_index(NULL, gqa, x, 0, P);                                // (B, P, C)
+        } else {
+            step(NULL, gqa, x, 0, P);                                         // (B, P, C)
+        }
         arena_release(mark);
     }
     for (int t = P; t < N; t++) {
         size_t mark = arena_mark();
-        const Tensor *y = append >= 0 ? step(gqa, &attn, x, t, 1)                        // (B, 1, C)
-                                : step(gqa, &attn, x, 0, t + 1);                   // (B, t + 1, C)
+        const Tensor *y;                                                      // (B, T, C)
+        if (how == RECOMPUTE) {
+            y = step(NULL, gqa, x, 0, t + 1);                                 // (B, t + 1, C)
+        } else if (how == CACHE_BY_INDEX) {
+            y = step_by_index(NULL, gqa, x, t, 1);                            // (B, 1, C)
+        } else {
+            if (how == CACHE_BY_COPY) {
+                copy_like_cat(&gqa->k_cache, &k_spare, gqa->cache_len);
+                copy_like_cat(&gqa->v_cache, &v_spare, gqa->cache_len);
+            }
+            y = step(NULL, gqa, x, t, 1);                                     // (B, 1, C)
+        }
         for (int b = 0; b < B; b++) {
             memcpy(at3(out, b, t - P, 0), at3(y, b, size(y, 1) - 1, 0), (size_t)C * sizeof(float));
         }
@@ -464,45 +708,89 @@ static double generate(Tensor *out, GQA_W_KVcache *gqa, const Tensor *x, int P, 
     return now_seconds() - start;
 }
 
-// Appending one position at a time to a cache of `positions`, G * D floats
-// per position for K and as many for V, by each method; seconds.
-static double time_appends(AppendMode append, int positions, int G, int D) {
+// Appending one position at a time to a cache of A = `positions`, G * D
+// floats per position for K and as many for V, CACHE_IN_PLACE or
+// CACHE_BY_COPY; seconds.
+static double time_appends(Generation how, int positions, int G, int D) {
     size_t mark = arena_mark();
     Shape cache_shape = shape4(1, positions, G, D);
-    Tensor *k_cache = zeros(cache_shape), *k_spare = zeros(cache_shape);           // (1, positions, G, D)
-    Tensor *v_cache = zeros(cache_shape), *v_spare = zeros(cache_shape);           // (1, positions, G, D)
-    const Tensor *row = full(shape4(1, 1, G, D), 1.0f);                                  // (1, 1, G, D)
+    Tensor *k_cache = zeros(cache_shape), *k_spare = zeros(cache_shape);      // (1, A, G, D)
+    Tensor *v_cache = zeros(cache_shape), *v_spare = zeros(cache_shape);      // (1, A, G, D)
+    const Tensor *row = full(shape4(1, 1, G, D), 1.0f);                       // (1, 1, G, D)
     double start = now_seconds();
     for (int len = 0; len < positions; len++) {
-        append_rows(&k_cache, &k_spare, append, len, row);
-        append_rows(&v_cache, &v_spare, append, len, row);
+        if (how == CACHE_BY_COPY) {
+            copy_like_cat(&k_cache, &k_spare, len);
+            copy_like_cat(&v_cache, &v_spare, len);
+        }
+        append_in_place(k_cache, len, row);
+        append_in_place(v_cache, len, row);
     }
     double seconds = now_seconds() - start;
     arena_release(mark);
     return seconds;
 }
 
+// One decode step against a long cache, `steps` times, by the forward that
+// copies (CACHE_IN_PLACE) or the one that reads by index (CACHE_BY_INDEX):
+// the cache is cut back to `cached` positions before each step, so every
+// step attends over cached + 1. Seconds per step; *out gets the last
+// step's output (B, 1, C).
+static double time_long_step(Tensor *out, GQA_W_KVcache *gqa, const Tensor *x, int cached,
+                             int steps, Generation how) {
+    double start = now_seconds();
+    for (int i = 0; i < steps; i++) {
+        size_t mark = arena_mark();
+        gqa->cache_len = cached;
+        const Tensor *y = how == CACHE_BY_INDEX ? step_by_index(NULL, gqa, x, 0, 1)
+                                                : step(NULL, gqa, x, 0, 1);   // (B, 1, C)
+        memcpy(out->data, y->data, (size_t)numel(y) * sizeof(float));
+        arena_release(mark);
+    }
+    return (now_seconds() - start) / steps;
+}
+
+// The copy alone: the forward's expand().reshape() of the first
+// `positions` positions of the cache, K and V, `steps` times; seconds per
+// step.
+static double time_copy_alone(const GQA_W_KVcache *gqa, int positions, int steps) {
+    int B = size(gqa->k_cache, 0), H = gqa->num_heads, D = gqa->head_dim;
+    const int heads_first[4] = {0, 2, 1, 3};
+    Shape groups_expanded = shape5(-1, -1, H / gqa->num_groups, -1, -1);
+    double start = now_seconds();
+    for (int i = 0; i < steps; i++) {
+        size_t mark = arena_mark();
+        const Tensor *caches[2] = {gqa->k_cache, gqa->v_cache};
+        for (int c = 0; c < 2; c++) {
+            const Tensor *cached = narrow(caches[c], 1, 0, positions);        // (B, L, G, D)
+            cached = permute(cached, heads_first);                            // (B, G, L, D)
+            cached = expand(unsqueeze(cached, 2), groups_expanded);           // (B, G, R, L, D)
+            reshape(cached, shape4(B, H, -1, D));                             // (B, H, L, D)
+        }
+        arena_release(mark);
+    }
+    return (now_seconds() - start) / steps;
+}
+
 static void bench(void) {
-    trace_pause(true);   // thousands of operations: not a diagram
-    int B = 1, C = BENCH_DIM, H = BENCH_HEADS, G = BENCH_KV_HEADS, D = C / H;
+    int B = 1, C = BENCH_DIM, H = BENCH_HEADS, G = BENCH_KV_HEADS, D = C / H, R = H / G;
     int P = BENCH_PROMPT, N = BENCH_PROMPT + BENCH_NEW;
     printf("-- bench: batch %d, dim %d, heads %d, kv_heads %d (head_dim %d), prompt %d, "
            "then %d new tokens --\n", B, C, H, G, D, P, N - P);
     GQA_W_KVcache gqa = GQA_W_KVcache_init(C, H, G);
     gqa.training = false;
-    const Tensor *x = randn(shape3(B, N, C));                                            // (B, N, C)
-    Tensor *recomputed = zeros(shape3(B, N - P, C));                               // (B, N - P, C)
-    Tensor *in_place = zeros(shape3(B, N - P, C));                                 // (B, N - P, C)
-    Tensor *by_copy = zeros(shape3(B, N - P, C));                                  // (B, N - P, C)
+    const Tensor *x = randn(shape3(B, N, C));                                 // (B, N, C)
+    Tensor *recomputed = zeros(shape3(B, N - P, C));                          // (B, N - P, C)
+    Tensor *in_place = zeros(shape3(B, N - P, C));                            // (B, N - P, C)
+    Tensor *by_copy = zeros(shape3(B, N - P, C));                             // (B, N - P, C)
+    Tensor *by_index = zeros(shape3(B, N - P, C));                            // (B, N - P, C)
 
-    // The three runs, one after the other in this process, so their ratio
-    // compares like with like (same machine, same moment, same code).
-    gqa.use_cache = false;
-    double t_full = generate(recomputed, &gqa, x, P, -1);
-    GQA_W_KVcache_start_cache(&gqa, B, N, APPEND_IN_PLACE);
-    double t_cache = generate(in_place, &gqa, x, P, APPEND_IN_PLACE);
-    GQA_W_KVcache_start_cache(&gqa, B, N, APPEND_BY_COPY);
-    double t_copy = generate(by_copy, &gqa, x, P, APPEND_BY_COPY);
+    // The runs, one after the other in this process, so their ratios
+    // compare like with like (same machine, same moment, same code).
+    double t_full = generate(recomputed, &gqa, x, P, RECOMPUTE);
+    double t_cache = generate(in_place, &gqa, x, P, CACHE_IN_PLACE);
+    double t_copy = generate(by_copy, &gqa, x, P, CACHE_BY_COPY);
+    double t_index = generate(by_index, &gqa, x, P, CACHE_BY_INDEX);
 
     printf("recompute everything each step:  %7.3f s\n", t_full);
     printf("KV cache, append in place:       %7.3f s\n", t_cache);
@@ -564,8 +852,8 @@ static void bench(void) {
     for (int len = 0; len < A; len++) {
         bytes_copy += cache_bytes(1, len + 1, G, D);   // all old positions + the new one
     }
-    double a_copy = time_appends(APPEND_BY_COPY, A, G, D);
-    double a_place = time_appends(APPEND_IN_PLACE, A, G, D);
+    double a_copy = time_appends(CACHE_BY_COPY, A, G, D);
+    double a_place = time_appends(CACHE_IN_PLACE, A, G, D);
     printf("appending %d positions (K and V, %d x %d floats each):\n", A, G, D);
     printf("  by copy (torch.cat): %8.4f s, %8.1f MB moved (grows as T^2)\n", a_copy,
            bytes_copy * 1e-6);
@@ -574,11 +862,48 @@ static void bench(void) {
     printf("  ratio: %.0fx\n", a_copy / (a_place > 0.0 ? a_place : 1e-9));
     printf("why copy and in place decode alike: appending by copy moves %d floats per cached\n"
            "position per step, the reshape %d times more, and the projections outweigh both;\n"
-           "the appends alone show the T^2 that grows with the context.\n\n",
-           2 * G * D, H / G);
+           "the appends alone show the T^2 that grows with the context.\n",
+           2 * G * D, R);
+
+    // The copy expand().reshape() makes, against reading by index: over the
+    // generation above (a prefill of P positions, then L = P+1 .. N), and
+    // on one step against a long cache, filled with random numbers (the
+    // time does not depend on them).
+    double copied_in_all = 2.0 * B * H * D * P;
+    for (int t = P; t < N; t++) {
+        copied_in_all += 2.0 * B * H * D * (t + 1);
+    }
+    int cached = BENCH_LONG_CACHE - 1;
+    GQA_W_KVcache_start_cache(&gqa, B, BENCH_LONG_CACHE);
+    copy_positions(gqa.k_cache, 0, randn(shape4(B, cached, G, D)), 0, cached);
+    copy_positions(gqa.v_cache, 0, randn(shape4(B, cached, G, D)), 0, cached);
+    const Tensor *x_long = randn(shape3(B, 1, C));                            // (B, 1, C)
+    Tensor *long_copy = zeros(shape3(B, 1, C));                               // (B, 1, C)
+    Tensor *long_index = zeros(shape3(B, 1, C));                              // (B, 1, C)
+    int S = BENCH_LONG_STEPS;
+    double long_t_copy = time_long_step(long_copy, &gqa, x_long, cached, S, CACHE_IN_PLACE);
+    double long_t_index = time_long_step(long_index, &gqa, x_long, cached, S, CACHE_BY_INDEX);
+    double long_t_alone = time_copy_alone(&gqa, BENCH_LONG_CACHE, S);
+    double long_floats = 2.0 * B * H * BENCH_LONG_CACHE * D;
+    printf("no copy: query head h reads cache head h // %d in place, instead of the notebook's\n"
+           "expand().reshape() copying the cache into all %d heads (2*B*H*L*D floats a step):\n",
+           R, H);
+    printf("  generating the %d tokens above, cache appended in place:\n", N - P);
+    printf("    expand().reshape():  %7.3f s, %.0f floats (%.1f MB) copied in all\n", t_cache,
+           copied_in_all, copied_in_all * sizeof(float) * 1e-6);
+    printf("    by index:            %7.3f s, none copied; max |by index - copy| = %.3g\n",
+           t_index, (double)max_abs_diff(by_index, in_place));
+    printf("  one step against %d cached positions (mean of %d):\n", BENCH_LONG_CACHE, S);
+    printf("    expand().reshape():  %7.3f ms, %.0f floats (%.1f MB) copied per step, the copy "
+           "alone %.3f ms\n", long_t_copy * 1e3, long_floats, long_floats * sizeof(float) * 1e-6,
+           long_t_alone * 1e3);
+    printf("    by index:            %7.3f ms, none copied; max |by index - copy| = %.3g\n",
+           long_t_index * 1e3, (double)max_abs_diff(long_index, long_copy));
+    printf("  (the rest of the gap: by index the causal mask is a loop bound, where the forward\n"
+           "  builds ones, triu, == and masked_fill over heads*L scores at every step)\n\n");
 }
 
-// --- the lesson ---------------------------------------------------------------------
+// --- the lesson -------------------------------------------------------------------------
 
 int main(int argc, char **argv) {
     Sizes n = {.batch = 1, .prompt = 4, .new_tokens = 4, .dim = 512, .heads = 8, .kv_heads = 2};
@@ -608,17 +933,41 @@ int main(int argc, char **argv) {
     check_divides(&lesson, "--heads", n.heads, "--dim", n.dim);
     check_divides(&lesson, "--kv-heads", n.kv_heads, "--heads", n.heads);
     int N = n.prompt + n.new_tokens;   // at most 2 * MAX_SIZE_FLAG: no overflow
+    // The largest tensors of each kind: the full forward's weights (B, H, N,
+    // N) (its scores, and the (N, N) mask broadcast to them; a cached call's
+    // (B, H, T, L) is smaller), the activations (B, N, C) (x, every
+    // projection, the expanded keys (B, G, R, L, D) and their copy (B, H, L,
+    // D), which are as many), and the parameters (C, C). The caches (B, N,
+    // G, D) are smaller still.
     check_fits(&lesson, "full_attn (batch, heads, prompt+new, prompt+new)",
                shape4(n.batch, n.heads, N, N));
     check_fits(&lesson, "x (batch, prompt+new, dim)", shape3(n.batch, N, n.dim));
     check_fits(&lesson, "w_query.weight (dim, dim)", shape2(n.dim, n.dim));
-    n.heatmap = lesson.heatmap;
     lesson_start(&lesson);
 
     if (run_bench) {
-        bench();
-    } else {
-        walk_through(&n);
+        bench();   // its own sizes; --bench refuses --dot and --dump, so nothing traces it
+        return lesson_finish(&lesson);
     }
+
+    // The notebook's cell: the module, its input, the full forward, then
+    // the same tokens through the cache.
+    printf("gqa = GQA_W_KVcache(%d, %d, %d).eval()   (seed 001's class, its 3 bugs fixed)\n",
+           n.dim, n.heads, n.kv_heads);
+    GQA_W_KVcache gqa = GQA_W_KVcache_init(n.dim, n.heads, n.kv_heads);
+    gqa.training = false;   // .eval(): generation never uses dropout
+    const Tensor *x = named("x", randn(shape3(n.batch, N, n.dim)));           // (B, N, C)
+    printf("x: %s\n", size_str(x));
+    const Tensor *full_out = full_forward(&gqa, x, lesson.heatmap);           // (B, N, C)
+    const Tensor *cached_out = decode_with_cache(&gqa, x, full_out, n.prompt);   // (B, N, C)
+
+    // The demonstrations: what the notebook got wrong, what the cache costs,
+    // and the copy it need not make. The diagram stops before them.
+    trace_pause(true);
+    show_corners(cached_out, full_out);
+    show_frozen_cache(&gqa, x, full_out, n.prompt);
+    show_chunks(&gqa, x, full_out, n.prompt, lesson.heatmap);
+    print_cache_memory(&n);
+    show_no_copy(&gqa, x, n.prompt);
     return lesson_finish(&lesson);
 }
