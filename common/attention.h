@@ -4,6 +4,7 @@
 //   error.h   how a wrong shape is reported
 //   tensor.h  the tensor, its views, contiguous/view/reshape, sizes as text
 //   ops.h     matmul, softmax, masked_fill, split, cat, dropout, ...
+//   softmax_exact.h  softmax's arithmetic on rows of floats, as PyTorch rounds it
 //   nn.h      nn.Linear
 //   rng.h     PyTorch's random numbers, bit for bit
 //   print.h   PyTorch's print() text
@@ -22,6 +23,7 @@
 #include "ops.h"
 #include "print.h"
 #include "rng.h"
+#include "softmax_exact.h"
 #include "tensor.h"
 #include "trace.h"
 

@@ -12,6 +12,7 @@
 #include "arena.h"
 #include "error.h"
 #include "rng.h"
+#include "softmax_exact.h"
 #include "trace.h"
 
 // --- broadcasting -------------------------------------------------------------------
@@ -155,29 +156,18 @@ Tensor *matmul(const Tensor *a, const Tensor *b) {
 
 // --- softmax -------------------------------------------------------------------------------
 
-// softmax of the n numbers x[0], x[step], ..., x[(n-1)*step], in place:
-// exp(x_i - max) / sum_j exp(x_j - max). Subtracting the max changes nothing
-// mathematically (exp(-max) cancels in the ratio) but keeps exp() from
-// overflowing: the largest term becomes exp(0) = 1. A row that is all -inf
-// has max = -inf, and -inf - (-inf) is NaN: the row becomes NaN, as in PyTorch.
-static void softmax_row(float *x, int n, long step) {
-    float max = -INFINITY;
-    for (int i = 0; i < n; i++) {
-        max = fmaxf(max, x[i * step]);
-    }
-    float sum = 0.0f;
-    for (int i = 0; i < n; i++) {
-        x[i * step] = expf(x[i * step] - max);
-        sum += x[i * step];
-    }
-    for (int i = 0; i < n; i++) {
-        x[i * step] /= sum;
-    }
-}
-
-// softmax along `dim`, on a row-major copy of t. Seen as (outer, n, inner)
-// around dim, the copy holds outer * inner softmaxes of n values each, the
-// values of one `inner` floats apart (inner = 1 for the last dim).
+// softmax along `dim`: for each row of n numbers x along dim,
+//     softmax(x)_i = exp(x_i - max) / sum_j exp(x_j - max).
+// Subtracting the max changes nothing mathematically (exp(-max) cancels in
+// the ratio) but keeps exp() from overflowing: the largest term becomes
+// exp(0) = 1. A row that is all -inf has max = -inf, and -inf - (-inf) is
+// NaN: the row becomes NaN, as in PyTorch.
+//
+// The rows are computed on a row-major copy of t, seen as (outer, n, inner)
+// around dim: outer * inner softmaxes of n values each, the values of one
+// `inner` floats apart (inner = 1 for the last dim). The arithmetic itself
+// is in softmax_exact.c: the same four steps, rounded where PyTorch's own
+// kernel rounds, so the lessons print PyTorch's digits.
 Tensor *softmax(const Tensor *t, int dim) {
     int d = wrap_dim("softmax", dim, t->ndim);
     Tensor *out = clone(t);
@@ -190,10 +180,10 @@ Tensor *softmax(const Tensor *t, int dim) {
     for (int e = d + 1; e < out->ndim; e++) {
         inner *= out->size[e];
     }
-    for (long o = 0; o < outer; o++) {
-        for (long r = 0; r < inner; r++) {
-            softmax_row(&out->data[o * n * inner + r], n, inner);
-        }
+    if (d == out->ndim - 1) {   // PyTorch has two kernels: the last dim, and any other
+        softmax_exact_lastdim(out->data, outer, n);
+    } else {
+        softmax_exact_otherdim(out->data, outer, n, inner);
     }
     trace("softmax", out, 1, &t, 1, (const double[]){dim});
     return out;

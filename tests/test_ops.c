@@ -6,7 +6,9 @@
 // are compared exactly. Where exp() is involved the reference is the exact
 // value worked out in double and rounded once; a float softmax lands within
 // a few ulp of it, so 1e-6 relative (about 8 ulp) is allowed.
+#include <dirent.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
@@ -755,6 +757,52 @@ START_TEST(test_bernoulli_is_dropouts_draw) {
 }
 END_TEST
 
+// --- softmax against PyTorch, bit for bit ---------------------------------------------------
+
+// tests/reference/gen_softmax.py ran torch.softmax on 77 inputs (every row
+// length from 1 to 20, longer rows, three scales, -inf and -1e20 masks, a
+// 4-D tensor, a softmax along dim 1). softmax_exact.c does PyTorch's
+// arithmetic in PyTorch's order, so every output must match to the bit
+// (NaN only where PyTorch has NaN). A textbook softmax (glibc expf, a plain
+// sum, a division) differs in the last bit on about half of these.
+START_TEST(test_softmax_matches_pytorch_bit_for_bit) {
+    DIR *dir = opendir(DATA_DIR "/softmax");
+    ck_assert_msg(dir != NULL, "no " DATA_DIR "/softmax");
+    int cases = 0;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        size_t length = strlen(entry->d_name);
+        if (length < 7 || strcmp(entry->d_name + length - 7, "_in.npy") != 0) {
+            continue;
+        }
+        const char *name = path_join("%.*s", (int)(length - 7), entry->d_name);
+        const Tensor *x = load_npy(path_join(DATA_DIR "/softmax/%s_in.npy", name));
+        const Tensor *want = load_npy(path_join(DATA_DIR "/softmax/%s_out.npy", name));
+        int dim = atoi(read_text(path_join(DATA_DIR "/softmax/%s_dim.txt", name)));
+        assert_bitwise_equal(softmax(x, dim), want, name);
+        cases += 1;
+    }
+    closedir(dir);
+    ck_assert_int_eq(cases, 77);
+}
+END_TEST
+
+// Sleef's exp, which softmax_exact.c uses, at a few points: exact where the
+// answer is a float (exp(0) = 1), within a float's rounding of exp()
+// elsewhere, 0 below -104 and inf above 100 as Sleef cuts off.
+START_TEST(test_sleef_expf) {
+    ck_assert(sleef_expf(0.0f) == 1.0f);
+    const float xs[] = {-87.5f, -10.0f, -1.0f, -1e-3f, 1e-3f, 0.5f, 1.0f, 10.0f, 88.0f};
+    for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
+        double want = exp((double)xs[i]);
+        ck_assert_msg(fabs(sleef_expf(xs[i]) - want) <= 1.2e-7 * want, "exp(%g) = %.9g, not %.9g",
+                      (double)xs[i], (double)sleef_expf(xs[i]), want);
+    }
+    ck_assert(sleef_expf(-105.0f) == 0.0f && sleef_expf(-INFINITY) == 0.0f);
+    ck_assert(isinf(sleef_expf(101.0f)) && isnan(sleef_expf(NAN)));
+}
+END_TEST
+
 static Suite *ops_suite(void) {
     Suite *suite = suite_create("ops");
     TCase *mm = new_tcase("matmul");
@@ -788,6 +836,8 @@ static Suite *ops_suite(void) {
     tcase_add_test(other, test_max_abs_diff);
     tcase_add_test(other, test_linear);
     tcase_add_test(other, test_linear_init);
+    tcase_add_test(other, test_softmax_matches_pytorch_bit_for_bit);
+    tcase_add_test(other, test_sleef_expf);
     tcase_add_test(other, test_layer_norm_by_hand);
     tcase_add_test(other, test_layer_norm_shapes);
     tcase_add_test(other, test_gelu_by_hand);

@@ -527,19 +527,11 @@ static Tensor *GQA_W_KVcache_forward_by_index(GQA_W_KVcacheSteps *steps, GQA_W_K
                     }
                     attn_t[s] = dot / scale;
                 }
-                // Pass 2: softmax over the visible keys.
-                float max = -INFINITY;
-                for (int s = 0; s < visible; s++) {
-                    max = fmaxf(max, attn_t[s]);
-                }
-                float sum = 0.0f;
-                for (int s = 0; s < visible; s++) {
-                    attn_t[s] = expf(attn_t[s] - max);
-                    sum += attn_t[s];
-                }
-                for (int s = 0; s < visible; s++) {
-                    attn_t[s] /= sum;
-                }
+                // Pass 2: softmax over the visible keys, in place, with the
+                // helper's row softmax (as llama2.c calls its softmax(att, n)):
+                // the arithmetic of the softmax() the copying forward calls,
+                // so the weights come out the same to the bit.
+                softmax_exact_lastdim(attn_t, 1, visible);
                 // Pass 3: out_t = sum over s of weight[s] * v_s.
                 for (int s = 0; s < visible; s++) {
                     const float *v_s = at4(value, b, s, g, 0);   // (D,) value s of head g

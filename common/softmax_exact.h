@@ -1,0 +1,20 @@
+// softmax_exact.h - softmax's arithmetic on rows of floats, rounded where
+// PyTorch 1.13's CPU kernel rounds, so that the lessons print PyTorch's
+// digits. softmax() in ops.h calls it; so may a lesson's own loops (lesson
+// 10's decode by index) that must give the same bits as softmax().
+#ifndef SOFTMAX_EXACT_H
+#define SOFTMAX_EXACT_H
+
+// exp(d) exactly as Sleef_expf8_u10 computes it (what PyTorch's
+// vectorized exp calls): within 1 ulp of the true exp.
+float sleef_expf(float d);
+
+// softmax of `rows` contiguous rows of n floats each, in place: PyTorch's
+// kernel for the last dim.
+void softmax_exact_lastdim(float *data, long rows, int n);
+
+// softmax along any other dim, in place: the data seen as (outer, n, inner)
+// around that dim, row-major (inner = the product of the sizes after it).
+void softmax_exact_otherdim(float *data, long outer, int n, long inner);
+
+#endif
