@@ -1,6 +1,6 @@
 // test_lesson08.c - lesson 8 (gqa) against PyTorch and against itself.
 //
-// Recorded: tests/reference/gen_lesson08.py ran seed 001's cells (group sum
+// Recorded: tests/reference/gen_lesson08.py ran the GQA notebook's cells (group sum
 // fixed) in PyTorch 1.13 and wrote tests/data/lesson08/seed<S>/. The lesson
 // binary is run with the same seed and sizes and --dump; its inputs must be
 // PyTorch's bit for bit, its outputs equal to float rounding, its printed

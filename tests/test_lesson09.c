@@ -1,4 +1,4 @@
-// test_lesson09.c - lesson 9 (causal-mask: the masks, seed 001's causal GQA).
+// test_lesson09.c - lesson 9 (causal-mask: the masks, the GQA notebook's causal GQA).
 //
 // Reference values in tests/data/lesson09/<case>/ were recorded from
 // PyTorch 1.13 by tests/reference/gen_lesson09.py. The lesson source is

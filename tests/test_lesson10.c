@@ -1,4 +1,4 @@
-// test_lesson10.c - lesson 10 (kv-cache: seed 001's GQA_W_KVcache, fixed).
+// test_lesson10.c - lesson 10 (kv-cache: the GQA notebook's GQA_W_KVcache, fixed).
 //
 // Reference values in tests/data/lesson10/<case>/ were recorded from
 // PyTorch 1.13 by tests/reference/gen_lesson10.py. The lesson source is

@@ -15,7 +15,7 @@
 //   att_weight = dropout(softmax(scores, dim=-1), p = 0.1)   (B, T, S)
 //   ret        = (att_weight @ V) W_out^T + b_out            (B, T, C)
 //
-// THE PYTORCH IT MIRRORS (seed 000, the SelfAttV3 cell; the whole runnable
+// THE PYTORCH IT MIRRORS (the Self Attention notebook's SelfAttV3 cell; the whole runnable
 // script is in docs/04-self-attention-v3.md)
 //   torch.manual_seed(seed)
 //   X = torch.rand(batch, seq, dim)
@@ -241,7 +241,7 @@ static Tensor *masked_softmax(const Tensor *scores, const Tensor *mask, float fi
 //               uniform weights 1/S. Harmless: the row is padding anyway.
 //   fill -inf:  max = -inf, and -inf - (-inf) = NaN: the whole row is NaN,
 //               and NaN spreads through @ V, output_proj and the loss.
-// BERT (seed 003) adds a mask instead: scores + (1 - mask) * -10000. With
+// BERT (in Chen Ming's post) adds a mask instead: scores + (1 - mask) * -10000. With
 // every key masked that shifts the whole row by -10000, and softmax does not
 // change when a row is shifted, so the row gets (nearly) its UNMASKED weights.
 static void fully_masked_row(const SelfAttV3Steps *steps) {
@@ -280,7 +280,7 @@ int main(int argc, char **argv) {
     Lesson lesson = {
         .program = "lesson-4",
         .summary = "self-attention-v3: padding mask, dropout on the weights, output_proj "
-                   "(seed 000 SelfAttV3)",
+                   "(SelfAttV3 of the Self Attention notebook)",
         .sizes = sizes, .n_sizes = 3,
         .switches = switches, .n_switches = 1,
     };

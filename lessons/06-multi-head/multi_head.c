@@ -2,7 +2,8 @@
 //
 // WHAT THIS ADDS
 //   Lesson 5 (SelfAttV4) ran ONE attention over the whole hidden vector.
-//   MultiHeadAttention (seed 000; seeds 002 and 004 write the same module)
+//   MultiHeadAttention (the Self Attention notebook's "MHSA" cell; the
+//   Attention 介绍 notes and the iThome Day 7 post write the same module)
 //   cuts each projected vector into `heads` slices of head_dim numbers and
 //   runs an independent attention in every slice: each head gets its own
 //   scores, its own softmax, its own weighted sum. The trick is all in the
@@ -19,7 +20,7 @@
 //   output_mid[b, h] = attention_weight[b, h] @ v_state[b, h]          (T, D)
 //   output = concat_h(output_mid[b, h]) W_o^T + b_o                    (T, C)
 //
-// THE PYTORCH IT MIRRORS (seed 000, "MHSA"; docs/06-multi-head.md has the
+// THE PYTORCH IT MIRRORS (the notebook's "MHSA" cell; docs/06-multi-head.md has the
 // complete script that prints the same numbers)
 //   attention_mask = torch.randint(0, 2, (3, 8, 2, 2))
 //   x = torch.rand(3, 2, 128)
@@ -50,7 +51,7 @@
 
 #include "attention.h"
 
-// --- the module: seed 000's MultiHeadAttention -------------------------------
+// --- the module: the Self Attention notebook's MultiHeadAttention ------------
 
 typedef struct {
     int nums_head;        // H
@@ -113,7 +114,7 @@ static Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
 
     const Tensor *Q = named("Q", linear(X, &self->q_proj));                  // (B, T, C)
     const Tensor *K = named("K", linear(X, &self->k_proj));                  // (B, T, C)
-    // Seed 002's copy of this class writes `V = self.k_proj(X)`: its values
+    // The Attention 介绍 notes' copy of this class writes `V = self.k_proj(X)`: its values
     // are its keys and v_proj is never used. V comes from v_proj.
     const Tensor *V = named("V", linear(X, &self->v_proj));                  // (B, T, C)
 
@@ -145,7 +146,7 @@ static Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
     }
 
     // The fourth dim (3, the key axis s): each query's weights sum to 1.
-    // (Seed 004's step-by-step copy writes `F.softmax(aattn_scores, ...)`
+    // (The iThome Day 7 post's step-by-step copy writes `F.softmax(aattn_scores, ...)`
     // here: a typo for attn_scores, a NameError, so its code never ran.)
     attention_weight = named("attention_weight", softmax(attention_weight, 3));  // (B, H, T, S)
 
@@ -380,7 +381,8 @@ int main(int argc, char **argv) {
     };
     Lesson lesson = {
         .program = "lesson-6",
-        .summary = "multi-head: MultiHeadAttention of seed 000, view/transpose into heads",
+        .summary = "multi-head: MultiHeadAttention of the Self Attention notebook, "
+                   "view/transpose into heads",
         .sizes = sizes,
         .n_sizes = 4,
         .switches = switches,

@@ -8,7 +8,7 @@
 //   head (eight of them); only the keys and values, which a decoder must keep
 //   in its KV cache for every past token, shrink fourfold. kv_heads = heads is
 //   lesson 6's multi-head attention, kv_heads = 1 is multi-query attention.
-//   The notebook (seed 001) writes GQA with einops; every einops step below is
+//   The GQA notebook writes GQA with einops; every einops step below is
 //   a plain nested loop whose index letters are the einsum's letters.
 //
 // THE MATH (G = H / KV query heads per key/value head, i = h*G + g)
@@ -16,9 +16,10 @@
 //   attention = softmax(scores / sqrt(D), over s)
 //   out[b, n, h*G + g, :] = sum over s of attention[b, g, h, n, s] * value[b, s, h, :]
 //   So query head i uses key/value head h = i / G (integer division), the same
-//   pairing as repeat_interleave(G) of the keys and values (seed 002).
+//   pairing as repeat_interleave(G) of the keys and values (the Attention
+//   介绍 notes).
 //
-// THE PYTORCH IT MIRRORS (seed 001 cells 7-11 with the group sum fixed; the
+// THE PYTORCH IT MIRRORS (the notebook's cells 7-11 with the group sum fixed; the
 //   doc page docs/08-gqa.md has it complete and runnable)
 //   query = torch.randn(batch, seq, heads, head_dim)
 //   key = torch.randn(batch, seq, kv_heads, head_dim)
@@ -44,7 +45,8 @@
 //     grouping "(h g)" and repeat_interleave agree, head i reads head i / G.
 //   - The notebook's einsum "b g h n d, b h s d -> b h n s" sums the scores
 //     over g and gives (1, 256, 2, 64): two heads where there should be eight.
-//   - The loops equal seed 002's repeat_interleave + matmul version, and the
+//   - The loops equal the Attention 介绍 notes' repeat_interleave + matmul
+//     version, and the
 //     same loops with kv_heads = heads and kv_heads = 1 are MHA and MQA.
 //   - The KV cache per token: 4096 bytes as MHA, 1024 as GQA, 512 as MQA.
 //
@@ -55,7 +57,7 @@
 // Index letters are the einsum's: b batch, n query position, s key position,
 //   h key/value head (and so the group), g query head inside its group,
 //   d inside a head; i = h*G + g is a query head's number from 0 to H-1.
-// Careful in lessons 9 and 10: they follow seed 001's GQA module, whose
+// Careful in lessons 9 and 10: they follow the notebook's GQA module, whose
 //   num_groups is the NUMBER of key/value heads (our KV), and whose
 //   expand_ratio R is the size of a group (our G). Same model, other names.
 
@@ -64,7 +66,7 @@
 
 #include "attention.h"
 
-// --- grouped-query attention: seed 001's cells 8-11, the group sum fixed ------
+// --- grouped-query attention: the notebook's cells 8-11, the group sum fixed -
 
 // What the notebook prints between its steps, kept so main() and the tests
 // can look inside.
@@ -126,7 +128,7 @@ static Tensor *grouped_query_attention(GroupedQueryAttentionSteps *steps, const 
 // head's (positions x head_dim) matrix is one block. The same loop does the
 // notebook's "b s h d -> b h s d" for key and value (only the letter
 // differs); `pattern` is the notebook's string, for the --dot graph.
-// Seed 001's first cell skips this step: it hands (b, n, h, d) tensors
+// The notebook's first cell skips this step: it hands (b, n, h, d) tensors
 // straight to scaled_dot_product_attention, which attends over dim -2 and
 // treats the dims before it as batch, so there the 8 heads of ONE position
 // attend to each other and positions never meet. The printed shape is
@@ -514,9 +516,9 @@ static void show_group_sum(const GroupSumSteps *steps, const Tensor *query, cons
            "fixed there in May 2024 by keeping g: \"-> b g h n s\", then \"b n (h g) d\".\n");
 }
 
-// --- seed 002's way: repeat the keys and values, then multi-head attention ----
+// --- the notes' way: repeat the keys and values, then multi-head attention ---
 
-// The middle of seed 002's GroupQueryAttention.forward, without its
+// The middle of GroupQueryAttention.forward in the Attention 介绍 notes, without its
 // projections: q (B, N, H, D), k and v (B, S, KV, D) -> output (B, N, H, D).
 // repeat_interleave(G, dim=1) copies key/value head h into slots
 // h*G .. h*G + G-1, so slot i holds head i / G: the same pairing as the
@@ -537,11 +539,13 @@ static const Tensor *repeat_interleave_attention(const Tensor *q_in, const Tenso
     const Tensor *attention_weight =
         labeled("attention_weight", softmax(attention_score, -1));           // (B, H, N, S)
     const Tensor *output = matmul(attention_weight, v);                      // (B, H, N, D)
-    return labeled("output (seed 002)", contiguous(transpose(output, 1, 2)));  // (B, N, H, D)
+    output = contiguous(transpose(output, 1, 2));                            // (B, N, H, D)
+    return labeled("output (repeat_interleave)", output);
 }
 
 static void show_repeat_interleave(const Tensor *out, const Tensor *output) {
-    printf("\n-- seed 002's way: repeat_interleave K and V, then multi-head attention --\n");
+    printf("\n-- the Attention 介绍 notes' way: repeat_interleave K and V, then multi-head "
+           "attention --\n");
     printf("output: %s\nmax |out - output| = %.3g\n", size_str(output),
            max_abs_diff(out, output));
 }
@@ -549,7 +553,7 @@ static void show_repeat_interleave(const Tensor *out, const Tensor *output) {
 // --- the two ends of the family: MHA and MQA ----------------------------------
 
 // kv_heads = heads is MHA, kv_heads = 1 is MQA: the same loops at both ends.
-// `output` is seed 002's result above.
+// `output` is the notes' result above.
 static void show_two_ends(const Tensor *query, const Tensor *key, const Tensor *value,
                           const Tensor *out, const Tensor *output) {
     int H = size(query, 2), G = H / size(key, 2);
@@ -561,7 +565,7 @@ static void show_two_ends(const Tensor *query, const Tensor *key, const Tensor *
     const Tensor *value_mha = repeat_interleave(value, G, 2);                // (B, S, H, D)
     const Tensor *out_mha =
         grouped_query_attention(NULL, query, key_mha, value_mha);            // (B, N, H, D)
-    // Lesson 6's attention on these copied heads is exactly what seed 002
+    // Lesson 6's attention on these copied heads is exactly what the notes
     // computed (`output`), so that is what the loops are held against.
     printf("kv_heads = %d, G = 1: max |loops - out| = %.3g, max |loops - multi-head "
            "attention| = %.3g\n", H, max_abs_diff(out_mha, out),
@@ -606,21 +610,21 @@ int main(int argc, char **argv) {
     };
     Lesson lesson = {
         .program = "lesson-8",
-        .summary = "gqa: grouped-query attention, einops steps as loops (seed 001, 002)",
+        .summary = "gqa: grouped-query attention, the GQA notebook's einops steps as loops",
         .sizes = sizes,
         .n_sizes = 5,
     };
     parse_lesson_args(&lesson, argc, argv);
     check_divides(&lesson, "--kv-heads", kv_heads, "--heads", heads);
     // The largest tensor of each kind the run builds: every other one (key,
-    // out, the group sum's, the repeated keys of seed 002 and of MHA) is one
+    // out, the group sum's, the repeated keys of the notes and of MHA) is one
     // of these sizes or smaller.
     check_fits(&lesson, "scores (batch, heads, seq, seq)", shape4(batch, heads, seq, seq));
     check_fits(&lesson, "query (batch, seq, heads, head_dim)",
                shape4(batch, seq, heads, head_dim));
     lesson_start(&lesson);
 
-    // Seed 001 cell 7: the three draws, in this order.
+    // The notebook's cell 7: the three draws, in this order.
     Shape query_shape = shape4(batch, seq, heads, head_dim);
     Shape kv_shape = shape4(batch, seq, kv_heads, head_dim);
     const Tensor *query = named("query", randn(query_shape));                // (B, N, H, D)
@@ -629,7 +633,7 @@ int main(int argc, char **argv) {
 
     // GQA, the notebook's cells with the group sum fixed; then the two other
     // ways the lesson holds it against: the notebook's einsum as written,
-    // and seed 002's repeat_interleave. These three are the --dot diagram.
+    // and the notes' repeat_interleave. These three are the --dot diagram.
     GroupedQueryAttentionSteps steps;
     const Tensor *out =
         named("out", grouped_query_attention(&steps, query, key, value));    // (B, N, H, D)

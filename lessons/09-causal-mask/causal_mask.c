@@ -5,7 +5,7 @@
 //   key/value heads. Every query there could see every key, including keys
 //   that come LATER in the sequence. A language model that predicts the next
 //   token must not see the future, so each query position t is only allowed
-//   the key positions s <= t. That rule is the causal mask. Seed 001 builds
+//   the key positions s <= t. That rule is the causal mask. The GQA notebook builds
 //   it with torch.triu, puts it into its `GQA` module, and then shows the
 //   mask a single new query gets when earlier keys sit in a KV cache (the
 //   subject of lesson 10). We print its two masks, generalise the second one
@@ -21,7 +21,7 @@
 //   cache_len .. cache_len + q_len - 1 and the mask is
 //   triu(ones(q_len, cache_len + q_len), diagonal = 1 + cache_len).
 //
-// THE PYTORCH IT MIRRORS (seed 001, cells In[10]-In[12]; GQA is the notebook's class)
+// THE PYTORCH IT MIRRORS (the GQA notebook, cells In[10]-In[12]; GQA is its class)
 //   print(torch.triu(torch.ones(4, 4), diagonal=1))
 //   cache_len = 2
 //   print(torch.triu(torch.ones(1, 1 + cache_len), diagonal=1 + cache_len))
@@ -74,7 +74,7 @@
 
 // --- the module: the notebook's GQA, causal -----------------------------------------
 
-// class GQA(nn.Module) of seed 001, In[10]. The notebook calls the number of
+// class GQA(nn.Module) of the GQA notebook, In[10]. The notebook calls the number of
 // key/value heads `num_groups`: G groups of R = H / G query heads, each group
 // sharing one key head and one value head.
 typedef struct {
@@ -140,7 +140,7 @@ static Tensor *GQA_forward(GQASteps *steps, const GQA *self, const Tensor *query
     // in place (with G = 1 or R = 1 it is a view, as in PyTorch).
     // Merging (G, R) row-major puts query head i = g * R + r on key head
     // g = i / R: heads 0..R-1 share key head 0, the next R key head 1.
-    // (That is repeat_interleave of seed 002, not repeat, and lesson 8's
+    // (That is repeat_interleave of the Attention 介绍 notes, not repeat, and lesson 8's
     // einops "(h g)" grouping, whose h is this g and whose g is this r.)
     int expand_ratio = H / G;   // R
     Shape every_head = shape4(batch_size, H, seq_len, D);
@@ -295,7 +295,7 @@ static void compare_conventions(void) {
     printf("-- two conventions for the same mask --\n");
     printf("scores = torch.tensor([[1., 2., 3.], [4., 5., 6.], [7., 8., 9.]])\n");
 
-    // Here (seed 001): 1 = forbidden, fill where mask == 1, with -inf.
+    // Here (the GQA notebook): 1 = forbidden, fill where mask == 1, with -inf.
     const Tensor *mask = triu(ones(shape2(3, 3)), 1);                         // (3, 3)
     const Tensor *forbidden = eq_scalar(mask, 1.0f);                          // (3, 3)
     const Tensor *filled_inf = masked_fill(scores, forbidden, -INFINITY);     // (3, 3)
@@ -304,7 +304,7 @@ static void compare_conventions(void) {
     printf("scores.masked_fill(mask == 1, float('-inf')).softmax(-1)\n%s\n",
            tensor_str(w_inf, NULL));
 
-    // Lesson 4 (seed 000, SelfAttV3): 1 = allowed, fill where mask == 0,
+    // Lesson 4 (SelfAttV3 of the Self Attention notebook): 1 = allowed, fill where mask == 0,
     // with -1e20. The causal "allowed" mask is the lower triangle, tril.
     // exp(-1e20 - max) underflows to exactly 0, so the weights are the same.
     const Tensor *keep = add(ones(shape2(3, 3)), mul_scalar(mask, -1.0f));    // (3, 3)
@@ -346,7 +346,8 @@ int main(int argc, char **argv) {
     SwitchFlag switches[] = {{"--train", &train, "training mode: dropout 0.1 on the weights"}};
     Lesson lesson = {
         .program = "lesson-9",
-        .summary = "causal-mask: the causal mask, with and without a cache, in seed 001's GQA",
+        .summary = "causal-mask: the causal mask, with and without a cache, in the GQA "
+                   "notebook's GQA",
         .sizes = sizes, .n_sizes = 5, .switches = switches, .n_switches = 1,
     };
     parse_lesson_args(&lesson, argc, argv);

@@ -9,7 +9,7 @@
 //   KV cache, and at each step project only the NEW token, append its key
 //   and value (the G key/value heads of GQA, before any repeat to H heads:
 //   that is why GQA makes the cache small) and attend over the whole cache.
-//   Seed 001's GQA_W_KVcache tries this and has three bugs; this is the
+//   The GQA notebook's GQA_W_KVcache tries this and has three bugs; this is the
 //   class fixed. We check it against the full causal forward, print what
 //   the cache costs in memory, then do what real decoders do instead of the
 //   notebook's expand().reshape(), which copies the whole cache into every
@@ -27,7 +27,7 @@
 //   The notebook builds K for all H heads, (B, H, L, D), by copying: 2*B*H*L*D
 //   floats (K and V) per step. Reading key head h / R in place copies none.
 //
-// THE PYTORCH IT MIRRORS (seed 001 In[13], GQA_W_KVcache with its bugs fixed)
+// THE PYTORCH IT MIRRORS (the notebook's In[13], GQA_W_KVcache with its bugs fixed)
 //   torch.manual_seed(seed)
 //   gqa = GQA_W_KVcache(dim, heads, kv_heads).eval()   # draws as GQA(...) does
 //   x = torch.randn(batch, prompt + new, dim)
@@ -65,7 +65,7 @@
 // Index letters: b batch, t position (s a key's), h query head, g key/value
 // head (a group), r query head inside a group: query head h = g*R + r reads
 // key/value head h / R; d one of a head's D numbers.
-// Coming from lesson 8: seed 001's module names things differently from
+// Coming from lesson 8: the notebook's module names things differently from
 // its einsum. Here G = num_groups counts the groups (= key/value heads,
 // lesson 8's KV) and R is a group's size (lesson 8's G); lesson 8's letter
 // h (key/value head) is g here. Same pairing: head i reads i / R.
@@ -83,7 +83,7 @@
 
 // --- the module: GQA_W_KVcache, fixed -------------------------------------------------
 
-// class GQA_W_KVcache(nn.Module), seed 001 In[13], fixed. The notebook's
+// class GQA_W_KVcache(nn.Module), the GQA notebook's In[13], fixed. The notebook's
 // k_cache/v_cache are tensors that torch.cat makes one step longer at every
 // call; here they are storage for `capacity` positions, made once by
 // GQA_W_KVcache_start_cache, of which the first cache_len are filled (as
@@ -913,7 +913,8 @@ int main(int argc, char **argv) {
     };
     Lesson lesson = {
         .program = "lesson-10",
-        .summary = "kv-cache: seed 001's GQA_W_KVcache, fixed, against the full causal forward",
+        .summary = "kv-cache: the GQA notebook's GQA_W_KVcache, fixed, against the full "
+                   "causal forward",
         .sizes = sizes, .n_sizes = 6, .switches = switches, .n_switches = 1,
     };
     parse_lesson_args(&lesson, argc, argv);
@@ -944,7 +945,8 @@ int main(int argc, char **argv) {
 
     // The notebook's cell: the module, its input, the full forward, then
     // the same tokens through the cache.
-    printf("gqa = GQA_W_KVcache(%d, %d, %d).eval()   (seed 001's class, its 3 bugs fixed)\n",
+    printf("gqa = GQA_W_KVcache(%d, %d, %d).eval()   (the GQA notebook's class, its 3 bugs "
+           "fixed)\n",
            n.dim, n.heads, n.kv_heads);
     GQA_W_KVcache gqa = GQA_W_KVcache_init(n.dim, n.heads, n.kv_heads);
     gqa.training = false;   // .eval(): generation never uses dropout
