@@ -45,7 +45,8 @@
 //   - Row 0 of the weights is [1, 0, 0, ...]: the first token can only see
 //     itself, so all its attention goes to itself.
 //   - Changing the last token changes only the last output: 0 difference at
-//     every earlier position.
+//     every earlier position. With --train too: both runs then restart the
+//     generator, so their dropout drops the same weights.
 //   - The notebook's mask has 1 where attention is FORBIDDEN (fill where
 //     mask == 1); lesson 4's mask has 1 where it is ALLOWED (fill where
 //     mask == 0). Same pattern, opposite meaning.
@@ -66,8 +67,10 @@
 // key/value head) is g here, and lesson 8's g (place inside the group) is
 // r. The pairing is the same: query head i reads key/value head i / R.
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "attention.h"
@@ -262,8 +265,13 @@ static float diff_of_positions(const Tensor *a, const Tensor *b, int from, int t
 // Causality, checked: change the last token of query, key and value and
 // run again. Outputs 0 .. T-2 never looked at position T-1 (their weight
 // on it was exactly 0), so they must not move at all.
-static void check_causality(const GQA *gqa, const Tensor *query, const Tensor *key,
-                            const Tensor *value, const Tensor *output) {
+// In train mode every call draws new dropout masks, and two runs with
+// different masks differ at every position for that reason alone (by 0.76
+// at the notebook's sizes): the check would say nothing about the mask. So
+// there both runs start from torch.manual_seed(seed) and draw the same
+// masks; then only the changed token differs between them.
+static void check_causality(const GQA *gqa, uint64_t seed, const Tensor *query,
+                            const Tensor *key, const Tensor *value, const Tensor *output) {
     int B = size(query, 0), T = size(query, 1), C = size(query, 2);
     Tensor *query2 = clone(query);                                            // (B, T, C)
     Tensor *key2 = clone(key);                                                // (B, T, C)
@@ -275,13 +283,26 @@ static void check_causality(const GQA *gqa, const Tensor *query, const Tensor *k
             *at3(value2, b, T - 1, c) += 1.0f;
         }
     }
+    const char *before = "output";   // what output2 is held against
+    if (gqa->training) {
+        manual_seed(seed);
+        output = GQA_forward(NULL, gqa, query, key, value);                   // (B, T, C)
+        manual_seed(seed);
+        before = "output1";
+    }
     const Tensor *output2 = GQA_forward(NULL, gqa, query2, key2, value2);     // (B, T, C)
     printf("add 1 to the last token of query, key and value, run again:\n");
+    if (gqa->training) {
+        printf("  (train mode: each call draws new dropout masks, so both runs start from\n"
+               "  torch.manual_seed(%" PRIu64 ") and draw the same ones: output1 = gqa(query, key, "
+               "value),\n  output2 = gqa(query2, key2, value2); with other masks every "
+               "position would differ)\n", seed);
+    }
     if (T > 1) {
-        printf("  max |output2 - output| at positions 0..%d: %g\n", T - 2,
+        printf("  max |output2 - %s| at positions 0..%d: %g\n", before, T - 2,
                (double)diff_of_positions(output2, output, 0, T - 1));
     }
-    printf("  max |output2 - output| at position %d: %.4f\n\n", T - 1,
+    printf("  max |output2 - %s| at position %d: %.4f\n\n", before, T - 1,
            (double)diff_of_positions(output2, output, T - 1, T));
 }
 
@@ -381,7 +402,7 @@ int main(int argc, char **argv) {
     // the masks and the module's dataflow only.
     trace_pause(true);
     show_weights(steps.attn, output, lesson.heatmap);
-    check_causality(&gqa, query, key, value, output);
+    check_causality(&gqa, lesson.seed, query, key, value, output);
     compare_conventions();
     return lesson_finish(&lesson);
 }
