@@ -398,6 +398,49 @@ START_TEST(test_help_mentions_bench) {
 }
 END_TEST
 
+// --bench takes the size flags given and its own defaults for the others:
+// the header line names the sizes it runs. (Its timings are not checked; a
+// small model keeps the run short.) Sizes its long cache cannot hold, or
+// heads its default kv-heads does not divide, are refused like any others.
+START_TEST(test_bench_takes_the_size_flags) {
+    RunResult r = run_program(lesson_binary(LESSON_DIR),
+                              (const char *const[]){"--bench", "--dim", "64", "--heads", "4",
+                                                    "--new", "3", NULL});
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(r.err, "");
+    ck_assert_ptr_nonnull(strstr(r.out, "-- bench: batch 1, dim 64, heads 4, kv_heads 2 (head_dim "
+                                        "16), prompt 16, then 3 new tokens --\n"));
+    ck_assert_ptr_nonnull(strstr(r.out, "max |copy - in place| = 0"));
+
+    char *none[] = {"lesson-10", "--bench", NULL};
+    Sizes n = {.batch = 2, .prompt = 4, .new_tokens = 4, .dim = 512, .heads = 8, .kv_heads = 2};
+    use_bench_sizes(&n, 2, none);
+    ck_assert_int_eq(n.batch, 1);
+    ck_assert_int_eq(n.prompt, 16);
+    ck_assert_int_eq(n.new_tokens, 200);
+    ck_assert_int_eq(n.dim, 256);
+    ck_assert_int_eq(n.heads, 8);
+    ck_assert_int_eq(n.kv_heads, 2);
+    char *some[] = {"lesson-10", "--seed", "3", "--batch", "2", "--bench", "--dim", "512", NULL};
+    n = (Sizes){.batch = 2, .prompt = 4, .new_tokens = 4, .dim = 512, .heads = 8, .kv_heads = 2};
+    use_bench_sizes(&n, 8, some);
+    ck_assert_int_eq(n.batch, 2);        // given
+    ck_assert_int_eq(n.dim, 512);        // given, though it is the walk-through's default
+    ck_assert_int_eq(n.new_tokens, 200);
+
+    static const BadFlags BAD[] = {
+        {{"--bench", "--heads", "3", "--dim", "48", NULL}, "--kv-heads 2 does not divide --heads 3"},
+        {{"--bench", "--batch", "64", "--dim", "1024", NULL}, "the bench's long cache"},
+    };
+    for (int i = 0; i < 2; i++) {
+        RunResult bad = run_program(lesson_binary(LESSON_DIR), BAD[i].args);
+        ck_assert_int_eq(bad.status, 2);
+        ck_assert_str_eq(bad.out, "");
+        ck_assert_msg(strstr(bad.err, BAD[i].named) != NULL, "%s", bad.err);
+    }
+}
+END_TEST
+
 static Suite *lesson10_suite(void) {
     Suite *suite = suite_create("lesson10");
     TCase *pytorch = new_tcase("pytorch");
@@ -421,6 +464,7 @@ static Suite *lesson10_suite(void) {
     TCase *flags = new_tcase("flags");
     tcase_add_test(flags, test_bad_flags);
     tcase_add_test(flags, test_help_mentions_bench);
+    tcase_add_test(flags, test_bench_takes_the_size_flags);
     suite_add_tcase(suite, flags);
     return suite;
 }

@@ -43,6 +43,7 @@
 //   make lesson-10       flags: --batch 1 --prompt 4 --new 4 --dim 512 --heads 8
 //                        --kv-heads 2, --heatmap, --seed, --dump, --dot
 //   make lesson-10 ARGS=--bench    time generation with and without the cache
+//   make lesson-10 ARGS="--bench --dim 64"    the bench with the sizes given
 //
 // WHAT TO LOOK FOR
 //   - k_cache grows by one position per step and has kv_heads (2), not
@@ -620,9 +621,12 @@ static void show_no_copy(const GQA_W_KVcache *gqa, const Tensor *x, int prompt) 
 
 // --- --bench: what the cache saves, and what the copy costs, measured -----------------
 
-// The bench's model and generation: larger than the walk-through, small
-// enough that the whole bench runs in a few seconds on one core.
-enum { BENCH_DIM = 256, BENCH_HEADS = 8, BENCH_KV_HEADS = 2, BENCH_PROMPT = 16,
+// The bench's model and generation by default: larger than the walk-through
+// (a 4-token prompt and 4 new tokens measure nothing), small enough that the
+// whole bench runs in a few seconds on one core. A size flag given on the
+// command line replaces its default (use_bench_sizes in main); the appends and
+// the long cache keep their lengths.
+enum { BENCH_BATCH = 1, BENCH_DIM = 256, BENCH_HEADS = 8, BENCH_KV_HEADS = 2, BENCH_PROMPT = 16,
        BENCH_NEW = 200, BENCH_APPENDS = 2048, BENCH_LONG_CACHE = 2048, BENCH_LONG_STEPS = 50 };
 
 static double now_seconds(void) {
@@ -764,9 +768,9 @@ static double time_copy_alone(const GQA_W_KVcache *gqa, int positions, int steps
     return (now_seconds() - start) / steps;
 }
 
-static void bench(void) {
-    int B = 1, C = BENCH_DIM, H = BENCH_HEADS, G = BENCH_KV_HEADS, D = C / H, R = H / G;
-    int P = BENCH_PROMPT, N = BENCH_PROMPT + BENCH_NEW;
+static void bench(const Sizes *n) {
+    int B = n->batch, C = n->dim, H = n->heads, G = n->kv_heads, D = C / H, R = H / G;
+    int P = n->prompt, N = n->prompt + n->new_tokens;
     printf("-- bench: batch %d, dim %d, heads %d, kv_heads %d (head_dim %d), prompt %d, "
            "then %d new tokens --\n", B, C, H, G, D, P, N - P);
     GQA_W_KVcache gqa = GQA_W_KVcache_init(C, H, G);
@@ -795,7 +799,7 @@ static void bench(void) {
     // (o_proj). T queries against L keys cost 4*H*D*T*L (scores, then
     // weights @ V). Recomputing position t runs L = t + 1 tokens: L*Pt +
     // 4HD*L^2. The cache runs 1 token against L keys: Pt + 4HD*L, after a
-    // prefill of P*Pt + 4HD*P^2.
+    // prefill of P*Pt + 4HD*P^2. Each sequence of a batch costs as much.
     double Pt = 4.0 * C * C + 4.0 * C * G * D;
     double attention = 4.0 * H * D;
     double flops_full = 0.0, flops_cache = P * Pt + attention * P * P;
@@ -804,8 +808,14 @@ static void bench(void) {
         flops_full += L * Pt + attention * L * L;
         flops_cache += Pt + attention * L;
     }
+    flops_full *= B;
+    flops_cache *= B;
     printf("measured speedup of the cache: %.1fx\n", t_full / t_cache);
-    printf("FLOP model: Pt = 4*C*C + 4*C*G*D = %.0f per token, attention 4*H*D*T*L\n", Pt);
+    printf("FLOP model: Pt = 4*C*C + 4*C*G*D = %.0f per token, attention 4*H*D*T*L", Pt);
+    if (B > 1) {
+        printf("; both sums times batch = %d", B);
+    }
+    printf("\n");
     printf("  recompute: sum over t of (t+1)*Pt + 4*H*D*(t+1)^2            = %.3g FLOPs\n",
            flops_full);
     printf("  cache:     P*Pt + 4*H*D*P^2 + sum over t of Pt + 4*H*D*(t+1) = %.3g FLOPs\n",
@@ -897,6 +907,30 @@ static void bench(void) {
 
 // --- the lesson -------------------------------------------------------------------------
 
+// Is `flag` on the command line? parse_lesson_args has accepted every word,
+// and no value may start with "--", so a word equal to the flag is the flag.
+static bool flag_given(int argc, char **argv, const char *flag) {
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], flag) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// --bench's sizes: the flags given, and the bench's defaults for the rest.
+// A learner who types --bench --dim 64 expects a bench at dim 64, not a
+// silent one at 256; and one who types --bench alone, a bench worth
+// timing, not the walk-through's 4 + 4 tokens.
+static void use_bench_sizes(Sizes *n, int argc, char **argv) {
+    n->batch = flag_given(argc, argv, "--batch") ? n->batch : BENCH_BATCH;
+    n->prompt = flag_given(argc, argv, "--prompt") ? n->prompt : BENCH_PROMPT;
+    n->new_tokens = flag_given(argc, argv, "--new") ? n->new_tokens : BENCH_NEW;
+    n->dim = flag_given(argc, argv, "--dim") ? n->dim : BENCH_DIM;
+    n->heads = flag_given(argc, argv, "--heads") ? n->heads : BENCH_HEADS;
+    n->kv_heads = flag_given(argc, argv, "--kv-heads") ? n->kv_heads : BENCH_KV_HEADS;
+}
+
 int main(int argc, char **argv) {
     Sizes n = {.batch = 1, .prompt = 4, .new_tokens = 4, .dim = 512, .heads = 8, .kv_heads = 2};
     bool run_bench = false;
@@ -909,7 +943,7 @@ int main(int argc, char **argv) {
         {"--kv-heads", &n.kv_heads, "key/value heads (the notebook's num_groups)"},
     };
     SwitchFlag switches[] = {
-        {"--bench", &run_bench, "time generation with and without the cache (own sizes)"},
+        {"--bench", &run_bench, "time the cache (the bench's own sizes for flags not given)"},
     };
     Lesson lesson = {
         .program = "lesson-10",
@@ -922,6 +956,9 @@ int main(int argc, char **argv) {
     // the lesson's dumps under the same names, and it draws no graph.
     if (run_bench && (lesson.dump_dir != NULL || lesson.dot_file != NULL)) {
         usage_error(&lesson, "--bench runs its own larger model; drop --dump and --dot");
+    }
+    if (run_bench) {
+        use_bench_sizes(&n, argc, argv);
     }
     check_divides(&lesson, "--heads", n.heads, "--dim", n.dim);
     check_divides(&lesson, "--kv-heads", n.kv_heads, "--heads", n.heads);
@@ -936,10 +973,14 @@ int main(int argc, char **argv) {
                shape4(n.batch, n.heads, N, N));
     check_fits(&lesson, "x (batch, prompt+new, dim)", shape3(n.batch, N, n.dim));
     check_fits(&lesson, "w_query.weight (dim, dim)", shape2(n.dim, n.dim));
+    if (run_bench) {   // its long cache, copied to every head: (B, H, L, D)
+        check_fits(&lesson, "the bench's long cache for every head (batch, heads, 2048, head_dim)",
+                   shape4(n.batch, n.heads, BENCH_LONG_CACHE, n.dim / n.heads));
+    }
     lesson_start(&lesson);
 
     if (run_bench) {
-        bench();   // its own sizes; --bench refuses --dot and --dump, so nothing traces it
+        bench(&n);   // --bench refuses --dot and --dump, so nothing traces it
         return lesson_finish(&lesson);
     }
 
