@@ -648,7 +648,12 @@ int main(int argc, char **argv) {
     printf("-- grouped-query attention, the notebook's einops steps as loops --\n");
     print_notebook_lines(&steps, out);
     if (lesson.heatmap) {
-        print_heatmap("attention (b, g, h)", steps.attention);
+        // One grid per key/value head h: batch 0, the first query head (g = 0)
+        // of each group, as attention[:1, :1] keeps them (the indices stay
+        // the tensor's own). All B*G*KV grids would run to hundreds of lines.
+        const Tensor *first_heads = narrow(narrow(steps.attention, 0, 0, 1), 1, 0, 1);
+        printf("(batch 0, query head g = 0 of each group h: attention[:1, :1])\n");
+        print_heatmap("attention (b, g, h)", first_heads);                   // (1, 1, KV, N, S)
     }
     printf("out[0, 0, :, :4]\n%s\n\n", first_token_str(out));
     show_head_pairing(heads, kv_heads);
