@@ -383,7 +383,11 @@ int main(int argc, char **argv) {
     check_fits(&lesson, "w_query.weight (dim, dim)", shape2(dim, dim));
     lesson_start(&lesson);
 
+    // The masks are printed to be read; the --dot diagram is the module's
+    // dataflow, which builds its own mask.
+    bool was_paused = trace_pause(true);
     show_masks();
+    trace_pause(was_paused);
 
     // In[11], the notebook's example usage: gqa = GQA(embed_dim, num_heads,
     // num_groups).eval(); the weights are drawn first, then the three inputs.
