@@ -73,6 +73,8 @@
 typedef struct {
     int num_head_groups;       // G
     const Tensor *query;       // (B, G, KV, N, D) the query heads split into groups
+    const Tensor *key;         // (B, KV, S, D) heads in front (cell 8)
+    const Tensor *value;       // (B, KV, S, D)
     const Tensor *scores;      // (B, G, KV, N, S)
     const Tensor *attention;   // (B, G, KV, N, S) softmax(scores / sqrt(D)) over s
 } GroupedQueryAttentionSteps;
@@ -110,7 +112,8 @@ static Tensor *grouped_query_attention(GroupedQueryAttentionSteps *steps, const 
         labeled("attention", softmax(div_scalar(scores, scale), -1));        // (B, G, KV, N, S)
     const Tensor *out = einsum_mix_values(attention, value);                 // (B, G, KV, N, D)
     if (steps != NULL) {
-        *steps = (GroupedQueryAttentionSteps){num_head_groups, query, scores, attention};
+        *steps = (GroupedQueryAttentionSteps){num_head_groups, query, key, value, scores,
+                                              attention};
     }
     return rearrange_merge_groups(out);                                      // (B, N, H, D)
 }
@@ -122,7 +125,8 @@ static Tensor *grouped_query_attention(GroupedQueryAttentionSteps *steps, const 
 // einops/einsum string each one computes is in the comment above its loop.
 // In PyTorch the rearranges are views (permute/view) that copy nothing;
 // here they copy, which changes no number. Each reports itself to the
-// trace (trace.h) under its einops string, for the --dot diagram.
+// trace (trace.h) under its einops string, for the --dot diagram; in the
+// einsums' strings "\\n" is dot's line break, which keeps the labels narrow.
 
 // "b n h d -> b h n d": move the head axis in front of the positions, so each
 // head's (positions x head_dim) matrix is one block. The same loop does the
@@ -218,7 +222,7 @@ static Tensor *einsum_scores(const Tensor *query, const Tensor *key) {
             }
         }
     }
-    trace2("einsum b g h n d, b h s d -> b g h n s", scores, query, key);
+    trace2("einsum\\nb g h n d, b h s d\\n-> b g h n s", scores, query, key);
     return scores;
 }
 
@@ -247,7 +251,7 @@ static Tensor *einsum_mix_values(const Tensor *attention, const Tensor *value) {
             }
         }
     }
-    trace2("einsum b g h n s, b h s d -> b g h n d", out, attention, value);
+    trace2("einsum\\nb g h n s, b h s d\\n-> b g h n d", out, attention, value);
     return out;
 }
 
@@ -397,7 +401,7 @@ static Tensor *einsum_scores_group_sum(const Tensor *query, const Tensor *key) {
             }
         }
     }
-    trace2("einsum b g h n d, b h s d -> b h n s (sums g)", scores, query, key);
+    trace2("einsum\\nb g h n d, b h s d\\n-> b h n s (sums g)", scores, query, key);
     return scores;
 }
 
@@ -424,7 +428,7 @@ static Tensor *einsum_mix_values_per_kv_head(const Tensor *attention, const Tens
             }
         }
     }
-    trace2("einsum b h n s, b h s d -> b h n d", out, attention, value);
+    trace2("einsum\\nb h n s, b h s d\\n-> b h n d", out, attention, value);
     return out;
 }
 
@@ -451,17 +455,14 @@ typedef struct {
     const Tensor *scores;   // (B, KV, N, S): summed over g
 } GroupSumSteps;
 
-// What the notebook computes (cells 8-11 as written): the scores summed
-// over g. query (B, N, H, D), key and value (B, S, KV, D); returns
-// (B, N, KV, D): one output per KEY/VALUE head, where GQA has one per query
-// head. `steps` may be NULL.
+// What the notebook computes (cells 9 and 11 as written, after cell 8,
+// which grouped_query_attention runs and keeps in its steps): the scores
+// summed over g. query (B, G, KV, N, D) is cell 8's grouped query heads,
+// key and value (B, KV, S, D) cell 8's keys and values, heads in front.
+// Returns (B, N, KV, D): one output per KEY/VALUE head, where GQA has one
+// per query head. `steps` may be NULL.
 static Tensor *group_sum_attention(GroupSumSteps *steps, const Tensor *query, const Tensor *key,
                                    const Tensor *value) {
-    int num_head_groups = size(query, 2) / size(key, 2);
-    query = rearrange_heads_first(query, "b n h d -> b h n d");              // (B, H, N, D)
-    key = rearrange_heads_first(key, "b s h d -> b h s d");                  // (B, KV, S, D)
-    value = rearrange_heads_first(value, "b s h d -> b h s d");              // (B, KV, S, D)
-    query = rearrange_split_groups(query, num_head_groups);                  // (B, G, KV, N, D)
     const Tensor *scores =
         labeled("scores summed over g", einsum_scores_group_sum(query, key));  // (B, KV, N, S)
     float scale = (float)sqrt((double)size(query, -1));
@@ -518,12 +519,11 @@ static void show_group_sum(const GroupSumSteps *steps, const Tensor *query, cons
 
 // --- the notes' way: repeat the keys and values, then multi-head attention ---
 
-// The middle of GroupQueryAttention.forward in the Attention 介绍 notes, without its
-// projections: q (B, N, H, D), k and v (B, S, KV, D) -> output (B, N, H, D).
-// repeat_interleave(G, dim=1) copies key/value head h into slots
-// h*G .. h*G + G-1, so slot i holds head i / G: the same pairing as the
-// einops "(h g)" grouping. After that it is lesson 6's attention. The
-// labels name the steps in the --dot diagram.
+// The middle of GroupQueryAttention.forward in the Attention 介绍 notes,
+// without its projections: q (B, N, H, D), k and v (B, S, KV, D) -> output
+// (B, N, H, D). repeat_interleave(G, dim=1) copies key/value head h into
+// slots h*G .. h*G + G-1, so slot i holds head i / G: the same pairing as
+// the einops "(h g)" grouping. After that it is lesson 6's attention.
 static const Tensor *repeat_interleave_attention(const Tensor *q_in, const Tensor *k_in,
                                                  const Tensor *v_in) {
     int nums_head = size(q_in, 2), nums_key_value_head = size(k_in, 2);
@@ -532,15 +532,13 @@ static const Tensor *repeat_interleave_attention(const Tensor *q_in, const Tenso
     const Tensor *k = transpose(k_in, 1, 2);                                 // (B, KV, S, D)
     const Tensor *v = transpose(v_in, 1, 2);                                 // (B, KV, S, D)
     int G = nums_head / nums_key_value_head;
-    k = labeled("k repeat_interleave", repeat_interleave(k, G, 1));          // (B, H, S, D)
+    k = repeat_interleave(k, G, 1);                                          // (B, H, S, D)
     v = repeat_interleave(v, G, 1);                                          // (B, H, S, D)
     const Tensor *attention_score =
         div_scalar(matmul(q, transpose(k, 2, 3)), (float)sqrt((double)head_dim));  // (B, H, N, S)
-    const Tensor *attention_weight =
-        labeled("attention_weight", softmax(attention_score, -1));           // (B, H, N, S)
+    const Tensor *attention_weight = softmax(attention_score, -1);           // (B, H, N, S)
     const Tensor *output = matmul(attention_weight, v);                      // (B, H, N, D)
-    output = contiguous(transpose(output, 1, 2));                            // (B, N, H, D)
-    return labeled("output (repeat_interleave)", output);
+    return contiguous(transpose(output, 1, 2));                              // (B, N, H, D)
 }
 
 static void show_repeat_interleave(const Tensor *out, const Tensor *output) {
@@ -634,17 +632,25 @@ int main(int argc, char **argv) {
     // GQA, the notebook's cells with the group sum fixed; then the two other
     // ways the lesson holds it against: the notebook's einsum as written,
     // and the notes' repeat_interleave. These three are the --dot diagram.
+    // Cell 8 runs once, in grouped_query_attention; cells 9 and 11 then run
+    // fixed there and as written here, from the same grouped heads.
     GroupedQueryAttentionSteps steps;
     const Tensor *out =
         named("out", grouped_query_attention(&steps, query, key, value));    // (B, N, H, D)
     GroupSumSteps summed;
-    const Tensor *out_group_sum =
-        named("out_group_sum", group_sum_attention(&summed, query, key, value));  // (B, N, KV, D)
+    const Tensor *out_group_sum = named("out_group_sum",
+        group_sum_attention(&summed, steps.query, steps.key, steps.value));  // (B, N, KV, D)
+    // The notes' way is drawn as one step: its inside is lesson 6's.
+    bool was_paused = trace_pause(true);
     const Tensor *output = repeat_interleave_attention(query, key, value);   // (B, N, H, D)
+    trace_pause(was_paused);
+    trace("repeat_interleave K, V\\nthen multi-head attention", output, 3,
+          (const Tensor *const[]){query, key, value}, 0, NULL);
+    labeled("output (repeat_interleave)", output);
 
     // The rest prints them and checks the claims made about them; it adds
     // nothing to the diagram.
-    bool was_paused = trace_pause(true);
+    was_paused = trace_pause(true);
     printf("-- grouped-query attention, the notebook's einops steps as loops --\n");
     print_notebook_lines(&steps, out);
     if (lesson.heatmap) {
