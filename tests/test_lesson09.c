@@ -297,6 +297,21 @@ START_TEST(test_train_switch) {
 }
 END_TEST
 
+// --- the diagram -------------------------------------------------------------------------------
+
+// --dot draws the module's dataflow only: its own mask, not the masks
+// printed in part 1 (triu(3) of the cache examples), nor the asides.
+START_TEST(test_diagram_is_the_module) {
+    int nodes = 0;
+    const char *graph = lesson_graph(LESSON_DIR, NULL, &nodes);
+    ck_assert_msg(nodes <= 40, "the diagram has %d nodes", nodes);
+    ck_assert_ptr_nonnull(strstr(graph, "mask\\n(32, 32)"));
+    ck_assert_ptr_nonnull(strstr(graph, "output\\n(4, 32, 512)"));
+    ck_assert_ptr_null(strstr(graph, "triu(3)"));
+    ck_assert_ptr_null(strstr(graph, "(4, 4)"));
+}
+END_TEST
+
 // --- bad flags ---------------------------------------------------------------------------------
 
 // Each: exit 2, nothing on stdout, exactly one line on stderr naming the
@@ -318,6 +333,7 @@ static Suite *lesson09_suite(void) {
     tcase_add_test(causal, test_causality_check_in_train_mode);
     tcase_add_test(causal, test_mask_with_offset);
     tcase_add_test(causal, test_query_head_i_uses_kv_head_i_over_R);
+    tcase_add_test(causal, test_diagram_is_the_module);
     suite_add_tcase(suite, causal);
     TCase *flags = new_tcase("flags");
     tcase_add_test(flags, test_train_switch);

@@ -382,6 +382,35 @@ START_TEST(test_generations_agree) {
 }
 END_TEST
 
+// --- the diagram ---------------------------------------------------------------------------
+
+// --dot draws one decode step: the cache's storage, the step at position
+// prompt (narrow(1, 4, 1)) appending to it and reading narrow(1, 0, 5) of
+// it; the full forward and the concatenation as one step each. Not the
+// prefill, not the later steps.
+START_TEST(test_diagram_is_one_decode_step) {
+    int nodes = 0;
+    const char *graph = lesson_graph(LESSON_DIR, NULL, &nodes);
+    ck_assert_msg(nodes <= 45, "the diagram has %d nodes", nodes);
+    int appends = 0;
+    for (const char *c = strstr(graph, "append (in place)"); c != NULL;
+         c = strstr(c + 1, "append (in place)")) {
+        appends += 1;
+    }
+    ck_assert_int_eq(appends, 2);   // this step's key and value
+    const char *present[] = {"narrow(1, 4, 1)", "narrow(1, 0, 5)", "triu(5)", "full_out",
+                             "cached_out", "k_cache\\n(1, 8, 2, 64)", "v_cache\\n(1, 8, 2, 64)",
+                             "gqa(x, x, x): no cache"};
+    for (int i = 0; i < 8; i++) {
+        ck_assert_msg(strstr(graph, present[i]) != NULL, "the diagram lacks '%s'", present[i]);
+    }
+    const char *absent[] = {"narrow(1, 0, 4)", "narrow(1, 5, 1)", "narrow(1, 0, 6)", "triu(1)"};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_msg(strstr(graph, absent[i]) == NULL, "the diagram has '%s'", absent[i]);
+    }
+}
+END_TEST
+
 // --- flags ---------------------------------------------------------------------------------
 
 // Each: exit 2, nothing on stdout, exactly one line on stderr naming the
@@ -456,6 +485,7 @@ static Suite *lesson10_suite(void) {
     TCase *no_copy = new_tcase("no copy");
     tcase_add_test(no_copy, test_by_index_equals_copying_at_every_step);
     tcase_add_test(no_copy, test_no_copy_lines);
+    tcase_add_test(no_copy, test_diagram_is_one_decode_step);
     suite_add_tcase(suite, no_copy);
     TCase *bench = new_tcase("bench machinery");
     tcase_add_test(bench, test_append_by_copy_equals_in_place);

@@ -299,9 +299,16 @@ static const char *cache_size_str(const Tensor *cache, int cache_len) {
 }
 
 // The reference: the whole sequence at once, no cache, causal mask (N, N).
+// The --dot diagram draws it as one step: its inside is lesson 9's module.
 static const Tensor *full_forward(GQA_W_KVcache *gqa, const Tensor *x, bool heatmap) {
     GQA_W_KVcacheSteps full;
+    bool was_paused = trace_pause(true);
     const Tensor *full_out = step(&full, gqa, x, 0, size(x, 1));              // (B, N, C)
+    trace_pause(was_paused);
+    char label[64];
+    snprintf(label, sizeof label, "gqa(x, x, x): no cache,\\ncausal mask (%d, %d)", size(x, 1),
+             size(x, 1));
+    trace1(label, full_out, x);
     named("full_out", full_out);
     printf("full_out = gqa(x, x, x), no cache: %s\n\n", size_str(full_out));
     if (heatmap) {
@@ -310,15 +317,29 @@ static const Tensor *full_forward(GQA_W_KVcache *gqa, const Tensor *x, bool heat
     return full_out;
 }
 
+// One decode step's lines: the output and the caches, and the output
+// against the full forward's row t.
+static void print_decode_step(const GQA_W_KVcache *gqa, const Tensor *out,
+                              const Tensor *full_out, int t) {
+    printf("token %d: out: %s, k_cache: %s, v_cache: %s\n", t, size_str(out),
+           cache_size_str(gqa->k_cache, gqa->cache_len),
+           cache_size_str(gqa->v_cache, gqa->cache_len));
+    printf("  max |out - full_out[:, %d]| = %.3g\n", t, (double)diff_at(out, full_out, t));
+}
+
 // Prefill the prompt in one call, then decode one token per call; each
 // output against the full forward's rows. Returns the outputs joined,
 // cached_out (B, N, C), and dumps it with the caches.
+// The --dot diagram draws the cache's storage and the FIRST decode step:
+// the prefill is the full forward's work on fewer tokens, and every later
+// step repeats the first one on a longer cache.
 static const Tensor *decode_with_cache(GQA_W_KVcache *gqa, const Tensor *x,
                                        const Tensor *full_out, int prompt) {
     int B = size(x, 0), N = size(x, 1), C = size(x, 2), P = prompt;
     // Prefill: the prompt in one call, with the ordinary causal mask; it
     // fills the cache with the prompt's keys and values.
     GQA_W_KVcache_start_cache(gqa, B, N);
+    bool was_paused = trace_pause(true);
     printf("gqa.use_cache = True\n");
     printf("-- prefill: the %d prompt tokens in one call --\n", P);
     const Tensor **outs = arena_alloc((size_t)(N - P + 1), sizeof *outs);
@@ -330,37 +351,32 @@ static const Tensor *decode_with_cache(GQA_W_KVcache *gqa, const Tensor *x,
     // Decode: one token per call. Only its query, key and value are
     // projected; its key and value are appended; it attends to the cache.
     printf("-- decode: one token per call --\n");
-    bool was_paused = false;
-    for (int t = P; t < N; t++) {   // t: the position of this step's token
+    trace_pause(was_paused);   // the diagram's step: drawn, and all it made is kept
+    outs[1] = step(NULL, gqa, x, P, 1);                                       // (B, 1, C)
+    trace_pause(true);
+    print_decode_step(gqa, outs[1], full_out, P);
+    for (int t = P + 1; t < N; t++) {   // t: the position of this step's token
         // The step's output is kept; all else it made is freed once it is
         // checked, so memory does not grow with the number of steps.
         Tensor *kept = zeros(shape3(B, 1, C));                                // (B, 1, C)
         size_t mark = arena_mark();
         const Tensor *out = step(NULL, gqa, x, t, 1);                         // (B, 1, C)
-        printf("token %d: out: %s, k_cache: %s, v_cache: %s\n", t, size_str(out),
-               cache_size_str(gqa->k_cache, gqa->cache_len),
-               cache_size_str(gqa->v_cache, gqa->cache_len));
-        printf("  max |out - full_out[:, %d]| = %.3g\n", t, (double)diff_at(out, full_out, t));
+        print_decode_step(gqa, out, full_out, t);
         for (int b = 0; b < B; b++) {
             memcpy(at3(kept, b, 0, 0), at3(out, b, 0, 0), (size_t)C * sizeof(float));
         }
         arena_release(mark);
         outs[t - P + 1] = kept;
-        if (t == P) {
-            // The diagram: the full forward, the prefill and this first
-            // step; the later steps repeat it on a longer cache.
-            was_paused = trace_pause(true);
-        }
     }
     const Tensor *cached_out = cat(outs, N - P + 1, 1);                       // (B, N, C)
-    const Tensor *k_cache = clone(gqa->k_cache);                              // (B, N, G, D)
-    const Tensor *v_cache = clone(gqa->v_cache);                              // (B, N, G, D)
-    // The dumps are the whole run's results, named where the diagram
-    // stopped (they show there without edges).
+    // The dumps are the whole run's results. The caches are the storage
+    // the diagram drew, now full; cached_out joins the step drawn with the
+    // prefill's output and the later steps', which it did not draw.
     trace_pause(was_paused);
+    trace1("torch.cat([prefill's out, this out, ...], 1)", cached_out, outs[1]);
     named("cached_out", cached_out);
-    named("k_cache", k_cache);
-    named("v_cache", v_cache);
+    named("k_cache", gqa->k_cache);                                           // (B, N, G, D)
+    named("v_cache", gqa->v_cache);                                           // (B, N, G, D)
 
     printf("cached_out = torch.cat(outs, dim=1): %s\n", size_str(cached_out));
     // Our loops add the same products in the same order whether a row is
