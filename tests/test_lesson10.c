@@ -458,7 +458,8 @@ START_TEST(test_bench_takes_the_size_flags) {
     ck_assert_int_eq(n.new_tokens, 200);
 
     static const BadFlags BAD[] = {
-        {{"--bench", "--heads", "3", "--dim", "48", NULL}, "--kv-heads 2 does not divide --heads 3"},
+        {{"--bench", "--heads", "3", "--dim", "48", NULL},
+         "--kv-heads 2 does not divide --heads 3"},
         {{"--bench", "--batch", "64", "--dim", "1024", NULL}, "the bench's long cache"},
     };
     for (int i = 0; i < 2; i++) {
