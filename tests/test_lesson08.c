@@ -224,6 +224,47 @@ START_TEST(test_group_sum_is_wrong_as_explained) {
 }
 END_TEST
 
+// The notebook's first cell: scaled_dot_product_attention on (b, n, h, d)
+// tensors, key and value repeated to every query head. Against PyTorch's
+// F._scaled_dot_product_attention on the recorded inputs; with the heads in
+// front it is GQA; as the cell calls it, no position sees another: changing
+// token 0's key and value leaves every other position's output bit for bit.
+START_TEST(test_first_cell) {
+    const RecordedCase *c = &CASES[_i];
+    const char *reference = path_join(DATA_DIR "/lesson08/%s", c->dir);
+    Inputs in = {load_npy(path_join("%s/query.npy", reference)),
+                 load_npy(path_join("%s/key.npy", reference)),
+                 load_npy(path_join("%s/value.npy", reference))};
+    int N = size(in.query, 1), G = size(in.query, 2) / size(in.key, 2);
+    const Tensor *key_h = repeat_interleave(in.key, G, 2);                   // (B, S, H, D)
+    Tensor *value_h = repeat_interleave(in.value, G, 2);                     // (B, S, H, D)
+    const Tensor *weights;
+    const Tensor *wrong = scaled_dot_product_attention(&weights, in.query, key_h, value_h);
+    assert_close(wrong, load_npy(path_join("%s/sdpa_bnhd.npy", reference)), 2e-6f, 1e-5f,
+                 path_join("%s: the notebook's call", c->dir));
+    const Tensor *right = transpose(scaled_dot_product_attention(&weights,
+        transpose(in.query, 1, 2), transpose(key_h, 1, 2), transpose(value_h, 1, 2)), 1, 2);
+    assert_close(right, grouped_query_attention(NULL, in.query, in.key, in.value), 1e-6f, 1e-5f,
+                 path_join("%s: heads in front against GQA", c->dir));
+    if (N > 1) {
+        Tensor *key_moved = clone(key_h);
+        for (int b = 0; b < size(key_h, 0); b++) {
+            for (int h = 0; h < size(key_h, 2); h++) {
+                for (int d = 0; d < size(key_h, 3); d++) {
+                    *at4(key_moved, b, 0, h, d) += 1.0f;
+                    *at4(value_h, b, 0, h, d) += 1.0f;
+                }
+            }
+        }
+        const Tensor *moved =
+            scaled_dot_product_attention(&weights, in.query, key_moved, value_h);
+        assert_bitwise_equal(narrow(moved, 1, 1, N - 1), narrow(wrong, 1, 1, N - 1),
+                             "the notebook's call: positions after 0");
+        ck_assert(max_abs_diff(narrow(moved, 1, 0, 1), narrow(wrong, 1, 0, 1)) > 1e-3f);
+    }
+}
+END_TEST
+
 // The rearranges on their own, on numbered elements.
 START_TEST(test_rearranges_by_hand) {
     // (1, 4, 1, 1) query heads numbered 0..3, G = 2: slot [0, g, h] holds
@@ -356,6 +397,7 @@ static Suite *lesson08_suite(void) {
     tcase_add_test(invariants, test_query_head_reads_kv_head_i_over_G);
     tcase_add_test(invariants, test_group_sum_is_wrong_as_explained);
     tcase_add_test(invariants, test_rearranges_by_hand);
+    tcase_add_loop_test(invariants, test_first_cell, 0, N_CASES);
     suite_add_tcase(suite, invariants);
     TCase *command_line = new_tcase("command line");
     tcase_add_test(command_line, test_bad_flags);

@@ -49,6 +49,9 @@
 //     version, and the
 //     same loops with kv_heads = heads and kv_heads = 1 are MHA and MQA.
 //   - The KV cache per token: 4096 bytes as MHA, 1024 as GQA, 512 as MQA.
+//   - The notebook's first cell calls scaled_dot_product_attention on
+//     (b, n, h, d) tensors: the shape it prints is right, the numbers are
+//     not (heads attend to heads); with the heads in front it is GQA.
 //
 // Size letters: B batch, N query positions, S key positions (N = S = --seq,
 //   the same tokens), H query heads (--heads), KV key/value heads
@@ -136,7 +139,8 @@ static Tensor *grouped_query_attention(GroupedQueryAttentionSteps *steps, const 
 // straight to scaled_dot_product_attention, which attends over dim -2 and
 // treats the dims before it as batch, so there the 8 heads of ONE position
 // attend to each other and positions never meet. The printed shape is
-// (1, 256, 8, 64) either way, which is why nothing looked wrong.
+// (1, 256, 8, 64) either way, which is why nothing looked wrong
+// (show_first_cell runs it).
 static Tensor *rearrange_heads_first(const Tensor *x, const char *pattern) {
     int B = size(x, 0), N = size(x, 1), H = size(x, 2), D = size(x, 3);
     Tensor *out = zeros(shape4(B, H, N, D));                                 // (B, H, N, D)
@@ -597,6 +601,60 @@ static void show_kv_cache_bytes(int heads, int kv_heads, int head_dim) {
            heads / kv_heads);
 }
 
+// --- the notebook's first cell: the heads in the wrong place --------------------
+
+// F.scaled_dot_product_attention(q, k, v), no mask, no dropout, as PyTorch
+// 1.13 computes it: softmax((q * (1 / sqrt(E))) @ k^T) @ v over the LAST TWO
+// dims, every dim before them a batch dim. (It scales q before the matmul,
+// where the notebook's cells divide the scores after; with E = 64 the two
+// are the same floats. PyTorch 2.0 made the function public; 1.13 has it
+// as F._scaled_dot_product_attention, which also returns the weights.)
+// q (..., L, E), k and v (..., S, E); returns (..., L, E), and the weights
+// (..., L, S) in *weights.
+static const Tensor *scaled_dot_product_attention(const Tensor **weights, const Tensor *q,
+                                                  const Tensor *k, const Tensor *v) {
+    float scale = (float)(1.0 / sqrt((double)size(q, -1)));
+    const Tensor *attn = matmul(mul_scalar(q, scale), transpose(k, -2, -1));  // (..., L, S)
+    attn = softmax(attn, -1);                                                // (..., L, S)
+    *weights = attn;
+    return matmul(attn, v);                                                  // (..., L, E)
+}
+
+// The notebook's first cell hands its (b, n, h, d) tensors to
+// scaled_dot_product_attention as they are: it attends over dim -2, which
+// there is the HEADS, so at each position the heads attend to each other
+// and no position ever sees another. The printed shape is right either way.
+// Here it runs on this lesson's query, and on key and value with each
+// key/value head repeated for its G query heads (the cell has a key head
+// per query head), against the call with the heads in front, which is GQA.
+static void show_first_cell(const Tensor *query, const Tensor *key, const Tensor *value,
+                            const Tensor *out) {
+    int H = size(query, 2), G = H / size(key, 2);
+    const Tensor *key_h = repeat_interleave(key, G, 2);                      // (B, S, H, D)
+    const Tensor *value_h = repeat_interleave(value, G, 2);                  // (B, S, H, D)
+    const Tensor *weights_wrong, *weights;
+    const Tensor *wrong =
+        scaled_dot_product_attention(&weights_wrong, query, key_h, value_h);  // (B, N, H, D)
+    const Tensor *right = transpose(scaled_dot_product_attention(&weights,
+        transpose(query, 1, 2), transpose(key_h, 1, 2), transpose(value_h, 1, 2)), 1, 2);
+    printf("\n-- the notebook's first cell: scaled_dot_product_attention on (b, n, h, d) --\n");
+    printf("(in PyTorch 1.13: F._scaled_dot_product_attention; public from 2.0)\n");
+    printf("key, value: each head repeated for its %d query heads, repeat_interleave(%d, dim=2)"
+           "\n%s\n", G, G, size_str(key_h));
+    printf("the notebook's call: scaled_dot_product_attention(query, key, value)\n%s\n",
+           size_str(wrong));
+    printf("weights %s: at each position, heads attend to heads\n",
+           size_str(weights_wrong));
+    printf("heads in front: q, k, v = (t.transpose(1, 2) for t in (query, key, value))\n");
+    printf("scaled_dot_product_attention(q, k, v).transpose(1, 2)\n%s\n", size_str(right));
+    printf("weights %s: in each head, positions attend to positions\n",
+           size_str(weights));
+    printf("max |heads in front - out| = %.3g   (GQA: attention, each key/value head "
+           "repeated)\n", (double)max_abs_diff(right, out));
+    printf("max |the notebook's call - out| = %.3g   (the same shape, other numbers)\n",
+           (double)max_abs_diff(wrong, out));
+}
+
 int main(int argc, char **argv) {
     int batch = 1, seq = 256, heads = 8, kv_heads = 2, head_dim = 64;   // the notebook's sizes
     SizeFlag sizes[] = {
@@ -667,6 +725,7 @@ int main(int argc, char **argv) {
     show_repeat_interleave(out, output);
     show_two_ends(query, key, value, out, output);
     show_kv_cache_bytes(heads, kv_heads, head_dim);
+    show_first_cell(query, key, value, out);
     trace_pause(was_paused);
     return lesson_finish(&lesson);
 }
