@@ -42,7 +42,7 @@ DUMPS = {}      # name -> tensor, filled by the forward
 
 
 class SelfAttV1(nn.Module):
-    """The notebook's class (seed 000); it has no bug to fix."""
+    """The Self Attention notebook's class; it has no bug to fix."""
 
     def __init__(self, hidden_dim):
         super(SelfAttV1, self).__init__()

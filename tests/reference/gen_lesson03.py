@@ -43,7 +43,7 @@ INSIDE = {}     # the forward's locals, filled by the forward
 
 
 class SelfAttV2(nn.Module):
-    """The notebook's class (seed 000); its bug is in the cell's labels, not here."""
+    """The Self Attention notebook's class; its bug is in the cell's labels, not here."""
 
     def __init__(self, dim) -> None:
         super().__init__()

@@ -15,7 +15,7 @@ For every case below it writes tests/data/lesson04/<case>/:
   v2_ret.npy        (eval cases) SelfAttV2 (lesson 3) with the SAME proj and
                     output_proj weights and no mask: what V3 must equal
                     when the mask is all ones
-The class is seed 000's SelfAttV3; the only addition is the print of the
+The class is the Self Attention notebook's SelfAttV3; the only addition is the print of the
 weights after dropout in train mode, which the lesson adds too.
 """
 import math

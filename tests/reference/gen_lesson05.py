@@ -13,7 +13,7 @@ For every case below it writes tests/data/lesson05/<case>/:
   stdout.txt        exactly what the PyTorch cell prints
   att_weight_dropped.npy   (train cases) the weights after dropout
 (V4 against V3 uses lesson 4's recorded V3 data: tests/test_lesson05.c.)
-The class is seed 000's SelfAttV4; the only addition is the print of the
+The class is the Self Attention notebook's SelfAttV4; the only addition is the print of the
 weights after dropout in train mode, which the lesson adds too.
 """
 import math

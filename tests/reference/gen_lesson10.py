@@ -16,7 +16,7 @@ torch.manual_seed(seed) and writes tests/data/lesson10/<case>/:
                differences of float rounding, which depend on the order in
                which each implementation adds (PyTorch's are about 1e-7, the
                lesson's often 0), so they are printed but not recorded.
-GQA_W_KVcache is seed 001's In[13] with its three bugs fixed (see FIX below).
+GQA_W_KVcache is the GQA notebook's In[13] with its three bugs fixed (see FIX below).
 """
 import math
 import os
@@ -93,7 +93,8 @@ def cache_bytes(batch, positions, kv_heads, head_dim):
 def lesson(seed, batch, prompt, new, dim, heads, kv_heads):
     torch.manual_seed(seed)
     N = prompt + new
-    print(f"gqa = GQA_W_KVcache({dim}, {heads}, {kv_heads}).eval()   (seed 001's class, its 3 bugs fixed)")
+    print(f"gqa = GQA_W_KVcache({dim}, {heads}, {kv_heads}).eval()   "
+          "(the GQA notebook's class, its 3 bugs fixed)")
     gqa = GQA_W_KVcache(dim, heads, kv_heads).eval()
     x = torch.randn(batch, N, dim)
     print("x:", x.shape)
