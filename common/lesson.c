@@ -316,6 +316,10 @@ void check_fits(const Lesson *lesson, const char *what, Shape shape) {
     int64_t count = 1;
     bool too_big = false;
     for (int d = 0; d < shape.ndim; d++) {
+        if (shape.size[d] < 0) {   // the lesson multiplied sizes as int, and it overflowed
+            fail("check_fits: %s %s has a negative size", what,
+                 sizes_str(shape.size, shape.ndim, SIZES_TUPLE));
+        }
         if (shape.size[d] > 0 && count > MAX_ELEMENTS / shape.size[d]) {
             too_big = true;   // the product would pass the limit: stop multiplying
             break;
@@ -387,11 +391,12 @@ static bool is_directory(const char *path) {
     return stat(path, &info) == 0 && S_ISDIR(info.st_mode);
 }
 
-// Can a file be made in the directory? Try: make a temporary one, remove
-// it. On false, errno says why.
+// Can a file be made in the directory? Try: make a temporary one (named
+// as save_file names its own, so it is no longer than those), remove it.
+// On false, errno says why.
 static bool can_create_in(const char *dir) {
-    char *probe = arena_alloc(strlen(dir) + sizeof "/.lesson-probe-XXXXXX", 1);
-    sprintf(probe, "%s/.lesson-probe-XXXXXX", dir);
+    char *probe = arena_alloc(strlen(dir) + 1 + sizeof SAVE_FILE_TEMPORARY, 1);
+    sprintf(probe, "%s/%s", dir, SAVE_FILE_TEMPORARY);
     int fd = mkstemp(probe);
     if (fd < 0) {
         return false;

@@ -130,7 +130,9 @@ void check_divides(const Lesson *lesson, const char *divisor_flag, int divisor,
 // shape4(batch, heads, seq, seq)). The product is worked out in 64 bits and
 // checked before each multiplication, so no sizes can overflow it. Call it
 // for every tensor whose size grows with the flags (the largest of each
-// kind is enough).
+// kind is enough). Give the sizes as separate dims: a product of two flags
+// can pass INT_MAX before it gets here, and a negative size (the sign of
+// that overflow) fails (exit 1) as the lesson's own mistake.
 void check_fits(const Lesson *lesson, const char *what, Shape shape);
 
 // manual_seed(seed); check that --dot's file and --dump's directory can be

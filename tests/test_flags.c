@@ -5,6 +5,7 @@
 // A usage error exits the program, so the flags are read in a separate
 // process: this test program runs itself as a small made-up lesson
 // ("lesson-99", main's `--as-lesson` mode), which prints what it parsed.
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,7 +22,7 @@ static int made_up_lesson(int argc, char **argv) {
     const char *position = "absolute";
     static const char *const positions[] = {"absolute", "relative_key", "relative_key_query",
                                             NULL};
-    bool qkv_bias = false, bad_name = false;
+    bool qkv_bias = false, bad_name = false, negative = false;
     SizeFlag sizes[] = {{"--batch", &batch, "batch size"}};
     IntFlag ints[] = {
         {"--pad", &pad, "padding keys", 0, 65536},
@@ -32,15 +33,19 @@ static int made_up_lesson(int argc, char **argv) {
     SwitchFlag switches[] = {
         {"--qkv-bias", &qkv_bias, "a bias in the qkv projection"},
         {"--bad-name", &bad_name, "name a tensor 'a/b' (which --dump cannot write)"},
+        {"--negative-size", &negative, "check_fits a size that overflowed an int"},
     };
     Lesson lesson = {
         .program = "lesson-99", .summary = "flags: one of every kind",
         .sizes = sizes, .n_sizes = 1, .ints = ints, .n_ints = 2,
         .probabilities = probabilities, .n_probabilities = 1,
-        .choices = choices, .n_choices = 1, .switches = switches, .n_switches = 2,
+        .choices = choices, .n_choices = 1, .switches = switches, .n_switches = 3,
     };
     parse_lesson_args(&lesson, argc, argv);
     check_fits(&lesson, "x (batch, pad, pad, pad, pad)", shape5(batch, pad, pad, pad, pad));
+    if (negative) {
+        check_fits(&lesson, "y (batch * 65536 * 32768)", shape1(INT_MIN));
+    }
     lesson_start(&lesson);
     named(bad_name ? "a/b" : "x", zeros(shape1(2)));
     printf("batch=%d pad=%d head_mask=%d drop=%.17g position=%s qkv_bias=%d seed=%llu\n", batch,
@@ -134,6 +139,11 @@ START_TEST(test_bad_values) {
                    "these sizes make x (batch, pad, pad, pad, pad) (3, 65536, 65536, 65536, "
                    "65536), more than the 67108864 elements allowed (256 MiB of floats); "
                    "choose smaller sizes");
+    // A negative size is the lesson's own overflow, not the user's: exit 1.
+    RunResult r = run((const char *[]){"--negative-size", NULL});
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_str_eq(r.err, "error: check_fits: y (batch * 65536 * 32768) (-2147483648,) has a "
+                     "negative size\n");
 }
 END_TEST
 

@@ -1,14 +1,19 @@
 // test_limits.c - every operation that makes a shape refuses sizes near
 // INT_MAX and MAX_ELEMENTS with a message, and never multiplies them in a
 // type they could overflow (under `make sanitize`, UBSan would stop the
-// program at the first signed overflow; here the message is checked).
+// program at the first signed overflow; here the message is checked). The
+// .npy writer does not convert a float to an int64 that cannot hold it.
 //
 // Nothing big is allocated: the large inputs are expand()ed views of one
 // element (stride 0), which cost nothing however many elements they show.
 #include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
+#include "npy.h"
 
 #define BIG INT_MAX
 #define LIMIT ((int)MAX_ELEMENTS)   // 2^26
@@ -47,6 +52,10 @@ static void do_narrow(void *arg) {
     narrow(((Call *)arg)->a, 0, ((Call *)arg)->n, ((Call *)arg)->m);
 }
 static void do_transpose(void *arg) { transpose(((Call *)arg)->a, ((Call *)arg)->n, 0); }
+static void do_npy_encode(void *arg) {
+    size_t length;
+    free(npy_encode(((Call *)arg)->a, &length));
+}
 
 START_TEST(test_zeros_at_the_limit) {
     Call c = {.shape = shape2(BIG, BIG)};
@@ -179,6 +188,29 @@ START_TEST(test_matmul_and_split_at_the_limit) {
 }
 END_TEST
 
+// An integer tensor is written as int64: a value no int64 can hold (its
+// conversion would be undefined) is refused; the largest that fit are not.
+START_TEST(test_npy_int64_at_the_limit) {
+    const float values[] = {NAN, INFINITY, -INFINITY, 9.3e18f, -1e30f};
+    const char *shown[] = {"nan", "inf", "-inf", "9.3e+18", "-1e+30"};
+    for (int i = 0; i < 5; i++) {
+        Tensor *t = full(shape1(2), values[i]);
+        t->dtype = DTYPE_INT64;
+        Call c = {.a = t};
+        check_fails(do_npy_encode, &c, path_join("npy: an integer tensor (2) holds %s, which is "
+                                                 "no int64", shown[i]));
+    }
+    Tensor *edges = tensor_from(shape1(2), (float[]){-9223372036854775808.0f, 9.2e18f});
+    edges->dtype = DTYPE_INT64;
+    size_t length;
+    unsigned char *bytes = npy_encode(edges, &length);
+    int64_t low;
+    memcpy(&low, bytes + 128, 8);
+    free(bytes);
+    ck_assert(low == INT64_MIN);
+}
+END_TEST
+
 static Suite *limits_suite(void) {
     Suite *suite = suite_create("limits");
     TCase *tc = new_tcase("near INT_MAX and MAX_ELEMENTS");
@@ -186,6 +218,7 @@ static Suite *limits_suite(void) {
     tcase_add_test(tc, test_views_at_the_limit);
     tcase_add_test(tc, test_copies_at_the_limit);
     tcase_add_test(tc, test_matmul_and_split_at_the_limit);
+    tcase_add_test(tc, test_npy_int64_at_the_limit);
     suite_add_tcase(suite, tc);
     return suite;
 }
