@@ -468,8 +468,8 @@ static void make_dump_dir(const Lesson *lesson, const char *dir) {
 // --dot's file must be a regular file (replaced at the end) or a new name.
 // Anything else is refused: a directory cannot be replaced by a file, a
 // FIFO would block the write, a device would take the graph elsewhere, and
-// a symbolic link would be replaced rather than written through (or, if
-// dangling, make its target). This check makes nothing, so it comes first.
+// a symbolic link (dangling or not) would be replaced by a plain file, not
+// written through. This check makes nothing, so it comes first.
 static void check_dot_file(const Lesson *lesson, const char *file) {
     // save_file writes "<file>.tmp-XXXXXX" first: that name must fit too.
     size_t temporary = strlen(SAVE_FILE_TEMPORARY);
