@@ -21,6 +21,7 @@
 // AddressSanitizer, where each run starts ten times slower), ATTN_FUZZ_SEED=S
 // another seed (default 9); ATTN_FUZZ_SHOW=1 prints every case and its
 // answer; ATTN_SLOW_LIMITS=1 adds the limit runs that take many seconds each.
+// A long run needs more than check's 120 s: CK_TIMEOUT_MULTIPLIER=20, say.
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdio.h>
