@@ -98,7 +98,9 @@ sanitize:
 	@sh tests/ensure-check.sh
 	@$(MAKE) --no-print-directory BUILD=build/sanitize SANITIZE="$(SANITIZERS)" lessons run-tests
 
-# valgrind: every lesson, then every test in one process (CK_FORK=no).
+# valgrind: every lesson, then every test in one process (CK_FORK=no; the
+# lessons a test runs are not under valgrind, and the fuzz test runs fewer
+# cases), then each lesson's error paths (tests/valgrind-error-paths.sh).
 VALGRIND = valgrind -q --error-exitcode=3 --leak-check=full --show-leak-kinds=all \
            --errors-for-leak-kinds=all
 valgrind: $(LESSON_BINS) $(TEST_BINS)
@@ -106,8 +108,9 @@ valgrind: $(LESSON_BINS) $(TEST_BINS)
 	   echo "valgrind $$bin"; $(VALGRIND) ./$$bin > /dev/null || exit 1; \
 	 done
 	@for bin in $(TEST_BINS); do \
-	   echo "valgrind $$bin"; CK_FORK=no $(VALGRIND) ./$$bin > /dev/null || exit 1; \
+	   echo "valgrind $$bin"; CK_FORK=no ATTN_FUZZ_CASES=20 $(VALGRIND) ./$$bin > /dev/null || exit 1; \
 	 done
+	@sh tests/valgrind-error-paths.sh "$(VALGRIND)" $(LESSON_BINS:%=./%)
 
 # --- the diagrams ------------------------------------------------------------------
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 // write() may write less than asked; keep going until all is out.
@@ -28,18 +29,25 @@ bool save_file(const char *path, const void *bytes, size_t length) {
     // "<path>.tmp-XXXXXX": in the same directory, so rename() only changes
     // a name and cannot fail half way.
     size_t path_length = strlen(path);
-    char *temporary = malloc(path_length + sizeof ".tmp-XXXXXX");
+    char *temporary = malloc(path_length + sizeof SAVE_FILE_TEMPORARY);
     if (temporary == NULL) {
+        errno = ENOMEM;
         return false;
     }
     memcpy(temporary, path, path_length);
-    memcpy(temporary + path_length, ".tmp-XXXXXX", sizeof ".tmp-XXXXXX");
+    memcpy(temporary + path_length, SAVE_FILE_TEMPORARY, sizeof SAVE_FILE_TEMPORARY);
     int fd = mkstemp(temporary);
     if (fd < 0) {
+        int saved_errno = errno;
         free(temporary);
+        errno = saved_errno;
         return false;
     }
-    bool ok = write_all(fd, bytes, length);
+    // mkstemp makes the file private (0600); an output file is made the
+    // way fopen() makes one: 0666 less the umask (read for all, usually).
+    mode_t umask_bits = umask(0);
+    umask(umask_bits);
+    bool ok = fchmod(fd, 0666 & ~umask_bits) == 0 && write_all(fd, bytes, length);
     int saved_errno = errno;
     if (close(fd) != 0 && ok) {
         ok = false;

@@ -10,8 +10,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-// Write `length` bytes to `path`, replacing any file there. Returns false
-// (errno set, nothing left behind) when that cannot be done.
+// The temporary name is `path` followed by this (mkstemp fills in the X's),
+// so a path must leave room for it.
+#define SAVE_FILE_TEMPORARY ".tmp-XXXXXX"
+
+// Write `length` bytes to `path`, replacing any file there (the new file
+// gets the usual permissions: 0666 less the umask). Returns false (errno
+// set, nothing left behind) when that cannot be done.
 bool save_file(const char *path, const void *bytes, size_t length);
 
 #endif

@@ -86,8 +86,29 @@ void graph_record(const TraceEvent *event) {
     }
 }
 
+// Write text for a dot "quoted string": a double quote or a backslash would
+// end the string or begin an escape there, so each gets a backslash before
+// it; a newline becomes dot's \n (a line break in the label), and other
+// control characters are dropped. Used for the title comment too, which a
+// newline would end.
+static void write_escaped(FILE *file, const char *text) {
+    for (const char *c = text; *c != '\0'; c++) {
+        unsigned char byte = (unsigned char)*c;
+        if (byte == '"' || byte == '\\') {
+            fputc('\\', file);
+            fputc(byte, file);
+        } else if (byte == '\n') {
+            fputs("\\n", file);
+        } else if (byte >= 0x20 && byte != 0x7f) {
+            fputc(byte, file);
+        }
+    }
+}
+
 void graph_write(FILE *file, const char *title) {
-    fprintf(file, "// %s\n// written by the lesson's --dot; render: dot -Tsvg\n", title);
+    fputs("// ", file);
+    write_escaped(file, title);
+    fprintf(file, "\n// written by the lesson's --dot; render: dot -Tsvg\n");
     fprintf(file, "digraph dataflow {\n");
     fprintf(file, "  rankdir=TB;\n");
     fprintf(file, "  node [shape=box, style=rounded, fontname=\"monospace\", fontsize=10];\n");
@@ -95,15 +116,18 @@ void graph_write(FILE *file, const char *title) {
     for (int i = 0; i < n_nodes; i++) {
         // Named tensors are the notebook's variables; unnamed ones are the
         // intermediate results (a transposed K, a scaled score) drawn small.
+        fprintf(file, "  t%d [label=\"", i);
         if (nodes[i].name[0] != '\0') {
-            fprintf(file, "  t%d [label=\"%s\\n%s\"];\n", i, nodes[i].name, nodes[i].shape);
+            write_escaped(file, nodes[i].name);
+            fprintf(file, "\\n%s\"];\n", nodes[i].shape);
         } else {
-            fprintf(file, "  t%d [label=\"%s\", style=\"rounded,dashed\", fontsize=8];\n", i,
-                    nodes[i].shape);
+            fprintf(file, "%s\", style=\"rounded,dashed\", fontsize=8];\n", nodes[i].shape);
         }
     }
     for (int i = 0; i < n_edges; i++) {
-        fprintf(file, "  t%d -> t%d [label=\"%s\"];\n", edges[i].from, edges[i].to, edges[i].op);
+        fprintf(file, "  t%d -> t%d [label=\"", edges[i].from, edges[i].to);
+        write_escaped(file, edges[i].op);
+        fprintf(file, "\"];\n");
     }
     fprintf(file, "}\n");
 }

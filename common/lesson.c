@@ -42,7 +42,8 @@ _Noreturn void usage_error(const Lesson *lesson, const char *format, ...) {
 
 // An argument as it is safe to echo in a one-line message: control
 // characters spelled out (a newline as \n, others as \xNN), so the message
-// stays one line, and at most 60 characters of it, then "...".
+// stays one line, and at most 60 bytes of it, then "..." (never cutting a
+// UTF-8 character in two).
 static const char *shown(const char *arg) {
     enum { SHOWN = 60 };
     char *text = arena_alloc(SHOWN * 4 + 4, 1);
@@ -61,6 +62,13 @@ static const char *shown(const char *arg) {
         }
     }
     if (arg[i] != '\0') {
+        // arg[i] is the first byte left out; if it continues a UTF-8
+        // character (10xxxxxx), leave out that character's first bytes too.
+        // Bytes from 0x80 up were copied one for one, so `used` backs up with i.
+        while (i > 0 && ((unsigned char)arg[i] & 0xC0) == 0x80) {
+            i -= 1;
+            used -= 1;
+        }
         sprintf(text + used, "...");
     }
     return text;
@@ -247,16 +255,13 @@ static int lesson_flag(Lesson *lesson, int argc, char **argv, int i) {
     return 0;
 }
 
-// Free what the arena and --dump hold when the program exits, whether by
-// lesson_finish, a usage error or fail(): valgrind then sees no leaks.
-static void release_all(void);
+// When the program exits, whether by lesson_finish, a usage error or
+// fail(): undo what an unfinished run made on disk, and free what the arena
+// and --dump hold (valgrind then sees no leaks).
+static void release_all_at_exit(void);
 
 void parse_lesson_args(Lesson *lesson, int argc, char **argv) {
-    static bool registered = false;
-    if (!registered) {
-        atexit(release_all);
-        registered = true;
-    }
+    release_all_at_exit();
     lesson->seed = 0;
     lesson->dump_dir = NULL;
     lesson->dot_file = NULL;
@@ -264,16 +269,18 @@ void parse_lesson_args(Lesson *lesson, int argc, char **argv) {
     for (int i = 0; i < lesson->n_switches; i++) {
         *lesson->switches[i].value = false;
     }
-    for (int i = 1; i < argc; i++) {   // a flag given twice is a mistake, not an override
-        for (int j = 1; j < i; j++) {
-            if (strcmp(argv[i], argv[j]) == 0 && argv[i][0] == '-' && argv[i][1] == '-') {
-                usage_error(lesson, "%s is given twice", shown(argv[i]));
-            }
-        }
-    }
+    // The flags read so far. An unknown flag ends the program, so this
+    // holds each known flag at most once and stays short.
+    const char **seen = arena_alloc((size_t)argc, sizeof *seen);
+    int n_seen = 0;
     int i = 1;
     while (i < argc) {
         const char *arg = argv[i];
+        for (int s = 0; s < n_seen; s++) {   // a flag given twice is a mistake, not an override
+            if (strcmp(arg, seen[s]) == 0) {
+                usage_error(lesson, "%s is given twice", arg);
+            }
+        }
         int used = 2;
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             print_help(lesson);
@@ -293,6 +300,7 @@ void parse_lesson_args(Lesson *lesson, int argc, char **argv) {
                 usage_error(lesson, "unknown flag '%s' (try --help)", shown(arg));
             }
         }
+        seen[n_seen++] = arg;
         i += used;
     }
 }
@@ -308,6 +316,10 @@ void check_fits(const Lesson *lesson, const char *what, Shape shape) {
     int64_t count = 1;
     bool too_big = false;
     for (int d = 0; d < shape.ndim; d++) {
+        if (shape.size[d] < 0) {   // the lesson multiplied sizes as int, and it overflowed
+            fail("check_fits: %s %s has a negative size", what,
+                 sizes_str(shape.size, shape.ndim, SIZES_TUPLE));
+        }
         if (shape.size[d] > 0 && count > MAX_ELEMENTS / shape.size[d]) {
             too_big = true;   // the product would pass the limit: stop multiplying
             break;
@@ -323,6 +335,26 @@ void check_fits(const Lesson *lesson, const char *what, Shape shape) {
 }
 
 // --- where --dump and --dot write -----------------------------------------------------
+
+// What this run has made on disk: the directories --dump created (innermost
+// last) and the files lesson_finish has written. Until lesson_finish is
+// done, release_all removes them when the program ends, so a run that is
+// refused (exit 2) or fails (exit 1) leaves nothing behind.
+static const char *made_dirs[PATH_MAX / 2];   // more than a path of PATH_MAX can name
+static int n_made_dirs = 0;
+static const char **written = NULL;
+static int n_written = 0;
+
+static void undo_outputs(void) {
+    while (n_written > 0) {
+        n_written -= 1;
+        unlink(written[n_written]);
+    }
+    while (n_made_dirs > 0) {
+        n_made_dirs -= 1;
+        rmdir(made_dirs[n_made_dirs]);
+    }
+}
 
 // The path without trailing slashes and without a leading "./", for
 // comparing two spellings of the same relative path ("out/" and "./out").
@@ -359,10 +391,12 @@ static bool is_directory(const char *path) {
     return stat(path, &info) == 0 && S_ISDIR(info.st_mode);
 }
 
-// Can a file be made in the directory? Try: make a temporary one, remove it.
+// Can a file be made in the directory? Try: make a temporary one (named
+// as save_file names its own, so it is no longer than those), remove it.
+// On false, errno says why.
 static bool can_create_in(const char *dir) {
-    char *probe = arena_alloc(strlen(dir) + sizeof "/.lesson-probe-XXXXXX", 1);
-    sprintf(probe, "%s/.lesson-probe-XXXXXX", dir);
+    char *probe = arena_alloc(strlen(dir) + 1 + sizeof SAVE_FILE_TEMPORARY, 1);
+    sprintf(probe, "%s/%s", dir, SAVE_FILE_TEMPORARY);
     int fd = mkstemp(probe);
     if (fd < 0) {
         return false;
@@ -372,34 +406,24 @@ static bool can_create_in(const char *dir) {
     return true;
 }
 
-// Directories made for --dump, innermost last, removed again if a later
-// check refuses the run (so a refused run leaves nothing behind).
-static char *made_dirs[PATH_MAX / 2];
-static int n_made_dirs = 0;
-
-static void remove_made_dirs(void) {
-    while (n_made_dirs > 0) {
-        n_made_dirs -= 1;
-        rmdir(made_dirs[n_made_dirs]);
+// Refuse a path the system could not take once something is added to it:
+// longer than PATH_MAX with `extra` more characters after it, or a name in
+// it (between slashes) longer than NAME_MAX, or its last name longer than
+// NAME_MAX with `last_extra` more characters.
+static void check_path_length(const Lesson *lesson, const char *flag, const char *path,
+                              size_t extra, size_t last_extra) {
+    size_t length = strlen(path);
+    if (length + extra >= PATH_MAX) {
+        usage_error(lesson, "%s: the path is %zu characters long, more than the %zu allowed", flag,
+                    length, (size_t)PATH_MAX - extra - 1);
     }
-}
-
-// Check every name in the path and its length, then mkdir -p it.
-static void make_dump_dir(const Lesson *lesson, const char *dir) {
-    size_t length = strlen(dir);
-    // Room for "/<name>.npy" and save_file's ".tmp-XXXXXX" after the directory.
-    size_t room = 1 + NAME_MAX;
-    if (length + room >= PATH_MAX) {
-        usage_error(lesson, "--dump: the path is %zu characters long; at most %zu leave room "
-                    "for the file names in it", length, (size_t)PATH_MAX - room - 1);
-    }
-    const char *name = dir;
-    for (const char *c = dir;; c++) {
+    const char *name = path;   // where the current name starts
+    for (const char *c = path;; c++) {
         if (*c == '/' || *c == '\0') {
-            if ((size_t)(c - name) > NAME_MAX) {
-                usage_error(lesson, "--dump: a name in the path is %zu characters long, more "
-                            "than the %d a directory name may have", (size_t)(c - name),
-                            NAME_MAX);
+            size_t limit = *c == '\0' ? NAME_MAX - last_extra : NAME_MAX;
+            if ((size_t)(c - name) > limit) {
+                usage_error(lesson, "%s: a name in the path is %zu characters long, more than "
+                            "the %zu allowed", flag, (size_t)(c - name), limit);
             }
             name = c + 1;
         }
@@ -407,6 +431,15 @@ static void make_dump_dir(const Lesson *lesson, const char *dir) {
             break;
         }
     }
+}
+
+// mkdir -p: make each missing directory on the path, then check that a
+// file can be written in the last one. If not: exit 2 (and release_all
+// removes the directories made).
+static void make_dump_dir(const Lesson *lesson, const char *dir) {
+    // Room after the directory for "/<name>.npy" and save_file's temporary name.
+    check_path_length(lesson, "--dump", dir, 1 + NAME_MAX, 0);
+    size_t length = strlen(dir);
     for (size_t i = 1; i <= length; i++) {
         if (dir[i] != '/' && dir[i] != '\0') {
             continue;
@@ -417,30 +450,34 @@ static void make_dump_dir(const Lesson *lesson, const char *dir) {
             made_dirs[n_made_dirs++] = partial;
         } else if (errno != EEXIST) {
             int error = errno;
-            remove_made_dirs();
-            usage_error(lesson, "--dump cannot create the directory '%s': %s", shown(partial),
-                        strerror(error));
+            if (!is_directory(partial)) {   // some systems say EACCES or EROFS for one that exists
+                usage_error(lesson, "--dump cannot create the directory '%s': %s",
+                            shown(partial), strerror(error));
+            }
         }
     }
     if (!is_directory(dir)) {
-        remove_made_dirs();
         usage_error(lesson, "--dump: '%s' is not a directory", shown(dir));
     }
     if (!can_create_in(dir)) {
         int error = errno;
-        remove_made_dirs();
         usage_error(lesson, "--dump cannot write in '%s': %s", shown(dir), strerror(error));
     }
 }
 
-// --dot's file: a regular file (replaced at the end) or a new name in a
-// directory that exists or that --dump is about to create. Anything else
-// (a directory, a FIFO, a device, a symbolic link) is refused: writing to
-// it would block, fail at the end, or land somewhere else.
-// Returns true when the check must wait until --dump made the directory.
-static bool check_dot_file(const Lesson *lesson, const char *file) {
-    const char *plain = plain_path(file);
-    if (lesson->dump_dir != NULL && strcmp(plain, plain_path(lesson->dump_dir)) == 0) {
+// --dot's file must be a regular file (replaced at the end) or a new name.
+// Anything else is refused: a directory cannot be replaced by a file, a
+// FIFO would block the write, a device would take the graph elsewhere, and
+// a symbolic link (dangling or not) would be replaced by a plain file, not
+// written through. This check makes nothing, so it comes first.
+static void check_dot_file(const Lesson *lesson, const char *file) {
+    // save_file writes "<file>.tmp-XXXXXX" first: that name must fit too.
+    size_t temporary = strlen(SAVE_FILE_TEMPORARY);
+    check_path_length(lesson, "--dot", file, temporary, temporary);
+    if (file[strlen(file) - 1] == '/') {
+        usage_error(lesson, "--dot: '%s' ends in '/'; give a file name", shown(file));
+    }
+    if (lesson->dump_dir != NULL && strcmp(plain_path(file), plain_path(lesson->dump_dir)) == 0) {
         usage_error(lesson, "--dot and --dump both name '%s'", shown(file));
     }
     struct stat info;
@@ -449,18 +486,26 @@ static bool check_dot_file(const Lesson *lesson, const char *file) {
                     S_ISDIR(info.st_mode) ? "a directory"
                     : S_ISLNK(info.st_mode) ? "a symbolic link" : "not a regular file");
     }
+}
+
+// After --dump made its directory: --dot's directory must exist now (it
+// may be the one --dump made) and take a new file, and --dump must not
+// have made --dot's path itself (one directory spelled two ways).
+static void check_dot_directory(const Lesson *lesson, const char *file) {
     const char *parent = parent_of(file);
-    if (is_directory(parent)) {
-        if (!can_create_in(parent)) {
-            usage_error(lesson, "--dot cannot write '%s': %s", shown(file), strerror(errno));
-        }
-        return false;
+    if (!is_directory(parent)) {
+        usage_error(lesson, "--dot cannot write '%s': no directory '%s'", shown(file),
+                    shown(parent));
     }
-    if (lesson->dump_dir != NULL && strcmp(parent, plain_path(lesson->dump_dir)) == 0) {
-        return true;   // --dump makes it
+    if (!can_create_in(parent)) {
+        int error = errno;
+        usage_error(lesson, "--dot cannot write '%s': %s", shown(file), strerror(error));
     }
-    usage_error(lesson, "--dot cannot write '%s': no directory '%s'", shown(file),
-                shown(parent));
+    struct stat info;
+    if (lstat(file, &info) == 0 && !S_ISREG(info.st_mode)) {
+        usage_error(lesson, "--dot: '%s' is a directory that --dump makes; give a file name",
+                    shown(file));
+    }
 }
 
 // --- what --dump keeps -----------------------------------------------------------------
@@ -477,7 +522,14 @@ static Dump *dumps = NULL;
 static int n_dumps = 0;
 static int dumps_capacity = 0;
 
+// "<name>.npy" and save_file's temporary name after it must fit NAME_MAX.
+#define MAX_DUMP_NAME (NAME_MAX - (int)sizeof ".npy" + 1 - (int)sizeof SAVE_FILE_TEMPORARY + 1)
+
 static void keep_dump(const char *name, const Tensor *t) {
+    if (name[0] == '\0' || strchr(name, '/') != NULL || strlen(name) > (size_t)MAX_DUMP_NAME) {
+        fail("named: '%s' cannot be a --dump file name (it must be 1 to %d characters, no '/')",
+             shown(name), MAX_DUMP_NAME);
+    }
     size_t length;
     unsigned char *bytes = npy_encode(t, &length);
     if (bytes == NULL) {
@@ -535,6 +587,7 @@ static void lesson_trace(const TraceEvent *event) {
 }
 
 static void release_all(void) {
+    undo_outputs();
     trace_set_hook(NULL);
     free_dumps();
     graph_clear();
@@ -542,21 +595,25 @@ static void release_all(void) {
     current = NULL;
 }
 
-// --dot is checked first because its check makes nothing; then --dump's
-// directory is made; a --dot file inside it is checked last, removing the
-// directory again if that fails. So a refused run leaves nothing behind.
+static void release_all_at_exit(void) {
+    static bool registered = false;
+    if (!registered) {
+        atexit(release_all);
+        registered = true;
+    }
+}
+
 void lesson_start(Lesson *lesson) {
-    bool dot_waits = lesson->dot_file != NULL && check_dot_file(lesson, lesson->dot_file);
+    release_all_at_exit();
+    if (lesson->dot_file != NULL) {
+        check_dot_file(lesson, lesson->dot_file);
+    }
     if (lesson->dump_dir != NULL) {
         make_dump_dir(lesson, lesson->dump_dir);
     }
-    if (dot_waits && !can_create_in(parent_of(lesson->dot_file))) {
-        int error = errno;
-        remove_made_dirs();
-        usage_error(lesson, "--dot cannot write '%s': %s", shown(lesson->dot_file),
-                    strerror(error));
+    if (lesson->dot_file != NULL) {
+        check_dot_directory(lesson, lesson->dot_file);
     }
-    n_made_dirs = 0;   // from here on they are the run's output
     current = lesson;
     if (lesson->dot_file != NULL || lesson->dump_dir != NULL) {
         graph_clear();
@@ -565,41 +622,48 @@ void lesson_start(Lesson *lesson) {
     manual_seed(lesson->seed);
 }
 
-static void write_dumps(const char *dir) {
-    for (int i = 0; i < n_dumps; i++) {
-        char *path = arena_alloc(strlen(dir) + strlen(dumps[i].name) + sizeof "/.npy", 1);
-        sprintf(path, "%s/%s.npy", dir, dumps[i].name);
-        if (!save_file(path, dumps[i].bytes, dumps[i].length)) {
-            fail("--dump: cannot write '%s': %s", path, strerror(errno));
-        }
+// Write one file of the run's output, or fail() (exit 1; release_all then
+// removes what this run wrote and made).
+static void write_output(const char *flag, const char *path, const void *bytes, size_t length) {
+    if (!save_file(path, bytes, length)) {
+        int error = errno;
+        fail("%s: cannot write '%s': %s", flag, shown(path), strerror(error));
     }
+    written[n_written++] = path;
 }
 
-static void write_graph(const char *file, const char *title) {
+// The recorded graph as dot text (an arena string).
+static const char *graph_text(const char *title, size_t *length) {
     char *text = NULL;
-    size_t length = 0;
-    FILE *stream = open_memstream(&text, &length);
+    FILE *stream = open_memstream(&text, length);
     if (stream == NULL) {
         fail("--dot: out of memory");
     }
     graph_write(stream, title);
     fclose(stream);
-    bool ok = save_file(file, text, length);
-    int error = errno;
+    char *copy = arena_alloc(*length + 1, 1);
+    memcpy(copy, text, *length);
     free(text);
-    if (!ok) {
-        fail("--dot: cannot write '%s': %s", file, strerror(error));
-    }
+    return copy;
 }
 
 int lesson_finish(Lesson *lesson) {
     trace_set_hook(NULL);
-    if (lesson->dump_dir != NULL) {
-        write_dumps(lesson->dump_dir);
+    written = arena_alloc((size_t)n_dumps + 1, sizeof *written);
+    for (int i = 0; lesson->dump_dir != NULL && i < n_dumps; i++) {
+        const char *dir = lesson->dump_dir;
+        char *path = arena_alloc(strlen(dir) + strlen(dumps[i].name) + sizeof "/.npy", 1);
+        sprintf(path, "%s/%s.npy", dir, dumps[i].name);
+        write_output("--dump", path, dumps[i].bytes, dumps[i].length);
     }
     if (lesson->dot_file != NULL) {
-        write_graph(lesson->dot_file, lesson->summary);
+        size_t length;
+        const char *text = graph_text(lesson->summary, &length);
+        write_output("--dot", lesson->dot_file, text, length);
     }
+    // All written: the files and directories are the run's output now.
+    n_written = 0;
+    n_made_dirs = 0;
     release_all();
     return 0;
 }

@@ -130,16 +130,22 @@ void check_divides(const Lesson *lesson, const char *divisor_flag, int divisor,
 // shape4(batch, heads, seq, seq)). The product is worked out in 64 bits and
 // checked before each multiplication, so no sizes can overflow it. Call it
 // for every tensor whose size grows with the flags (the largest of each
-// kind is enough).
+// kind is enough). Give the sizes as separate dims: a product of two flags
+// can pass INT_MAX before it gets here, and a negative size (the sign of
+// that overflow) fails (exit 1) as the lesson's own mistake.
 void check_fits(const Lesson *lesson, const char *what, Shape shape);
 
 // manual_seed(seed); check that --dot's file and --dump's directory can be
 // written (creating the directory), or exit 2 leaving nothing behind; then
-// start tracing (trace.h) for them.
+// start tracing (trace.h) for them. --dot must name a regular file or a new
+// one (in a directory that exists or that --dump makes); a directory, a
+// FIFO, a device or a symbolic link is refused.
 void lesson_start(Lesson *lesson);
 // Write the --dump files (every tensor named while tracing, as it was when
-// named) and the --dot graph, free the arena; returns the exit status (0).
-// A run that fails before this writes neither.
+// named) and the --dot graph, each all or nothing (files.h), free the
+// arena; returns the exit status (0). A run that ends before this is done
+// (fail(), exit 1) writes neither: what it wrote and the directories it
+// made are removed when it exits.
 int lesson_finish(Lesson *lesson);
 
 #endif

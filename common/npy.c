@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
 #include "files.h"
 
 // The header dict for t, padded; returns its length.
@@ -57,6 +58,13 @@ unsigned char *npy_encode(const Tensor *t, size_t *length) {
         if (t->dtype == DTYPE_FLOAT32) {
             memcpy(data + (size_t)i * item, &value, item);
         } else {
+            // Converting a NaN, an infinity or anything past 2^63 to an
+            // int64 is undefined: an integer tensor holding one is a bug.
+            if (!(value >= -9223372036854775808.0f && value < 9223372036854775808.0f)) {
+                free(bytes);
+                fail("npy: an integer tensor (%s) holds %g, which is no int64", size_x_str(t),
+                     (double)value);
+            }
             int64_t whole = (int64_t)value;
             memcpy(data + (size_t)i * item, &whole, item);
         }

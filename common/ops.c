@@ -258,7 +258,10 @@ Tensor *triu(const Tensor *t, int diagonal) {
 // size * factor as a new size, refused (before it can overflow) if the
 // tensor would pass MAX_ELEMENTS with that one dim alone.
 static int grown_size(const char *op, int size, long factor) {
-    if (factor < 0 || (factor > 0 && size > MAX_ELEMENTS / factor)) {
+    if (factor < 0) {
+        fail("%s: the number of repeats must not be negative, got %ld", op, factor);
+    }
+    if (factor > 0 && size > MAX_ELEMENTS / factor) {
         fail("%s: a dimension of %d times %ld is more than %ld elements", op, size, factor,
              MAX_ELEMENTS);
     }

@@ -98,6 +98,17 @@ static void check_shape(const char *op, Shape shape) {
     if (capped_product(shape.size, shape.ndim) > MAX_ELEMENTS) {
         fail("%s: shape %s has more than %ld elements", op, list_str(shape), MAX_ELEMENTS);
     }
+    // A tensor with a 0 in its shape has no elements, but its strides are
+    // still products of the other sizes ((0, 65536, 65536) would need a
+    // stride of 2^32): those must keep within the limit too.
+    int nonzero[MAX_DIMS];
+    for (int d = 0; d < shape.ndim; d++) {
+        nonzero[d] = shape.size[d] == 0 ? 1 : shape.size[d];
+    }
+    if (capped_product(nonzero, shape.ndim) > MAX_ELEMENTS) {
+        fail("%s: shape %s has no elements, but its other sizes multiply to more than %ld", op,
+             list_str(shape), MAX_ELEMENTS);
+    }
 }
 
 Tensor *zeros(Shape shape) {
@@ -349,6 +360,7 @@ static Shape infer_size(const char *op, Shape shape, long count) {
         return shape;
     }
     if (infer_at < 0 && product == count) {
+        check_shape(op, shape);   // count 0: the other sizes must still fit (strides)
         return shape;
     }
     fail("%s: shape '%s' is invalid for input of size %ld", op, list_str(shape), count);

@@ -64,7 +64,9 @@ typedef struct {
 } Tensor;
 
 // --- making tensors (new storage, row-major, all from the arena) ----------
-// Each fails if a size is negative or there are more than MAX_ELEMENTS.
+// Each fails if a size is negative or there are more than MAX_ELEMENTS
+// (a 0 counted as 1 here: an empty tensor's strides still multiply its
+// other sizes).
 Tensor *zeros(Shape shape);
 Tensor *ones(Shape shape);
 Tensor *full(Shape shape, float value);

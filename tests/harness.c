@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -936,4 +937,111 @@ void add_masked_module_tests(Suite *suite, const MaskedModule *module) {
     TCase *flags = new_tcase("flags");
     tcase_add_test(flags, test_bad_flags);
     suite_add_tcase(suite, flags);
+}
+
+// --- bad input and output paths ------------------------------------------------------
+
+RunResult run_program_with(const char *dir, int seconds, const char *program,
+                           const char *const *args) {
+    const char *path = program;   // made absolute, so that it still holds after the chdir
+    if (program[0] != '/') {
+        char here_name[1024];
+        ck_assert(getcwd(here_name, sizeof here_name) != NULL);
+        path = path_join("%s/%s", here_name, program);
+    }
+    const char *argv[256] = {"-s", "TERM", path_join("%d", seconds), path};
+    int n = 4;
+    append_args(argv, &n, 256, args);
+    int here = open(".", O_RDONLY | O_DIRECTORY);
+    ck_assert(here >= 0);
+    ck_assert_msg(dir == NULL || chdir(dir) == 0, "cannot enter %s", dir);
+    // timeout(1) with 0 seconds never times out; run it always, so the
+    // program's argv is built one way.
+    RunResult r = run_program("/usr/bin/timeout", argv);
+    int back = fchdir(here);
+    close(here);
+    ck_assert(back == 0);
+    return r;
+}
+
+void assert_one_line_refusal(RunResult r, const char *prefix, const char *what) {
+    ck_assert_msg(r.status == 2, "%s: exit %d, expected 2; stderr: %s", what, r.status, r.err);
+    ck_assert_msg(r.out[0] == '\0', "%s: stdout not empty: %s", what, r.out);
+    const char *newline = strchr(r.err, '\n');
+    ck_assert_msg(newline != NULL && newline[1] == '\0', "%s: stderr is not one line: \"%s\"",
+                  what, r.err);
+    ck_assert_msg(strncmp(r.err, prefix, strlen(prefix)) == 0,
+                  "%s: stderr does not start with '%s': %s", what, prefix, r.err);
+    ck_assert_msg(strstr(r.err, ": Success\n") == NULL, "%s: errno was lost: %s", what, r.err);
+}
+
+int count_entries(const char *path) {
+    DIR *dir = opendir(path);
+    if (dir == NULL) {
+        return -1;
+    }
+    int count = 0;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        count += strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0;
+    }
+    closedir(dir);
+    return count;
+}
+
+void remove_tree(const char *path) {
+    struct stat info;
+    if (lstat(path, &info) != 0) {
+        return;
+    }
+    if (S_ISDIR(info.st_mode)) {
+        DIR *dir = opendir(path);
+        struct dirent *entry;
+        while (dir != NULL && (entry = readdir(dir)) != NULL) {
+            if (strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0) {
+                char *child = malloc(strlen(path) + strlen(entry->d_name) + 2);
+                ck_assert(child != NULL);
+                sprintf(child, "%s/%s", path, entry->d_name);   // may be longer than path_join's
+                remove_tree(child);
+                free(child);
+            }
+        }
+        if (dir != NULL) {
+            closedir(dir);
+        }
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+static int compare_names(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int find_lesson_dirs(const char **dirs, int capacity) {
+    DIR *dir = opendir("lessons");
+    ck_assert_msg(dir != NULL, "no lessons/ directory (run the tests from the project root)");
+    int n = 0;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        const char *name = entry->d_name;
+        if (name[0] >= '0' && name[0] <= '9' && name[1] >= '0' && name[1] <= '9' &&
+            name[2] == '-') {
+            ck_assert_msg(n < capacity, "more than %d lessons", capacity);
+            dirs[n++] = path_join("%s", name);
+        }
+    }
+    closedir(dir);
+    qsort(dirs, (size_t)n, sizeof *dirs, compare_names);
+    return n;
+}
+
+const char *check_fails(Action fn, void *arg, const char *start) {
+    const char *message = failure_of(fn, arg);
+    ck_assert_msg(message != NULL, "expected a failure starting \"%s\", but the call returned",
+                  start);
+    ck_assert_msg(strncmp(message, start, strlen(start)) == 0,
+                  "expected a failure starting \"%s\", got \"%s\"", start, message);
+    return message;
 }

@@ -322,4 +322,32 @@ MaskedRun run_masked_cell(const MaskedModule *module, const RecordedCase *c, boo
 // and output_proj is the identity (in eval mode).
 void check_hand_worked(const MaskedModule *module, const void *net);
 
+// --- bad input and output paths (test_outputs, test_fuzz_cli, test_limits) ---------
+
+// run_program, with two more controls: the program runs in directory `dir`
+// (NULL: the current one; `program` may still be relative to the current
+// one), and is stopped after `seconds` (0: never) by timeout(1), which then
+// makes the status 124.
+RunResult run_program_with(const char *dir, int seconds, const char *program,
+                           const char *const *args);
+
+// A refusal: exit 2, nothing on stdout, and exactly one line on stderr that
+// starts with `prefix` ("lesson-2: ") and does not end in ": Success" (a
+// message built after errno was lost). `what` names the case in a failure.
+void assert_one_line_refusal(RunResult r, const char *prefix, const char *what);
+
+// How many entries (other than . and ..) the directory holds; -1 if it
+// cannot be read.
+int count_entries(const char *dir);
+// rm -rf: the directory and everything under it (symbolic links are
+// removed, never followed).
+void remove_tree(const char *path);
+
+// The lesson directories in lessons/ ("01-toy-qkv", ...), sorted, at most
+// `capacity` of them; returns how many.
+int find_lesson_dirs(const char **dirs, int capacity);
+
+// fn(arg) must fail() with a message starting with `start`; returns the message.
+const char *check_fails(Action fn, void *arg, const char *start);
+
 #endif

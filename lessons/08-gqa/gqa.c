@@ -129,7 +129,8 @@ static Tensor *grouped_query_attention(GroupedQueryAttentionSteps *steps, const 
 // In PyTorch the rearranges are views (permute/view) that copy nothing;
 // here they copy, which changes no number. Each reports itself to the
 // trace (trace.h) under its einops string, for the --dot diagram; in the
-// einsums' strings "\\n" is dot's line break, which keeps the labels narrow.
+// einsums' strings a newline breaks the label in two (graph.c writes it as
+// dot's "\n"), which keeps the labels narrow.
 
 // "b n h d -> b h n d": move the head axis in front of the positions, so each
 // head's (positions x head_dim) matrix is one block. The same loop does the
@@ -226,7 +227,7 @@ static Tensor *einsum_scores(const Tensor *query, const Tensor *key) {
             }
         }
     }
-    trace2("einsum\\nb g h n d, b h s d\\n-> b g h n s", scores, query, key);
+    trace2("einsum\nb g h n d, b h s d\n-> b g h n s", scores, query, key);
     return scores;
 }
 
@@ -255,7 +256,7 @@ static Tensor *einsum_mix_values(const Tensor *attention, const Tensor *value) {
             }
         }
     }
-    trace2("einsum\\nb g h n s, b h s d\\n-> b g h n d", out, attention, value);
+    trace2("einsum\nb g h n s, b h s d\n-> b g h n d", out, attention, value);
     return out;
 }
 
@@ -405,7 +406,7 @@ static Tensor *einsum_scores_group_sum(const Tensor *query, const Tensor *key) {
             }
         }
     }
-    trace2("einsum\\nb g h n d, b h s d\\n-> b h n s (sums g)", scores, query, key);
+    trace2("einsum\nb g h n d, b h s d\n-> b h n s (sums g)", scores, query, key);
     return scores;
 }
 
@@ -432,7 +433,7 @@ static Tensor *einsum_mix_values_per_kv_head(const Tensor *attention, const Tens
             }
         }
     }
-    trace2("einsum\\nb h n s, b h s d\\n-> b h n d", out, attention, value);
+    trace2("einsum\nb h n s, b h s d\n-> b h n d", out, attention, value);
     return out;
 }
 
@@ -702,7 +703,7 @@ int main(int argc, char **argv) {
     bool was_paused = trace_pause(true);
     const Tensor *output = repeat_interleave_attention(query, key, value);   // (B, N, H, D)
     trace_pause(was_paused);
-    trace("repeat_interleave K, V\\nthen multi-head attention", output, 3,
+    trace("repeat_interleave K, V\nthen multi-head attention", output, 3,
           (const Tensor *const[]){query, key, value}, 0, NULL);
     labeled("output (repeat_interleave)", output);
 

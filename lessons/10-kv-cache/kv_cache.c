@@ -306,7 +306,7 @@ static const Tensor *full_forward(GQA_W_KVcache *gqa, const Tensor *x, bool heat
     const Tensor *full_out = step(&full, gqa, x, 0, size(x, 1));              // (B, N, C)
     trace_pause(was_paused);
     char label[64];
-    snprintf(label, sizeof label, "gqa(x, x, x): no cache,\\ncausal mask (%d, %d)", size(x, 1),
+    snprintf(label, sizeof label, "gqa(x, x, x): no cache,\ncausal mask (%d, %d)", size(x, 1),
              size(x, 1));
     trace1(label, full_out, x);
     named("full_out", full_out);

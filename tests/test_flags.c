@@ -1,0 +1,213 @@
+// test_flags.c - every kind of flag common/lesson.c reads, before a lesson
+// uses them all: sizes, other whole numbers with their own range (IntFlag),
+// probabilities, words from a list (ChoiceFlag) and switches.
+//
+// A usage error exits the program, so the flags are read in a separate
+// process: this test program runs itself as a small made-up lesson
+// ("lesson-99", main's `--as-lesson` mode), which prints what it parsed.
+// Two environment variables make it commit a lesson's own mistakes:
+// LESSON99_NEGATIVE_SIZE (a size that overflowed an int reaches check_fits)
+// and LESSON99_BAD_NAME (a tensor named "a/b", which --dump cannot write).
+#define _POSIX_C_SOURCE 200809L
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define SELF BUILD_DIR "/tests/test_flags"
+#define PREFIX "lesson-99: "
+
+// --- the made-up lesson -------------------------------------------------------------------
+
+static int made_up_lesson(int argc, char **argv) {
+    int batch = 3, pad = 0, head_mask = -1;
+    double drop = 0.0;
+    const char *position = "absolute";
+    static const char *const positions[] = {"absolute", "relative_key", "relative_key_query",
+                                            NULL};
+    bool qkv_bias = false;
+    SizeFlag sizes[] = {{"--batch", &batch, "batch size"}};
+    IntFlag ints[] = {
+        {"--pad", &pad, "padding keys", 0, 65536},
+        {"--head-mask", &head_mask, "the head to zero, -1 for none", -1, 7},
+    };
+    ProbabilityFlag probabilities[] = {{"--drop", &drop, "dropout"}};
+    ChoiceFlag choices[] = {{"--position", &position, "position embedding", positions}};
+    SwitchFlag switches[] = {
+        {"--qkv-bias", &qkv_bias, "a bias in the qkv projection"},
+    };
+    Lesson lesson = {
+        .program = "lesson-99", .summary = "flags: one of every kind",
+        .sizes = sizes, .n_sizes = 1, .ints = ints, .n_ints = 2,
+        .probabilities = probabilities, .n_probabilities = 1,
+        .choices = choices, .n_choices = 1, .switches = switches, .n_switches = 1,
+    };
+    parse_lesson_args(&lesson, argc, argv);
+    check_fits(&lesson, "x (batch, pad, pad, pad, pad)", shape5(batch, pad, pad, pad, pad));
+    if (getenv("LESSON99_NEGATIVE_SIZE") != NULL) {
+        check_fits(&lesson, "y (batch * 65536 * 32768)", shape1(INT_MIN));
+    }
+    lesson_start(&lesson);
+    named(getenv("LESSON99_BAD_NAME") != NULL ? "a/b" : "x", zeros(shape1(2)));
+    printf("batch=%d pad=%d head_mask=%d drop=%.17g position=%s qkv_bias=%d seed=%llu\n", batch,
+           pad, head_mask, drop, position, qkv_bias, (unsigned long long)lesson.seed);
+    return lesson_finish(&lesson);
+}
+
+static RunResult run(const char *const *args) {
+    const char *argv[16] = {"--as-lesson"};
+    int n = 1;
+    for (; args[n - 1] != NULL; n++) {
+        argv[n] = args[n - 1];
+    }
+    argv[n] = NULL;
+    return run_program(SELF, argv);
+}
+
+// The same with the environment variable `name` set: the made-up lesson's
+// own mistakes (kept out of its flags, so the fuzz test never meets them).
+static RunResult run_with(const char *name, const char *const *args) {
+    setenv(name, "1", 1);
+    RunResult r = run(args);
+    unsetenv(name);
+    return r;
+}
+
+static void assert_parsed(const char *const *args, const char *expected) {
+    RunResult r = run(args);
+    ck_assert_msg(r.status == 0 && r.err[0] == '\0', "exit %d: %s", r.status, r.err);
+    ck_assert_str_eq(r.out, path_join("%s\n", expected));
+}
+
+static void assert_refused(const char *const *args, const char *expected) {
+    RunResult r = run(args);
+    assert_one_line_refusal(r, PREFIX, expected);
+    ck_assert_str_eq(r.err, path_join(PREFIX "%s\n", expected));
+}
+
+// --- the tests ----------------------------------------------------------------------------
+
+START_TEST(test_good_values) {
+    assert_parsed((const char *[]){NULL},
+                  "batch=3 pad=0 head_mask=-1 drop=0 position=absolute qkv_bias=0 seed=0");
+    assert_parsed((const char *[]){"--pad", "4", "--head-mask", "7", "--drop", "0.1",
+                                   "--position", "relative_key_query", "--qkv-bias", "--seed",
+                                   "-1", NULL},
+                  "batch=3 pad=4 head_mask=7 drop=0.10000000000000001 "
+                  "position=relative_key_query qkv_bias=1 seed=18446744073709551615");
+    assert_parsed((const char *[]){"--head-mask", "-1", "--drop", ".5", "--pad", "0", NULL},
+                  "batch=3 pad=0 head_mask=-1 drop=0.5 position=absolute qkv_bias=0 seed=0");
+    assert_parsed((const char *[]){"--drop", "0", "--head-mask", "0", NULL},
+                  "batch=3 pad=0 head_mask=0 drop=0 position=absolute qkv_bias=0 seed=0");
+    assert_parsed((const char *[]){"--drop", "0.99999", "--head-mask", "-0", NULL},
+                  "batch=3 pad=0 head_mask=0 drop=0.99999000000000005 position=absolute "
+                  "qkv_bias=0 seed=0");
+}
+END_TEST
+
+START_TEST(test_bad_values) {
+    // Whole numbers in their own range; a size is never negative.
+    assert_refused((const char *[]){"--head-mask", "8", NULL},
+                   "--head-mask expects a whole number from -1 to 7, got '8'");
+    assert_refused((const char *[]){"--head-mask", "-2", NULL},
+                   "--head-mask expects a whole number from -1 to 7, got '-2'");
+    assert_refused((const char *[]){"--pad", "-1", NULL},
+                   "--pad expects a whole number from 0 to 65536, got '-1'");
+    assert_refused((const char *[]){"--head-mask", "-99999999999999999999", NULL},
+                   "--head-mask expects a whole number from -1 to 7, got "
+                   "'-99999999999999999999'");
+    assert_refused((const char *[]){"--batch", "-1", NULL},
+                   "--batch expects a whole number from 1 to 65536, got '-1'");
+    // Probabilities: a decimal from 0 to below 1, nothing else.
+    const char *probabilities[] = {"1", "1.0", "-0.1", "abc", "0.5.5", ".", "nan", "inf",
+                                   "1e-3", "+0.5", "0,5", "0.99999999999999999999", " 0.1"};
+    for (int i = 0; i < 13; i++) {
+        assert_refused((const char *[]){"--drop", probabilities[i], NULL},
+                       path_join("--drop expects a probability from 0 to below 1 (such as 0.1), "
+                                 "got '%s'", probabilities[i]));
+    }
+    assert_refused((const char *[]){"--drop", NULL}, "--drop expects a probability after it");
+    // Choices: one of the list, spelled exactly.
+    assert_refused((const char *[]){"--position", "relative", NULL},
+                   "--position expects one of absolute, relative_key, relative_key_query, "
+                   "got 'relative'");
+    assert_refused((const char *[]){"--position", "Absolute\n", NULL},
+                   "--position expects one of absolute, relative_key, relative_key_query, "
+                   "got 'Absolute\\n'");
+    assert_refused((const char *[]){"--position", "", NULL}, "--position expects a word after it");
+    // Switches take no value; every flag may be given once.
+    assert_refused((const char *[]){"--qkv-bias", "1", NULL}, "unknown flag '1' (try --help)");
+    assert_refused((const char *[]){"--drop", "0.1", "--pad", "1", "--drop", "0.2", NULL},
+                   "--drop is given twice");
+    assert_refused((const char *[]){"--qkv-bias", "--qkv-bias", NULL},
+                   "--qkv-bias is given twice");
+    assert_refused((const char *[]){"--position", "absolute", "--position", "x", NULL},
+                   "--position is given twice");
+    // check_fits: (3, 65536, 65536, 65536, 65536) has 3 * 2^64 elements; the
+    // product is checked before each multiplication, never computed.
+    assert_refused((const char *[]){"--pad", "65536", NULL},
+                   "these sizes make x (batch, pad, pad, pad, pad) (3, 65536, 65536, 65536, "
+                   "65536), more than the 67108864 elements allowed (256 MiB of floats); "
+                   "choose smaller sizes");
+    // A negative size is the lesson's own overflow, not the user's: exit 1.
+    RunResult r = run_with("LESSON99_NEGATIVE_SIZE", (const char *[]){NULL});
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_str_eq(r.err, "error: check_fits: y (batch * 65536 * 32768) (-2147483648,) has a "
+                     "negative size\n");
+}
+END_TEST
+
+START_TEST(test_help_lists_every_kind) {
+    RunResult r = run((const char *[]){"--help", NULL});
+    ck_assert_int_eq(r.status, 0);
+    const char *lines[] = {
+        "  --batch N        batch size (default 3)",
+        "  --pad N          padding keys (default 0)",
+        "  --head-mask N    the head to zero, -1 for none (default -1)",
+        "  --drop P         dropout (default 0)",
+        "  --position WORD  position embedding (default absolute)",
+        "  --qkv-bias       a bias in the qkv projection",
+    };
+    for (int i = 0; i < 6; i++) {
+        ck_assert_msg(strstr(r.out, path_join("\n%s\n", lines[i])) != NULL, "no line '%s' in:\n%s",
+                      lines[i], r.out);
+    }
+}
+END_TEST
+
+// A name --dump cannot use as a file name is the lesson's mistake: exit 1,
+// and the directory --dump made is gone again.
+START_TEST(test_bad_dump_name) {
+    const char *sandbox = make_temp_dir();
+    const char *dump = path_join("%s/out", sandbox);
+    RunResult r = run_with("LESSON99_BAD_NAME", (const char *[]){"--dump", dump, NULL});
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_str_eq(r.err, "error: named: 'a/b' cannot be a --dump file name (it must be 1 to "
+                     "240 characters, no '/')\n");
+    ck_assert_int_eq(count_entries(sandbox), 0);
+    // Without --dump a name is only a label: any name will do.
+    r = run_with("LESSON99_BAD_NAME", (const char *[]){NULL});
+    ck_assert_int_eq(r.status, 0);
+    remove_tree(sandbox);
+}
+END_TEST
+
+static Suite *flags_suite(void) {
+    Suite *suite = suite_create("flags");
+    TCase *tc = new_tcase("every kind of flag");
+    tcase_add_test(tc, test_good_values);
+    tcase_add_test(tc, test_bad_values);
+    tcase_add_test(tc, test_help_lists_every_kind);
+    tcase_add_test(tc, test_bad_dump_name);
+    suite_add_tcase(suite, tc);
+    return suite;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--as-lesson") == 0) {
+        return made_up_lesson(argc - 1, argv + 1);
+    }
+    return run_suite(flags_suite());
+}

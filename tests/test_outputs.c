@@ -1,0 +1,385 @@
+// test_outputs.c - where --dump and --dot write (common/lesson.c), and how
+// (common/files.c, common/graph.c): the paths a reliability probe found
+// mishandled, each now refused before any work or written all or nothing.
+//
+// Each run of the lesson (lesson 2: it has size flags and 13 dumps) starts
+// in a fresh sandbox directory as its working directory, so "the refused
+// run made nothing" is checked as "the sandbox is still empty". The tests
+// may run as root, whom permissions do not stop; the places no one may
+// write are taken from /proc, /sys and /dev.
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "files.h"
+#include "graph.h"
+#include "harness.h"
+#include "npy.h"
+
+#define LESSON "02-self-attention-v1"
+#define PREFIX "lesson-2: "
+
+static RunResult run_in(const char *sandbox, const char *const *args) {
+    return run_program_with(sandbox, 30, lesson_binary(LESSON), args);
+}
+
+// The run must be refused with one line starting PREFIX `expected`, and
+// leave the sandbox as empty as it was.
+static void assert_refused(const char *sandbox, const char *const *args, const char *expected) {
+    RunResult r = run_in(sandbox, args);
+    assert_one_line_refusal(r, path_join(PREFIX "%s", expected), expected);
+    ck_assert_msg(count_entries(sandbox) == 0, "%s: the refused run left something in %s",
+                  expected, sandbox);
+}
+
+// `length` characters of path: `start`, then "/ddd...d" names of 200.
+static const char *long_path(const char *start, size_t length) {
+    char *path = arena_alloc(length + 1, 1);
+    size_t used = (size_t)snprintf(path, length + 1, "%s", start);
+    while (used < length) {
+        path[used] = used % 201 == 0 ? '/' : 'd';
+        used += 1;
+    }
+    path[length] = '\0';
+    return path;
+}
+
+static const char *repeated(char c, size_t n) {
+    char *text = arena_alloc(n + 1, 1);
+    memset(text, c, n);
+    return text;
+}
+
+static bool is_fifo(const char *path) {
+    struct stat info;
+    return lstat(path, &info) == 0 && S_ISFIFO(info.st_mode);
+}
+
+// --- paths too long: refused before anything is made ---------------------------------
+
+START_TEST(test_long_paths) {
+    const char *sandbox = make_temp_dir();
+    // named() used to cut paths at 4096 bytes: weight and bias collided.
+    const char *dir = long_path(sandbox, 4085);
+    assert_refused(sandbox, (const char *[]){"--dump", dir, NULL},
+                   "--dump: the path is 4085 characters long, more than the 3839 allowed");
+    // This one failed with "...: Success".
+    assert_refused(sandbox, (const char *[]){"--dump", long_path(sandbox, 4096), NULL},
+                   "--dump: the path is 4096 characters long, more than the 3839 allowed");
+    // A name longer than NAME_MAX deep inside: x/ and x/y/ used to stay behind.
+    const char *deep = path_join("x/y/%s/w", repeated('z', 300));
+    assert_refused(sandbox, (const char *[]){"--dump", deep, NULL},
+                   "--dump: a name in the path is 300 characters long, more than the 255 "
+                   "allowed");
+    // --dot's file is written as "<name>.tmp-XXXXXX" first: 11 characters less.
+    assert_refused(sandbox, (const char *[]){"--dot", repeated('q', 250), NULL},
+                   "--dot: a name in the path is 250 characters long, more than the 244 "
+                   "allowed");
+    assert_refused(sandbox, (const char *[]){"--dot", long_path(sandbox, 4090), NULL},
+                   "--dot: the path is 4090 characters long, more than the 4084 allowed");
+    remove_tree(sandbox);
+}
+END_TEST
+
+// --- refused after --dump made its directory: the directories go again ---------------
+
+START_TEST(test_refused_after_mkdir_removes_it) {
+    const char *sandbox = make_temp_dir();
+    assert_refused(sandbox, (const char *[]){"--dump", "x/y", "--dot", "x/y/none/g.dot", NULL},
+                   "--dot cannot write 'x/y/none/g.dot': no directory 'x/y/none'");
+    assert_refused(sandbox, (const char *[]){"--dump", "x/y", "--dot", "x", NULL},
+                   "--dot: 'x' is a directory that --dump makes; give a file name");
+    // A directory that was there before stays, and so does what is in it.
+    const char *keep = path_join("%s/keep", sandbox);
+    ck_assert_int_eq(mkdir(keep, 0777), 0);
+    ck_assert(save_file(path_join("%s/mine.npy", keep), "mine", 4));
+    RunResult r = run_in(sandbox, (const char *[]){"--dump", "keep/new", "--dot",
+                                                   "keep/new/none/g.dot", NULL});
+    assert_one_line_refusal(r, PREFIX "--dot cannot write 'keep/new/none/g.dot'", "keep/new");
+    ck_assert_int_eq(count_entries(sandbox), 1);
+    ck_assert_int_eq(count_entries(keep), 1);
+    ck_assert_str_eq(read_text(path_join("%s/mine.npy", keep)), "mine");
+    remove_tree(sandbox);
+}
+END_TEST
+
+// --- places that take no file: refused up front, with the reason -------------------------
+
+START_TEST(test_unwritable_places) {
+    const char *sandbox = make_temp_dir();
+    // Both used to be found only after the whole run (exit 1), --dot with no reason.
+    assert_refused(sandbox, (const char *[]){"--dump", "/sys", NULL},
+                   "--dump cannot write in '/sys': ");
+    assert_refused(sandbox, (const char *[]){"--dot", "/dev/full", NULL},
+                   "--dot: '/dev/full' is not a regular file; give a regular file or a new name");
+    assert_refused(sandbox, (const char *[]){"--dump", "/proc/self", NULL},
+                   "--dump cannot write in '/proc/self': ");
+    assert_refused(sandbox, (const char *[]){"--dump", "/proc/attn-test/out", NULL},
+                   "--dump cannot create the directory '/proc/attn-test': ");
+    assert_refused(sandbox, (const char *[]){"--dot", "/proc/version", NULL},
+                   "--dot cannot write '/proc/version': ");
+    assert_refused(sandbox, (const char *[]){"--dot", "/sys/attn-test.dot", NULL},
+                   "--dot cannot write '/sys/attn-test.dot': ");
+    assert_refused(sandbox, (const char *[]){"--dot", "/dev/null", NULL},
+                   "--dot: '/dev/null' is not a regular file; give a regular file or a new name");
+    assert_refused(sandbox, (const char *[]){"--dot", "/", NULL},
+                   "--dot: '/' ends in '/'; give a file name");
+    assert_refused(sandbox, (const char *[]){"--dot", ".", NULL},
+                   "--dot: '.' is a directory; give a regular file or a new name");
+    assert_refused(sandbox, (const char *[]){"--dot", "new/", NULL},
+                   "--dot: 'new/' ends in '/'; give a file name");
+    remove_tree(sandbox);
+}
+END_TEST
+
+// --- --dot and --dump together ----------------------------------------------------------------
+
+START_TEST(test_dot_and_dump_together) {
+    const char *sandbox = make_temp_dir();
+    // The same name twice: used to run, then fail at the end.
+    assert_refused(sandbox, (const char *[]){"--dot", "dd", "--dump", "dd", NULL},
+                   "--dot and --dump both name 'dd'");
+    assert_refused(sandbox, (const char *[]){"--dot", "./dd", "--dump", "dd/", NULL},
+                   "--dot and --dump both name './dd'");
+    const char *absolute = path_join("%s/dd", sandbox);   // the same, spelled another way
+    assert_refused(sandbox, (const char *[]){"--dot", absolute, "--dump", "dd", NULL},
+                   path_join("--dot: '%s' is a directory that --dump makes; give a file name",
+                             absolute));
+
+    // A graph inside the directory --dump makes: used to be refused.
+    RunResult r = run_in(sandbox, (const char *[]){"--dot", "dd/g.dot", "--dump", "dd", NULL});
+    ck_assert_msg(r.status == 0 && r.err[0] == '\0', "exit %d: %s", r.status, r.err);
+    const char *graph = read_text(path_join("%s/dd/g.dot", sandbox));
+    ck_assert_msg(strstr(graph, "digraph dataflow {\n") != NULL, "not a graph: %s", graph);
+    ck_assert_int_eq(count_entries(path_join("%s/dd", sandbox)), 13 + 1);
+    ck_assert_str_eq(size_x_str(load_npy(path_join("%s/dd/X.npy", sandbox))), "3x2x4");
+    // Written files get the usual permissions, not mkstemp's private 0600.
+    mode_t mask = umask(0);
+    umask(mask);
+    struct stat info;
+    ck_assert_int_eq(stat(path_join("%s/dd/X.npy", sandbox), &info), 0);
+    ck_assert_int_eq(info.st_mode & 0777, 0666 & ~mask);
+
+    r = run_in(sandbox, (const char *[]){"--dot", path_join("%s/d2/g.dot", sandbox), "--dump",
+                                         "./d2/", NULL});
+    ck_assert_msg(r.status == 0 && r.err[0] == '\0', "exit %d: %s", r.status, r.err);
+    ck_assert_int_eq(count_entries(path_join("%s/d2", sandbox)), 13 + 1);
+    remove_tree(sandbox);
+}
+END_TEST
+
+// --- --dot onto a link, a FIFO, a directory ---------------------------------------------
+
+START_TEST(test_dot_onto_links_and_fifos) {
+    const char *sandbox = make_temp_dir();
+    const char *link = path_join("%s/link", sandbox);
+    const char *target = path_join("%s/target", sandbox);
+    ck_assert_int_eq(symlink("target", link), 0);   // dangling: target does not exist
+    RunResult r = run_in(sandbox, (const char *[]){"--dot", "link", NULL});
+    // This used to delete the link and create the target.
+    assert_one_line_refusal(r, PREFIX "--dot: 'link' is a symbolic link; give a regular file "
+                            "or a new name", "dangling link");
+    char points_to[64] = {0};
+    ck_assert_int_eq(readlink(link, points_to, sizeof points_to - 1), 6);
+    ck_assert_str_eq(points_to, "target");
+    ck_assert_int_eq(access(target, F_OK), -1);
+
+    ck_assert(save_file(target, "keep", 4));        // now the link leads to a file
+    r = run_in(sandbox, (const char *[]){"--dot", "link", NULL});
+    assert_one_line_refusal(r, PREFIX "--dot: 'link' is a symbolic link", "link to a file");
+    ck_assert_str_eq(read_text(target), "keep");
+    ck_assert_int_eq(count_entries(sandbox), 2);
+
+    // Opening a FIFO to write blocks until someone reads: this used to hang
+    // for ever. timeout(1) would stop it after 20 seconds with status 124.
+    const char *fifo = path_join("%s/fifo", sandbox);
+    ck_assert_int_eq(mkfifo(fifo, 0666), 0);
+    r = run_program_with(sandbox, 20, lesson_binary(LESSON), (const char *[]){"--dot", "fifo",
+                                                                             NULL});
+    ck_assert_msg(r.status != 124, "--dot onto a FIFO blocked");
+    assert_one_line_refusal(r, PREFIX "--dot: 'fifo' is not a regular file; give a regular "
+                            "file or a new name", "FIFO");
+    ck_assert(is_fifo(fifo));
+
+    ck_assert_int_eq(mkdir(path_join("%s/dir", sandbox), 0777), 0);
+    r = run_in(sandbox, (const char *[]){"--dot", "dir", NULL});
+    assert_one_line_refusal(r, PREFIX "--dot: 'dir' is a directory; give a regular file or a "
+                            "new name", "directory");
+    ck_assert_int_eq(count_entries(path_join("%s/dir", sandbox)), 0);
+    remove_tree(sandbox);
+}
+END_TEST
+
+// --- echoed arguments stay on one line -------------------------------------------------------
+
+START_TEST(test_arguments_echoed_on_one_line) {
+    const char *sandbox = make_temp_dir();
+    assert_refused(sandbox, (const char *[]){"--bogus\nx", NULL},
+                   "unknown flag '--bogus\\nx' (try --help)");
+    assert_refused(sandbox, (const char *[]){"--dim", "4\n", NULL},
+                   "--dim expects a whole number from 1 to 65536, got '4\\n'");
+    assert_refused(sandbox, (const char *[]){"--seed", "1\r\n\t2\x7f", NULL},
+                   "--seed expects an integer from -2^63 to 2^64-1, got '1\\x0d\\n\\t2\\x7f'");
+    assert_refused(sandbox, (const char *[]){"--dump", "/sys/a\nb", NULL},
+                   "--dump cannot create the directory '/sys/a\\nb': ");
+    assert_refused(sandbox, (const char *[]){"--dot", "no\ndir/g.dot", NULL},
+                   "--dot cannot write 'no\\ndir/g.dot': no directory 'no\\ndir'");
+    // At most 60 bytes are echoed, and a UTF-8 character is never cut in two:
+    // "---" and 28 two-byte characters make 59 bytes; the 29th would pass 60.
+    const char *accents = "éééééééééééééééééééééééééééééééééééééééé";   // 40
+    assert_refused(sandbox, (const char *[]){path_join("---%s", accents), NULL},
+                   path_join("unknown flag '---%.56s...' (try --help)", accents));
+    assert_refused(sandbox, (const char *[]){path_join("--%s", repeated('x', 5000)), NULL},
+                   path_join("unknown flag '--%s...' (try --help)", repeated('x', 58)));
+    remove_tree(sandbox);
+}
+END_TEST
+
+// --- a write that fails half way leaves nothing -----------------------------------------------
+
+START_TEST(test_failed_write_leaves_nothing) {
+    const char *sandbox = make_temp_dir();
+    char here[1024];
+    ck_assert(getcwd(here, sizeof here) != NULL);
+    const char *lesson = path_join("%s/%s", here, lesson_binary(LESSON));
+    // A file size limit of 32 KiB (64 blocks of 512 bytes) lets the lesson
+    // print and write its small weights, and makes X.npy (--batch 65536: 2
+    // MiB) fail half way with EFBIG. SIGXFSZ is ignored so write() returns
+    // the error instead of killing the lesson.
+    const char *limit = "ulimit -f 64 && trap '' XFSZ && exec \"$0\" \"$@\"";
+    const char *const args[] = {"-c", limit, lesson, "--batch", "65536", "--dump", "d", "--dot",
+                                "g.dot", NULL};
+    RunResult r = run_program_with(sandbox, 60, "/bin/sh", args);
+    ck_assert_msg(r.status == 1, "exit %d, expected 1: %s", r.status, r.err);
+    ck_assert_str_eq(r.err, path_join("error: --dump: cannot write 'd/X.npy': %s\n",
+                                      strerror(EFBIG)));
+    ck_assert_msg(r.out[0] != '\0', "the lesson printed nothing before it wrote its files");
+    // No half-written X.npy, no temporary file, none of the dumps written
+    // before X, no graph, and not the directory the run made.
+    ck_assert_msg(count_entries(sandbox) == 0, "the failed run left files in %s", sandbox);
+
+    // A directory that was there before stays (empty).
+    ck_assert_int_eq(mkdir(path_join("%s/d", sandbox), 0777), 0);
+    r = run_program_with(sandbox, 60, "/bin/sh", args);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_int_eq(count_entries(sandbox), 1);
+    ck_assert_int_eq(count_entries(path_join("%s/d", sandbox)), 0);
+    remove_tree(sandbox);
+}
+END_TEST
+
+// --- save_file itself ---------------------------------------------------------------------------
+
+START_TEST(test_save_file) {
+    const char *sandbox = make_temp_dir();
+    const char *file = path_join("%s/f.npy", sandbox);
+    ck_assert(save_file(file, "abc", 3));
+    ck_assert_str_eq(read_text(file), "abc");
+    ck_assert(save_file(file, "defg", 4));          // replaces it
+    ck_assert_str_eq(read_text(file), "defg");
+    ck_assert_int_eq(count_entries(sandbox), 1);    // no temporary file left
+    ck_assert(unlink(file) == 0);
+
+    // Into a directory that has been removed.
+    const char *gone = path_join("%s/gone", sandbox);
+    ck_assert_int_eq(mkdir(gone, 0777), 0);
+    ck_assert_int_eq(rmdir(gone), 0);
+    errno = 0;
+    ck_assert(!save_file(path_join("%s/f.npy", gone), "abc", 3));
+    ck_assert_int_eq(errno, ENOENT);
+    // Onto a directory: the rename fails, the temporary file goes.
+    ck_assert_int_eq(mkdir(gone, 0777), 0);
+    errno = 0;
+    ck_assert(!save_file(gone, "abc", 3));
+    ck_assert_int_eq(errno, EISDIR);
+    ck_assert_int_eq(count_entries(sandbox), 1);
+    ck_assert_int_eq(count_entries(gone), 0);
+    ck_assert_int_eq(rmdir(gone), 0);
+    // A name longer than NAME_MAX.
+    errno = 0;
+    ck_assert(!save_file(path_join("%s/%s", sandbox, repeated('n', 300)), "abc", 3));
+    ck_assert_int_eq(errno, ENAMETOOLONG);
+    // Where no one may make a file: /proc. The file there is untouched.
+    const char *version = read_text("/proc/version");
+    errno = 0;
+    ck_assert(!save_file("/proc/version", "abc", 3));
+    ck_assert_msg(errno != 0, "save_file failed without saying why");
+    ck_assert_str_eq(read_text("/proc/version"), version);
+
+    // A write that fails half way (the file size limit, EFBIG): nothing is
+    // left, neither the file nor its temporary name.
+    struct rlimit saved;
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &saved), 0);
+    struct rlimit small = {64 * 1024, saved.rlim_max};
+    void (*saved_handler)(int) = signal(SIGXFSZ, SIG_IGN);
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &small), 0);
+    size_t length = 1 << 20;
+    char *big = arena_alloc(length, 1);
+    errno = 0;
+    bool saved_big = save_file(file, big, length);
+    int error = errno;
+    bool saved_npy = npy_write(file, zeros(shape2(512, 512)));   // 1 MiB of floats
+    int npy_error = errno;
+    setrlimit(RLIMIT_FSIZE, &saved);
+    signal(SIGXFSZ, saved_handler);
+    ck_assert(!saved_big);
+    ck_assert_int_eq(error, EFBIG);
+    ck_assert(!saved_npy);
+    ck_assert_int_eq(npy_error, EFBIG);
+    ck_assert_int_eq(count_entries(sandbox), 0);
+    remove_tree(sandbox);
+}
+END_TEST
+
+// --- the --dot text stays valid whatever the names --------------------------------------------
+
+START_TEST(test_dot_labels_escaped) {
+    graph_clear();
+    trace_set_hook(graph_record);
+    const Tensor *x = named("say \"hi\" \\ twice\nnow\x01", zeros(shape1(2)));
+    trace("a\"b\\c", zeros(shape1(2)), 1, &x, 0, NULL);
+    trace_set_hook(NULL);
+    char *text = NULL;
+    size_t length = 0;
+    FILE *stream = open_memstream(&text, &length);
+    ck_assert(stream != NULL);
+    graph_write(stream, "a title\non two lines");
+    fclose(stream);
+    const char *copy = path_join("%s", text);
+    free(text);
+    graph_clear();
+    // Quotes and backslashes escaped, the newline as dot's \n, the control
+    // character dropped; the title stays one comment line.
+    ck_assert_msg(strstr(copy, "// a title\\non two lines\n") == copy, "title: %s", copy);
+    ck_assert_msg(strstr(copy, "  t0 [label=\"say \\\"hi\\\" \\\\ twice\\nnow\\n(2,)\"];\n") != NULL,
+                  "node label not escaped: %s", copy);
+    ck_assert_msg(strstr(copy, "  t0 -> t1 [label=\"a\\\"b\\\\c\"];\n") != NULL,
+                  "edge label not escaped: %s", copy);
+}
+END_TEST
+
+static Suite *outputs_suite(void) {
+    Suite *suite = suite_create("outputs");
+    TCase *refused = new_tcase("refused up front");
+    tcase_add_test(refused, test_long_paths);
+    tcase_add_test(refused, test_refused_after_mkdir_removes_it);
+    tcase_add_test(refused, test_unwritable_places);
+    tcase_add_test(refused, test_dot_onto_links_and_fifos);
+    tcase_add_test(refused, test_arguments_echoed_on_one_line);
+    suite_add_tcase(suite, refused);
+    TCase *written = new_tcase("written all or nothing");
+    tcase_add_test(written, test_dot_and_dump_together);
+    tcase_add_test(written, test_failed_write_leaves_nothing);
+    tcase_add_test(written, test_save_file);
+    tcase_add_test(written, test_dot_labels_escaped);
+    suite_add_tcase(suite, written);
+    return suite;
+}
+
+int main(void) { return run_suite(outputs_suite()); }
