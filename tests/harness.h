@@ -167,7 +167,7 @@ void check_view_needs_contiguous(Shape output_mid);
 
 // --- shared by the tests of lessons 9 and 10 -----------------------------------------
 
-// Lessons 9 and 10 both build seed 001's GQA module: the same parameters,
+// Lessons 9 and 10 both build the GQA notebook's module: the same parameters,
 // the same names, the same flags.
 
 // <reference>/<name>.npy, recorded from PyTorch.

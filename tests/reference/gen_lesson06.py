@@ -11,12 +11,12 @@ torch.manual_seed(seed):
 
     attention_mask = torch.randint(0, 2, (batch, heads, seq, seq))
     x = torch.rand(batch, seq, dim)
-    net = MultiHeadAttention(dim, heads)      # seed 000's class
+    net = MultiHeadAttention(dim, heads)      # the Self Attention notebook's class
     net(x, attention_mask)                    # net.eval() unless the case trains
 
 and writes into tests/data/lesson06/<case>/:
 
-  <name>.npy   every dump name of LESSONS.md item 6: attention_mask ('<i8'),
+  <name>.npy   every name the lesson's --dump writes: attention_mask ('<i8'),
                x, q_proj.* k_proj.* v_proj.* o_proj.*, Q K V (batch, seq, dim),
                q_state k_state v_state output_mid (batch, heads, seq, head_dim),
                attention_weight (after softmax, before dropout), output
@@ -47,8 +47,9 @@ DUMPS = {}      # name -> tensor, filled by the forward
 
 
 class MultiHeadAttention(nn.Module):
-    """Seed 000's class as written (seed 002's copy has V = self.k_proj(X);
-    here V comes from v_proj). The forward also keeps its tensors in DUMPS."""
+    """The Self Attention notebook's class as written (the copy in the
+    Attention 介绍 notes has V = self.k_proj(X); here V comes from v_proj).
+    The forward also keeps its tensors in DUMPS."""
 
     def __init__(self, hidden_dim, nums_head) -> None:
         super().__init__()

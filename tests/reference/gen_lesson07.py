@@ -13,19 +13,19 @@ torch.manual_seed(seed):
     K = torch.rand(batch, seq_k, dim)
     V = torch.rand(batch, seq_k, dim)
     attention_mask = torch.randint(0, 2, (batch, heads, seq_q, seq_k))
-    cross_attention = CrossAttention(dim, heads)       # seed 000's class
+    cross_attention = CrossAttention(dim, heads)       # the Self Attention notebook's
     output = cross_attention(Q, K, V, attention_mask)  # .eval() unless the case trains
 
 and writes into tests/data/lesson07/<case>/:
 
-  <name>.npy   every dump name of LESSONS.md item 7: Q K V (the inputs),
+  <name>.npy   every name the lesson's --dump writes: Q K V (the inputs),
                attention_mask ('<i8'), q_proj.* k_proj.* v_proj.* o_proj.*,
                q_state k_state v_state output_mid (batch, heads, len, head_dim),
                attention_weight (after softmax, before dropout), output
                (all '<f4', C order)
-  stdout.txt   every line of the lesson that PyTorch (or seed 003's numpy)
+  stdout.txt   every line of the lesson that PyTorch (or Chen Ming's numpy)
                can print: the notebook's sixteen shape lines, the numbers of
-               batch 0, the BLIP-shaped run, seed 003's numpy shapes, and the
+               batch 0, the BLIP-shaped run, the post's numpy shapes, and the
                self-attention run with its torch.equal line.
 
 The build and the tests never run Python.
@@ -49,7 +49,7 @@ CASES = {
 
 
 class CrossAttention(nn.Module):
-    """Seed 000's class as written; the forward also keeps its tensors."""
+    """The Self Attention notebook's class as written; the forward also keeps its tensors."""
 
     def __init__(self, hidden_dim, nums_head) -> None:
         super().__init__()
@@ -99,7 +99,7 @@ class CrossAttention(nn.Module):
 
 
 class MultiHeadAttention(nn.Module):
-    """Lesson 6's class (seed 000), without its prints."""
+    """Lesson 6's class (the Self Attention notebook's), without its prints."""
 
     def __init__(self, hidden_dim, nums_head) -> None:
         super().__init__()
@@ -132,13 +132,13 @@ class MultiHeadAttention(nn.Module):
 
 
 def soft_max(z):
-    """Seed 003's numpy softmax (no max subtracted)."""
+    """Chen Ming's post's numpy softmax (no max subtracted)."""
     t = np.exp(z)
     return np.exp(z) / np.expand_dims(np.sum(t, axis=-1), -1)
 
 
 def seed003_numpy(Query, Key, Value, num_attention_heads):
-    """Seed 003's numpy cross-attention, on one batch element."""
+    """Chen Ming's post's numpy cross-attention, on one batch element."""
     values_length_q, hidden_size = Query.shape
     values_length_kv = Key.shape[0]
     attention_head_size = hidden_size // num_attention_heads

@@ -16,9 +16,9 @@ torch.manual_seed(seed) and writes tests/data/lesson08/<case>/:
     stdout.txt                     the lines the PyTorch cell prints that
                                    the lesson prints identically
 
-Seed 001 writes its steps with einops; einops is not installed here, so each
-step is the torch.einsum / permute / view it stands for, with the einops
-line above it. In einops a composed axis "(h g)" is enumerated in C order
+The GQA notebook writes its steps with einops, which Debian does not package,
+so each step is the torch.einsum / permute / view it stands for, with the
+einops line above it (docs/08-gqa.md's code does the same). In einops a composed axis "(h g)" is enumerated in C order
 (g fastest), so "b (h g) n d -> b g h n d" is view(b, h, g, n, d) followed by
 permute(0, 2, 1, 3, 4).
 """
@@ -42,7 +42,7 @@ CASES = {
 
 
 def grouped_query_attention(query, key, value, lines):
-    """Seed 001 cells 7-11, the group sum fixed. (b, n, H, d) -> (b, n, H, d)."""
+    """The GQA notebook's cells 7-11, the group sum fixed. (b, n, H, d) -> (b, n, H, d)."""
     num_head_groups = query.shape[2] // key.shape[2]
     lines.append("num_head_groups = query.shape[2] // key.shape[2]")
     lines.append(str(num_head_groups))
@@ -96,7 +96,7 @@ def group_sum_attention(query, key, value, lines):
 
 
 def repeat_interleave_attention(q, k, v):
-    """The middle of seed 002's GroupQueryAttention.forward, no projections."""
+    """The middle of the Attention 介绍 notes' GroupQueryAttention.forward, no projections."""
     nums_head, nums_key_value_head, head_dim = q.shape[2], k.shape[2], q.shape[3]
     q = q.transpose(1, 2)
     k = k.transpose(1, 2)

@@ -7,12 +7,12 @@ Run with the PyTorch 1.13 the lessons are checked against:
 
 For each case below it does exactly the draws of lessons/09-causal-mask
 after torch.manual_seed(seed) and writes tests/data/lesson09/<case>/:
-  <name>.npy   every dump name of LESSONS.md item 9 ('<f4'; the mask is the
+  <name>.npy   every name the lesson's --dump writes ('<f4'; the mask is the
                float tensor torch.triu(torch.ones(...)) makes, so '<f4' too)
   attn.npy     the attention weights (B, H, T, T), for the causal checks
   stdout.txt   the lines this script prints, which the lesson must print in
                the same order (tests/test_lesson09.c, lines_in_order)
-The GQA class is seed 001's In[10], unchanged except that it keeps its
+The GQA class is the GQA notebook's In[10], unchanged except that it keeps its
 attention weights in self.attn so they can be printed.
 """
 import math
