@@ -16,7 +16,7 @@ torch.manual_seed(seed) and writes tests/data/lesson10/<case>/:
                differences of float rounding, which depend on the order in
                which each implementation adds (PyTorch's are about 1e-7, the
                lesson's often 0), so they are printed but not recorded.
-GQA_W_KVcache is the GQA notebook's In[13] with its three bugs fixed (see FIX below).
+GQA_W_KVcache is the GQA notebook's last cell with its three bugs fixed (see FIX below).
 """
 import math
 import os
