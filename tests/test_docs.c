@@ -1,8 +1,9 @@
 // test_docs.c - the docs cannot drift from the code: every lesson has its
 // page, the page embeds the lesson's diagram, the committed diagram source
 // (docs/diagrams/NN-name.dot) is exactly what the lesson's --dot writes
-// now, the README's table links the lesson and its page, and each page has
-// the one PyTorch block that make compare-N runs.
+// now, the README's table links the lesson and its page, each page has the
+// one PyTorch block that make compare-N runs, and every output a page quotes
+// is what the lesson prints now.
 //
 // And the repository stands alone: every relative link of a Markdown file
 // (and its #anchor) and every ../ path in any file leads to a file or a
@@ -449,6 +450,161 @@ START_TEST(test_nothing_points_at_the_folder_outside) {
 }
 END_TEST
 
+// --- quoted output -----------------------------------------------------------------
+
+// A text cut into lines (arena strings, without their '\n').
+typedef struct {
+    const char **line;
+    int count;
+} Lines;
+
+static Lines split_lines(const char *text) {
+    int n = 1;
+    for (const char *c = text; *c != '\0'; c++) {
+        n += *c == '\n';
+    }
+    Lines lines = {arena_alloc((size_t)n, sizeof(const char *)), 0};
+    for (const char *line = text; *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        size_t len = end != NULL ? (size_t)(end - line) : strlen(line);
+        lines.line[lines.count++] = path_join("%.*s", (int)len, line);
+        line += len + (end != NULL);
+    }
+    return lines;
+}
+
+static bool is_blank(const char *line) { return line[strspn(line, " ")] == '\0'; }
+
+static bool is_elision(const char *line) {
+    const char *t = line + strspn(line, " ");
+    return strcmp(t, "...") == 0;
+}
+
+static bool has_line(const Lines *out, const char *line) {
+    for (int k = 0; k < out->count; k++) {
+        if (strcmp(out->line[k], line) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// Do block lines [from, to) appear in `out` as runs of consecutive lines, in
+// order, a line "..." standing for lines left out? Returns the first block
+// line that does not (after the longest run that does), or -1.
+static int block_mismatch(const Lines *block, int from, int to, const Lines *out) {
+    int pos = 0;
+    for (int start = from; start < to;) {
+        int end = start;
+        while (end < to && !is_elision(block->line[end])) {
+            end += 1;
+        }
+        int len = end - start, best = 0, found = -1;
+        for (int k = pos; k < out->count && found < 0 && len > 0; k++) {
+            int j = 0;
+            while (j < len && k + j < out->count &&
+                   strcmp(out->line[k + j], block->line[start + j]) == 0) {
+                j += 1;
+            }
+            found = j == len ? k : -1;
+            best = j > best ? j : best;
+        }
+        if (len > 0 && found < 0) {
+            return start + best;
+        }
+        pos = len > 0 ? found + len : pos;
+        start = end + 1;
+    }
+    return -1;
+}
+
+static Lines lesson_output(const char *dir, const char *args_text) {
+    const char *args[16];
+    int n = 0;
+    char *copy = (char *)path_join("%s", args_text);
+    for (char *word = strtok(copy, " "); word != NULL && n < 15; word = strtok(NULL, " ")) {
+        args[n++] = word;
+    }
+    args[n] = NULL;
+    RunResult run = run_program(lesson_binary(dir), args);
+    ck_assert_msg(run.status == 0, "%s %s exited %d: %s", dir, args_text, run.status, run.err);
+    return split_lines(run.out);
+}
+
+// Every output a page quotes is what the lesson prints now. A quoted output
+// is a plain ``` block with at least one line the lesson prints; it is
+// checked against the default run (and the --train run, where there is one),
+// or against the run its first line names ("$ make lesson-N ARGS=..."; the
+// --bench timings vary and are left alone). Its lines must be the lesson's,
+// in order, consecutive except where a line "..." leaves some out.
+START_TEST(test_quoted_output_is_the_lessons) {
+    const char *names[MAX_LESSONS];
+    int count = lesson_dirs(names);
+    static Problems p;
+    p.used = 0;
+    p.count = 0;
+    for (int i = 0; i < count; i++) {
+        const char *page_path = path_join("docs/%s.md", names[i]);
+        Lines page = split_lines(read_text(page_path));
+        RunResult help = run_program(lesson_binary(names[i]), (const char *const[]){"--help", NULL});
+        Lines runs[2] = {lesson_output(names[i], "")};
+        int n_runs = 1;
+        if (strstr(help.out, "  --train ") != NULL) {
+            runs[n_runs++] = lesson_output(names[i], "--train");
+        }
+        for (int k = 0; k < page.count; k++) {
+            if (!starts_with(page.line[k], "```")) {
+                continue;
+            }
+            bool plain = strcmp(page.line[k], "```") == 0;     // not ```python, ```c, ...
+            int from = k + 1, to = from;
+            while (to < page.count && !starts_with(page.line[to], "```")) {
+                to += 1;
+            }
+            k = to;                                            // past the closing fence
+            if (!plain) {
+                continue;
+            }
+            Lines named_run[1];
+            const Lines *candidates = runs;
+            int n_candidates = n_runs;
+            if (from < to && starts_with(page.line[from], "$ make lesson-")) {
+                const char *a = strstr(page.line[from], "ARGS=");
+                const char *args = a != NULL ? a + 5 : "";
+                if (strstr(args, "--bench") != NULL) {
+                    continue;
+                }
+                char *unquoted = (char *)path_join("%s", args);
+                for (char *q = strchr(unquoted, '"'); q != NULL; q = strchr(q, '"')) {
+                    memmove(q, q + 1, strlen(q));
+                }
+                named_run[0] = lesson_output(names[i], unquoted);
+                candidates = named_run;
+                n_candidates = 1;
+                from += 1;
+            }
+            bool quoted = false;
+            for (int j = from; j < to && !quoted; j++) {
+                for (int r = 0; r < n_candidates && !quoted; r++) {
+                    quoted = !is_blank(page.line[j]) && has_line(&candidates[r], page.line[j]);
+                }
+            }
+            int mismatch = quoted ? block_mismatch(&page, from, to, &candidates[0]) : -1;
+            for (int r = 1; r < n_candidates && mismatch >= 0; r++) {
+                int other = block_mismatch(&page, from, to, &candidates[r]);
+                mismatch = other < 0 || other > mismatch ? other : mismatch;   // the closest run
+            }
+            if (mismatch >= 0) {
+                problem(&p, "%s:%d: the lesson does not print this: %.100s", page_path,
+                        mismatch + 1, page.line[mismatch]);
+            }
+        }
+    }
+    ck_assert_msg(p.count == 0, "%d quoted outputs differ from what the lessons print now "
+                  "(run the lesson and paste its lines):\n%s", p.count, p.text);
+}
+END_TEST
+
 Suite *docs_suite(void) {
     Suite *suite = suite_create("docs");
     TCase *tc = new_tcase("docs");
@@ -459,6 +615,7 @@ Suite *docs_suite(void) {
     tcase_add_test(tc, test_every_page_has_one_compare_block);
     tcase_add_test(tc, test_relative_links_and_paths_stay_inside);
     tcase_add_test(tc, test_nothing_points_at_the_folder_outside);
+    tcase_add_test(tc, test_quoted_output_is_the_lessons);
     suite_add_tcase(suite, tc);
     return suite;
 }
