@@ -39,6 +39,11 @@ all: $(LESSON_BINS)
 
 # --- the lessons -----------------------------------------------------------------
 
+# The objects of common/ are made by a pattern rule and named nowhere else,
+# so make would treat them as intermediate files and delete them after each
+# build (and then recompile all of common/ for the next lesson): keep them.
+.SECONDARY: $(COMMON_OBJ)
+
 $(BUILD)/common/%.o: common/%.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"

@@ -16,7 +16,8 @@
 #include <string.h>
 
 #define MAX_GRIDS 8    // draw at most this many (batch, head) grids
-#define MAX_CELLS 48   // and at most this many rows and columns of each
+#define MAX_CELLS 32   // and at most this many rows and columns of each: 6 + 2*32 = 70
+                       // characters wide, so a grid fits an 80-column terminal
 
 static const char *const UTF8_SHADES[] = {" ", "\u2591", "\u2592", "\u2593", "\u2588"};
 static const char *const ASCII_SHADES[] = {" ", ".", ":", "-", "=", "+", "*", "#", "%", "@"};
@@ -89,7 +90,7 @@ static void print_column_numbers(int cols) {
 }
 
 // One (T x S) grid: the matrix at `lead` (the leading indices). At most
-// MAX_CELLS rows and columns are drawn.
+// MAX_CELLS rows and columns are drawn, and a line under the title says so.
 static void print_grid(const Palette *palette, const char *title, const Tensor *w,
                        const int *lead, int n_lead) {
     int T = w->size[n_lead];
@@ -101,11 +102,10 @@ static void print_grid(const Palette *palette, const char *title, const Tensor *
     for (int d = 0; d < n_lead; d++) {
         printf("%d, ", lead[d]);
     }
-    printf(":, :]  rows: query t, columns: key s");
+    printf(":, :]  rows: query t, columns: key s\n");
     if (rows < T || cols < S) {
-        printf(" (first %d x %d of %d x %d)", rows, cols, T, S);
+        printf("  (first %d x %d of %d x %d)\n", rows, cols, T, S);
     }
-    printf("\n");
     print_column_numbers(cols);
     for (int t = 0; t < rows; t++) {
         // Each row (one query's weights, summing to 1) is shaded relative to
@@ -133,7 +133,7 @@ void print_heatmap(const char *title, const Tensor *weights) {
     if (terminal_speaks_utf8()) {
         palette = (Palette){UTF8_SHADES, 5};
     }
-    printf("%s: heatmap, each row shaded from 0 (blank) to its own largest weight (%s), "
+    printf("%s: heatmap\n  each row shaded from 0 (blank) to its own largest weight (%s), "
            "? = nan\n", title, palette.shades[palette.levels - 1]);
 
     // One grid per index of the leading dims (batch, head, ...).

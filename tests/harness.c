@@ -447,6 +447,23 @@ void check_bad_flags(const char *lesson, const char *program, const BadFlags *ca
     remove_dir(tmp);
 }
 
+const char *lesson_graph(const char *lesson, const char *const *args, int *nodes) {
+    const char *dir = make_temp_dir();
+    const char *argv[32] = {"--dot", path_join("%s/graph.dot", dir)};
+    int n = 2;
+    append_args(argv, &n, 32, args);
+    RunResult run = run_program(lesson_binary(lesson), argv);
+    ck_assert_msg(run.status == 0, "%s --dot: exit %d: %s", lesson, run.status, run.err);
+    const char *text = read_text(argv[1]);
+    remove_dir(dir);
+    *nodes = 0;
+    const char *cursor = text;
+    for (const char *line = next_line(&cursor); line != NULL; line = next_line(&cursor)) {
+        *nodes += strstr(line, "[label=") != NULL && strstr(line, "->") == NULL;
+    }
+    return text;
+}
+
 // --- shared by the tests of lessons 6-10 ---------------------------------------------
 
 Linear linear_from(const Tensor *weight, const Tensor *bias) {

@@ -125,6 +125,13 @@ typedef struct {
 void check_bad_flags(const char *lesson, const char *program, const BadFlags *cases,
                      int n_cases);
 
+// The --dot graph the lesson draws when run with `args` (NULL-terminated;
+// NULL: none) and --dot into a temporary file: its text (arena string). The
+// run must exit 0. *nodes gets the number of nodes (each on a line of its
+// own with a label, edges being the lines with "->"): a diagram a learner
+// takes in at a glance has at most about 40.
+const char *lesson_graph(const char *lesson, const char *const *args, int *nodes);
+
 // --- shared by the tests of lessons 6-10 ------------------------------------------
 
 // A Linear around given tensors: weight (out, in), bias (out,) or NULL.
@@ -167,7 +174,7 @@ void check_view_needs_contiguous(Shape output_mid);
 
 // --- shared by the tests of lessons 9 and 10 -----------------------------------------
 
-// Lessons 9 and 10 both build the GQA notebook's module: the same parameters,
+// Lessons 9 and 10 both build the GQA notebook's GQA module: the same parameters,
 // the same names, the same flags.
 
 // <reference>/<name>.npy, recorded from PyTorch.

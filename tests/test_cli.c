@@ -129,8 +129,8 @@ END_TEST
 START_TEST(test_help) {
     RunResult r = check_prints(LESSON, (const char *[]){"--help", NULL},
                                "usage: lesson-1 [flags]\n"
-                               "toy-qkv: attention on the 3x3 Query/Key/Value example of "
-                               "seed 003\n"
+                               "toy-qkv: the 3x3 Query/Key/Value example of Chen Ming's post "
+                               "(nothing random: --seed changes nothing)\n"
                                "flags:\n");
     const char *flags[] = {"--seed", "--dump", "--dot", "--heatmap", "--help"};
     for (int i = 0; i < 5; i++) {

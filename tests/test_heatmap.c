@@ -94,7 +94,12 @@ END_TEST
 START_TEST(test_big_tensors_are_capped) {
     Tensor *w = full(shape3(10, 64, 64), 0.25f);
     const char *text = draw("C", "w", w);
-    ck_assert_ptr_nonnull(strstr(text, "(first 48 x 48 of 64 x 64)"));
+    ck_assert_ptr_nonnull(strstr(text, "w[0, :, :]  rows: query t, columns: key s\n"
+                                       "  (first 32 x 32 of 64 x 64)\n"));
+    // 32 cells of two characters after the 6 of the row number: 70 columns.
+    ck_assert_str_eq(line_starting(text, "   31 "), "   31 @@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@"
+                                                  "@@@@@@@@@@@@@@@@@@@@@@@@");
+    ck_assert_ptr_null(strstr(text, "\n   32 "));
     ck_assert_ptr_nonnull(strstr(text, "(2 more grids not drawn)"));
     ck_assert_ptr_null(strstr(text, "w[8, :, :]"));
 }

@@ -88,6 +88,24 @@ START_TEST(test_heatmap_flag) {
 }
 END_TEST
 
+// Nothing here is random: --seed changes nothing, and the lesson says so,
+// in --help and in one line when it is given a seed; the rest of the
+// output is the same as without it.
+START_TEST(test_seed_changes_nothing) {
+    RunResult plain = run_program(lesson_binary(LESSON), (const char *const[]){NULL});
+    RunResult seeded = run_program(lesson_binary(LESSON), (const char *const[]){"--seed", "7",
+                                                                               NULL});
+    ck_assert_int_eq(seeded.status, 0);
+    const char *note = "(--seed changes nothing here: this lesson draws no random numbers)\n\n";
+    ck_assert_msg(strncmp(seeded.out, note, strlen(note)) == 0, "no note first:\n%s",
+                  seeded.out);
+    ck_assert_str_eq(seeded.out + strlen(note), plain.out);
+    ck_assert_ptr_null(strstr(plain.out, "--seed"));
+    RunResult help = run_program(lesson_binary(LESSON), (const char *const[]){"--help", NULL});
+    ck_assert_ptr_nonnull(strstr(help.out, "(nothing random: --seed changes nothing)"));
+}
+END_TEST
+
 Suite *lesson01_suite(void) {
     Suite *suite = suite_create("lesson01");
     TCase *tc = new_tcase("toy-qkv");
@@ -95,6 +113,7 @@ Suite *lesson01_suite(void) {
     tcase_add_test(tc, test_matches_pytorch);
     tcase_add_test(tc, test_unstable_softmax_overflows);
     tcase_add_test(tc, test_heatmap_flag);
+    tcase_add_test(tc, test_seed_changes_nothing);
     suite_add_tcase(suite, tc);
     return suite;
 }

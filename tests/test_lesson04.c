@@ -116,6 +116,60 @@ START_TEST(test_prints_fully_masked_demo) {
 }
 END_TEST
 
+// The Attention 介绍 notes' ScaledDotProductAttetion on SelfAttV3's weights,
+// in eval mode. On the cell's mask of every recorded run (every sentence
+// keeps a real token) the two agree bit for bit. With sentence 0 all
+// padding the notes' class gives NaN for all of it and nothing else, while
+// SelfAttV3 gives each of its queries the mean of its values, projected:
+// output_proj(mean over s of V[0, s]), worked out here in double.
+START_TEST(test_notes_class) {
+    for (int i = 0; i < N_MASKED_CASES; i++) {
+        const RecordedCase *c = &MASKED_CASES[i];
+        MaskedRun run = run_masked_cell(&V3, c, false);
+        const SelfAttV3 *net = run.net;
+        assert_bitwise_equal(ScaledDotProductAttetion_forward(net, run.X, run.mask), run.ret,
+                             path_join("%s: sdpa vs SelfAttV3", c->dir));
+
+        int B = c->batch, T = c->seq, C = c->dim;
+        Tensor *padded = clone(run.mask);                                    // (B, T, S)
+        for (int t = 0; t < T; t++) {
+            for (int s = 0; s < T; s++) {
+                *at3(padded, 0, t, s) = 0.0f;
+            }
+        }
+        SelfAttV3Steps steps;
+        const Tensor *ret = SelfAttV3_forward(&steps, net, run.X, padded);   // (B, T, C)
+        const Tensor *sdpa = ScaledDotProductAttetion_forward(net, run.X, padded);  // (B, T, C)
+        for (int t = 0; t < T; t++) {
+            for (int o = 0; o < C; o++) {
+                double want = *at1(net->output_proj.bias, o);
+                for (int i_in = 0; i_in < C; i_in++) {
+                    double mean = 0.0;
+                    for (int s = 0; s < T; s++) {
+                        mean += *at3(steps.V, 0, s, i_in) / T;
+                    }
+                    want += *at2(net->output_proj.weight, o, i_in) * mean;
+                }
+                ck_assert_msg(fabs(*at3(ret, 0, t, o) - want) <= 1e-5 + 1e-5 * fabs(want),
+                              "%s ret[0, %d, %d] = %g, want %g", c->dir, t, o,
+                              (double)*at3(ret, 0, t, o), want);
+                ck_assert_msg(isnan(*at3(sdpa, 0, t, o)), "%s sdpa[0, %d, %d] is not nan",
+                              c->dir, t, o);
+            }
+        }
+        if (B > 1) {
+            assert_bitwise_equal(narrow(sdpa, 0, 1, B - 1), narrow(ret, 0, 1, B - 1),
+                                 path_join("%s: the other sentences", c->dir));
+        }
+    }
+    check_prints(LESSON_DIR, (const char *const[]){"--train", NULL},
+                 "torch.equal(sdpa(X, mask), net(X, mask)): True   (every sentence keeps a real "
+                 "token,\n"
+                 "sdpa(X, mask)[0]:\n"
+                 "tensor([[nan, nan],\n");
+}
+END_TEST
+
 static Suite *lesson04_suite(void) {
     Suite *suite = suite_create("lesson04");
     add_masked_module_tests(suite, &V3);   // what test 5 checks of V4 too
@@ -124,6 +178,7 @@ static Suite *lesson04_suite(void) {
     tcase_add_test(v3, test_masked_softmax_fills);
     tcase_add_test(v3, test_hand_worked);
     tcase_add_test(v3, test_prints_fully_masked_demo);
+    tcase_add_test(v3, test_notes_class);
     suite_add_tcase(suite, v3);
     return suite;
 }

@@ -184,6 +184,67 @@ START_TEST(test_view_of_transposed_fails) {
 }
 END_TEST
 
+// The iThome Day 7 post's MyMultiHeadAttention on every recorded case's
+// weights and x, against what PyTorch's run of the class (typo fixed)
+// returned; its two merge lines (contiguous().view and reshape) give the
+// same floats; and it is lesson 6's module without a mask: bit for bit when
+// head_dim ** -0.5 is a power of 2 (head_dim 16), to rounding otherwise (12).
+START_TEST(test_post_class) {
+    const RecordedCase *c = &CASES[_i];
+    const char *reference = path_join("%s/%s", DATA, c->dir);
+    const Tensor *x = load_npy(path_join("%s/x.npy", reference));            // (B, T, C)
+    int dim = size(x, 2);
+    int heads = size(load_npy(path_join("%s/q_state.npy", reference)), 1);
+    MultiHeadAttention net = make_net(0, dim, heads);
+    net.q_proj = recorded_linear(reference, "q_proj");
+    net.k_proj = recorded_linear(reference, "k_proj");
+    net.v_proj = recorded_linear(reference, "v_proj");
+    net.o_proj = recorded_linear(reference, "o_proj");
+    MyMultiHeadAttention my = MyMultiHeadAttention_from(&net);
+    ck_assert_float_eq(my.scaling, (float)pow((double)net.head_dim, -0.5));
+    const Tensor *viewed = MyMultiHeadAttention_forward(&my, x, false);      // (B, T, C)
+    const Tensor *reshaped = MyMultiHeadAttention_forward(&my, x, true);     // (B, T, C)
+    assert_close(viewed, load_npy(path_join("%s/my_output.npy", reference)), 2e-6f, 1e-5f,
+                 path_join("%s my(x)", c->dir));
+    assert_bitwise_equal(reshaped, viewed, "reshape against contiguous().view");
+    const Tensor *output = MultiHeadAttention_forward(NULL, &net, x, NULL);  // (B, T, C)
+    if (net.head_dim == 16) {
+        assert_bitwise_equal(viewed, output, "my(x) against net(x), head_dim 16");
+    } else {
+        assert_close(viewed, output, 1e-7f, 1e-5f, "my(x) against net(x)");
+    }
+}
+END_TEST
+
+// The commented-out mask: the cell's rows for 3 x 2, and their pattern for
+// other sizes; expanded with stride 0 (nothing copied); run, it gives every
+// padding key exactly 0, and the sentence that is all padding uniform rows
+// (1/S, not nan): heads * seq of them for each such sentence.
+START_TEST(test_commented_out_padding) {
+    const Tensor *padding = commented_out_padding(3, 2);
+    const float cell[] = {0, 1, 0, 0, 1, 0};
+    assert_bitwise_equal(padding, tensor_from(shape2(3, 2), cell), "the cell's rows");
+    const Tensor *longer = commented_out_padding(4, 4);
+    const float rows[] = {0, 1, 1, 1,  0, 0, 0, 0,  1, 1, 1, 0,  0, 1, 1, 1};
+    assert_bitwise_equal(longer, tensor_from(shape2(4, 4), rows), "4 sentences of 4");
+
+    int batch = 4, seq = 4, dim = 12, heads = 3;
+    MultiHeadAttention net = make_net(8, dim, heads);
+    const Tensor *x = rand_tensor(shape3(batch, seq, dim));                  // (B, T, C)
+    const Tensor *mask = expand(unsqueeze(unsqueeze(longer, 1), 2),
+                                shape4(batch, heads, seq, seq));             // (B, H, T, S)
+    ck_assert_str_eq(stride_str(mask), "(4, 0, 0, 1)");
+    MultiHeadAttentionSteps steps;
+    MultiHeadAttention_forward(&steps, &net, x, mask);
+    ck_assert_int_eq(check_multi_head_weights(steps.attention_weight, mask, "padding mask"),
+                     heads * seq);   // sentence 1
+    check_prints(LESSON, (const char *const[]){NULL},
+                 "attention_mask = padding.unsqueeze(1).unsqueeze(2).expand(3, 8, 2, 2): "
+                 "stride (2, 0, 0, 1)\n"
+                 "that is all padding every key gets -1e20: uniform weights, 1/2 each, not nan\n");
+}
+END_TEST
+
 // Bad flags, each refused with one line naming the flag (check_bad_flags).
 START_TEST(test_bad_flags) {
     static const BadFlags BAD[] = {
@@ -221,6 +282,8 @@ Suite *lesson06_suite(void) {
     tcase_add_test(invariants, test_hand_worked_two_heads);
     tcase_add_test(invariants, test_fully_masked_row_is_uniform);
     tcase_add_test(invariants, test_view_of_transposed_fails);
+    tcase_add_loop_test(invariants, test_post_class, 0, N_CASES);
+    tcase_add_test(invariants, test_commented_out_padding);
     suite_add_tcase(suite, invariants);
     TCase *cli = new_tcase("command line");
     tcase_add_test(cli, test_bad_flags);

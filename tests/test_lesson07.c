@@ -45,7 +45,7 @@ static const char *const COMPUTED[] = {
 };
 
 // Every dump of every case against PyTorch's, and each line PyTorch (and
-// seed 003's numpy) printed in the lesson's output, in order (the loop
+// the post's numpy) printed in the lesson's output, in order (the loop
 // index is the case).
 START_TEST(test_matches_pytorch) {
     // PyTorch's kernels add the same products in another order: measured

@@ -1,6 +1,6 @@
 // test_lesson08.c - lesson 8 (gqa) against PyTorch and against itself.
 //
-// Recorded: tests/reference/gen_lesson08.py ran seed 001's cells (group sum
+// Recorded: tests/reference/gen_lesson08.py ran the GQA notebook's cells (group sum
 // fixed) in PyTorch 1.13 and wrote tests/data/lesson08/seed<S>/. The lesson
 // binary is run with the same seed and sizes and --dump; its inputs must be
 // PyTorch's bit for bit, its outputs equal to float rounding, its printed
@@ -98,6 +98,14 @@ static Inputs draw(uint64_t seed, int batch, int seq, int heads, int kv_heads, i
     return in;
 }
 
+// The notebook's cells 9 and 11 as written, after cell 8 (which
+// grouped_query_attention runs and keeps in its steps), as main() runs them.
+static const Tensor *group_sum_of(Inputs in) {
+    GroupedQueryAttentionSteps steps;
+    grouped_query_attention(&steps, in.query, in.key, in.value);
+    return group_sum_attention(NULL, steps.query, steps.key, steps.value);
+}
+
 // Lesson 6's attention without a mask, written here with library ops:
 // q (B, N, H, D); k, v (B, S, H, D) -> (B, N, H, D).
 static const Tensor *lesson6_attention(const Tensor *q, const Tensor *k, const Tensor *v) {
@@ -134,8 +142,7 @@ START_TEST(test_mha_is_lesson6) {
                  "kv_heads = heads against lesson 6");
     // With G = 1 there is nothing to sum over g: the notebook's einsum is
     // then right, and equal to true GQA.
-    assert_close(group_sum_attention(NULL, in.query, in.key, in.value), loops, 1e-6f, 1e-5f,
-                 "group sum with G = 1");
+    assert_close(group_sum_of(in), loops, 1e-6f, 1e-5f, "group sum with G = 1");
 }
 END_TEST
 
@@ -186,7 +193,7 @@ START_TEST(test_group_sum_is_wrong_as_explained) {
     int heads = 8, kv_heads = 2, G = 4;
     Inputs in = draw(14, 2, 10, heads, kv_heads, 8);
     const Tensor *out = grouped_query_attention(NULL, in.query, in.key, in.value);
-    const Tensor *out_group_sum = group_sum_attention(NULL, in.query, in.key, in.value);
+    const Tensor *out_group_sum = group_sum_of(in);
     ck_assert_str_eq(size_str(out_group_sum), "torch.Size([2, 10, 2, 8])");
     ck_assert_str_eq(size_str(out), "torch.Size([2, 10, 8, 8])");
     // It matches none of the G true heads that share its key/value head.
@@ -214,6 +221,47 @@ START_TEST(test_group_sum_is_wrong_as_explained) {
     // two sides add the G*D products in different orders.
     assert_close(out_group_sum, lesson6_attention(summed_query, in.key, in.value), 1e-5f,
                  1e-4f, "group sum against attention of summed queries");
+}
+END_TEST
+
+// The notebook's first cell: scaled_dot_product_attention on (b, n, h, d)
+// tensors, key and value repeated to every query head. Against PyTorch's
+// F._scaled_dot_product_attention on the recorded inputs; with the heads in
+// front it is GQA; as the cell calls it, no position sees another: changing
+// token 0's key and value leaves every other position's output bit for bit.
+START_TEST(test_first_cell) {
+    const RecordedCase *c = &CASES[_i];
+    const char *reference = path_join(DATA_DIR "/lesson08/%s", c->dir);
+    Inputs in = {load_npy(path_join("%s/query.npy", reference)),
+                 load_npy(path_join("%s/key.npy", reference)),
+                 load_npy(path_join("%s/value.npy", reference))};
+    int N = size(in.query, 1), G = size(in.query, 2) / size(in.key, 2);
+    const Tensor *key_h = repeat_interleave(in.key, G, 2);                   // (B, S, H, D)
+    Tensor *value_h = repeat_interleave(in.value, G, 2);                     // (B, S, H, D)
+    const Tensor *weights;
+    const Tensor *wrong = scaled_dot_product_attention(&weights, in.query, key_h, value_h);
+    assert_close(wrong, load_npy(path_join("%s/sdpa_bnhd.npy", reference)), 2e-6f, 1e-5f,
+                 path_join("%s: the notebook's call", c->dir));
+    const Tensor *right = transpose(scaled_dot_product_attention(&weights,
+        transpose(in.query, 1, 2), transpose(key_h, 1, 2), transpose(value_h, 1, 2)), 1, 2);
+    assert_close(right, grouped_query_attention(NULL, in.query, in.key, in.value), 1e-6f, 1e-5f,
+                 path_join("%s: heads in front against GQA", c->dir));
+    if (N > 1) {
+        Tensor *key_moved = clone(key_h);
+        for (int b = 0; b < size(key_h, 0); b++) {
+            for (int h = 0; h < size(key_h, 2); h++) {
+                for (int d = 0; d < size(key_h, 3); d++) {
+                    *at4(key_moved, b, 0, h, d) += 1.0f;
+                    *at4(value_h, b, 0, h, d) += 1.0f;
+                }
+            }
+        }
+        const Tensor *moved =
+            scaled_dot_product_attention(&weights, in.query, key_moved, value_h);
+        assert_bitwise_equal(narrow(moved, 1, 1, N - 1), narrow(wrong, 1, 1, N - 1),
+                             "the notebook's call: positions after 0");
+        ck_assert(max_abs_diff(narrow(moved, 1, 0, 1), narrow(wrong, 1, 0, 1)) > 1e-3f);
+    }
 }
 END_TEST
 
@@ -271,24 +319,67 @@ START_TEST(test_bad_flags) {
 }
 END_TEST
 
-// --dot draws the einsum steps; --heatmap draws the weights.
+// --dot draws the einsum steps, cell 8 once for both continuations, the
+// notes' way as one step: 18 nodes, taken in at a glance. --heatmap draws
+// the weights.
 START_TEST(test_dot_and_heatmap) {
-    const char *dir = make_temp_dir();
-    const char *dot = path_join("%s/gqa.dot", dir);
-    RunResult run = run_program(BINARY, (const char *const[]){"--seq", "4", "--head-dim", "2",
-                                                              "--dot", dot, "--heatmap",
-                                                              NULL});
-    ck_assert_int_eq(run.status, 0);
-    const char *graph = read_text(dot);
-    const char *expected[] = {"b (h g) n d -> b g h n d", "b g h n d, b h s d -> b g h n s",
-                              "b g h n s, b h s d -> b g h n d", "b g h n d -> b n (h g) d",
-                              "b g h n d, b h s d -> b h n s", "out_group_sum",
-                              "repeat_interleave"};
+    int nodes = 0;
+    const char *graph = lesson_graph(LESSON, (const char *const[]){"--seq", "4", "--head-dim", "2",
+                                                                   NULL}, &nodes);
+    ck_assert_int_eq(nodes, 18);
+    const char *expected[] = {"b (h g) n d -> b g h n d", "b g h n d, b h s d\\n-> b g h n s",
+                              "b g h n s, b h s d\\n-> b g h n d", "b g h n d -> b n (h g) d",
+                              "b g h n d, b h s d\\n-> b h n s (sums g)", "out_group_sum",
+                              "output (repeat_interleave)"};
     for (int i = 0; i < 7; i++) {
         ck_assert_msg(strstr(graph, expected[i]) != NULL, "the graph lacks '%s'", expected[i]);
     }
+    // Cell 8 is drawn once, shared by the fixed einsum and the one that sums g.
+    int rearranges = 0;
+    for (const char *c = strstr(graph, "b (h g) n d -> b g h n d"); c != NULL;
+         c = strstr(c + 1, "b (h g) n d -> b g h n d")) {
+        rearranges += 1;
+    }
+    ck_assert_int_eq(rearranges, 1);
+    RunResult run = run_program(BINARY, (const char *const[]){"--seq", "4", "--head-dim", "2",
+                                                              "--heatmap", NULL});
+    ck_assert_int_eq(run.status, 0);
     ck_assert_msg(strstr(run.out, "attention (b, g, h)") != NULL, "no heatmap printed");
-    remove_dir(dir);
+}
+END_TEST
+
+// The number of characters (UTF-8 code points) of the line at `line`.
+static int line_width(const char *line) {
+    int width = 0;
+    for (const char *c = line; *c != '\0' && *c != '\n'; c++) {
+        width += ((unsigned char)*c & 0xC0) != 0x80;   // not a continuation byte
+    }
+    return width;
+}
+
+// --heatmap at the notebook's sizes (256 x 256 weights, 8 query heads):
+// one grid per key/value head (batch 0, g = 0), each cut to 32 x 32 and
+// saying so, every line of it within 80 columns, and the whole output a
+// readable length (it was 465 lines and 102 columns wide).
+START_TEST(test_heatmap_fits_80_columns) {
+    RunResult run = run_program(BINARY, (const char *const[]){"--heatmap", NULL});
+    ck_assert_int_eq(run.status, 0);
+    const char *start = strstr(run.out, "attention (b, g, h): heatmap\n");
+    const char *end = strstr(run.out, "-- which key/value head each query head reads --");
+    ck_assert(start != NULL && end != NULL && start < end);
+    for (const char *line = start; line < end; line = strchr(line, '\n') + 1) {
+        ck_assert_msg(line_width(line) <= 80, "a heatmap line of %d columns: %.100s",
+                      line_width(line), line);
+    }
+    ck_assert_ptr_nonnull(strstr(start, "attention (b, g, h)[0, 0, 0, :, :]  rows: query t, "
+                                        "columns: key s\n  (first 32 x 32 of 256 x 256)\n"));
+    ck_assert_ptr_nonnull(strstr(start, "attention (b, g, h)[0, 0, 1, :, :]"));
+    ck_assert_ptr_null(strstr(start, "attention (b, g, h)[0, 1, "));   // no second query head
+    int lines = 0;
+    for (const char *c = run.out; *c != '\0'; c++) {
+        lines += *c == '\n';
+    }
+    ck_assert_msg(lines < 200, "--heatmap printed %d lines", lines);
 }
 END_TEST
 
@@ -306,10 +397,12 @@ static Suite *lesson08_suite(void) {
     tcase_add_test(invariants, test_query_head_reads_kv_head_i_over_G);
     tcase_add_test(invariants, test_group_sum_is_wrong_as_explained);
     tcase_add_test(invariants, test_rearranges_by_hand);
+    tcase_add_loop_test(invariants, test_first_cell, 0, N_CASES);
     suite_add_tcase(suite, invariants);
     TCase *command_line = new_tcase("command line");
     tcase_add_test(command_line, test_bad_flags);
     tcase_add_test(command_line, test_dot_and_heatmap);
+    tcase_add_test(command_line, test_heatmap_fits_80_columns);
     suite_add_tcase(suite, command_line);
     return suite;
 }

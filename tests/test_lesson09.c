@@ -1,4 +1,4 @@
-// test_lesson09.c - lesson 9 (causal-mask: the masks, seed 001's causal GQA).
+// test_lesson09.c - lesson 9 (causal-mask: the masks, the GQA notebook's causal GQA).
 //
 // Reference values in tests/data/lesson09/<case>/ were recorded from
 // PyTorch 1.13 by tests/reference/gen_lesson09.py. The lesson source is
@@ -106,6 +106,25 @@ START_TEST(test_matches_pytorch) {
 }
 END_TEST
 
+// --train, recorded from PyTorch: the dropout draws are PyTorch's (its
+// generic CPU path), so the output and every printed line match too,
+// including the causality check that restarts the generator for both runs.
+START_TEST(test_train_matches_pytorch) {
+    ReferenceRun recorded = {
+        .lesson = LESSON_DIR,
+        .reference = REF_DIR "/seed7_train",
+        .args = (const char *const[]){"--seed", "7", "--batch", "2", "--seq", "6", "--dim", "32",
+                                      "--heads", "4", "--train", NULL},
+        .exact = EXACT,
+        .computed = (const char *const[]){"output", NULL},
+        .atol = ATOL,
+        .rtol = RTOL,
+    };
+    RunResult run = check_against_reference(&recorded);
+    ck_assert_ptr_nonnull(strstr(run.out, "  max |output2 - output1| at positions 0..4: 0\n"));
+}
+END_TEST
+
 // The forward alone on PyTorch's recorded inputs and weights: the output
 // and the attention weights, and those are causal: row t is exactly 0
 // after column t, the rest is positive and sums to 1, and row 0 is
@@ -163,6 +182,40 @@ START_TEST(test_later_token_never_changes_earlier_output) {
                           "input %d changed at %d: output %d did not change", which, p, p);
         }
     }
+}
+END_TEST
+
+// In train mode the causality check holds because both runs restart the
+// generator: the same dropout masks, so the earlier positions are bitwise
+// equal. Without the restart the second run draws other masks and every
+// position moves, which is what the lesson printed before it reseeded.
+START_TEST(test_causality_check_in_train_mode) {
+    const Case *c = &CASES[1];   // seq 6
+    GQA gqa = recorded_gqa(c);
+    gqa.training = true;
+    Inputs in = recorded_inputs(c);
+    Tensor *value2 = clone(in.value);                                         // (B, T, C)
+    for (int b = 0; b < c->batch; b++) {
+        for (int d = 0; d < c->dim; d++) {
+            *at3(value2, b, c->seq - 1, d) += 1.0f;
+        }
+    }
+    manual_seed(7);
+    const Tensor *output1 = GQA_forward(NULL, &gqa, in.query, in.key, in.value);   // (B, T, C)
+    manual_seed(7);
+    const Tensor *output2 = GQA_forward(NULL, &gqa, in.query, in.key, value2);     // (B, T, C)
+    int T = c->seq;
+    assert_bitwise_equal(narrow(output2, 1, 0, T - 1), narrow(output1, 1, 0, T - 1),
+                         "train mode, same masks: outputs before the changed token");
+    ck_assert(diff_of_positions(output2, output1, T - 1, T) > 1e-3f);
+    const Tensor *other_masks = GQA_forward(NULL, &gqa, in.query, in.key, value2);  // (B, T, C)
+    ck_assert_msg(diff_of_positions(other_masks, output1, 0, T - 1) > 1e-3f,
+                  "other dropout masks should move the earlier positions too");
+    // The binary at the notebook's sizes, where it used to print 0.759525.
+    RunResult run = run_program(lesson_binary(LESSON_DIR), (const char *const[]){"--train", NULL});
+    ck_assert_int_eq(run.status, 0);
+    ck_assert_ptr_nonnull(strstr(run.out, "torch.manual_seed(0) and draw the same ones"));
+    ck_assert_ptr_nonnull(strstr(run.out, "  max |output2 - output1| at positions 0..30: 0\n"));
 }
 END_TEST
 
@@ -244,6 +297,21 @@ START_TEST(test_train_switch) {
 }
 END_TEST
 
+// --- the diagram -------------------------------------------------------------------------------
+
+// --dot draws the module's dataflow only: its own mask, not the masks
+// printed in part 1 (triu(3) of the cache examples), nor the asides.
+START_TEST(test_diagram_is_the_module) {
+    int nodes = 0;
+    const char *graph = lesson_graph(LESSON_DIR, NULL, &nodes);
+    ck_assert_msg(nodes <= 40, "the diagram has %d nodes", nodes);
+    ck_assert_ptr_nonnull(strstr(graph, "mask\\n(32, 32)"));
+    ck_assert_ptr_nonnull(strstr(graph, "output\\n(4, 32, 512)"));
+    ck_assert_ptr_null(strstr(graph, "triu(3)"));
+    ck_assert_ptr_null(strstr(graph, "(4, 4)"));
+}
+END_TEST
+
 // --- bad flags ---------------------------------------------------------------------------------
 
 // Each: exit 2, nothing on stdout, exactly one line on stderr naming the
@@ -258,11 +326,14 @@ static Suite *lesson09_suite(void) {
     TCase *pytorch = new_tcase("pytorch");
     tcase_add_loop_test(pytorch, test_matches_pytorch, 0, N_CASES);
     tcase_add_loop_test(pytorch, test_forward_on_recorded_weights, 0, N_CASES);
+    tcase_add_test(pytorch, test_train_matches_pytorch);
     suite_add_tcase(suite, pytorch);
     TCase *causal = new_tcase("causal");
     tcase_add_test(causal, test_later_token_never_changes_earlier_output);
+    tcase_add_test(causal, test_causality_check_in_train_mode);
     tcase_add_test(causal, test_mask_with_offset);
     tcase_add_test(causal, test_query_head_i_uses_kv_head_i_over_R);
+    tcase_add_test(causal, test_diagram_is_the_module);
     suite_add_tcase(suite, causal);
     TCase *flags = new_tcase("flags");
     tcase_add_test(flags, test_train_switch);

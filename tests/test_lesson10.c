@@ -1,4 +1,4 @@
-// test_lesson10.c - lesson 10 (kv-cache: seed 001's GQA_W_KVcache, fixed).
+// test_lesson10.c - lesson 10 (kv-cache: the GQA notebook's GQA_W_KVcache, fixed).
 //
 // Reference values in tests/data/lesson10/<case>/ were recorded from
 // PyTorch 1.13 by tests/reference/gen_lesson10.py. The lesson source is
@@ -382,6 +382,35 @@ START_TEST(test_generations_agree) {
 }
 END_TEST
 
+// --- the diagram ---------------------------------------------------------------------------
+
+// --dot draws one decode step: the cache's storage, the step at position
+// prompt (narrow(1, 4, 1)) appending to it and reading narrow(1, 0, 5) of
+// it; the full forward and the concatenation as one step each. Not the
+// prefill, not the later steps.
+START_TEST(test_diagram_is_one_decode_step) {
+    int nodes = 0;
+    const char *graph = lesson_graph(LESSON_DIR, NULL, &nodes);
+    ck_assert_msg(nodes <= 45, "the diagram has %d nodes", nodes);
+    int appends = 0;
+    for (const char *c = strstr(graph, "append (in place)"); c != NULL;
+         c = strstr(c + 1, "append (in place)")) {
+        appends += 1;
+    }
+    ck_assert_int_eq(appends, 2);   // this step's key and value
+    const char *present[] = {"narrow(1, 4, 1)", "narrow(1, 0, 5)", "triu(5)", "full_out",
+                             "cached_out", "k_cache\\n(1, 8, 2, 64)", "v_cache\\n(1, 8, 2, 64)",
+                             "gqa(x, x, x): no cache"};
+    for (int i = 0; i < 8; i++) {
+        ck_assert_msg(strstr(graph, present[i]) != NULL, "the diagram lacks '%s'", present[i]);
+    }
+    const char *absent[] = {"narrow(1, 0, 4)", "narrow(1, 5, 1)", "narrow(1, 0, 6)", "triu(1)"};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_msg(strstr(graph, absent[i]) == NULL, "the diagram has '%s'", absent[i]);
+    }
+}
+END_TEST
+
 // --- flags ---------------------------------------------------------------------------------
 
 // Each: exit 2, nothing on stdout, exactly one line on stderr naming the
@@ -395,6 +424,50 @@ START_TEST(test_help_mentions_bench) {
     RunResult r = run_program(lesson_binary(LESSON_DIR), (const char *const[]){"--help", NULL});
     ck_assert_int_eq(r.status, 0);
     ck_assert_ptr_nonnull(strstr(r.out, "--bench"));
+}
+END_TEST
+
+// --bench takes the size flags given and its own defaults for the others:
+// the header line names the sizes it runs. (Its timings are not checked; a
+// small model keeps the run short.) Sizes its long cache cannot hold, or
+// heads its default kv-heads does not divide, are refused like any others.
+START_TEST(test_bench_takes_the_size_flags) {
+    RunResult r = run_program(lesson_binary(LESSON_DIR),
+                              (const char *const[]){"--bench", "--dim", "64", "--heads", "4",
+                                                    "--new", "3", NULL});
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(r.err, "");
+    ck_assert_ptr_nonnull(strstr(r.out, "-- bench: batch 1, dim 64, heads 4, kv_heads 2 (head_dim "
+                                        "16), prompt 16, then 3 new tokens --\n"));
+    ck_assert_ptr_nonnull(strstr(r.out, "max |copy - in place| = 0"));
+
+    char *none[] = {"lesson-10", "--bench", NULL};
+    Sizes n = {.batch = 2, .prompt = 4, .new_tokens = 4, .dim = 512, .heads = 8, .kv_heads = 2};
+    use_bench_sizes(&n, 2, none);
+    ck_assert_int_eq(n.batch, 1);
+    ck_assert_int_eq(n.prompt, 16);
+    ck_assert_int_eq(n.new_tokens, 200);
+    ck_assert_int_eq(n.dim, 256);
+    ck_assert_int_eq(n.heads, 8);
+    ck_assert_int_eq(n.kv_heads, 2);
+    char *some[] = {"lesson-10", "--seed", "3", "--batch", "2", "--bench", "--dim", "512", NULL};
+    n = (Sizes){.batch = 2, .prompt = 4, .new_tokens = 4, .dim = 512, .heads = 8, .kv_heads = 2};
+    use_bench_sizes(&n, 8, some);
+    ck_assert_int_eq(n.batch, 2);        // given
+    ck_assert_int_eq(n.dim, 512);        // given, though it is the walk-through's default
+    ck_assert_int_eq(n.new_tokens, 200);
+
+    static const BadFlags BAD[] = {
+        {{"--bench", "--heads", "3", "--dim", "48", NULL},
+         "--kv-heads 2 does not divide --heads 3"},
+        {{"--bench", "--batch", "64", "--dim", "1024", NULL}, "the bench's long cache"},
+    };
+    for (int i = 0; i < 2; i++) {
+        RunResult bad = run_program(lesson_binary(LESSON_DIR), BAD[i].args);
+        ck_assert_int_eq(bad.status, 2);
+        ck_assert_str_eq(bad.out, "");
+        ck_assert_msg(strstr(bad.err, BAD[i].named) != NULL, "%s", bad.err);
+    }
 }
 END_TEST
 
@@ -413,6 +486,7 @@ static Suite *lesson10_suite(void) {
     TCase *no_copy = new_tcase("no copy");
     tcase_add_test(no_copy, test_by_index_equals_copying_at_every_step);
     tcase_add_test(no_copy, test_no_copy_lines);
+    tcase_add_test(no_copy, test_diagram_is_one_decode_step);
     suite_add_tcase(suite, no_copy);
     TCase *bench = new_tcase("bench machinery");
     tcase_add_test(bench, test_append_by_copy_equals_in_place);
@@ -421,6 +495,7 @@ static Suite *lesson10_suite(void) {
     TCase *flags = new_tcase("flags");
     tcase_add_test(flags, test_bad_flags);
     tcase_add_test(flags, test_help_mentions_bench);
+    tcase_add_test(flags, test_bench_takes_the_size_flags);
     suite_add_tcase(suite, flags);
     return suite;
 }

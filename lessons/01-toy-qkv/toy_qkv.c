@@ -3,7 +3,7 @@
 // WHAT THIS ADDS
 //   Nothing comes before it: this is attention with no learned weights at
 //   all. Three inputs already have their query, key and value vectors
-//   (seed 003, the blog post "Self-Attention自注意力机制源码学习"); we compute
+//   (Chen Ming's post "Self-Attention自注意力机制源码学习"); we compute
 //   how much each input attends to every other one, and mix the values.
 //
 // THE MATH (T = 3 inputs, C = 3 numbers per vector)
@@ -23,6 +23,8 @@
 //
 // RUN IT
 //   make lesson-1             (flags: --dump DIR, --dot FILE, --heatmap, --help)
+//   Every number here is the post's: nothing is drawn at random, so --seed,
+//   which every lesson takes, changes nothing (the lesson says so if given one).
 //
 // WHAT TO LOOK FOR
 //   - Row 0 of scores is 2, 4, 4, as in the post's figure.
@@ -157,10 +159,14 @@ static void show_unstable_softmax(const Tensor *scores) {
 int main(int argc, char **argv) {
     Lesson lesson = {
         .program = "lesson-1",
-        .summary = "toy-qkv: attention on the 3x3 Query/Key/Value example of seed 003",
+        .summary = "toy-qkv: the 3x3 Query/Key/Value example of Chen Ming's post "
+                   "(nothing random: --seed changes nothing)",
     };
     parse_lesson_args(&lesson, argc, argv);
     lesson_start(&lesson);   // no size flags: every tensor is the post's 3x3
+    if (lesson.seed != 0) {
+        printf("(--seed changes nothing here: this lesson draws no random numbers)\n\n");
+    }
 
     // The post's matrices.
     const float query_values[] = {1, 0, 2,  2, 2, 2,  2, 1, 3};

@@ -3,7 +3,7 @@
 // WHAT THIS ADDS
 //   Lesson 1 was handed its queries, keys and values. Here they are learned:
 //   three nn.Linear layers turn each input vector x_t into q_t, k_t and v_t
-//   (seed 000, the `SelfAttV1` cell), and the scores are divided by
+//   (the Self Attention notebook's `SelfAttV1` cell), and the scores are divided by
 //   sqrt(dim) before the softmax. Then we count the cost: the notebook's
 //   profiler (thop) reports 0.000288 MFLOPs, but it only sees the three
 //   Linear layers; the attention itself (Q @ K^T, softmax, weights @ V) is
@@ -15,7 +15,7 @@
 //   attention_weight = softmax(attention_value / sqrt(C), dim=-1) (B, T, T)
 //   output           = attention_weight @ V                      (B, T, C)
 //
-// THE PYTORCH IT MIRRORS (seed 000; docs/02-self-attention-v1.md has it whole)
+// THE PYTORCH IT MIRRORS (the notebook's cell; docs/02-self-attention-v1.md has it whole)
 //   torch.manual_seed(seed)
 //   X = torch.rand(batch, seq, dim)
 //   net = SelfAttV1(dim)                   # query_proj, key_proj, value_proj
@@ -259,7 +259,8 @@ int main(int argc, char **argv) {
     };
     Lesson lesson = {
         .program = "lesson-2",
-        .summary = "self-attention-v1: SelfAttV1 of seed 000, Q/K/V projections, "
+        .summary = "self-attention-v1: SelfAttV1 of the Self Attention notebook, Q/K/V "
+                   "projections, "
                    "thop's FLOP count and the full one",
         .sizes = sizes,
         .n_sizes = 3,

@@ -2,7 +2,7 @@
 //
 // WHAT THIS ADDS
 //   Lesson 2 (SelfAttV1) had three Linear(dim, dim) layers for Q, K and V.
-//   SelfAttV2 (seed 000) stacks them into ONE Linear(dim, 3*dim) named
+//   SelfAttV2 (the Self Attention notebook) stacks them into ONE Linear(dim, 3*dim) named
 //   `proj`, runs one matrix multiply, and cuts its output in three with
 //   torch.split. The cut copies nothing: Q, K and V are views into QKV.
 //   It also adds `output_proj`, a Linear(dim, dim) after the attention,
@@ -14,7 +14,7 @@
 //   att_weight = softmax(Q @ K^T / sqrt(C), dim=-1)                  (B, T, T)
 //   output = att_weight @ V;   ret = output Wo^T + bo                (B, T, C)
 //
-// THE PYTORCH IT MIRRORS (seed 000; docs/03-self-attention-v2.md has it whole)
+// THE PYTORCH IT MIRRORS (the notebook's cell; docs/03-self-attention-v2.md has it whole)
 //   torch.manual_seed(seed)
 //   X = torch.rand(batch, seq, dim)
 //   net = SelfAttV2(dim)                   # proj (3*dim), then output_proj
@@ -273,7 +273,8 @@ int main(int argc, char **argv) {
     };
     Lesson lesson = {
         .program = "lesson-3",
-        .summary = "self-attention-v2: SelfAttV2 of seed 000, one fused Q/K/V projection, "
+        .summary = "self-attention-v2: SelfAttV2 of the Self Attention notebook, one fused "
+                   "Q/K/V projection, "
                    "split, output_proj",
         .sizes = sizes,
         .n_sizes = 3,

@@ -15,7 +15,7 @@
 //   att_weight = dropout(softmax(scores, dim=-1), p = 0.1)   (B, T, S)
 //   ret        = (att_weight @ V) W_out^T + b_out            (B, T, C)
 //
-// THE PYTORCH IT MIRRORS (seed 000, the SelfAttV3 cell; the whole runnable
+// THE PYTORCH IT MIRRORS (the Self Attention notebook's SelfAttV3 cell; the whole runnable
 // script is in docs/04-self-attention-v3.md)
 //   torch.manual_seed(seed)
 //   X = torch.rand(batch, seq, dim)
@@ -42,7 +42,10 @@
 //     0.9 (0.3565 -> 0.3961 for seed 0) and some are 0: the rows no longer
 //     sum to 1, but each weight keeps its expected value.
 //   - A row whose keys are ALL masked: -1e20 gives uniform weights, -inf
-//     gives NaN (the last part of the output).
+//     gives NaN.
+//   - The Attention 介绍 notes' ScaledDotProductAttetion is this class with
+//     -inf as its fill: the same output to the bit on the cell's mask, NaN
+//     for a sentence that is all padding (the last part of the output).
 //
 // Size letters: B = batch, T = seq as query positions (rows of att_weight),
 // S = seq as key positions (columns), C = dim.
@@ -241,7 +244,7 @@ static Tensor *masked_softmax(const Tensor *scores, const Tensor *mask, float fi
 //               uniform weights 1/S. Harmless: the row is padding anyway.
 //   fill -inf:  max = -inf, and -inf - (-inf) = NaN: the whole row is NaN,
 //               and NaN spreads through @ V, output_proj and the loss.
-// BERT (seed 003) adds a mask instead: scores + (1 - mask) * -10000. With
+// BERT (in Chen Ming's post) adds a mask instead: scores + (1 - mask) * -10000. With
 // every key masked that shifts the whole row by -10000, and softmax does not
 // change when a row is shifted, so the row gets (nearly) its UNMASKED weights.
 static void fully_masked_row(const SelfAttV3Steps *steps) {
@@ -264,6 +267,74 @@ static void fully_masked_row(const SelfAttV3Steps *steps) {
     printf("no mask at all, for comparison:            %s\n", tensor_str(softmax(row, -1), NULL));
 }
 
+// --- the Attention 介绍 notes' ScaledDotProductAttetion -------------------------------
+
+// The notes' ScaledDotProductAttetion (sic) is SelfAttV3 line for line (the
+// same proj, att_drop and output_proj, so the same state_dict), except one
+// line: it fills masked scores with float('-inf') instead of -1e20. Here it
+// runs on net's parameters, as sdpa.load_state_dict(net.state_dict()) would
+// give it.
+typedef SelfAttV3 ScaledDotProductAttetion;
+
+// forward(X, attention_mask): X (B, T, C), attention_mask (B, T, S) or NULL;
+// returns ret (B, T, C).
+static Tensor *ScaledDotProductAttetion_forward(const ScaledDotProductAttetion *self,
+                                                const Tensor *X,
+                                                const Tensor *attention_mask) {
+    const Tensor *QKV = linear(X, &self->proj);                              // (B, T, 3C)
+    const Tensor *parts[3];                                                  // 3 x (B, T, C)
+    split(parts, QKV, self->dim, 3);
+    const Tensor *Q = parts[0], *K = parts[1], *V = parts[2];                // (B, T, C) each
+    const Tensor *att_weight = div_scalar(matmul(Q, transpose(K, -1, -2)),
+                                          sqrtf((float)self->dim));          // (B, T, S)
+    if (attention_mask != NULL) {
+        // The one line that differs from SelfAttV3: -inf, not -1e20.
+        att_weight = masked_fill(att_weight, eq_scalar(attention_mask, 0), -INFINITY);
+    }
+    att_weight = softmax(att_weight, -1);                                    // (B, T, S)
+    att_weight = dropout(att_weight, self->att_drop, self->training);        // (B, T, S)
+    const Tensor *output = matmul(att_weight, V);                            // (B, T, C)
+    return linear(output, &self->output_proj);                               // (B, T, C)
+}
+
+// The notes' class against the notebook's, in eval mode on net's weights:
+// on the cell's mask, where every sentence keeps a real token, -inf and
+// -1e20 both give masked keys a weight of exactly 0, so the two agree to
+// the bit. With a sentence that is all padding they part: SelfAttV3 gives
+// its queries uniform weights and finite outputs, the notes' class NaN.
+static void show_notes_class(const SelfAttV3 *net, const Tensor *X, const Tensor *mask) {
+    SelfAttV3 net_eval = *net;
+    net_eval.training = false;
+    const ScaledDotProductAttetion *sdpa = &net_eval;   // the same weights
+    printf("\n-- the Attention 介绍 notes' ScaledDotProductAttetion: SelfAttV3 with -inf as "
+           "its fill --\n");
+    printf("sdpa = ScaledDotProductAttetion(%d); sdpa.load_state_dict(net.state_dict()); "
+           "both .eval()\n", net->dim);
+    const Tensor *ret = SelfAttV3_forward(NULL, &net_eval, X, mask);         // (B, T, C)
+    const Tensor *sdpa_ret = ScaledDotProductAttetion_forward(sdpa, X, mask);  // (B, T, C)
+    printf("torch.equal(sdpa(X, mask), net(X, mask)): %s   (every sentence keeps a real "
+           "token,\nso -inf and -1e20 both give the masked keys a weight of exactly 0)\n",
+           max_abs_diff(sdpa_ret, ret) == 0.0f ? "True" : "False");
+
+    // Sentence 0 all padding: its row of the mask all 0.
+    Tensor *padded = clone(mask);                                            // (B, T, S)
+    int T = size(mask, 1), S = size(mask, 2), C = size(X, 2);
+    for (int t = 0; t < T; t++) {
+        for (int s = 0; s < S; s++) {
+            *at3(padded, 0, t, s) = 0.0f;
+        }
+    }
+    printf("with sentence 0 all padding (mask[0] = 0):\n");
+    const Tensor *ret_0 = view(narrow(SelfAttV3_forward(NULL, &net_eval, X, padded), 0, 0, 1),
+                               shape2(T, C));                                // (T, C)
+    const Tensor *sdpa_0 = view(narrow(ScaledDotProductAttetion_forward(sdpa, X, padded), 0, 0,
+                                       1), shape2(T, C));                    // (T, C)
+    printf("net(X, mask)[0]:\n%s\n", tensor_str(ret_0, "grad_fn=<SelectBackward0>"));
+    printf("sdpa(X, mask)[0]:\n%s\n", tensor_str(sdpa_0, "grad_fn=<SelectBackward0>"));
+    printf("-1e20 leaves S equal scores: uniform weights, the mean of the values (padding,\n"
+           "but finite); -inf leaves -inf - (-inf) = nan, and the nan reaches every output.\n");
+}
+
 // --- the lesson -----------------------------------------------------------------------
 
 int main(int argc, char **argv) {
@@ -280,7 +351,7 @@ int main(int argc, char **argv) {
     Lesson lesson = {
         .program = "lesson-4",
         .summary = "self-attention-v3: padding mask, dropout on the weights, output_proj "
-                   "(seed 000 SelfAttV3)",
+                   "(SelfAttV3 of the Self Attention notebook)",
         .sizes = sizes, .n_sizes = 3,
         .switches = switches, .n_switches = 1,
     };
@@ -329,6 +400,7 @@ int main(int argc, char **argv) {
     }
     show_padded_queries(b, ret);
     fully_masked_row(&steps);
+    show_notes_class(&net, X, mask);
     trace_pause(was_paused);
     return lesson_finish(&lesson);
 }

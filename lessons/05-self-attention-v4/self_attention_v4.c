@@ -13,7 +13,7 @@
 //   att_weight = dropout(softmax(scores, dim=-1), p = 0.1)    (B, T, S)
 //   ret        = (att_weight @ V) Wo^T + bo                   (B, T, C)
 //
-// THE PYTORCH IT MIRRORS (seed 000, the "面试写法" (interview version) cell;
+// THE PYTORCH IT MIRRORS (the Self Attention notebook's "面试写法" (interview version) cell;
 // the whole runnable script is in docs/05-self-attention-v4.md)
 //   torch.manual_seed(seed)
 //   X = torch.rand(batch, seq, dim)
@@ -220,7 +220,7 @@ int main(int argc, char **argv) {
     Lesson lesson = {
         .program = "lesson-5",
         .summary = "self-attention-v4: the interview version, separate Q/K/V projections, "
-                   "mask, dropout, output_proj (seed 000 SelfAttV4)",
+                   "mask, dropout, output_proj (SelfAttV4 of the Self Attention notebook)",
         .sizes = sizes, .n_sizes = 3,
         .switches = switches, .n_switches = 1,
     };

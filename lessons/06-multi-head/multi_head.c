@@ -2,7 +2,8 @@
 //
 // WHAT THIS ADDS
 //   Lesson 5 (SelfAttV4) ran ONE attention over the whole hidden vector.
-//   MultiHeadAttention (seed 000; seeds 002 and 004 write the same module)
+//   MultiHeadAttention (the Self Attention notebook's "MHSA" cell; the
+//   Attention 介绍 notes and the iThome Day 7 post write the same module)
 //   cuts each projected vector into `heads` slices of head_dim numbers and
 //   runs an independent attention in every slice: each head gets its own
 //   scores, its own softmax, its own weighted sum. The trick is all in the
@@ -19,7 +20,7 @@
 //   output_mid[b, h] = attention_weight[b, h] @ v_state[b, h]          (T, D)
 //   output = concat_h(output_mid[b, h]) W_o^T + b_o                    (T, C)
 //
-// THE PYTORCH IT MIRRORS (seed 000, "MHSA"; docs/06-multi-head.md has the
+// THE PYTORCH IT MIRRORS (the notebook's "MHSA" cell; docs/06-multi-head.md has the
 // complete script that prints the same numbers)
 //   attention_mask = torch.randint(0, 2, (3, 8, 2, 2))
 //   x = torch.rand(3, 2, 128)
@@ -39,6 +40,10 @@
 //     contiguous() (or reshape, which copies by itself) fixes it.
 //   - 8 heads of 16 cost exactly the multiply-adds of one head of 128.
 //   - A row whose mask is all zeros gets uniform weights 0.5, 0.5, not NaN.
+//   - The notebook's commented-out mask is a padding mask: expand() gives it
+//     stride 0 along heads and queries, and padding keys get exactly 0.
+//   - The iThome Day 7 post's MyMultiHeadAttention (view(B, L, -1, D),
+//     `* scaling`) on these weights is this module without a mask.
 //
 // Size letters: B batch, T sequence length (query positions; S = T key
 // positions), C hidden_dim, H heads, D head_dim = C / H.
@@ -50,7 +55,7 @@
 
 #include "attention.h"
 
-// --- the module: seed 000's MultiHeadAttention -------------------------------
+// --- the module: the Self Attention notebook's MultiHeadAttention ------------
 
 typedef struct {
     int nums_head;        // H
@@ -113,7 +118,7 @@ static Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
 
     const Tensor *Q = named("Q", linear(X, &self->q_proj));                  // (B, T, C)
     const Tensor *K = named("K", linear(X, &self->k_proj));                  // (B, T, C)
-    // Seed 002's copy of this class writes `V = self.k_proj(X)`: its values
+    // The Attention 介绍 notes' copy of this class writes `V = self.k_proj(X)`: its values
     // are its keys and v_proj is never used. V comes from v_proj.
     const Tensor *V = named("V", linear(X, &self->v_proj));                  // (B, T, C)
 
@@ -145,7 +150,7 @@ static Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
     }
 
     // The fourth dim (3, the key axis s): each query's weights sum to 1.
-    // (Seed 004's step-by-step copy writes `F.softmax(aattn_scores, ...)`
+    // (The iThome Day 7 post's step-by-step copy writes `F.softmax(aattn_scores, ...)`
     // here: a typo for attn_scores, a NameError, so its code never ran.)
     attention_weight = named("attention_weight", softmax(attention_weight, 3));  // (B, H, T, S)
 
@@ -366,6 +371,176 @@ static void show_fully_masked_row(const Tensor *attention_mask,
            tensor_str(inf_row, NULL));
 }
 
+// --- the notebook's commented-out mask: padding ------------------------------------
+
+// Above `attention_mask = torch.randint(0, 2, (3, 8, 2, 2))` the cell has a
+// mask commented out:
+//     attention_mask = (torch.tensor([[0, 1], [0, 0], [1, 0]])
+//                       .unsqueeze(1).unsqueeze(2).expand(3, 8, 2, 2))
+// one row per sentence, 1 for a real token and 0 for padding: a PADDING
+// mask, the same for every head and every query, where the random mask has
+// a pattern of its own for each. For other sizes the rows repeat the three:
+// sentence b with b % 3 == 0 pads its first token (padding on the left),
+// b % 3 == 1 is all padding, b % 3 == 2 pads its last token (on the right).
+static Tensor *commented_out_padding(int batch, int seq) {
+    Tensor *padding = ones(shape2(batch, seq));                              // (B, S)
+    padding->dtype = DTYPE_INT64;   // torch.tensor([[0, 1], ...]) is int64
+    for (int b = 0; b < batch; b++) {
+        for (int s = 0; s < seq; s++) {
+            bool pad = b % 3 == 1 || (b % 3 == 0 && s == 0) || (b % 3 == 2 && s == seq - 1);
+            *at2(padding, b, s) = pad ? 0.0f : 1.0f;
+        }
+    }
+    return padding;
+}
+
+// The commented-out mask, run: unsqueeze twice to (B, 1, 1, S), expand to
+// (B, H, T, S) without copying (stride 0 along heads and queries), then
+// net in eval mode (so that dropout does not hide the pattern).
+static void show_padding_mask(const MultiHeadAttention *net, const Tensor *x) {
+    int B = size(x, 0), T = size(x, 1), S = T, H = net->nums_head;
+    const Tensor *padding = commented_out_padding(B, S);                     // (B, S)
+    const Tensor *rows = unsqueeze(unsqueeze(padding, 1), 2);                // (B, 1, 1, S)
+    const Tensor *attention_mask = expand(rows, shape4(B, H, T, S));         // (B, H, T, S)
+    MultiHeadAttention net_eval = *net;
+    net_eval.training = false;
+    MultiHeadAttentionSteps steps;
+    MultiHeadAttention_forward(&steps, &net_eval, x, attention_mask);
+    const Tensor *head_0 = narrow(steps.attention_weight, 1, 0, 1);          // (B, 1, T, S)
+    const Tensor *weights = view(contiguous(head_0), shape3(B, T, S));       // (B, T, S)
+
+    printf("\n-- the notebook's commented-out mask: padding, one row per sentence --\n");
+    printf("padding (1 = a real token, 0 = padding):\n%s\n", tensor_str(padding, NULL));
+    printf("padding.unsqueeze(1).unsqueeze(2): %s, stride %s\n", size_str(rows),
+           stride_str(rows));
+    printf("attention_mask = padding.unsqueeze(1).unsqueeze(2).expand(%d, %d, %d, %d): "
+           "stride %s\n", B, H, T, S, stride_str(attention_mask));
+    if (H > 1 || T > 1) {
+        printf("(stride 0: every head and every query reads its sentence's one row, nothing "
+               "copied)\n");
+    }
+    printf("net.eval(); attention_weight[:, 0], head 0:\n%s\n",
+           tensor_str(weights, "grad_fn=<SelectBackward0>"));
+    printf("padding keys get exactly 0 wherever their sentence has a real token; in a sentence\n"
+           "that is all padding every key gets -1e20: uniform weights, 1/%d each, not nan\n", S);
+}
+
+// --- the iThome Day 7 post's MyMultiHeadAttention ----------------------------------
+
+// The post's step-3 class: the same module under other names (linear_q for
+// q_proj, ..., linear_o for o_proj), written in its own style:
+// view(B, L, -1, head_dim) lets PyTorch work out the number of heads, and
+// the scale is a product, `* self.scaling` with scaling = head_dim ** -0.5,
+// where the notebook divides by math.sqrt(head_dim). It takes no mask and
+// has no dropout. Here it gets net's four Linear layers (in PyTorch:
+// my.linear_q.load_state_dict(net.q_proj.state_dict()), and so on).
+typedef struct {
+    Linear linear_q, linear_k, linear_v;   // (D -> D) each: D is the post's hidden_size
+    Linear linear_o;                       // (D -> D)
+    int head_dim;                          // hidden_size // n_head
+    float scaling;                         // head_dim ** -0.5
+} MyMultiHeadAttention;
+
+static MyMultiHeadAttention MyMultiHeadAttention_from(const MultiHeadAttention *net) {
+    MyMultiHeadAttention self = {net->q_proj, net->k_proj, net->v_proj, net->o_proj,
+                                 net->head_dim, 0.0f};
+    // Python's float (a double), rounded to float when it multiplies the
+    // float32 scores, as PyTorch does.
+    self.scaling = (float)pow((double)self.head_dim, -0.5);
+    return self;
+}
+
+// forward(x): x (B, L, D); returns attn_output (B, L, D). The post's step 6
+// offers two lines, "可以自行選用其中一個" (pick either one):
+//     attn_output = attn_output.transpose(1, 2).contiguous().view(B, L, -1)
+//     # attn_output = attn_output.transpose(1, 2).reshape(B, L, -1)
+// `use_reshape` picks the second.
+static Tensor *MyMultiHeadAttention_forward(const MyMultiHeadAttention *self, const Tensor *x,
+                                            bool use_reshape) {
+    int B = size(x, 0), L = size(x, 1);
+    const Tensor *query = linear(x, &self->linear_q);                        // (B, L, D)
+    const Tensor *key = linear(x, &self->linear_k);                          // (B, L, D)
+    const Tensor *value = linear(x, &self->linear_v);                        // (B, L, D)
+
+    // (B, L, D) -> (B, L, n_head, head_dim) -> (B, n_head, L, head_dim);
+    // -1 is worked out as D / head_dim = n_head.
+    Shape split = shape4(B, L, -1, self->head_dim);
+    query = transpose(view(query, split), 1, 2);                             // (B, H, L, hd)
+    key = transpose(view(key, split), 1, 2);                                 // (B, H, L, hd)
+    value = transpose(view(value, split), 1, 2);                             // (B, H, L, hd)
+
+    // (B, n_head, L, head_dim) dot (B, n_head, head_dim, L) = (B, n_head, L, L)
+    const Tensor *attn_scores =
+        mul_scalar(matmul(query, transpose(key, 2, 3)), self->scaling);      // (B, H, L, L)
+    // The post writes F.softmax(aattn_scores, dim = -1): a NameError, so its
+    // code never ran. attn_scores is meant.
+    const Tensor *attn_weights = softmax(attn_scores, -1);                   // (B, H, L, L)
+
+    // (B, n_head, L, L) dot (B, n_head, L, head_dim) = (B, n_head, L, head_dim)
+    const Tensor *attn_output = matmul(attn_weights, value);                 // (B, H, L, hd)
+    // (B, n_head, L, head_dim) -> (B, L, n_head, head_dim) -> (B, L, D)
+    if (use_reshape) {
+        attn_output = reshape(transpose(attn_output, 1, 2), shape3(B, L, -1));     // (B, L, D)
+    } else {
+        attn_output = view(contiguous(transpose(attn_output, 1, 2)), shape3(B, L, -1));
+    }
+    return linear(attn_output, &self->linear_o);                             // (B, L, D)
+}
+
+// torch.allclose(a, b): |a - b| <= 1e-8 + 1e-5 * |b| everywhere.
+static bool allclose(const Tensor *a, const Tensor *b) {
+    int index[MAX_DIMS] = {0};
+    for (long i = 0; i < numel(a); i++) {
+        float x = *at(a, index), y = *at(b, index);
+        if (!(fabsf(x - y) <= 1e-8f + 1e-5f * fabsf(y))) {
+            return false;
+        }
+        next_index(index, a->size, a->ndim);
+    }
+    return true;
+}
+
+// The post's class on net's weights and x, against net without a mask.
+// * scaling and / sqrt(head_dim) are the same float operation only when
+// head_dim ** -0.5 is exact, a power of 2 (head_dim 1, 4, 16, 64, ...);
+// otherwise they may round the last bit apart, and the outputs agree to
+// rounding rather than to the bit.
+static void show_post_class(const MultiHeadAttention *net, const Tensor *x) {
+    int B = size(x, 0), L = size(x, 1), D = net->head_dim;
+    MyMultiHeadAttention my = MyMultiHeadAttention_from(net);
+    MultiHeadAttention net_eval = *net;
+    net_eval.training = false;
+    const Tensor *viewed = MyMultiHeadAttention_forward(&my, x, false);      // (B, L, D)
+    const Tensor *reshaped = MyMultiHeadAttention_forward(&my, x, true);     // (B, L, D)
+    const Tensor *output = MultiHeadAttention_forward(NULL, &net_eval, x, NULL);   // (B, L, D)
+    Shape split = shape4(B, L, -1, D);
+    const Tensor *query = transpose(view(linear(x, &my.linear_q), split), 1, 2);
+
+    printf("\n-- the iThome Day 7 post's MyMultiHeadAttention (step 3, aattn_scores read as "
+           "attn_scores) --\n");
+    printf("my = MyMultiHeadAttention(%d, %d), with net's q/k/v/o_proj as its "
+           "linear_q/k/v/o\n", net->hidden_dim, net->nums_head);
+    printf("query.view(%d, %d, -1, %d).transpose(1, 2): %s\n", B, L, D, size_str(query));
+    printf("scaling = head_dim ** -0.5 = %.4f: the scores * %.4f, where net divides them by "
+           "%.4f\n", (double)my.scaling, (double)my.scaling, sqrt((double)D));
+    printf("torch.equal(my(x) with .contiguous().view(%d, %d, -1), my(x) with "
+           ".reshape(%d, %d, -1)): %s\n", B, L, B, L,
+           python_bool(max_abs_diff(viewed, reshaped) == 0.0f));
+    bool exact = false;   // head_dim a power of 4: 1, 4, 16, 64, ...
+    for (long power = 1; power <= D; power *= 4) {
+        exact = exact || power == D;
+    }
+    if (exact) {
+        printf("torch.equal(my(x), net.eval()(x)): %s   (no mask; %.4f is a power of 2, so "
+               "* scaling and / sqrt(head_dim) round alike)\n",
+               python_bool(max_abs_diff(viewed, output) == 0.0f), (double)my.scaling);
+    } else {
+        printf("torch.allclose(my(x), net.eval()(x)): %s   (no mask; %.4f is not a power of "
+               "2, so * scaling and / sqrt(head_dim) may round the last bit apart)\n",
+               python_bool(allclose(viewed, output)), (double)my.scaling);
+    }
+}
+
 int main(int argc, char **argv) {
     int batch = 3, seq = 2, dim = 128, heads = 8;   // the notebook's sizes
     bool train = false;
@@ -380,7 +555,8 @@ int main(int argc, char **argv) {
     };
     Lesson lesson = {
         .program = "lesson-6",
-        .summary = "multi-head: MultiHeadAttention of seed 000, view/transpose into heads",
+        .summary = "multi-head: MultiHeadAttention of the Self Attention notebook, "
+                   "view/transpose into heads",
         .sizes = sizes,
         .n_sizes = 4,
         .switches = switches,
@@ -420,6 +596,8 @@ int main(int argc, char **argv) {
     show_view_and_reshape(&steps);
     show_head_cost(&net, batch, seq);
     show_fully_masked_row(attention_mask, &steps);
+    show_padding_mask(&net, x);
+    show_post_class(&net, x);
     trace_pause(was_paused);
     return lesson_finish(&lesson);
 }

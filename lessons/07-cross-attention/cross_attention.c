@@ -4,10 +4,10 @@
 // WHAT THIS ADDS
 //   Lesson 6's MultiHeadAttention made Q, K and V from the same X: every
 //   token of a sequence looked at the tokens of that same sequence.
-//   CrossAttention (seed 000) takes the queries from one sequence
+//   CrossAttention (the Self Attention notebook) takes the queries from one sequence
 //   (seq_q = 4 tokens) and the keys and values from another (seq_k = 6),
 //   e.g. a text decoder looking at image features: that is BLIP's decoder
-//   in seed 003, where the prompt "a picture of" asks and the Vision
+//   in Chen Ming's post, where the prompt "a picture of" asks and the Vision
 //   Transformer's features answer. Nothing in the arithmetic changes; only
 //   the two lengths may now differ: the weights are (seq_q x seq_k) per
 //   head, and the output has one vector per QUERY.
@@ -19,7 +19,7 @@
 //   attention_weight[b, h] = softmax(q_state k_state^T / sqrt(D), masked)   (T, S)
 //   output = concat_h(attention_weight[b, h] @ v_state[b, h]) W_o^T + b_o   (T, C)
 //
-// THE PYTORCH IT MIRRORS (seed 000, "Cross Attention"; docs/07-cross-attention.md
+// THE PYTORCH IT MIRRORS (the notebook's "Cross Attention" cell; docs/07-cross-attention.md
 // has the complete script that prints the same numbers)
 //   Q = torch.rand(3, 4, 128); K = torch.rand(3, 6, 128); V = torch.rand(3, 6, 128)
 //   attention_mask = torch.randint(0, 2, (3, 8, 4, 6))
@@ -36,7 +36,7 @@
 //   - attention_weight is (3, 8, 4, 6): 4 queries, each spreading its
 //     weight over 6 keys; output_mid and output have the query's length 4.
 //   - BLIP's shape: 3 text queries against the same 6 "image features".
-//   - Seed 003's numpy version prints the same shapes per batch element.
+//   - The post's numpy version prints the same shapes per batch element.
 //   - CrossAttention(Q, Q, Q) is exactly lesson 6's self-attention.
 //
 // Size letters: B batch, T query length (seq_q), S key/value length (seq_k),
@@ -49,7 +49,7 @@
 
 #include "attention.h"
 
-// --- the module: seed 000's CrossAttention ------------------------------------
+// --- the module: the Self Attention notebook's CrossAttention -----------------
 
 typedef struct {
     int nums_head;        // H
@@ -80,7 +80,7 @@ static CrossAttention CrossAttention_init(int hidden_dim, int nums_head) {
     self.head_dim = hidden_dim / nums_head;   // main() checked that it divides
     self.hidden_dim = hidden_dim;
     // The query and the key/value sequences both have hidden_dim features
-    // here. In BLIP (seed 003) the image features are encoder_width wide, so
+    // here. In BLIP (Chen Ming's post) the image features are encoder_width wide, so
     // its key and value Linears are (encoder_width -> hidden): the two
     // sequences only have to meet in the projected space.
     self.q_proj = linear_init("q_proj", hidden_dim, hidden_dim, true);
@@ -223,7 +223,7 @@ static void show_numbers_and_lengths(const Tensor *attention_mask,
            "= %d x %d; the key length %d is summed away\n", T, S, S, D, T, D, S);
 }
 
-// BLIP's decoder (seed 003): the prompt "a picture of" (3 tokens) queries
+// BLIP's decoder (Chen Ming's post): the prompt "a picture of" (3 tokens) queries
 // the image features of the Vision Transformer. All image features are
 // valid, so there is no mask. The output has 3 vectors, whatever the number
 // of image features. (A decoder layer does not swap its self-attention for
@@ -232,7 +232,7 @@ static void show_numbers_and_lengths(const Tensor *attention_mask,
 static void show_blip_decoder(const CrossAttention *net, const Tensor *Q, const Tensor *K,
                               const Tensor *V) {
     int text_len = size(Q, 1) < 3 ? size(Q, 1) : 3;   // 3, or T if the queries are fewer
-    printf("\n-- seed 003's BLIP decoder: %d text queries, %d image features as keys and "
+    printf("\n-- BLIP's decoder (Chen Ming's post): %d text queries, %d image features as keys and "
            "values --\n", text_len, size(K, 1));
     printf("output = cross_attention(Q[:, :%d], K, V)\n", text_len);
     const Tensor *text = narrow(Q, 1, 0, text_len);                          // (B, 3, C)
@@ -241,18 +241,18 @@ static void show_blip_decoder(const CrossAttention *net, const Tensor *Q, const 
     print_forward_shapes(&steps, output);
 }
 
-// Seed 003's numpy multi-head, run on batch element 0 of our inputs: the
+// The numpy multi-head of Chen Ming's post, run on batch element 0 of our inputs: the
 // same reshape/transpose, but no projections, no batch axis, no mask and no
 // 1/sqrt(d) scale. It prints the same shapes, one batch element at a time,
 // as numpy prints np.shape(a): a Python tuple.
-static void show_seed003_numpy(const CrossAttention *net, const Tensor *Q, const Tensor *K,
+static void show_post_numpy(const CrossAttention *net, const Tensor *Q, const Tensor *K,
                                const Tensor *V) {
     int H = net->nums_head, D = net->head_dim;
     const Tensor *Query = slice0(Q, 0);                                      // (T, C)
     const Tensor *Key = slice0(K, 0);                                        // (S, C)
     const Tensor *Value = slice0(V, 0);                                      // (S, C)
     int values_length_q = size(Query, 0), values_length_kv = size(Key, 0);
-    printf("\n-- seed 003's numpy version on batch 0 (no projections, no scale, no mask) --\n");
+    printf("\n-- the post's numpy version on batch 0 (no projections, no scale, no mask) --\n");
     // np.reshape to (len, heads, head_size), np.transpose(., [1, 0, 2]).
     Query = transpose(reshape(Query, shape3(values_length_q, H, D)), 0, 1);  // (H, T, D)
     Key = transpose(reshape(Key, shape3(values_length_kv, H, D)), 0, 1);     // (H, S, D)
@@ -320,7 +320,8 @@ int main(int argc, char **argv) {
     };
     Lesson lesson = {
         .program = "lesson-7",
-        .summary = "cross-attention: CrossAttention of seed 000, queries from one sequence, "
+        .summary = "cross-attention: CrossAttention of the Self Attention notebook, queries "
+                   "from one sequence, "
                    "keys and values from another",
         .sizes = sizes,
         .n_sizes = 5,
@@ -374,7 +375,7 @@ int main(int argc, char **argv) {
     cross_attention.training = false;
     show_numbers_and_lengths(attention_mask, &steps, output);
     show_blip_decoder(&cross_attention, Q, K, V);
-    show_seed003_numpy(&cross_attention, Q, K, V);
+    show_post_numpy(&cross_attention, Q, K, V);
     show_self_attention(&cross_attention, Q);
     trace_pause(was_paused);
     return lesson_finish(&lesson);

@@ -8,7 +8,7 @@
 //   head (eight of them); only the keys and values, which a decoder must keep
 //   in its KV cache for every past token, shrink fourfold. kv_heads = heads is
 //   lesson 6's multi-head attention, kv_heads = 1 is multi-query attention.
-//   The notebook (seed 001) writes GQA with einops; every einops step below is
+//   The GQA notebook writes GQA with einops; every einops step below is
 //   a plain nested loop whose index letters are the einsum's letters.
 //
 // THE MATH (G = H / KV query heads per key/value head, i = h*G + g)
@@ -16,9 +16,10 @@
 //   attention = softmax(scores / sqrt(D), over s)
 //   out[b, n, h*G + g, :] = sum over s of attention[b, g, h, n, s] * value[b, s, h, :]
 //   So query head i uses key/value head h = i / G (integer division), the same
-//   pairing as repeat_interleave(G) of the keys and values (seed 002).
+//   pairing as repeat_interleave(G) of the keys and values (the Attention
+//   介绍 notes).
 //
-// THE PYTORCH IT MIRRORS (seed 001 cells 7-11 with the group sum fixed; the
+// THE PYTORCH IT MIRRORS (the notebook's cells 7-11 with the group sum fixed; the
 //   doc page docs/08-gqa.md has it complete and runnable)
 //   query = torch.randn(batch, seq, heads, head_dim)
 //   key = torch.randn(batch, seq, kv_heads, head_dim)
@@ -44,9 +45,13 @@
 //     grouping "(h g)" and repeat_interleave agree, head i reads head i / G.
 //   - The notebook's einsum "b g h n d, b h s d -> b h n s" sums the scores
 //     over g and gives (1, 256, 2, 64): two heads where there should be eight.
-//   - The loops equal seed 002's repeat_interleave + matmul version, and the
+//   - The loops equal the Attention 介绍 notes' repeat_interleave + matmul
+//     version, and the
 //     same loops with kv_heads = heads and kv_heads = 1 are MHA and MQA.
 //   - The KV cache per token: 4096 bytes as MHA, 1024 as GQA, 512 as MQA.
+//   - The notebook's first cell calls scaled_dot_product_attention on
+//     (b, n, h, d) tensors: the shape it prints is right, the numbers are
+//     not (heads attend to heads); with the heads in front it is GQA.
 //
 // Size letters: B batch, N query positions, S key positions (N = S = --seq,
 //   the same tokens), H query heads (--heads), KV key/value heads
@@ -55,7 +60,7 @@
 // Index letters are the einsum's: b batch, n query position, s key position,
 //   h key/value head (and so the group), g query head inside its group,
 //   d inside a head; i = h*G + g is a query head's number from 0 to H-1.
-// Careful in lessons 9 and 10: they follow seed 001's GQA module, whose
+// Careful in lessons 9 and 10: they follow the notebook's GQA module, whose
 //   num_groups is the NUMBER of key/value heads (our KV), and whose
 //   expand_ratio R is the size of a group (our G). Same model, other names.
 
@@ -64,13 +69,15 @@
 
 #include "attention.h"
 
-// --- grouped-query attention: seed 001's cells 8-11, the group sum fixed ------
+// --- grouped-query attention: the notebook's cells 8-11, the group sum fixed -
 
 // What the notebook prints between its steps, kept so main() and the tests
 // can look inside.
 typedef struct {
     int num_head_groups;       // G
     const Tensor *query;       // (B, G, KV, N, D) the query heads split into groups
+    const Tensor *key;         // (B, KV, S, D) heads in front (cell 8)
+    const Tensor *value;       // (B, KV, S, D)
     const Tensor *scores;      // (B, G, KV, N, S)
     const Tensor *attention;   // (B, G, KV, N, S) softmax(scores / sqrt(D)) over s
 } GroupedQueryAttentionSteps;
@@ -108,7 +115,8 @@ static Tensor *grouped_query_attention(GroupedQueryAttentionSteps *steps, const 
         labeled("attention", softmax(div_scalar(scores, scale), -1));        // (B, G, KV, N, S)
     const Tensor *out = einsum_mix_values(attention, value);                 // (B, G, KV, N, D)
     if (steps != NULL) {
-        *steps = (GroupedQueryAttentionSteps){num_head_groups, query, scores, attention};
+        *steps = (GroupedQueryAttentionSteps){num_head_groups, query, key, value, scores,
+                                              attention};
     }
     return rearrange_merge_groups(out);                                      // (B, N, H, D)
 }
@@ -120,17 +128,19 @@ static Tensor *grouped_query_attention(GroupedQueryAttentionSteps *steps, const 
 // einops/einsum string each one computes is in the comment above its loop.
 // In PyTorch the rearranges are views (permute/view) that copy nothing;
 // here they copy, which changes no number. Each reports itself to the
-// trace (trace.h) under its einops string, for the --dot diagram.
+// trace (trace.h) under its einops string, for the --dot diagram; in the
+// einsums' strings "\\n" is dot's line break, which keeps the labels narrow.
 
 // "b n h d -> b h n d": move the head axis in front of the positions, so each
 // head's (positions x head_dim) matrix is one block. The same loop does the
 // notebook's "b s h d -> b h s d" for key and value (only the letter
 // differs); `pattern` is the notebook's string, for the --dot graph.
-// Seed 001's first cell skips this step: it hands (b, n, h, d) tensors
+// The notebook's first cell skips this step: it hands (b, n, h, d) tensors
 // straight to scaled_dot_product_attention, which attends over dim -2 and
 // treats the dims before it as batch, so there the 8 heads of ONE position
 // attend to each other and positions never meet. The printed shape is
-// (1, 256, 8, 64) either way, which is why nothing looked wrong.
+// (1, 256, 8, 64) either way, which is why nothing looked wrong
+// (show_first_cell runs it).
 static Tensor *rearrange_heads_first(const Tensor *x, const char *pattern) {
     int B = size(x, 0), N = size(x, 1), H = size(x, 2), D = size(x, 3);
     Tensor *out = zeros(shape4(B, H, N, D));                                 // (B, H, N, D)
@@ -216,7 +226,7 @@ static Tensor *einsum_scores(const Tensor *query, const Tensor *key) {
             }
         }
     }
-    trace2("einsum b g h n d, b h s d -> b g h n s", scores, query, key);
+    trace2("einsum\\nb g h n d, b h s d\\n-> b g h n s", scores, query, key);
     return scores;
 }
 
@@ -245,7 +255,7 @@ static Tensor *einsum_mix_values(const Tensor *attention, const Tensor *value) {
             }
         }
     }
-    trace2("einsum b g h n s, b h s d -> b g h n d", out, attention, value);
+    trace2("einsum\\nb g h n s, b h s d\\n-> b g h n d", out, attention, value);
     return out;
 }
 
@@ -395,7 +405,7 @@ static Tensor *einsum_scores_group_sum(const Tensor *query, const Tensor *key) {
             }
         }
     }
-    trace2("einsum b g h n d, b h s d -> b h n s (sums g)", scores, query, key);
+    trace2("einsum\\nb g h n d, b h s d\\n-> b h n s (sums g)", scores, query, key);
     return scores;
 }
 
@@ -422,7 +432,7 @@ static Tensor *einsum_mix_values_per_kv_head(const Tensor *attention, const Tens
             }
         }
     }
-    trace2("einsum b h n s, b h s d -> b h n d", out, attention, value);
+    trace2("einsum\\nb h n s, b h s d\\n-> b h n d", out, attention, value);
     return out;
 }
 
@@ -449,17 +459,14 @@ typedef struct {
     const Tensor *scores;   // (B, KV, N, S): summed over g
 } GroupSumSteps;
 
-// What the notebook computes (cells 8-11 as written): the scores summed
-// over g. query (B, N, H, D), key and value (B, S, KV, D); returns
-// (B, N, KV, D): one output per KEY/VALUE head, where GQA has one per query
-// head. `steps` may be NULL.
+// What the notebook computes (cells 9 and 11 as written, after cell 8,
+// which grouped_query_attention runs and keeps in its steps): the scores
+// summed over g. query (B, G, KV, N, D) is cell 8's grouped query heads,
+// key and value (B, KV, S, D) cell 8's keys and values, heads in front.
+// Returns (B, N, KV, D): one output per KEY/VALUE head, where GQA has one
+// per query head. `steps` may be NULL.
 static Tensor *group_sum_attention(GroupSumSteps *steps, const Tensor *query, const Tensor *key,
                                    const Tensor *value) {
-    int num_head_groups = size(query, 2) / size(key, 2);
-    query = rearrange_heads_first(query, "b n h d -> b h n d");              // (B, H, N, D)
-    key = rearrange_heads_first(key, "b s h d -> b h s d");                  // (B, KV, S, D)
-    value = rearrange_heads_first(value, "b s h d -> b h s d");              // (B, KV, S, D)
-    query = rearrange_split_groups(query, num_head_groups);                  // (B, G, KV, N, D)
     const Tensor *scores =
         labeled("scores summed over g", einsum_scores_group_sum(query, key));  // (B, KV, N, S)
     float scale = (float)sqrt((double)size(query, -1));
@@ -514,14 +521,13 @@ static void show_group_sum(const GroupSumSteps *steps, const Tensor *query, cons
            "fixed there in May 2024 by keeping g: \"-> b g h n s\", then \"b n (h g) d\".\n");
 }
 
-// --- seed 002's way: repeat the keys and values, then multi-head attention ----
+// --- the notes' way: repeat the keys and values, then multi-head attention ---
 
-// The middle of seed 002's GroupQueryAttention.forward, without its
-// projections: q (B, N, H, D), k and v (B, S, KV, D) -> output (B, N, H, D).
-// repeat_interleave(G, dim=1) copies key/value head h into slots
-// h*G .. h*G + G-1, so slot i holds head i / G: the same pairing as the
-// einops "(h g)" grouping. After that it is lesson 6's attention. The
-// labels name the steps in the --dot diagram.
+// The middle of GroupQueryAttention.forward in the Attention 介绍 notes,
+// without its projections: q (B, N, H, D), k and v (B, S, KV, D) -> output
+// (B, N, H, D). repeat_interleave(G, dim=1) copies key/value head h into
+// slots h*G .. h*G + G-1, so slot i holds head i / G: the same pairing as
+// the einops "(h g)" grouping. After that it is lesson 6's attention.
 static const Tensor *repeat_interleave_attention(const Tensor *q_in, const Tensor *k_in,
                                                  const Tensor *v_in) {
     int nums_head = size(q_in, 2), nums_key_value_head = size(k_in, 2);
@@ -530,18 +536,18 @@ static const Tensor *repeat_interleave_attention(const Tensor *q_in, const Tenso
     const Tensor *k = transpose(k_in, 1, 2);                                 // (B, KV, S, D)
     const Tensor *v = transpose(v_in, 1, 2);                                 // (B, KV, S, D)
     int G = nums_head / nums_key_value_head;
-    k = labeled("k repeat_interleave", repeat_interleave(k, G, 1));          // (B, H, S, D)
+    k = repeat_interleave(k, G, 1);                                          // (B, H, S, D)
     v = repeat_interleave(v, G, 1);                                          // (B, H, S, D)
     const Tensor *attention_score =
         div_scalar(matmul(q, transpose(k, 2, 3)), (float)sqrt((double)head_dim));  // (B, H, N, S)
-    const Tensor *attention_weight =
-        labeled("attention_weight", softmax(attention_score, -1));           // (B, H, N, S)
+    const Tensor *attention_weight = softmax(attention_score, -1);           // (B, H, N, S)
     const Tensor *output = matmul(attention_weight, v);                      // (B, H, N, D)
-    return labeled("output (seed 002)", contiguous(transpose(output, 1, 2)));  // (B, N, H, D)
+    return contiguous(transpose(output, 1, 2));                              // (B, N, H, D)
 }
 
 static void show_repeat_interleave(const Tensor *out, const Tensor *output) {
-    printf("\n-- seed 002's way: repeat_interleave K and V, then multi-head attention --\n");
+    printf("\n-- the Attention 介绍 notes' way: repeat_interleave K and V, then multi-head "
+           "attention --\n");
     printf("output: %s\nmax |out - output| = %.3g\n", size_str(output),
            max_abs_diff(out, output));
 }
@@ -549,7 +555,7 @@ static void show_repeat_interleave(const Tensor *out, const Tensor *output) {
 // --- the two ends of the family: MHA and MQA ----------------------------------
 
 // kv_heads = heads is MHA, kv_heads = 1 is MQA: the same loops at both ends.
-// `output` is seed 002's result above.
+// `output` is the notes' result above.
 static void show_two_ends(const Tensor *query, const Tensor *key, const Tensor *value,
                           const Tensor *out, const Tensor *output) {
     int H = size(query, 2), G = H / size(key, 2);
@@ -561,7 +567,7 @@ static void show_two_ends(const Tensor *query, const Tensor *key, const Tensor *
     const Tensor *value_mha = repeat_interleave(value, G, 2);                // (B, S, H, D)
     const Tensor *out_mha =
         grouped_query_attention(NULL, query, key_mha, value_mha);            // (B, N, H, D)
-    // Lesson 6's attention on these copied heads is exactly what seed 002
+    // Lesson 6's attention on these copied heads is exactly what the notes
     // computed (`output`), so that is what the loops are held against.
     printf("kv_heads = %d, G = 1: max |loops - out| = %.3g, max |loops - multi-head "
            "attention| = %.3g\n", H, max_abs_diff(out_mha, out),
@@ -595,6 +601,60 @@ static void show_kv_cache_bytes(int heads, int kv_heads, int head_dim) {
            heads / kv_heads);
 }
 
+// --- the notebook's first cell: the heads in the wrong place --------------------
+
+// F.scaled_dot_product_attention(q, k, v), no mask, no dropout, as PyTorch
+// 1.13 computes it: softmax((q * (1 / sqrt(E))) @ k^T) @ v over the LAST TWO
+// dims, every dim before them a batch dim. (It scales q before the matmul,
+// where the notebook's cells divide the scores after; with E = 64 the two
+// are the same floats. PyTorch 2.0 made the function public; 1.13 has it
+// as F._scaled_dot_product_attention, which also returns the weights.)
+// q (..., L, E), k and v (..., S, E); returns (..., L, E), and the weights
+// (..., L, S) in *weights.
+static const Tensor *scaled_dot_product_attention(const Tensor **weights, const Tensor *q,
+                                                  const Tensor *k, const Tensor *v) {
+    float scale = (float)(1.0 / sqrt((double)size(q, -1)));
+    const Tensor *attn = matmul(mul_scalar(q, scale), transpose(k, -2, -1));  // (..., L, S)
+    attn = softmax(attn, -1);                                                // (..., L, S)
+    *weights = attn;
+    return matmul(attn, v);                                                  // (..., L, E)
+}
+
+// The notebook's first cell hands its (b, n, h, d) tensors to
+// scaled_dot_product_attention as they are: it attends over dim -2, which
+// there is the HEADS, so at each position the heads attend to each other
+// and no position ever sees another. The printed shape is right either way.
+// Here it runs on this lesson's query, and on key and value with each
+// key/value head repeated for its G query heads (the cell has a key head
+// per query head), against the call with the heads in front, which is GQA.
+static void show_first_cell(const Tensor *query, const Tensor *key, const Tensor *value,
+                            const Tensor *out) {
+    int H = size(query, 2), G = H / size(key, 2);
+    const Tensor *key_h = repeat_interleave(key, G, 2);                      // (B, S, H, D)
+    const Tensor *value_h = repeat_interleave(value, G, 2);                  // (B, S, H, D)
+    const Tensor *weights_wrong, *weights;
+    const Tensor *wrong =
+        scaled_dot_product_attention(&weights_wrong, query, key_h, value_h);  // (B, N, H, D)
+    const Tensor *right = transpose(scaled_dot_product_attention(&weights,
+        transpose(query, 1, 2), transpose(key_h, 1, 2), transpose(value_h, 1, 2)), 1, 2);
+    printf("\n-- the notebook's first cell: scaled_dot_product_attention on (b, n, h, d) --\n");
+    printf("(in PyTorch 1.13: F._scaled_dot_product_attention; public from 2.0)\n");
+    printf("key, value: each head repeated for its %d query heads, repeat_interleave(%d, dim=2)"
+           "\n%s\n", G, G, size_str(key_h));
+    printf("the notebook's call: scaled_dot_product_attention(query, key, value)\n%s\n",
+           size_str(wrong));
+    printf("weights %s: at each position, heads attend to heads\n",
+           size_str(weights_wrong));
+    printf("heads in front: q, k, v = (t.transpose(1, 2) for t in (query, key, value))\n");
+    printf("scaled_dot_product_attention(q, k, v).transpose(1, 2)\n%s\n", size_str(right));
+    printf("weights %s: in each head, positions attend to positions\n",
+           size_str(weights));
+    printf("max |heads in front - out| = %.3g   (GQA: attention, each key/value head "
+           "repeated)\n", (double)max_abs_diff(right, out));
+    printf("max |the notebook's call - out| = %.3g   (the same shape, other numbers)\n",
+           (double)max_abs_diff(wrong, out));
+}
+
 int main(int argc, char **argv) {
     int batch = 1, seq = 256, heads = 8, kv_heads = 2, head_dim = 64;   // the notebook's sizes
     SizeFlag sizes[] = {
@@ -606,21 +666,21 @@ int main(int argc, char **argv) {
     };
     Lesson lesson = {
         .program = "lesson-8",
-        .summary = "gqa: grouped-query attention, einops steps as loops (seed 001, 002)",
+        .summary = "gqa: grouped-query attention, the GQA notebook's einops steps as loops",
         .sizes = sizes,
         .n_sizes = 5,
     };
     parse_lesson_args(&lesson, argc, argv);
     check_divides(&lesson, "--kv-heads", kv_heads, "--heads", heads);
     // The largest tensor of each kind the run builds: every other one (key,
-    // out, the group sum's, the repeated keys of seed 002 and of MHA) is one
+    // out, the group sum's, the repeated keys of the notes and of MHA) is one
     // of these sizes or smaller.
     check_fits(&lesson, "scores (batch, heads, seq, seq)", shape4(batch, heads, seq, seq));
     check_fits(&lesson, "query (batch, seq, heads, head_dim)",
                shape4(batch, seq, heads, head_dim));
     lesson_start(&lesson);
 
-    // Seed 001 cell 7: the three draws, in this order.
+    // The notebook's cell 7: the three draws, in this order.
     Shape query_shape = shape4(batch, seq, heads, head_dim);
     Shape kv_shape = shape4(batch, seq, kv_heads, head_dim);
     const Tensor *query = named("query", randn(query_shape));                // (B, N, H, D)
@@ -629,22 +689,35 @@ int main(int argc, char **argv) {
 
     // GQA, the notebook's cells with the group sum fixed; then the two other
     // ways the lesson holds it against: the notebook's einsum as written,
-    // and seed 002's repeat_interleave. These three are the --dot diagram.
+    // and the notes' repeat_interleave. These three are the --dot diagram.
+    // Cell 8 runs once, in grouped_query_attention; cells 9 and 11 then run
+    // fixed there and as written here, from the same grouped heads.
     GroupedQueryAttentionSteps steps;
     const Tensor *out =
         named("out", grouped_query_attention(&steps, query, key, value));    // (B, N, H, D)
     GroupSumSteps summed;
-    const Tensor *out_group_sum =
-        named("out_group_sum", group_sum_attention(&summed, query, key, value));  // (B, N, KV, D)
+    const Tensor *out_group_sum = named("out_group_sum",
+        group_sum_attention(&summed, steps.query, steps.key, steps.value));  // (B, N, KV, D)
+    // The notes' way is drawn as one step: its inside is lesson 6's.
+    bool was_paused = trace_pause(true);
     const Tensor *output = repeat_interleave_attention(query, key, value);   // (B, N, H, D)
+    trace_pause(was_paused);
+    trace("repeat_interleave K, V\\nthen multi-head attention", output, 3,
+          (const Tensor *const[]){query, key, value}, 0, NULL);
+    labeled("output (repeat_interleave)", output);
 
     // The rest prints them and checks the claims made about them; it adds
     // nothing to the diagram.
-    bool was_paused = trace_pause(true);
+    was_paused = trace_pause(true);
     printf("-- grouped-query attention, the notebook's einops steps as loops --\n");
     print_notebook_lines(&steps, out);
     if (lesson.heatmap) {
-        print_heatmap("attention (b, g, h)", steps.attention);
+        // One grid per key/value head h: batch 0, the first query head (g = 0)
+        // of each group, as attention[:1, :1] keeps them (the indices stay
+        // the tensor's own). All B*G*KV grids would run to hundreds of lines.
+        const Tensor *first_heads = narrow(narrow(steps.attention, 0, 0, 1), 1, 0, 1);
+        printf("(batch 0, query head g = 0 of each group h: attention[:1, :1])\n");
+        print_heatmap("attention (b, g, h)", first_heads);                   // (1, 1, KV, N, S)
     }
     printf("out[0, 0, :, :4]\n%s\n\n", first_token_str(out));
     show_head_pairing(heads, kv_heads);
@@ -652,6 +725,7 @@ int main(int argc, char **argv) {
     show_repeat_interleave(out, output);
     show_two_ends(query, key, value, out, output);
     show_kv_cache_bytes(heads, kv_heads, head_dim);
+    show_first_cell(query, key, value, out);
     trace_pause(was_paused);
     return lesson_finish(&lesson);
 }

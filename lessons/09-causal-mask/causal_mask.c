@@ -5,7 +5,7 @@
 //   key/value heads. Every query there could see every key, including keys
 //   that come LATER in the sequence. A language model that predicts the next
 //   token must not see the future, so each query position t is only allowed
-//   the key positions s <= t. That rule is the causal mask. Seed 001 builds
+//   the key positions s <= t. That rule is the causal mask. The GQA notebook builds
 //   it with torch.triu, puts it into its `GQA` module, and then shows the
 //   mask a single new query gets when earlier keys sit in a KV cache (the
 //   subject of lesson 10). We print its two masks, generalise the second one
@@ -21,7 +21,7 @@
 //   cache_len .. cache_len + q_len - 1 and the mask is
 //   triu(ones(q_len, cache_len + q_len), diagonal = 1 + cache_len).
 //
-// THE PYTORCH IT MIRRORS (seed 001, cells In[10]-In[12]; GQA is the notebook's class)
+// THE PYTORCH IT MIRRORS (the GQA notebook, cells In[10]-In[12]; GQA is its class)
 //   print(torch.triu(torch.ones(4, 4), diagonal=1))
 //   cache_len = 2
 //   print(torch.triu(torch.ones(1, 1 + cache_len), diagonal=1 + cache_len))
@@ -45,7 +45,8 @@
 //   - Row 0 of the weights is [1, 0, 0, ...]: the first token can only see
 //     itself, so all its attention goes to itself.
 //   - Changing the last token changes only the last output: 0 difference at
-//     every earlier position.
+//     every earlier position. With --train too: both runs then restart the
+//     generator, so their dropout drops the same weights.
 //   - The notebook's mask has 1 where attention is FORBIDDEN (fill where
 //     mask == 1); lesson 4's mask has 1 where it is ALLOWED (fill where
 //     mask == 0). Same pattern, opposite meaning.
@@ -66,15 +67,17 @@
 // key/value head) is g here, and lesson 8's g (place inside the group) is
 // r. The pairing is the same: query head i reads key/value head i / R.
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "attention.h"
 
 // --- the module: the notebook's GQA, causal -----------------------------------------
 
-// class GQA(nn.Module) of seed 001, In[10]. The notebook calls the number of
+// class GQA(nn.Module) of the GQA notebook, In[10]. The notebook calls the number of
 // key/value heads `num_groups`: G groups of R = H / G query heads, each group
 // sharing one key head and one value head.
 typedef struct {
@@ -140,7 +143,7 @@ static Tensor *GQA_forward(GQASteps *steps, const GQA *self, const Tensor *query
     // in place (with G = 1 or R = 1 it is a view, as in PyTorch).
     // Merging (G, R) row-major puts query head i = g * R + r on key head
     // g = i / R: heads 0..R-1 share key head 0, the next R key head 1.
-    // (That is repeat_interleave of seed 002, not repeat, and lesson 8's
+    // (That is repeat_interleave of the Attention 介绍 notes, not repeat, and lesson 8's
     // einops "(h g)" grouping, whose h is this g and whose g is this r.)
     int expand_ratio = H / G;   // R
     Shape every_head = shape4(batch_size, H, seq_len, D);
@@ -262,8 +265,13 @@ static float diff_of_positions(const Tensor *a, const Tensor *b, int from, int t
 // Causality, checked: change the last token of query, key and value and
 // run again. Outputs 0 .. T-2 never looked at position T-1 (their weight
 // on it was exactly 0), so they must not move at all.
-static void check_causality(const GQA *gqa, const Tensor *query, const Tensor *key,
-                            const Tensor *value, const Tensor *output) {
+// In train mode every call draws new dropout masks, and two runs with
+// different masks differ at every position for that reason alone (by 0.76
+// at the notebook's sizes): the check would say nothing about the mask. So
+// there both runs start from torch.manual_seed(seed) and draw the same
+// masks; then only the changed token differs between them.
+static void check_causality(const GQA *gqa, uint64_t seed, const Tensor *query,
+                            const Tensor *key, const Tensor *value, const Tensor *output) {
     int B = size(query, 0), T = size(query, 1), C = size(query, 2);
     Tensor *query2 = clone(query);                                            // (B, T, C)
     Tensor *key2 = clone(key);                                                // (B, T, C)
@@ -275,13 +283,26 @@ static void check_causality(const GQA *gqa, const Tensor *query, const Tensor *k
             *at3(value2, b, T - 1, c) += 1.0f;
         }
     }
+    const char *before = "output";   // what output2 is held against
+    if (gqa->training) {
+        manual_seed(seed);
+        output = GQA_forward(NULL, gqa, query, key, value);                   // (B, T, C)
+        manual_seed(seed);
+        before = "output1";
+    }
     const Tensor *output2 = GQA_forward(NULL, gqa, query2, key2, value2);     // (B, T, C)
     printf("add 1 to the last token of query, key and value, run again:\n");
+    if (gqa->training) {
+        printf("  (train mode: each call draws new dropout masks, so both runs start from\n"
+               "  torch.manual_seed(%" PRIu64 ") and draw the same ones: output1 = gqa(query, key, "
+               "value),\n  output2 = gqa(query2, key2, value2); with other masks every "
+               "position would differ)\n", seed);
+    }
     if (T > 1) {
-        printf("  max |output2 - output| at positions 0..%d: %g\n", T - 2,
+        printf("  max |output2 - %s| at positions 0..%d: %g\n", before, T - 2,
                (double)diff_of_positions(output2, output, 0, T - 1));
     }
-    printf("  max |output2 - output| at position %d: %.4f\n\n", T - 1,
+    printf("  max |output2 - %s| at position %d: %.4f\n\n", before, T - 1,
            (double)diff_of_positions(output2, output, T - 1, T));
 }
 
@@ -295,7 +316,7 @@ static void compare_conventions(void) {
     printf("-- two conventions for the same mask --\n");
     printf("scores = torch.tensor([[1., 2., 3.], [4., 5., 6.], [7., 8., 9.]])\n");
 
-    // Here (seed 001): 1 = forbidden, fill where mask == 1, with -inf.
+    // Here (the GQA notebook): 1 = forbidden, fill where mask == 1, with -inf.
     const Tensor *mask = triu(ones(shape2(3, 3)), 1);                         // (3, 3)
     const Tensor *forbidden = eq_scalar(mask, 1.0f);                          // (3, 3)
     const Tensor *filled_inf = masked_fill(scores, forbidden, -INFINITY);     // (3, 3)
@@ -304,7 +325,7 @@ static void compare_conventions(void) {
     printf("scores.masked_fill(mask == 1, float('-inf')).softmax(-1)\n%s\n",
            tensor_str(w_inf, NULL));
 
-    // Lesson 4 (seed 000, SelfAttV3): 1 = allowed, fill where mask == 0,
+    // Lesson 4 (SelfAttV3 of the Self Attention notebook): 1 = allowed, fill where mask == 0,
     // with -1e20. The causal "allowed" mask is the lower triangle, tril.
     // exp(-1e20 - max) underflows to exactly 0, so the weights are the same.
     const Tensor *keep = add(ones(shape2(3, 3)), mul_scalar(mask, -1.0f));    // (3, 3)
@@ -346,7 +367,8 @@ int main(int argc, char **argv) {
     SwitchFlag switches[] = {{"--train", &train, "training mode: dropout 0.1 on the weights"}};
     Lesson lesson = {
         .program = "lesson-9",
-        .summary = "causal-mask: the causal mask, with and without a cache, in seed 001's GQA",
+        .summary = "causal-mask: the causal mask, with and without a cache, in the GQA "
+                   "notebook's GQA",
         .sizes = sizes, .n_sizes = 5, .switches = switches, .n_switches = 1,
     };
     parse_lesson_args(&lesson, argc, argv);
@@ -361,7 +383,11 @@ int main(int argc, char **argv) {
     check_fits(&lesson, "w_query.weight (dim, dim)", shape2(dim, dim));
     lesson_start(&lesson);
 
+    // The masks are printed to be read; the --dot diagram is the module's
+    // dataflow, which builds its own mask.
+    bool was_paused = trace_pause(true);
     show_masks();
+    trace_pause(was_paused);
 
     // In[11], the notebook's example usage: gqa = GQA(embed_dim, num_heads,
     // num_groups).eval(); the weights are drawn first, then the three inputs.
@@ -380,7 +406,7 @@ int main(int argc, char **argv) {
     // the masks and the module's dataflow only.
     trace_pause(true);
     show_weights(steps.attn, output, lesson.heatmap);
-    check_causality(&gqa, query, key, value, output);
+    check_causality(&gqa, lesson.seed, query, key, value, output);
     compare_conventions();
     return lesson_finish(&lesson);
 }

@@ -9,7 +9,7 @@
 //   KV cache, and at each step project only the NEW token, append its key
 //   and value (the G key/value heads of GQA, before any repeat to H heads:
 //   that is why GQA makes the cache small) and attend over the whole cache.
-//   Seed 001's GQA_W_KVcache tries this and has three bugs; this is the
+//   The GQA notebook's GQA_W_KVcache tries this and has three bugs; this is the
 //   class fixed. We check it against the full causal forward, print what
 //   the cache costs in memory, then do what real decoders do instead of the
 //   notebook's expand().reshape(), which copies the whole cache into every
@@ -27,7 +27,7 @@
 //   The notebook builds K for all H heads, (B, H, L, D), by copying: 2*B*H*L*D
 //   floats (K and V) per step. Reading key head h / R in place copies none.
 //
-// THE PYTORCH IT MIRRORS (seed 001 In[13], GQA_W_KVcache with its bugs fixed)
+// THE PYTORCH IT MIRRORS (the notebook's In[13], GQA_W_KVcache with its bugs fixed)
 //   torch.manual_seed(seed)
 //   gqa = GQA_W_KVcache(dim, heads, kv_heads).eval()   # draws as GQA(...) does
 //   x = torch.randn(batch, prompt + new, dim)
@@ -43,6 +43,7 @@
 //   make lesson-10       flags: --batch 1 --prompt 4 --new 4 --dim 512 --heads 8
 //                        --kv-heads 2, --heatmap, --seed, --dump, --dot
 //   make lesson-10 ARGS=--bench    time generation with and without the cache
+//   make lesson-10 ARGS="--bench --dim 64"    the bench with the sizes given
 //
 // WHAT TO LOOK FOR
 //   - k_cache grows by one position per step and has kv_heads (2), not
@@ -65,7 +66,7 @@
 // Index letters: b batch, t position (s a key's), h query head, g key/value
 // head (a group), r query head inside a group: query head h = g*R + r reads
 // key/value head h / R; d one of a head's D numbers.
-// Coming from lesson 8: seed 001's module names things differently from
+// Coming from lesson 8: the notebook's module names things differently from
 // its einsum. Here G = num_groups counts the groups (= key/value heads,
 // lesson 8's KV) and R is a group's size (lesson 8's G); lesson 8's letter
 // h (key/value head) is g here. Same pairing: head i reads i / R.
@@ -83,7 +84,7 @@
 
 // --- the module: GQA_W_KVcache, fixed -------------------------------------------------
 
-// class GQA_W_KVcache(nn.Module), seed 001 In[13], fixed. The notebook's
+// class GQA_W_KVcache(nn.Module), the GQA notebook's In[13], fixed. The notebook's
 // k_cache/v_cache are tensors that torch.cat makes one step longer at every
 // call; here they are storage for `capacity` positions, made once by
 // GQA_W_KVcache_start_cache, of which the first cache_len are filled (as
@@ -298,9 +299,16 @@ static const char *cache_size_str(const Tensor *cache, int cache_len) {
 }
 
 // The reference: the whole sequence at once, no cache, causal mask (N, N).
+// The --dot diagram draws it as one step: its inside is lesson 9's module.
 static const Tensor *full_forward(GQA_W_KVcache *gqa, const Tensor *x, bool heatmap) {
     GQA_W_KVcacheSteps full;
+    bool was_paused = trace_pause(true);
     const Tensor *full_out = step(&full, gqa, x, 0, size(x, 1));              // (B, N, C)
+    trace_pause(was_paused);
+    char label[64];
+    snprintf(label, sizeof label, "gqa(x, x, x): no cache,\\ncausal mask (%d, %d)", size(x, 1),
+             size(x, 1));
+    trace1(label, full_out, x);
     named("full_out", full_out);
     printf("full_out = gqa(x, x, x), no cache: %s\n\n", size_str(full_out));
     if (heatmap) {
@@ -309,15 +317,29 @@ static const Tensor *full_forward(GQA_W_KVcache *gqa, const Tensor *x, bool heat
     return full_out;
 }
 
+// One decode step's lines: the output and the caches, and the output
+// against the full forward's row t.
+static void print_decode_step(const GQA_W_KVcache *gqa, const Tensor *out,
+                              const Tensor *full_out, int t) {
+    printf("token %d: out: %s, k_cache: %s, v_cache: %s\n", t, size_str(out),
+           cache_size_str(gqa->k_cache, gqa->cache_len),
+           cache_size_str(gqa->v_cache, gqa->cache_len));
+    printf("  max |out - full_out[:, %d]| = %.3g\n", t, (double)diff_at(out, full_out, t));
+}
+
 // Prefill the prompt in one call, then decode one token per call; each
 // output against the full forward's rows. Returns the outputs joined,
 // cached_out (B, N, C), and dumps it with the caches.
+// The --dot diagram draws the cache's storage and the FIRST decode step:
+// the prefill is the full forward's work on fewer tokens, and every later
+// step repeats the first one on a longer cache.
 static const Tensor *decode_with_cache(GQA_W_KVcache *gqa, const Tensor *x,
                                        const Tensor *full_out, int prompt) {
     int B = size(x, 0), N = size(x, 1), C = size(x, 2), P = prompt;
     // Prefill: the prompt in one call, with the ordinary causal mask; it
     // fills the cache with the prompt's keys and values.
     GQA_W_KVcache_start_cache(gqa, B, N);
+    bool was_paused = trace_pause(true);
     printf("gqa.use_cache = True\n");
     printf("-- prefill: the %d prompt tokens in one call --\n", P);
     const Tensor **outs = arena_alloc((size_t)(N - P + 1), sizeof *outs);
@@ -329,37 +351,32 @@ static const Tensor *decode_with_cache(GQA_W_KVcache *gqa, const Tensor *x,
     // Decode: one token per call. Only its query, key and value are
     // projected; its key and value are appended; it attends to the cache.
     printf("-- decode: one token per call --\n");
-    bool was_paused = false;
-    for (int t = P; t < N; t++) {   // t: the position of this step's token
+    trace_pause(was_paused);   // the diagram's step: drawn, and all it made is kept
+    outs[1] = step(NULL, gqa, x, P, 1);                                       // (B, 1, C)
+    trace_pause(true);
+    print_decode_step(gqa, outs[1], full_out, P);
+    for (int t = P + 1; t < N; t++) {   // t: the position of this step's token
         // The step's output is kept; all else it made is freed once it is
         // checked, so memory does not grow with the number of steps.
         Tensor *kept = zeros(shape3(B, 1, C));                                // (B, 1, C)
         size_t mark = arena_mark();
         const Tensor *out = step(NULL, gqa, x, t, 1);                         // (B, 1, C)
-        printf("token %d: out: %s, k_cache: %s, v_cache: %s\n", t, size_str(out),
-               cache_size_str(gqa->k_cache, gqa->cache_len),
-               cache_size_str(gqa->v_cache, gqa->cache_len));
-        printf("  max |out - full_out[:, %d]| = %.3g\n", t, (double)diff_at(out, full_out, t));
+        print_decode_step(gqa, out, full_out, t);
         for (int b = 0; b < B; b++) {
             memcpy(at3(kept, b, 0, 0), at3(out, b, 0, 0), (size_t)C * sizeof(float));
         }
         arena_release(mark);
         outs[t - P + 1] = kept;
-        if (t == P) {
-            // The diagram: the full forward, the prefill and this first
-            // step; the later steps repeat it on a longer cache.
-            was_paused = trace_pause(true);
-        }
     }
     const Tensor *cached_out = cat(outs, N - P + 1, 1);                       // (B, N, C)
-    const Tensor *k_cache = clone(gqa->k_cache);                              // (B, N, G, D)
-    const Tensor *v_cache = clone(gqa->v_cache);                              // (B, N, G, D)
-    // The dumps are the whole run's results, named where the diagram
-    // stopped (they show there without edges).
+    // The dumps are the whole run's results. The caches are the storage
+    // the diagram drew, now full; cached_out joins the step drawn with the
+    // prefill's output and the later steps', which it did not draw.
     trace_pause(was_paused);
+    trace1("torch.cat([prefill's out, this out, ...], 1)", cached_out, outs[1]);
     named("cached_out", cached_out);
-    named("k_cache", k_cache);
-    named("v_cache", v_cache);
+    named("k_cache", gqa->k_cache);                                           // (B, N, G, D)
+    named("v_cache", gqa->v_cache);                                           // (B, N, G, D)
 
     printf("cached_out = torch.cat(outs, dim=1): %s\n", size_str(cached_out));
     // Our loops add the same products in the same order whether a row is
@@ -620,9 +637,12 @@ static void show_no_copy(const GQA_W_KVcache *gqa, const Tensor *x, int prompt) 
 
 // --- --bench: what the cache saves, and what the copy costs, measured -----------------
 
-// The bench's model and generation: larger than the walk-through, small
-// enough that the whole bench runs in a few seconds on one core.
-enum { BENCH_DIM = 256, BENCH_HEADS = 8, BENCH_KV_HEADS = 2, BENCH_PROMPT = 16,
+// The bench's model and generation by default: larger than the walk-through
+// (a 4-token prompt and 4 new tokens measure nothing), small enough that the
+// whole bench runs in a few seconds on one core. A size flag given on the
+// command line replaces its default (use_bench_sizes in main); the appends and
+// the long cache keep their lengths.
+enum { BENCH_BATCH = 1, BENCH_DIM = 256, BENCH_HEADS = 8, BENCH_KV_HEADS = 2, BENCH_PROMPT = 16,
        BENCH_NEW = 200, BENCH_APPENDS = 2048, BENCH_LONG_CACHE = 2048, BENCH_LONG_STEPS = 50 };
 
 static double now_seconds(void) {
@@ -764,9 +784,9 @@ static double time_copy_alone(const GQA_W_KVcache *gqa, int positions, int steps
     return (now_seconds() - start) / steps;
 }
 
-static void bench(void) {
-    int B = 1, C = BENCH_DIM, H = BENCH_HEADS, G = BENCH_KV_HEADS, D = C / H, R = H / G;
-    int P = BENCH_PROMPT, N = BENCH_PROMPT + BENCH_NEW;
+static void bench(const Sizes *n) {
+    int B = n->batch, C = n->dim, H = n->heads, G = n->kv_heads, D = C / H, R = H / G;
+    int P = n->prompt, N = n->prompt + n->new_tokens;
     printf("-- bench: batch %d, dim %d, heads %d, kv_heads %d (head_dim %d), prompt %d, "
            "then %d new tokens --\n", B, C, H, G, D, P, N - P);
     GQA_W_KVcache gqa = GQA_W_KVcache_init(C, H, G);
@@ -795,7 +815,7 @@ static void bench(void) {
     // (o_proj). T queries against L keys cost 4*H*D*T*L (scores, then
     // weights @ V). Recomputing position t runs L = t + 1 tokens: L*Pt +
     // 4HD*L^2. The cache runs 1 token against L keys: Pt + 4HD*L, after a
-    // prefill of P*Pt + 4HD*P^2.
+    // prefill of P*Pt + 4HD*P^2. Each sequence of a batch costs as much.
     double Pt = 4.0 * C * C + 4.0 * C * G * D;
     double attention = 4.0 * H * D;
     double flops_full = 0.0, flops_cache = P * Pt + attention * P * P;
@@ -804,8 +824,14 @@ static void bench(void) {
         flops_full += L * Pt + attention * L * L;
         flops_cache += Pt + attention * L;
     }
+    flops_full *= B;
+    flops_cache *= B;
     printf("measured speedup of the cache: %.1fx\n", t_full / t_cache);
-    printf("FLOP model: Pt = 4*C*C + 4*C*G*D = %.0f per token, attention 4*H*D*T*L\n", Pt);
+    printf("FLOP model: Pt = 4*C*C + 4*C*G*D = %.0f per token, attention 4*H*D*T*L", Pt);
+    if (B > 1) {
+        printf("; both sums times batch = %d", B);
+    }
+    printf("\n");
     printf("  recompute: sum over t of (t+1)*Pt + 4*H*D*(t+1)^2            = %.3g FLOPs\n",
            flops_full);
     printf("  cache:     P*Pt + 4*H*D*P^2 + sum over t of Pt + 4*H*D*(t+1) = %.3g FLOPs\n",
@@ -897,6 +923,30 @@ static void bench(void) {
 
 // --- the lesson -------------------------------------------------------------------------
 
+// Is `flag` on the command line? parse_lesson_args has accepted every word,
+// and no value may start with "--", so a word equal to the flag is the flag.
+static bool flag_given(int argc, char **argv, const char *flag) {
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], flag) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// --bench's sizes: the flags given, and the bench's defaults for the rest.
+// A learner who types --bench --dim 64 expects a bench at dim 64, not a
+// silent one at 256; and one who types --bench alone, a bench worth
+// timing, not the walk-through's 4 + 4 tokens.
+static void use_bench_sizes(Sizes *n, int argc, char **argv) {
+    n->batch = flag_given(argc, argv, "--batch") ? n->batch : BENCH_BATCH;
+    n->prompt = flag_given(argc, argv, "--prompt") ? n->prompt : BENCH_PROMPT;
+    n->new_tokens = flag_given(argc, argv, "--new") ? n->new_tokens : BENCH_NEW;
+    n->dim = flag_given(argc, argv, "--dim") ? n->dim : BENCH_DIM;
+    n->heads = flag_given(argc, argv, "--heads") ? n->heads : BENCH_HEADS;
+    n->kv_heads = flag_given(argc, argv, "--kv-heads") ? n->kv_heads : BENCH_KV_HEADS;
+}
+
 int main(int argc, char **argv) {
     Sizes n = {.batch = 1, .prompt = 4, .new_tokens = 4, .dim = 512, .heads = 8, .kv_heads = 2};
     bool run_bench = false;
@@ -909,11 +959,12 @@ int main(int argc, char **argv) {
         {"--kv-heads", &n.kv_heads, "key/value heads (the notebook's num_groups)"},
     };
     SwitchFlag switches[] = {
-        {"--bench", &run_bench, "time generation with and without the cache (own sizes)"},
+        {"--bench", &run_bench, "time the cache (the bench's own sizes for flags not given)"},
     };
     Lesson lesson = {
         .program = "lesson-10",
-        .summary = "kv-cache: seed 001's GQA_W_KVcache, fixed, against the full causal forward",
+        .summary = "kv-cache: the GQA notebook's GQA_W_KVcache, fixed, against the full "
+                   "causal forward",
         .sizes = sizes, .n_sizes = 6, .switches = switches, .n_switches = 1,
     };
     parse_lesson_args(&lesson, argc, argv);
@@ -921,6 +972,9 @@ int main(int argc, char **argv) {
     // the lesson's dumps under the same names, and it draws no graph.
     if (run_bench && (lesson.dump_dir != NULL || lesson.dot_file != NULL)) {
         usage_error(&lesson, "--bench runs its own larger model; drop --dump and --dot");
+    }
+    if (run_bench) {
+        use_bench_sizes(&n, argc, argv);
     }
     check_divides(&lesson, "--heads", n.heads, "--dim", n.dim);
     check_divides(&lesson, "--kv-heads", n.kv_heads, "--heads", n.heads);
@@ -935,16 +989,21 @@ int main(int argc, char **argv) {
                shape4(n.batch, n.heads, N, N));
     check_fits(&lesson, "x (batch, prompt+new, dim)", shape3(n.batch, N, n.dim));
     check_fits(&lesson, "w_query.weight (dim, dim)", shape2(n.dim, n.dim));
+    if (run_bench) {   // its long cache, copied to every head: (B, H, L, D)
+        check_fits(&lesson, "the bench's long cache for every head (batch, heads, 2048, head_dim)",
+                   shape4(n.batch, n.heads, BENCH_LONG_CACHE, n.dim / n.heads));
+    }
     lesson_start(&lesson);
 
     if (run_bench) {
-        bench();   // its own sizes; --bench refuses --dot and --dump, so nothing traces it
+        bench(&n);   // --bench refuses --dot and --dump, so nothing traces it
         return lesson_finish(&lesson);
     }
 
     // The notebook's cell: the module, its input, the full forward, then
     // the same tokens through the cache.
-    printf("gqa = GQA_W_KVcache(%d, %d, %d).eval()   (seed 001's class, its 3 bugs fixed)\n",
+    printf("gqa = GQA_W_KVcache(%d, %d, %d).eval()   (the GQA notebook's class, its 3 bugs "
+           "fixed)\n",
            n.dim, n.heads, n.kv_heads);
     GQA_W_KVcache gqa = GQA_W_KVcache_init(n.dim, n.heads, n.kv_heads);
     gqa.training = false;   // .eval(): generation never uses dropout

@@ -23,14 +23,21 @@ and writes into tests/data/lesson06/<case>/:
                (all '<f4', C order)
   stdout.txt   every line of the lesson that PyTorch can print: the notebook's
                shape lines and the cell's result, then the numbers, strides,
-               view/reshape and fully-masked-row lines of the lesson's asides.
+               view/reshape and fully-masked-row lines of the lesson's asides,
+               the notebook's commented-out padding mask run in eval mode, and
+               the iThome Day 7 post's MyMultiHeadAttention on net's weights.
+  my_output.npy  what that class returns, (batch, seq, dim) (not a dump: the
+               tests run the lesson's MyMultiHeadAttention_forward on it)
 
 The build and the tests never run Python.
 """
+import contextlib
+import io
 import math
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from reference import record_cases, save, save_all, say, stdout_txt
 
@@ -47,9 +54,9 @@ DUMPS = {}      # name -> tensor, filled by the forward
 
 
 class MultiHeadAttention(nn.Module):
-    """The Self Attention notebook's class as written (the copy in the
-    Attention 介绍 notes has V = self.k_proj(X); here V comes from v_proj).
-    The forward also keeps its tensors in DUMPS."""
+    """The Self Attention notebook's class as written (the Attention 介绍 notes'
+    copy has V = self.k_proj(X); here V comes from v_proj). The forward also
+    keeps its tensors in DUMPS."""
 
     def __init__(self, hidden_dim, nums_head) -> None:
         super().__init__()
@@ -143,6 +150,102 @@ def asides(attention_mask, net, output, batch, seq, heads):
     say(f'with float("-inf") instead of -1e20 the row would be {row}')
 
 
+def commented_out_padding(batch, seq):
+    """The cell's commented-out rows [[0, 1], [0, 0], [1, 0]], for any size:
+    sentence b % 3 == 0 pads its first token, == 1 is all padding, == 2 pads
+    its last token."""
+    padding = torch.ones(batch, seq, dtype=torch.int64)
+    for b in range(batch):
+        if b % 3 == 0:
+            padding[b, 0] = 0
+        elif b % 3 == 1:
+            padding[b] = 0
+        else:
+            padding[b, -1] = 0
+    return padding
+
+
+def padding_mask(net, x, batch, seq, heads):
+    """The commented-out mask, run on net in eval mode."""
+    padding = commented_out_padding(batch, seq)
+    rows = padding.unsqueeze(1).unsqueeze(2)
+    attention_mask = rows.expand(batch, heads, seq, seq)
+    net.eval()
+    with contextlib.redirect_stdout(io.StringIO()):   # the forward's own shape lines
+        net(x, attention_mask)
+    say("padding (1 = a real token, 0 = padding):")
+    say(padding)
+    say(f"padding.unsqueeze(1).unsqueeze(2): {rows.shape}, stride {rows.stride()}")
+    say(f"attention_mask = padding.unsqueeze(1).unsqueeze(2).expand({batch}, {heads}, {seq}, "
+        f"{seq}): stride {attention_mask.stride()}")
+    say("net.eval(); attention_weight[:, 0], head 0:")
+    say(DUMPS["attention_weight"][:, 0])
+
+
+class MyMultiHeadAttention(nn.Module):
+    """The iThome Day 7 post's step 3, its typo aattn_scores fixed; `use_reshape`
+    picks the post's commented-out reshape line."""
+
+    def __init__(self, hidden_size, n_head):
+        super().__init__()
+        self.linear_q = nn.Linear(hidden_size, hidden_size)
+        self.linear_k = nn.Linear(hidden_size, hidden_size)
+        self.linear_v = nn.Linear(hidden_size, hidden_size)
+        self.linear_o = nn.Linear(hidden_size, hidden_size)
+        self.head_dim = hidden_size // n_head
+        self.scaling = self.head_dim ** -0.5
+        self.use_reshape = False
+
+    def forward(self, x: torch.Tensor):
+        B, L, D = x.shape
+        query = self.linear_q(x)
+        key = self.linear_k(x)
+        value = self.linear_v(x)
+        query = query.view(B, L, -1, self.head_dim).transpose(1, 2)
+        key = key.view(B, L, -1, self.head_dim).transpose(1, 2)
+        value = value.view(B, L, -1, self.head_dim).transpose(1, 2)
+        attn_scores = torch.matmul(query, key.transpose(2, 3)) * self.scaling
+        attn_weights = F.softmax(attn_scores, dim=-1)
+        attn_output = torch.matmul(attn_weights, value)
+        if self.use_reshape:
+            attn_output = attn_output.transpose(1, 2).reshape(B, L, -1)
+        else:
+            attn_output = attn_output.transpose(1, 2).contiguous().view(B, L, -1)
+        attn_output = self.linear_o(attn_output)
+        return attn_output
+
+
+def post_class(net, x, batch, seq, dim, heads):
+    """The post's class on net's weights, against net without a mask (eval)."""
+    my = MyMultiHeadAttention(dim, heads)
+    for mine, nets in (("linear_q", "q_proj"), ("linear_k", "k_proj"), ("linear_v", "v_proj"),
+                       ("linear_o", "o_proj")):
+        getattr(my, mine).load_state_dict(getattr(net, nets).state_dict())
+    net.eval()
+    viewed = my(x)
+    my.use_reshape = True
+    reshaped = my(x)
+    with contextlib.redirect_stdout(io.StringIO()):   # the forward's own shape lines
+        output = net(x)
+    head_dim = my.head_dim
+    say(f"my = MyMultiHeadAttention({dim}, {heads}), with net's q/k/v/o_proj as its "
+        "linear_q/k/v/o")
+    say(f"query.view({batch}, {seq}, -1, {head_dim}).transpose(1, 2): "
+        f"{my.linear_q(x).view(batch, seq, -1, head_dim).transpose(1, 2).shape}")
+    say(f"scaling = head_dim ** -0.5 = {my.scaling:.4f}: the scores * {my.scaling:.4f}, "
+        f"where net divides them by {math.sqrt(head_dim):.4f}")
+    say(f"torch.equal(my(x) with .contiguous().view({batch}, {seq}, -1), my(x) with "
+        f".reshape({batch}, {seq}, -1)): {torch.equal(viewed, reshaped)}")
+    if head_dim in (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536):
+        say(f"torch.equal(my(x), net.eval()(x)): {torch.equal(viewed, output)}   (no mask; "
+            f"{my.scaling:.4f} is a power of 2, so * scaling and / sqrt(head_dim) round alike)")
+    else:
+        say(f"torch.allclose(my(x), net.eval()(x)): {torch.allclose(viewed, output)}   (no "
+            f"mask; {my.scaling:.4f} is not a power of 2, so * scaling and / sqrt(head_dim) "
+            "may round the last bit apart)")
+    return viewed
+
+
 def record(directory, seed, batch, seq, dim, heads, train):
     DUMPS.clear()
     with stdout_txt(directory):
@@ -154,11 +257,15 @@ def record(directory, seed, batch, seq, dim, heads, train):
         output = net(x, attention_mask)
         say(output.shape)
         asides(attention_mask, net, output, batch, seq, heads)
+        dumps = dict(DUMPS)   # the demonstrations run the module again (eval, other masks)
+        padding_mask(net, x, batch, seq, heads)
+        my_output = post_class(net, x, batch, seq, dim, heads)
 
+    save(directory, "my_output", my_output)   # not a dump: the tests run the post's class
     save(directory, "attention_mask", attention_mask)
     save(directory, "x", x)
     save_all(directory, net.state_dict())
-    save_all(directory, DUMPS)
+    save_all(directory, dumps)
 
 
 def main():

@@ -13,7 +13,7 @@ torch.manual_seed(seed):
     K = torch.rand(batch, seq_k, dim)
     V = torch.rand(batch, seq_k, dim)
     attention_mask = torch.randint(0, 2, (batch, heads, seq_q, seq_k))
-    cross_attention = CrossAttention(dim, heads)       # the Self Attention notebook's
+    cross_attention = CrossAttention(dim, heads)       # the Self Attention notebook's class
     output = cross_attention(Q, K, V, attention_mask)  # .eval() unless the case trains
 
 and writes into tests/data/lesson07/<case>/:
@@ -23,7 +23,7 @@ and writes into tests/data/lesson07/<case>/:
                q_state k_state v_state output_mid (batch, heads, len, head_dim),
                attention_weight (after softmax, before dropout), output
                (all '<f4', C order)
-  stdout.txt   every line of the lesson that PyTorch (or Chen Ming's numpy)
+  stdout.txt   every line of the lesson that PyTorch (or the numpy of Chen Ming's post)
                can print: the notebook's sixteen shape lines, the numbers of
                batch 0, the BLIP-shaped run, the post's numpy shapes, and the
                self-attention run with its torch.equal line.
@@ -132,13 +132,13 @@ class MultiHeadAttention(nn.Module):
 
 
 def soft_max(z):
-    """Chen Ming's post's numpy softmax (no max subtracted)."""
+    """The numpy softmax of Chen Ming's post (no max subtracted)."""
     t = np.exp(z)
     return np.exp(z) / np.expand_dims(np.sum(t, axis=-1), -1)
 
 
-def seed003_numpy(Query, Key, Value, num_attention_heads):
-    """Chen Ming's post's numpy cross-attention, on one batch element."""
+def post_numpy(Query, Key, Value, num_attention_heads):
+    """The numpy cross-attention of Chen Ming's post, on one batch element."""
     values_length_q, hidden_size = Query.shape
     values_length_kv = Key.shape[0]
     attention_head_size = hidden_size // num_attention_heads
@@ -174,7 +174,7 @@ def asides(Q, K, V, attention_mask, cross_attention, output, heads):
     say(f"output = cross_attention(Q[:, :{text_len}], K, V)")
     cross_attention(Q[:, :text_len], K, V)
 
-    seed003_numpy(Q[0].numpy(), K[0].numpy(), V[0].numpy(), heads)
+    post_numpy(Q[0].numpy(), K[0].numpy(), V[0].numpy(), heads)
 
     say("output = cross_attention(Q, Q, Q)")
     self_output = cross_attention(Q, Q, Q)

@@ -13,18 +13,24 @@ torch.manual_seed(seed) and writes tests/data/lesson08/<case>/:
     out.npy                        true GQA, (batch, seq, heads, head_dim)
     out_group_sum.npy              the notebook's einsum, summed over g,
                                    (batch, seq, kv_heads, head_dim)
+    sdpa_bnhd.npy                  the notebook's first cell as written:
+                                   scaled_dot_product_attention on the
+                                   (b, n, h, d) tensors (key and value
+                                   repeated to every query head)
     stdout.txt                     the lines the PyTorch cell prints that
                                    the lesson prints identically
 
 The GQA notebook writes its steps with einops, which Debian does not package,
 so each step is the torch.einsum / permute / view it stands for, with the
-einops line above it (docs/08-gqa.md's code does the same). In einops a composed axis "(h g)" is enumerated in C order
-(g fastest), so "b (h g) n d -> b g h n d" is view(b, h, g, n, d) followed by
+einops line above it (docs/08-gqa.md's code does the same). In einops a
+composed axis "(h g)" is enumerated in C order (g fastest), so
+"b (h g) n d -> b g h n d" is view(b, h, g, n, d) followed by
 permute(0, 2, 1, 3, 4).
 """
 import math
 
 import torch
+import torch.nn.functional as F
 
 from reference import record_cases, save_all, stdout_txt
 
@@ -96,7 +102,7 @@ def group_sum_attention(query, key, value, lines):
 
 
 def repeat_interleave_attention(q, k, v):
-    """The middle of the Attention 介绍 notes' GroupQueryAttention.forward, no projections."""
+    """The middle of GroupQueryAttention.forward in the Attention 介绍 notes, no projections."""
     nums_head, nums_key_value_head, head_dim = q.shape[2], k.shape[2], q.shape[3]
     q = q.transpose(1, 2)
     k = k.transpose(1, 2)
@@ -129,8 +135,29 @@ def record(directory, seed, batch, seq, heads, kv_heads, head_dim):
         lines.append("%s (kv_heads = %d): 2 * %d * %d * 4 = %d bytes"
                      % (name, n, n, head_dim, 2 * n * head_dim * 4))
 
+    # The notebook's first cell: scaled_dot_product_attention on (b, n, h, d)
+    # tensors (public from PyTorch 2.0; 1.13 has F._scaled_dot_product_attention,
+    # which returns the weights too), with key and value repeated to every
+    # query head, against the call with the heads in front.
+    groups = heads // kv_heads
+    key_h = key.repeat_interleave(groups, dim=2)
+    value_h = value.repeat_interleave(groups, dim=2)
+    wrong, weights_wrong = F._scaled_dot_product_attention(query, key_h, value_h,
+                                                           need_attn_weights=True)
+    q, k, v = (t.transpose(1, 2) for t in (query, key_h, value_h))
+    right, weights = F._scaled_dot_product_attention(q, k, v, need_attn_weights=True)
+    right = right.transpose(1, 2)
+    lines.append(str(key_h.shape))
+    lines.append("the notebook's call: scaled_dot_product_attention(query, key, value)")
+    lines.append(str(wrong.shape))
+    lines.append("weights %s: at each position, heads attend to heads" % str(weights_wrong.shape))
+    lines.append("heads in front: q, k, v = (t.transpose(1, 2) for t in (query, key, value))")
+    lines.append("scaled_dot_product_attention(q, k, v).transpose(1, 2)")
+    lines.append(str(right.shape))
+    lines.append("weights %s: in each head, positions attend to positions" % str(weights.shape))
+
     save_all(directory, dict(query=query, key=key, value=value, out=out,
-                             out_group_sum=out_group_sum))
+                             out_group_sum=out_group_sum, sdpa_bnhd=wrong))
     with stdout_txt(directory):          # the lines collected above
         print("\n".join(lines))
     print("seed %d %s: max |out - repeat_interleave| = %.3g" % (

@@ -10,6 +10,7 @@ after torch.manual_seed(seed) and writes tests/data/lesson09/<case>/:
   <name>.npy   every name the lesson's --dump writes ('<f4'; the mask is the
                float tensor torch.triu(torch.ones(...)) makes, so '<f4' too)
   attn.npy     the attention weights (B, H, T, T), for the causal checks
+               (after dropout in the --train case)
   stdout.txt   the lines this script prints, which the lesson must print in
                the same order (tests/test_lesson09.c, lines_in_order)
 The GQA class is the GQA notebook's In[10], unchanged except that it keeps its
@@ -24,12 +25,13 @@ import torch.nn.functional as F
 
 from reference import record_cases, save_all, stdout_txt
 
-# case directory -> (seed, batch, seq, dim, heads, kv_heads)
+# case directory -> (seed, batch, seq, dim, heads, kv_heads, train)
 CASES = {
-    "seed0": (0, 4, 32, 512, 8, 2),        # the notebook's sizes
-    "seed7": (7, 2, 6, 32, 4, 2),          # small: randn of 384 elements
-    "seed3_tiny": (3, 1, 3, 4, 2, 1),      # randn of 12 elements (< 16: the other path)
-    "seed5_mha": (5, 2, 5, 16, 4, 4),      # kv_heads = heads: plain multi-head
+    "seed0": (0, 4, 32, 512, 8, 2, False),        # the notebook's sizes
+    "seed7": (7, 2, 6, 32, 4, 2, False),          # small: randn of 384 elements
+    "seed3_tiny": (3, 1, 3, 4, 2, 1, False),      # randn of 12 elements (< 16: the other path)
+    "seed5_mha": (5, 2, 5, 16, 4, 4, False),      # kv_heads = heads: plain multi-head
+    "seed7_train": (7, 2, 6, 32, 4, 2, True),     # --train: dropout, the causality check reseeds
 }
 
 
@@ -87,9 +89,9 @@ def show_masks():
     print()
 
 
-def run_gqa(batch, seq, dim, heads, kv_heads):
+def run_gqa(seed, batch, seq, dim, heads, kv_heads, train):
     print("-- the notebook's GQA module, causal --")
-    gqa = GQA(dim, heads, kv_heads).eval()
+    gqa = GQA(dim, heads, kv_heads).train(train)       # .eval() unless --train
     query = torch.randn(batch, seq, dim)
     key = torch.randn(batch, seq, dim)
     value = torch.randn(batch, seq, dim)
@@ -105,13 +107,22 @@ def run_gqa(batch, seq, dim, heads, kv_heads):
     query2[:, -1] += 1
     key2[:, -1] += 1
     value2[:, -1] += 1
+    before, name = output, "output"
+    if train:   # the same dropout masks for both runs: restart the generator
+        torch.manual_seed(seed)
+        before, name = gqa(query, key, value), "output1"
+        torch.manual_seed(seed)
     output2 = gqa(query2, key2, value2)
     print("add 1 to the last token of query, key and value, run again:")
+    if train:
+        print("  (train mode: each call draws new dropout masks, so both runs start from")
+        print(f"  torch.manual_seed({seed}) and draw the same ones: output1 = gqa(query, key, value),")
+        print("  output2 = gqa(query2, key2, value2); with other masks every position would differ)")
     if seq > 1:
-        earlier = (output2[:, :-1] - output[:, :-1]).abs().max().item()
-        print(f"  max |output2 - output| at positions 0..{seq - 2}: {earlier:g}")
-    print(f"  max |output2 - output| at position {seq - 1}: "
-          f"{(output2[:, -1] - output[:, -1]).abs().max().item():.4f}")
+        earlier = (output2[:, :-1] - before[:, :-1]).abs().max().item()
+        print(f"  max |output2 - {name}| at positions 0..{seq - 2}: {earlier:g}")
+    print(f"  max |output2 - {name}| at position {seq - 1}: "
+          f"{(output2[:, -1] - before[:, -1]).abs().max().item():.4f}")
     print()
     tensors = dict(gqa.state_dict())
     tensors.update(query=query, key=key, value=value, mask=gqa.mask, output=output, attn=attn)
@@ -139,23 +150,23 @@ def compare_conventions():
     print()
 
 
-def lesson(seed, batch, seq, dim, heads, kv_heads):
+def lesson(seed, batch, seq, dim, heads, kv_heads, train):
     """Everything the lesson prints that PyTorch can print; returns the tensors."""
     torch.manual_seed(seed)
     with torch.no_grad():   # inference: no autograd, so no grad_fn in the prints
         show_masks()
-        tensors = run_gqa(batch, seq, dim, heads, kv_heads)
+        tensors = run_gqa(seed, batch, seq, dim, heads, kv_heads, train)
         compare_conventions()
     return tensors
 
 
-def record(directory, seed, batch, seq, dim, heads, kv_heads):
+def record(directory, seed, batch, seq, dim, heads, kv_heads, train):
     with stdout_txt(directory):
-        tensors = lesson(seed, batch, seq, dim, heads, kv_heads)
+        tensors = lesson(seed, batch, seq, dim, heads, kv_heads, train)
     save_all(directory, tensors)
     with open(os.path.join(directory, "args.txt"), "w") as f:
         f.write(f"--seed {seed} --batch {batch} --seq {seq} --dim {dim} "
-                f"--heads {heads} --kv-heads {kv_heads}\n")
+                f"--heads {heads} --kv-heads {kv_heads}{' --train' if train else ''}\n")
 
 
 def main():

@@ -93,7 +93,8 @@ def cache_bytes(batch, positions, kv_heads, head_dim):
 def lesson(seed, batch, prompt, new, dim, heads, kv_heads):
     torch.manual_seed(seed)
     N = prompt + new
-    print(f"gqa = GQA_W_KVcache({dim}, {heads}, {kv_heads}).eval()   (seed 001's class, its 3 bugs fixed)")
+    print(f"gqa = GQA_W_KVcache({dim}, {heads}, {kv_heads}).eval()   "
+          "(the GQA notebook's class, its 3 bugs fixed)")
     gqa = GQA_W_KVcache(dim, heads, kv_heads).eval()
     x = torch.randn(batch, N, dim)
     print("x:", x.shape)
