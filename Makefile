@@ -65,6 +65,7 @@ lesson-%: $$(BUILD)/$$(call lesson_dir,$$*)
 # torch; without it, it says what is missing and exits 2. Not part of make test.
 PYTHON ?= python3
 compare-%: $$(BUILD)/$$(call lesson_dir,$$*)
+	@test -n "$(call lesson_dir,$*)" || { echo "no lesson $* in lessons/"; exit 2; }
 	@command -v $(PYTHON) > /dev/null || { echo "make compare-$*: needs $(PYTHON) with torch; $(PYTHON) is missing"; exit 2; }
 	@$(PYTHON) tools/compare.py ./$< docs/$(notdir $(call lesson_dir,$*)).md $(ARGS)
 
