@@ -317,6 +317,17 @@ typedef struct {
     int count;
 } Problems;
 
+static void clear_problems(Problems *p) {
+    p->used = 0;
+    p->count = 0;
+}
+
+// The start of every scan of the repository: its files, and no problems yet.
+static void start_scan(FileList *files, Problems *p) {
+    repository_files(files);
+    clear_problems(p);
+}
+
 static void problem(Problems *p, const char *format, ...) __attribute__((format(printf, 2, 3)));
 static void problem(Problems *p, const char *format, ...) {
     p->count += 1;
@@ -403,10 +414,8 @@ static void check_parent_paths(Problems *p, const FileList *files, const char *p
 
 START_TEST(test_relative_links_and_paths_stay_inside) {
     static FileList files;
-    repository_files(&files);
     static Problems p;
-    p.used = 0;
-    p.count = 0;
+    start_scan(&files, &p);
     for (int i = 0; i < files.count; i++) {
         const char *path = files.path[i];
         if (!is_checked_text(path)) {
@@ -430,10 +439,8 @@ START_TEST(test_nothing_points_at_the_folder_outside) {
     const char *const forbidden[] = {"shared" "/seeds", "shared" "/reference", "../" "shared",
                                      "/work/" "shared"};
     static FileList files;
-    repository_files(&files);
     static Problems p;
-    p.used = 0;
-    p.count = 0;
+    start_scan(&files, &p);
     for (int i = 0; i < files.count; i++) {
         const char *path = files.path[i];
         if (starts_with(path, "tests/data/") || ends_with(path, ".npy")) {
@@ -541,8 +548,7 @@ START_TEST(test_quoted_output_is_the_lessons) {
     const char *names[MAX_LESSONS];
     int count = lesson_dirs(names);
     static Problems p;
-    p.used = 0;
-    p.count = 0;
+    clear_problems(&p);
     for (int i = 0; i < count; i++) {
         const char *page_path = path_join("docs/%s.md", names[i]);
         Lines page = split_lines(read_text(page_path));
