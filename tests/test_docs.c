@@ -299,8 +299,9 @@ static bool has_anchor(const char *path, const char *anchor) {
             if (hashes <= 6 && line[hashes] == ' ') {
                 const char *a = heading_anchor(line + hashes + 1, len - hashes - 1);
                 size_t n = strlen(a);
-                if (strcmp(a, anchor) == 0 ||
-                    (strncmp(a, anchor, n) == 0 && anchor[n] == '-' && isdigit((unsigned char)anchor[n + 1]))) {
+                bool repeated = strncmp(a, anchor, n) == 0 && anchor[n] == '-' &&
+                                isdigit((unsigned char)anchor[n + 1]);
+                if (strcmp(a, anchor) == 0 || repeated) {
                     return true;
                 }
             }
@@ -552,7 +553,8 @@ START_TEST(test_quoted_output_is_the_lessons) {
     for (int i = 0; i < count; i++) {
         const char *page_path = path_join("docs/%s.md", names[i]);
         Lines page = split_lines(read_text(page_path));
-        RunResult help = run_program(lesson_binary(names[i]), (const char *const[]){"--help", NULL});
+        RunResult help =
+            run_program(lesson_binary(names[i]), (const char *const[]){"--help", NULL});
         Lines runs[2] = {lesson_output(names[i], "")};
         int n_runs = 1;
         if (strstr(help.out, "  --train ") != NULL) {
