@@ -60,6 +60,15 @@ lesson-%: $$(BUILD)/$$(call lesson_dir,$$*)
 	@test -n "$(call lesson_dir,$*)" || { echo "no lesson $* in lessons/"; exit 2; }
 	@./$< $(ARGS)
 
+# make compare-N ARGS="...": lesson N and the PyTorch code on its page, run with the
+# same flags, every printed number compared (tools/compare.py). Needs python3 with
+# torch; without it, it says what is missing and exits 2. Not part of make test.
+PYTHON ?= python3
+compare-%: $$(BUILD)/$$(call lesson_dir,$$*)
+	@test -n "$(call lesson_dir,$*)" || { echo "no lesson $* in lessons/"; exit 2; }
+	@command -v $(PYTHON) > /dev/null || { echo "make compare-$*: needs $(PYTHON) with torch; $(PYTHON) is missing"; exit 2; }
+	@$(PYTHON) tools/compare.py ./$< docs/$(notdir $(call lesson_dir,$*)).md $(ARGS)
+
 # Every lesson in order, with its default flags.
 lessons: $(LESSON_BINS)
 	@for bin in $(LESSON_BINS); do \
@@ -131,6 +140,7 @@ help:
 	@echo "make                build every lesson (and the tests, if check is installed)"
 	@echo "make lesson-N       build and run lesson N (1-$(words $(LESSON_DIRS))); ARGS=\"--seed 7\" passes flags"
 	@echo "make lessons        run every lesson in order"
+	@echo "make compare-N      lesson N against its page's PyTorch code, number by number (needs torch)"
 	@echo "make test           build and run the tests (installs check if it is missing)"
 	@echo "make sanitize       run every lesson and test under ASan + UBSan"
 	@echo "make valgrind       run every lesson and test under valgrind"

@@ -11,7 +11,7 @@
 //
 //          Tensor *Name_forward(NameSteps *steps, const Name *self, inputs...);
 //
-//      Outputs first, then the module, then the inputs (STYLE.md rule 6).
+//      Outputs first, then the module, then the inputs, as everywhere here.
 //      It returns what the notebook's forward returns. `steps` may be NULL;
 //      when it is not, the forward keeps there the notebook's local
 //      variables the lesson prints afterwards (Q, K, V, att_weight, ...).

@@ -18,7 +18,7 @@ static const char *parameter_name(const char *module, const char *parameter) {
     return text;
 }
 
-// PyTorch's Linear.reset_parameters (TORCH_RNG.md section 3):
+// PyTorch's Linear.reset_parameters (docs/pytorch-rng.md section 3):
 //   kaiming_uniform_(weight, a=sqrt(5)) -> uniform(-wb, wb),
 //       wb = sqrt(3) * gain / sqrt(in),  gain = sqrt(2 / (1 + a^2))
 //   bias -> uniform(-1/sqrt(in), 1/sqrt(in))

@@ -372,7 +372,7 @@ Tensor *repeat_interleave(const Tensor *t, int repeats, int dim) {
 // --- dropout -----------------------------------------------------------------------------------
 
 // PyTorch on the CPU: noise = bernoulli(1 - p) (1.0 or 0.0 per element,
-// row-major), noise /= (1 - p), out = t * noise (TORCH_RNG.md section 6).
+// row-major), noise /= (1 - p), out = t * noise (docs/pytorch-rng.md section 6).
 // Dividing the survivors by 1 - p keeps the expected value of each
 // element unchanged, so eval mode (no dropout) needs no rescaling.
 const Tensor *dropout(const Tensor *t, double p, bool training) {

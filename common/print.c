@@ -1,8 +1,8 @@
 // print.c - the text of PyTorch's print(t), byte for byte.
 //
 // The rules are PyTorch 1.13's torch/_tensor_str.py with default options;
-// ../shared/reference/TORCH_PRINT.md states them (section numbers below
-// refer to it). The work follows its section 10 checklist:
+// docs/pytorch-print.md states them, with examples (section numbers below
+// refer to it). The work follows its section 10:
 //
 //   1. collect the printed elements P (only the shown ones when the tensor
 //      is summarised with "..."),

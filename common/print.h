@@ -3,7 +3,7 @@
 // tensor_str(t, NULL) is the text of `print(t)` with default print options
 // (precision 4, threshold 1000, edgeitems 3, linewidth 80), so a lesson's
 // output can be diffed against the notebook's. The rules are in
-// ../shared/reference/TORCH_PRINT.md. It returns an arena string. (print(t.shape) is size_str in tensor.h.)
+// docs/pytorch-print.md. It returns an arena string. (print(t.shape) is size_str in tensor.h.)
 #ifndef PRINT_H
 #define PRINT_H
 

@@ -3,8 +3,8 @@
 // Why bother? A lesson is only checkable against its notebook if it starts
 // from the same numbers: torch.manual_seed(0); torch.rand(3, 2, 4) must give
 // the same 24 floats here as in Python, down to the last bit. So this file
-// copies, step by step, what PyTorch does. The facts come from
-// ../shared/reference/TORCH_RNG.md; "(§5b)" below points into it.
+// copies, step by step, what PyTorch does. docs/pytorch-rng.md explains
+// each step with numbers to check; "(§5b)" below points into it.
 //
 // The pieces, bottom up:
 //   mt19937                 the engine: 32-bit words from a 624-word state (§1)
@@ -218,7 +218,7 @@ static void normal_serial_fill(float *data, long n, double mean, double std) {
 // uses the Cephes polynomials of avx_mathfun.h. They are not glibc's logf
 // and sinf, so their last bits differ, and we must copy them exactly: the
 // same float constants, and fmaf() wherever GCC fused the vector multiply
-// and add when it compiled PyTorch (the comments of §5b list them).
+// and add when it compiled PyTorch (§5b lists where).
 
 // Cephes log for x in [2^-24, 1] (§5b LOG). Write x = m * 2^e with m in
 // [sqrt(1/2), sqrt(2)); then log x = e ln 2 + log(m), and log(m) comes from

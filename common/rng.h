@@ -3,9 +3,9 @@
 // After manual_seed(s), the functions below return exactly the numbers
 // torch.rand / torch.randn / torch.randint / nn.Linear / dropout return
 // after torch.manual_seed(s), provided they are called in the same order.
-// The algorithms are in ../shared/reference/TORCH_RNG.md (section numbers in
-// the comments of rng.c). Like PyTorch there is one default generator for
-// the whole program.
+// docs/pytorch-rng.md explains the algorithms (rng.c's comments give its
+// section numbers). Like PyTorch there is one default generator for the
+// whole program.
 #ifndef RNG_H
 #define RNG_H
 

@@ -1,16 +1,29 @@
 // test_docs.c - the docs cannot drift from the code: every lesson has its
 // page, the page embeds the lesson's diagram, the committed diagram source
 // (docs/diagrams/NN-name.dot) is exactly what the lesson's --dot writes
-// now, and the README's table links the lesson and its page.
+// now, the README's table links the lesson and its page, each page has the
+// one PyTorch block that make compare-N runs, and every output a page quotes
+// is what the lesson prints now.
+//
+// And the repository stands alone: every relative link of a Markdown file
+// (and its #anchor) and every ../ path in any file leads to a file or a
+// heading inside the repository, and nothing names the notes' folder that
+// lives outside it.
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 
+#include <ctype.h>
 #include <dirent.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_LESSONS 32
+#define MAX_FILES 4096
 
 static int compare_names(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -97,6 +110,509 @@ START_TEST(test_readme_links_every_lesson) {
 }
 END_TEST
 
+// Each lesson page has exactly one block for make compare-N: the line
+// "<!-- make compare-N runs the next block -->" right before a ```python
+// fence (tools/compare.py finds it the same way).
+START_TEST(test_every_page_has_one_compare_block) {
+    const char *names[MAX_LESSONS];
+    int count = lesson_dirs(names);
+    for (int i = 0; i < count; i++) {
+        const char *page_path = path_join("docs/%s.md", names[i]);
+        const char *page = read_text(page_path);
+        const char *marker = path_join("\n<!-- make compare-%d runs the next block -->\n",
+                                       atoi(names[i]));
+        const char *first = strstr(page, marker);
+        ck_assert_msg(first != NULL, "%s has no line '%s'", page_path, marker + 1);
+        ck_assert_msg(strstr(first + 1, marker) == NULL, "%s has the compare marker twice",
+                      page_path);
+        ck_assert_msg(strncmp(first + strlen(marker), "```python\n", 10) == 0,
+                      "%s: the line after the compare marker is not ```python", page_path);
+    }
+}
+END_TEST
+
+// --- the repository stands alone ------------------------------------------------
+
+// The files to check: git's list (tracked, plus new files not ignored) when
+// git is there, else every file under the root except build output.
+typedef struct {
+    const char *path[MAX_FILES];
+    int count;
+} FileList;
+
+static void add_file(FileList *files, const char *path) {
+    ck_assert_msg(files->count < MAX_FILES, "more than %d files", MAX_FILES);
+    size_t n = strlen(path);
+    char *copy = arena_alloc(n + 1, 1);
+    memcpy(copy, path, n + 1);
+    files->path[files->count] = copy;
+    files->count += 1;
+}
+
+static void walk_tree(FileList *files, const char *dir) {
+    DIR *d = opendir(dir[0] != '\0' ? dir : ".");
+    ck_assert_msg(d != NULL, "cannot list %s", dir);
+    struct dirent *entry;
+    while ((entry = readdir(d)) != NULL) {
+        const char *n = entry->d_name;
+        if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0 || strcmp(n, ".git") == 0 ||
+            (dir[0] == '\0' && (strcmp(n, "build") == 0 || strcmp(n, "out") == 0))) {
+            continue;
+        }
+        const char *path = dir[0] != '\0' ? path_join("%s/%s", dir, n) : path_join("%s", n);
+        struct stat st;
+        ck_assert(stat(path, &st) == 0);
+        if (S_ISDIR(st.st_mode)) {
+            walk_tree(files, path);
+        } else {
+            add_file(files, path);
+        }
+    }
+    closedir(d);
+}
+
+static void repository_files(FileList *files) {
+    files->count = 0;
+    FILE *git = popen("git ls-files --cached --others --exclude-standard 2>/dev/null", "r");
+    if (git != NULL) {
+        char line[4096];
+        while (fgets(line, sizeof line, git) != NULL) {
+            line[strcspn(line, "\n")] = '\0';
+            if (access(line, R_OK) == 0) {      // a file deleted but not yet committed is gone
+                add_file(files, line);
+            }
+        }
+        if (pclose(git) != 0) {
+            files->count = 0;                   // not a git checkout: walk the tree
+        }
+    }
+    if (files->count == 0) {
+        walk_tree(files, "");
+    }
+    ck_assert_msg(files->count > 0, "found no files");
+}
+
+static bool starts_with(const char *s, const char *prefix) {
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+// Recorded data and rendered diagrams are not text anyone writes links in.
+static bool is_checked_text(const char *path) {
+    return !starts_with(path, "tests/data/") && !ends_with(path, ".svg") &&
+           !ends_with(path, ".npy");
+}
+
+// `target` (as written in `from`) resolved against from's directory, with
+// "." and ".." taken out: from docs/x.md, one level up and then lessons/a is
+// lessons/a. NULL when the path climbs above the repository's root.
+static const char *resolve(const char *from, const char *target, size_t target_len) {
+    const char *slash = strrchr(from, '/');
+    size_t dir_len = slash != NULL ? (size_t)(slash - from) : 0;
+    size_t cap = dir_len + target_len + 2;
+    char *joined = arena_alloc(cap, 1);
+    snprintf(joined, cap, "%.*s%s%.*s", (int)dir_len, from, dir_len > 0 ? "/" : "",
+             (int)target_len, target);
+    char *out = arena_alloc(cap, 1);
+    size_t used = 0;
+    for (char *part = strtok(joined, "/"); part != NULL; part = strtok(NULL, "/")) {
+        if (strcmp(part, ".") == 0) {
+            continue;
+        }
+        if (strcmp(part, "..") == 0) {
+            if (used == 0) {
+                return NULL;
+            }
+            while (used > 0 && out[used - 1] != '/') {
+                used -= 1;
+            }
+            used -= used > 0;                   // the '/' before the dropped part
+            continue;
+        }
+        used += (size_t)snprintf(out + used, cap - used, "%s%s", used > 0 ? "/" : "", part);
+    }
+    out[used] = '\0';
+    return out;
+}
+
+// A file of the list, or a directory holding one.
+static bool exists_in(const FileList *files, const char *path) {
+    size_t n = strlen(path);
+    for (int i = 0; i < files->count; i++) {
+        const char *f = files->path[i];
+        if (strcmp(f, path) == 0 || n == 0 || (strncmp(f, path, n) == 0 && f[n] == '/')) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// GitHub's anchor for a heading: lower case, spaces to '-', punctuation
+// dropped (ASCII, and the CJK and typographic marks these pages use),
+// other letters kept.
+static const char *heading_anchor(const char *heading, size_t len) {
+    static const char *const dropped[] = {"“", "”", "‘", "’", "、", "，", "。", "：", "（", "）",
+                                          "—", "–", "·", "×", "→", "…", "《", "》"};
+    char *out = arena_alloc(len + 1, 1);
+    size_t used = 0;
+    for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)heading[i];
+        if (c < 0x80) {
+            if (isalnum(c) || c == '-' || c == '_') {
+                out[used++] = (char)tolower(c);
+            } else if (c == ' ') {
+                out[used++] = '-';
+            }
+            i += 1;
+            continue;
+        }
+        size_t width = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+        bool drop = false;
+        for (size_t k = 0; k < sizeof dropped / sizeof dropped[0]; k++) {
+            drop = drop || strncmp(heading + i, dropped[k], strlen(dropped[k])) == 0;
+        }
+        for (size_t k = 0; k < width && !drop && i + k < len; k++) {
+            out[used++] = heading[i + k];
+        }
+        i += width;
+    }
+    out[used] = '\0';
+    return out;
+}
+
+// Does Markdown file `path` have a heading whose anchor is `anchor`? (A
+// repeated heading gets "-1", "-2", ...: those are accepted too.)
+static bool has_anchor(const char *path, const char *anchor) {
+    const char *text = read_text(path);
+    bool in_fence = false;
+    for (const char *line = text; *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        size_t len = end != NULL ? (size_t)(end - line) : strlen(line);
+        if (starts_with(line, "```")) {
+            in_fence = !in_fence;
+        } else if (!in_fence && line[0] == '#') {
+            size_t hashes = strspn(line, "#");
+            if (hashes <= 6 && line[hashes] == ' ') {
+                const char *a = heading_anchor(line + hashes + 1, len - hashes - 1);
+                size_t n = strlen(a);
+                bool repeated = strncmp(a, anchor, n) == 0 && anchor[n] == '-' &&
+                                isdigit((unsigned char)anchor[n + 1]);
+                if (strcmp(a, anchor) == 0 || repeated) {
+                    return true;
+                }
+            }
+        }
+        line += len + (end != NULL);
+    }
+    return false;
+}
+
+// Problems found, one per line, reported all at once.
+typedef struct {
+    char text[8192];
+    size_t used;
+    int count;
+} Problems;
+
+static void clear_problems(Problems *p) {
+    p->used = 0;
+    p->count = 0;
+}
+
+// The start of every scan of the repository: its files, and no problems yet.
+static void start_scan(FileList *files, Problems *p) {
+    repository_files(files);
+    clear_problems(p);
+}
+
+static void problem(Problems *p, const char *format, ...) __attribute__((format(printf, 2, 3)));
+static void problem(Problems *p, const char *format, ...) {
+    p->count += 1;
+    if (p->used + 200 >= sizeof p->text) {
+        return;
+    }
+    va_list args;
+    va_start(args, format);
+    p->used += (size_t)vsnprintf(p->text + p->used, sizeof p->text - p->used, format, args);
+    va_end(args);
+    p->used += (size_t)snprintf(p->text + p->used, sizeof p->text - p->used, "\n");
+}
+
+// One relative reference `target` (a link's target, or a ../ path) written in `from`.
+static void check_reference(Problems *p, const FileList *files, const char *from, int line,
+                            const char *target, size_t len) {
+    const char *hash = memchr(target, '#', len);
+    size_t path_len = hash != NULL ? (size_t)(hash - target) : len;
+    const char *resolved = path_len > 0 ? resolve(from, target, path_len) : from;
+    if (resolved == NULL) {
+        problem(p, "%s:%d: %.*s leaves the repository", from, line, (int)len, target);
+    } else if (!exists_in(files, resolved)) {
+        problem(p, "%s:%d: %.*s leads nowhere (no %s)", from, line, (int)len, target, resolved);
+    } else if (hash != NULL && ends_with(resolved, ".md")) {
+        const char *anchor = path_join("%.*s", (int)(len - path_len - 1), hash + 1);
+        if (!has_anchor(resolved, anchor)) {
+            problem(p, "%s:%d: %.*s: %s has no heading #%s", from, line, (int)len, target,
+                    resolved, anchor);
+        }
+    }
+}
+
+// Every Markdown link [text](target) outside code: a relative target must
+// exist in the repository, and so must its #anchor.
+static void check_markdown_links(Problems *p, const FileList *files, const char *path) {
+    const char *text = read_text(path);
+    bool in_fence = false;
+    int number = 1;
+    for (const char *line = text; *line != '\0'; number++) {
+        const char *end = strchr(line, '\n');
+        size_t len = end != NULL ? (size_t)(end - line) : strlen(line);
+        if (starts_with(line, "```")) {
+            in_fence = !in_fence;
+        } else if (!in_fence) {
+            bool in_code = false;
+            for (size_t i = 0; i + 1 < len; i++) {
+                in_code = line[i] == '`' ? !in_code : in_code;
+                if (in_code || line[i] != ']' || line[i + 1] != '(') {
+                    continue;
+                }
+                const char *target = line + i + 2;
+                size_t n = strcspn(target, ") \n");
+                bool external = memchr(target, ':', n) != NULL;    // https:, mailto:
+                if (!external && n > 0) {
+                    check_reference(p, files, path, number, target, n);
+                }
+            }
+        }
+        line += len + (end != NULL);
+    }
+}
+
+// Every ../ path in any text file (code comments, includes, pages) must
+// resolve inside the repository to something that exists.
+static void check_parent_paths(Problems *p, const FileList *files, const char *path) {
+    const char *text = read_text(path);
+    int number = 1;
+    for (const char *c = text; *c != '\0'; c++) {
+        if (*c == '\n') {
+            number += 1;
+        }
+        bool starts = starts_with(c, "../") && (c == text || strchr(" \t\"'`(<[=", c[-1]) != NULL);
+        if (!starts) {
+            continue;
+        }
+        size_t n = strspn(c, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-");
+        while (n > 3 && (c[n - 1] == '.' || c[n - 1] == ',')) {
+            n -= 1;                             // the end of a sentence, not of the path
+        }
+        check_reference(p, files, path, number, c, n);
+        c += n - 1;
+    }
+}
+
+START_TEST(test_relative_links_and_paths_stay_inside) {
+    static FileList files;
+    static Problems p;
+    start_scan(&files, &p);
+    for (int i = 0; i < files.count; i++) {
+        const char *path = files.path[i];
+        if (!is_checked_text(path)) {
+            continue;
+        }
+        if (ends_with(path, ".md")) {
+            check_markdown_links(&p, &files, path);
+        }
+        check_parent_paths(&p, &files, path);
+    }
+    ck_assert_msg(p.count == 0, "%d links or paths lead outside the repository or nowhere:\n%s",
+                  p.count, p.text);
+}
+END_TEST
+
+// The notes and the generator's and printer's references used to live in a
+// folder beside the repository. Nothing may point there any more: what the
+// repository needs is in docs/ (sources.md, pytorch-rng.md, pytorch-print.md).
+START_TEST(test_nothing_points_at_the_folder_outside) {
+    // Spelled in two pieces so that this file does not match itself.
+    const char *const forbidden[] = {"shared" "/seeds", "shared" "/reference", "../" "shared",
+                                     "/work/" "shared"};
+    static FileList files;
+    static Problems p;
+    start_scan(&files, &p);
+    for (int i = 0; i < files.count; i++) {
+        const char *path = files.path[i];
+        if (starts_with(path, "tests/data/") || ends_with(path, ".npy")) {
+            continue;
+        }
+        const char *text = read_text(path);
+        for (size_t k = 0; k < sizeof forbidden / sizeof forbidden[0]; k++) {
+            if (strstr(text, forbidden[k]) != NULL) {
+                problem(&p, "%s mentions %s", path, forbidden[k]);
+            }
+        }
+    }
+    ck_assert_msg(p.count == 0, "%d files point outside the repository:\n%s", p.count, p.text);
+}
+END_TEST
+
+// --- quoted output -----------------------------------------------------------------
+
+// A text cut into lines (arena strings, without their '\n').
+typedef struct {
+    const char **line;
+    int count;
+} Lines;
+
+static Lines split_lines(const char *text) {
+    int n = 1;
+    for (const char *c = text; *c != '\0'; c++) {
+        n += *c == '\n';
+    }
+    Lines lines = {arena_alloc((size_t)n, sizeof(const char *)), 0};
+    for (const char *line = text; *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        size_t len = end != NULL ? (size_t)(end - line) : strlen(line);
+        lines.line[lines.count++] = path_join("%.*s", (int)len, line);
+        line += len + (end != NULL);
+    }
+    return lines;
+}
+
+static bool is_blank(const char *line) { return line[strspn(line, " ")] == '\0'; }
+
+static bool is_elision(const char *line) {
+    const char *t = line + strspn(line, " ");
+    return strcmp(t, "...") == 0;
+}
+
+static bool has_line(const Lines *out, const char *line) {
+    for (int k = 0; k < out->count; k++) {
+        if (strcmp(out->line[k], line) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// Do block lines [from, to) appear in `out` as runs of consecutive lines, in
+// order, a line "..." standing for lines left out? Returns the first block
+// line that does not (after the longest run that does), or -1.
+static int block_mismatch(const Lines *block, int from, int to, const Lines *out) {
+    int pos = 0;
+    for (int start = from; start < to;) {
+        int end = start;
+        while (end < to && !is_elision(block->line[end])) {
+            end += 1;
+        }
+        int len = end - start, best = 0, found = -1;
+        for (int k = pos; k < out->count && found < 0 && len > 0; k++) {
+            int j = 0;
+            while (j < len && k + j < out->count &&
+                   strcmp(out->line[k + j], block->line[start + j]) == 0) {
+                j += 1;
+            }
+            found = j == len ? k : -1;
+            best = j > best ? j : best;
+        }
+        if (len > 0 && found < 0) {
+            return start + best;
+        }
+        pos = len > 0 ? found + len : pos;
+        start = end + 1;
+    }
+    return -1;
+}
+
+static Lines lesson_output(const char *dir, const char *args_text) {
+    const char *args[16];
+    int n = 0;
+    char *copy = (char *)path_join("%s", args_text);
+    for (char *word = strtok(copy, " "); word != NULL && n < 15; word = strtok(NULL, " ")) {
+        args[n++] = word;
+    }
+    args[n] = NULL;
+    RunResult run = run_program(lesson_binary(dir), args);
+    ck_assert_msg(run.status == 0, "%s %s exited %d: %s", dir, args_text, run.status, run.err);
+    return split_lines(run.out);
+}
+
+// Every output a page quotes is what the lesson prints now. A quoted output
+// is a plain ``` block with at least one line the lesson prints; it is
+// checked against the default run (and the --train run, where there is one),
+// or against the run its first line names ("$ make lesson-N ARGS=..."; the
+// --bench timings vary and are left alone). Its lines must be the lesson's,
+// in order, consecutive except where a line "..." leaves some out.
+START_TEST(test_quoted_output_is_the_lessons) {
+    const char *names[MAX_LESSONS];
+    int count = lesson_dirs(names);
+    static Problems p;
+    clear_problems(&p);
+    for (int i = 0; i < count; i++) {
+        const char *page_path = path_join("docs/%s.md", names[i]);
+        Lines page = split_lines(read_text(page_path));
+        RunResult help =
+            run_program(lesson_binary(names[i]), (const char *const[]){"--help", NULL});
+        Lines runs[2] = {lesson_output(names[i], "")};
+        int n_runs = 1;
+        if (strstr(help.out, "  --train ") != NULL) {
+            runs[n_runs++] = lesson_output(names[i], "--train");
+        }
+        for (int k = 0; k < page.count; k++) {
+            if (!starts_with(page.line[k], "```")) {
+                continue;
+            }
+            bool plain = strcmp(page.line[k], "```") == 0;     // not ```python, ```c, ...
+            int from = k + 1, to = from;
+            while (to < page.count && !starts_with(page.line[to], "```")) {
+                to += 1;
+            }
+            k = to;                                            // past the closing fence
+            if (!plain) {
+                continue;
+            }
+            Lines named_run[1];
+            const Lines *candidates = runs;
+            int n_candidates = n_runs;
+            if (from < to && starts_with(page.line[from], "$ make lesson-")) {
+                const char *a = strstr(page.line[from], "ARGS=");
+                const char *args = a != NULL ? a + 5 : "";
+                if (strstr(args, "--bench") != NULL) {
+                    continue;
+                }
+                char *unquoted = (char *)path_join("%s", args);
+                for (char *q = strchr(unquoted, '"'); q != NULL; q = strchr(q, '"')) {
+                    memmove(q, q + 1, strlen(q));
+                }
+                named_run[0] = lesson_output(names[i], unquoted);
+                candidates = named_run;
+                n_candidates = 1;
+                from += 1;
+            }
+            bool quoted = false;
+            for (int j = from; j < to && !quoted; j++) {
+                for (int r = 0; r < n_candidates && !quoted; r++) {
+                    quoted = !is_blank(page.line[j]) && has_line(&candidates[r], page.line[j]);
+                }
+            }
+            int mismatch = quoted ? block_mismatch(&page, from, to, &candidates[0]) : -1;
+            for (int r = 1; r < n_candidates && mismatch >= 0; r++) {
+                int other = block_mismatch(&page, from, to, &candidates[r]);
+                mismatch = other < 0 || other > mismatch ? other : mismatch;   // the closest run
+            }
+            if (mismatch >= 0) {
+                problem(&p, "%s:%d: the lesson does not print this: %.100s", page_path,
+                        mismatch + 1, page.line[mismatch]);
+            }
+        }
+    }
+    ck_assert_msg(p.count == 0, "%d quoted outputs differ from what the lessons print now "
+                  "(run the lesson and paste its lines):\n%s", p.count, p.text);
+}
+END_TEST
+
 Suite *docs_suite(void) {
     Suite *suite = suite_create("docs");
     TCase *tc = new_tcase("docs");
@@ -104,6 +620,10 @@ Suite *docs_suite(void) {
     tcase_add_test(tc, test_every_lesson_has_its_page_and_diagram);
     tcase_add_test(tc, test_committed_diagrams_match_the_code);
     tcase_add_test(tc, test_readme_links_every_lesson);
+    tcase_add_test(tc, test_every_page_has_one_compare_block);
+    tcase_add_test(tc, test_relative_links_and_paths_stay_inside);
+    tcase_add_test(tc, test_nothing_points_at_the_folder_outside);
+    tcase_add_test(tc, test_quoted_output_is_the_lessons);
     suite_add_tcase(suite, tc);
     return suite;
 }

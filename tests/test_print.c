@@ -2,14 +2,14 @@
 //
 // Three kinds of test:
 //   * recorded cases: tests/reference/gen_print.py saved, for each rule of
-//     ../shared/reference/TORCH_PRINT.md, a tensor (<case>.npy) and the text
+//     docs/pytorch-print.md, a tensor (<case>.npy) and the text
 //     of str(tensor) (<case>.txt). manifest.txt lists the cases, with the
 //     suffix to pass and, for a view, the permutation to apply first.
 //   * fuzz: 400 random tensors (0-5 dims, float32/int64/bool, nan, inf, -0,
 //     -1e20 and 1e-7 injected, some summarised, some permuted), their values
 //     in fuzz_values.npy and their texts in fuzz.txt.
 //   * hand-written: tensors built here whose text is spelled out below, from
-//     TORCH_PRINT.md, so the rules can be read without opening a data file.
+//     docs/pytorch-print.md, so the rules can be read without opening a data file.
 // Every comparison is of the whole string; a mismatch shows both texts.
 #include <math.h>
 #include <stdio.h>

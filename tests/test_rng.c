@@ -5,7 +5,7 @@
 // "<what>_seed<tag>.npy" holds what PyTorch returned for <what> right after
 // torch.manual_seed(seed). Every comparison is bit for bit: the whole point
 // of rng.c is that a lesson starts from exactly the notebook's numbers.
-// Section numbers (§) refer to ../shared/reference/TORCH_RNG.md.
+// Section numbers (§) refer to docs/pytorch-rng.md.
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

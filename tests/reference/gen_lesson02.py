@@ -9,7 +9,7 @@ For each case below it does exactly the lesson's draws after
 torch.manual_seed(seed) (X = torch.rand(batch, seq, dim), then
 SelfAttV1(dim)) and writes into tests/data/lesson02/<case>/:
 
-  <name>.npy   every dump name of LESSONS.md item 2 ('<f4', C order):
+  <name>.npy   every name the lesson's --dump writes ('<f4', C order):
                X query_proj.weight query_proj.bias key_proj.weight
                key_proj.bias value_proj.weight value_proj.bias Q K V
                attention_value attention_weight output
@@ -18,7 +18,7 @@ SelfAttV1(dim)) and writes into tests/data/lesson02/<case>/:
                weights again from profile()'s no_grad forward, the two
                profile lines, and the X.T aside's shape.
 
-thop is not installed here, so profile() is emulated (reference.py) with the same
+Debian does not package thop, so profile() is emulated (reference.py) with the same
 rule thop's count_linear uses (in_features * output numel per Linear call,
 summed over every Linear; parameters summed per leaf module), and the same
 no_grad forward. The build and the tests never run Python.

@@ -10,7 +10,7 @@ torch.manual_seed(seed) (X = torch.rand(batch, seq, dim), then
 SelfAttV2(dim): proj, then output_proj) and writes into
 tests/data/lesson03/<case>/:
 
-  <name>.npy   every dump name of LESSONS.md item 3 ('<f4', C order):
+  <name>.npy   every name the lesson's --dump writes ('<f4', C order):
                X proj.weight proj.bias output_proj.weight output_proj.bias
                QKV Q K V att_weight output ret
   stdout.txt   the lines PyTorch prints for what the lesson prints that
@@ -21,7 +21,7 @@ tests/data/lesson03/<case>/:
                ret as print() shows them, and each split part's shape,
                stride(), storage_offset() and is_contiguous().
 
-thop is not installed here, so profile() is emulated (reference.py) with the rule thop's
+Debian does not package thop, so profile() is emulated (reference.py) with the rule thop's
 count_linear uses (in_features * output numel per Linear call). The build and
 the tests never run Python.
 """

@@ -3,13 +3,13 @@
 
 Run once, from anywhere, with the PyTorch 1.13 the lessons are checked
 against (CPU, no MKL, so dropout takes the generic bernoulli path of
-../shared/reference/TORCH_RNG.md section 6):
+docs/pytorch-rng.md section 6):
 
     /usr/bin/python3 tests/reference/gen_lesson04.py
 
 For every case below it writes tests/data/lesson04/<case>/:
-  <name>.npy        every dump name of LESSONS.md item 4, as the lesson's
-                    --dump writes them (float32 '<f4', the mask int64 '<i8')
+  <name>.npy        every name the lesson's --dump writes, as it writes
+                    them (float32 '<f4', the mask int64 '<i8')
   stdout.txt        exactly what the PyTorch cell prints
   att_weight_dropped.npy   (train cases) the weights after dropout
   v2_ret.npy        (eval cases) SelfAttV2 (lesson 3) with the SAME proj and

@@ -16,7 +16,7 @@ torch.manual_seed(seed):
 
 and writes into tests/data/lesson06/<case>/:
 
-  <name>.npy   every dump name of LESSONS.md item 6: attention_mask ('<i8'),
+  <name>.npy   every name the lesson's --dump writes: attention_mask ('<i8'),
                x, q_proj.* k_proj.* v_proj.* o_proj.*, Q K V (batch, seq, dim),
                q_state k_state v_state output_mid (batch, heads, seq, head_dim),
                attention_weight (after softmax, before dropout), output

@@ -18,7 +18,7 @@ torch.manual_seed(seed):
 
 and writes into tests/data/lesson07/<case>/:
 
-  <name>.npy   every dump name of LESSONS.md item 7: Q K V (the inputs),
+  <name>.npy   every name the lesson's --dump writes: Q K V (the inputs),
                attention_mask ('<i8'), q_proj.* k_proj.* v_proj.* o_proj.*,
                q_state k_state v_state output_mid (batch, heads, len, head_dim),
                attention_weight (after softmax, before dropout), output

@@ -20,10 +20,11 @@ torch.manual_seed(seed) and writes tests/data/lesson08/<case>/:
     stdout.txt                     the lines the PyTorch cell prints that
                                    the lesson prints identically
 
-The GQA notebook writes its steps with einops; einops is not installed here, so each
-step is the torch.einsum / permute / view it stands for, with the einops
-line above it. In einops a composed axis "(h g)" is enumerated in C order
-(g fastest), so "b (h g) n d -> b g h n d" is view(b, h, g, n, d) followed by
+The GQA notebook writes its steps with einops, which Debian does not package,
+so each step is the torch.einsum / permute / view it stands for, with the
+einops line above it (docs/08-gqa.md's code does the same). In einops a
+composed axis "(h g)" is enumerated in C order (g fastest), so
+"b (h g) n d -> b g h n d" is view(b, h, g, n, d) followed by
 permute(0, 2, 1, 3, 4).
 """
 import math

@@ -7,7 +7,7 @@ Run with the PyTorch 1.13 the lessons are checked against:
 
 For each case below it does exactly the draws of lessons/09-causal-mask
 after torch.manual_seed(seed) and writes tests/data/lesson09/<case>/:
-  <name>.npy   every dump name of LESSONS.md item 9 ('<f4'; the mask is the
+  <name>.npy   every name the lesson's --dump writes ('<f4'; the mask is the
                float tensor torch.triu(torch.ones(...)) makes, so '<f4' too)
   attn.npy     the attention weights (B, H, T, T), for the causal checks
                (after dropout in the --train case)

@@ -7,7 +7,7 @@ Run with the PyTorch 1.13 the lessons are checked against:
 
 For each case below it does exactly the draws of lessons/10-kv-cache after
 torch.manual_seed(seed) and writes tests/data/lesson10/<case>/:
-  <name>.npy   every dump name of LESSONS.md item 10, '<f4': the parameters,
+  <name>.npy   every name the lesson's --dump writes, '<f4': the parameters,
                x, full_out, cached_out, k_cache and v_cache (the final caches,
                (batch, prompt + new, kv_heads, head_dim))
   args.txt     the lesson's flags for this case
@@ -16,7 +16,7 @@ torch.manual_seed(seed) and writes tests/data/lesson10/<case>/:
                differences of float rounding, which depend on the order in
                which each implementation adds (PyTorch's are about 1e-7, the
                lesson's often 0), so they are printed but not recorded.
-GQA_W_KVcache is the GQA notebook's In[13] with its three bugs fixed (see FIX below).
+GQA_W_KVcache is the GQA notebook's last cell with its three bugs fixed (see FIX below).
 """
 import math
 import os

@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """Record how PyTorch 1.13 prints tensors, for tests/test_print.c.
 
+docs/pytorch-print.md states the rules (section numbers below refer to it).
+
 Run from the project root:  /usr/bin/python3 tests/reference/gen_print.py
 
 For every named case it writes

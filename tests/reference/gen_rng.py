@@ -17,8 +17,8 @@ Formats (what tests/harness.c's load_npy reads):
        holds any integer below 2^24 exactly but not a whole 32-bit word
   |b1  dropout keep masks
 
-The algorithms are in ../shared/reference/TORCH_RNG.md; the section numbers
-below refer to it.
+docs/pytorch-rng.md explains the algorithms; the section numbers below refer
+to it.
 """
 import math
 import os

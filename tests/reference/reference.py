@@ -65,8 +65,9 @@ def say(*args):
 
 def profile(model, inputs):
     """thop.profile, reduced to what it does for a model of nn.Linear layers
-    (thop is not installed here): in_features * output numel per Linear call,
-    parameters summed over every Linear, one no_grad forward."""
+    (Debian does not package thop, and the scripts need only torch):
+    in_features * output numel per Linear call, parameters summed over every
+    Linear, one no_grad forward. Pages 2 and 3 fall back on the same rule."""
     import torch
     import torch.nn as nn
     say("[INFO] Register count_linear() for <class 'torch.nn.modules.linear.Linear'>.")

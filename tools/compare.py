@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""compare.py - lesson N against the PyTorch code on its page, number by number.
+
+    make compare-N ARGS="--seed 7 --heads 4"
+    python3 tools/compare.py LESSON_BINARY PAGE [flags...]
+
+Runs the lesson binary and the page's marked block (the ```python block right
+after the line `<!-- make compare-N runs the next block -->`) with the same
+flags, lines up the two outputs and compares every number printed on the
+lines they share.
+
+Lining up: a line's *template* is its text with every number replaced by `#`
+and runs of spaces collapsed (a column that widens for a minus sign does not
+break the match). The lesson prints sections the page's code does not (its
+own counts, checks and asides), so the page's lines are matched, in order, to
+lesson lines with the same template (difflib finds the longest runs first);
+lesson lines left over are counted, not compared. A page line that matches
+no lesson line is a failure: the two programs printed something different.
+
+Each number of a matched line is then
+  identical      the same text;
+  last digit     both have decimals and differ by at most one unit of the
+                 last printed digit (0.4825 against 0.4826, or 6.0337e-06
+                 against 6.0338e-06): float rounding that happened to cross a
+                 rounding boundary of the printed text;
+  different      anything else, printed with both values;
+  rounding size  a number that measures float rounding inside one program
+                 (on a line saying `max |a - b|`, `largest difference` or
+                 `within`, both sides below 1e-4): each side adds its own
+                 numbers in its own order, so these are listed, not compared.
+
+Exit status: 0 when every compared number is identical or differs only in
+its last printed digit, 1 otherwise (or when a program fails), 2 when
+python3 cannot import torch or the page has no marked block.
+"""
+import difflib
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+# A number as PyTorch and the lessons print it: 2, -0.1425, 2., 6.0337e-06,
+# 1e+20, inf, -inf, nan. Not the digits inside a name (float32, q_1, lesson-2
+# keeps its 2 as a number, which is harmless) and not "0..30" as a decimal.
+NUMBER = re.compile(
+    r"(?<![\w.])(?:[-+]?(?:\d+\.(?!\.)\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|-?inf|nan)(?!\w)")
+ROUNDING_WORDS = ("max |", "largest difference", "within")
+ROUNDING_LIMIT = 1e-4
+
+
+def template(line):
+    """The line with its numbers taken out, spaces collapsed."""
+    return " ".join(NUMBER.sub("#", line).split())
+
+
+def numbers(line):
+    return NUMBER.findall(line)
+
+
+def last_digit_unit(text):
+    """One unit of the last printed digit of `text`, or None for an integer
+    (an integer, or PyTorch's integer-valued `2.`, must be printed the same)."""
+    m = re.fullmatch(r"[-+]?\d*(?:\.(\d*))?(?:[eE]([-+]?\d+))?", text)
+    if m is None:
+        return None
+    decimals, exponent = m.group(1), m.group(2)
+    if not decimals and exponent is None:
+        return None
+    places = len(decimals or "")
+    return 10.0 ** ((int(exponent) if exponent else 0) - places)
+
+
+def classify(lesson, page, line_template):
+    """identical, last digit, rounding size or different, and |a - b|."""
+    if lesson == page:
+        return "identical", 0.0
+    a, b = float(lesson), float(page)
+    difference = abs(a - b) if math.isfinite(a) and math.isfinite(b) else math.inf
+    if (any(word in line_template for word in ROUNDING_WORDS)
+            and abs(a) < ROUNDING_LIMIT and abs(b) < ROUNDING_LIMIT):
+        return "rounding size", difference
+    units = [last_digit_unit(lesson), last_digit_unit(page)]
+    if None not in units and difference <= max(units) * (1 + 1e-9):
+        return "last digit", difference
+    return "different", difference
+
+
+def marked_block(page_path, lesson_number):
+    """The text of the ```python block after the compare marker."""
+    marker = f"<!-- make compare-{lesson_number} runs the next block -->"
+    lines = open(page_path, encoding="utf-8").read().split("\n")
+    starts = [i for i, line in enumerate(lines) if line == marker]
+    if len(starts) != 1:
+        return None, f"{page_path} has {len(starts)} lines '{marker}', not 1"
+    opening = starts[0] + 1
+    if opening >= len(lines) or lines[opening] != "```python":
+        return None, f"{page_path}: the line after '{marker}' is not ```python"
+    for end in range(opening + 1, len(lines)):
+        if lines[end] == "```":
+            return "\n".join(lines[opening + 1:end]) + "\n", None
+    return None, f"{page_path}: the block after '{marker}' is not closed"
+
+
+def compare(lesson_text, page_text):
+    """Line up the two outputs and classify every number. Returns a dict."""
+    lesson_lines = lesson_text.rstrip("\n").split("\n")
+    page_lines = page_text.rstrip("\n").split("\n")
+    matcher = difflib.SequenceMatcher(None, [template(x) for x in page_lines],
+                                      [template(x) for x in lesson_lines], autojunk=False)
+    pairs = []
+    for block in matcher.get_matching_blocks():
+        pairs.extend((block.a + k, block.b + k) for k in range(block.size))
+    matched_page = {p for p, _ in pairs}
+    report = {"page_lines": len(page_lines), "lesson_lines": len(lesson_lines),
+              "matched": len(pairs),
+              "unmatched_page": [(p + 1, page_lines[p]) for p in range(len(page_lines))
+                                 if p not in matched_page and page_lines[p].strip()],
+              "counts": {"identical": 0, "last digit": 0, "different": 0, "rounding size": 0},
+              "entries": [], "largest": 0.0}
+    for p, q in pairs:
+        line_template = template(page_lines[p])
+        for a, b in zip(numbers(lesson_lines[q]), numbers(page_lines[p])):
+            kind, difference = classify(a, b, line_template)
+            report["counts"][kind] += 1
+            if kind != "identical":
+                report["entries"].append((kind, q + 1, p + 1, a, b, difference, lesson_lines[q]))
+            if kind != "rounding size":
+                report["largest"] = max(report["largest"], difference)
+    report["ok"] = report["counts"]["different"] == 0 and not report["unmatched_page"]
+    return report
+
+
+def print_report(report, out=sys.stdout):
+    c = report["counts"]
+    compared = c["identical"] + c["last digit"] + c["different"]
+    print(f"lines: the page's code printed {report['page_lines']}, the lesson "
+          f"{report['lesson_lines']}; {report['matched']} matched "
+          f"({report['lesson_lines'] - report['matched']} lesson lines are sections "
+          f"the page's code does not print)", file=out)
+    print(f"numbers: {compared} compared: {c['identical']} identical, {c['last digit']} "
+          f"differ in the last printed digit, {c['different']} different", file=out)
+    if c["rounding size"]:
+        print(f"         {c['rounding size']} measure float rounding inside one program "
+              f"(max |a - b| and the like, both below {ROUNDING_LIMIT:g}): not compared",
+              file=out)
+    for kind, q, p, a, b, difference, line in report["entries"]:
+        print(f"  {kind}: lesson line {q} (page output line {p}): lesson {a}, PyTorch {b}"
+              f"{'' if kind == 'rounding size' else f', |difference| {difference:.3g}'}",
+              file=out)
+        print(f"      {line.strip()[:100]}", file=out)
+    for p, line in report["unmatched_page"]:
+        print(f"  no lesson line like the page's output line {p}: {line.strip()[:100]}", file=out)
+    print(f"largest absolute difference of a compared number: {report['largest']:.3g}",
+          file=out)
+
+
+def run(command, what):
+    """The program's stdout; it stops compare if the program fails."""
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.stderr.write(result.stderr)
+        print(f"compare: {what} exited with status {result.returncode}", file=sys.stderr)
+        sys.exit(2 if result.returncode == 2 and what.startswith("lesson") else 1)
+    for line in result.stderr.splitlines():     # e.g. "thop is not installed: ..."
+        print(f"({what} says: {line})")
+    return result.stdout
+
+
+def main(argv):
+    if len(argv) < 3:
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    binary, page, flags = argv[1], argv[2], argv[3:]
+    lesson_number = int(os.path.basename(page)[:2])
+    try:
+        import torch  # noqa: F401 (only: is it there?)
+    except ImportError as error:
+        print(f"make compare-{lesson_number} needs PyTorch: {sys.executable} cannot import "
+              f"torch ({error}). On Debian: apt-get install python3-torch; another Python: "
+              f"make compare-{lesson_number} PYTHON=/path/to/python3. Nothing compared.",
+              file=sys.stderr)
+        return 2
+    code, problem = marked_block(page, lesson_number)
+    if problem:
+        print(f"compare: {problem}", file=sys.stderr)
+        return 2
+    lesson_text = run([binary] + flags, f"lesson {lesson_number} ({binary})")
+    with tempfile.TemporaryDirectory() as directory:
+        script = os.path.join(directory, f"page{lesson_number:02d}.py")
+        with open(script, "w", encoding="utf-8") as f:
+            f.write(code)
+        page_text = run([sys.executable, script] + flags, f"the PyTorch code of {page}")
+    print(f"compare: {' '.join([binary] + flags)}")
+    print(f"against: the PyTorch code of {page}, same flags")
+    report = compare(lesson_text, page_text)
+    print_report(report)
+    print("OK: every compared number is identical or differs only in its last printed digit"
+          if report["ok"] else "DIFFERENT: see above")
+    return 0 if report["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
