@@ -36,7 +36,8 @@ def layer_norm_cases(g):
         cases[f"len{n}"] = (x, torch.randn(n, generator=g), torch.randn(n, generator=g), 1e-5)
     # The block's own shapes: (batch, seq, dim), weight ones and bias zeros
     # as nn.LayerNorm starts; BERT's eps 1e-12; a constant row (variance 0).
-    cases["vit_2x5x16"] = (torch.randn(2, 5, 16, generator=g), torch.ones(16), torch.zeros(16), 1e-5)
+    cases["vit_2x5x16"] = (torch.randn(2, 5, 16, generator=g), torch.ones(16), torch.zeros(16),
+                           1e-5)
     cases["bert_eps"] = (torch.randn(6, 16, generator=g), torch.randn(16, generator=g),
                          torch.randn(16, generator=g), 1e-12)
     cases["constant"] = (torch.full((3, 24), 2.5), torch.randn(24, generator=g),
