@@ -26,26 +26,32 @@
 // (LayerNorm, GELU and softmax are PyTorch's arithmetic, bit for bit). The
 // values are O(1): ROUNDING_ATOL near 0, ROUNDING_RTOL (~80 ulps) elsewhere.
 
-// One recorded PyTorch run: keep in step with CASES in gen_lesson11.py.
-typedef struct {
-    const char *dir;        // tests/data/lesson11/<case>
-    bool qkv_bias;          // the case has attn.qkv.bias to compare
-    const char *args[24];   // the lesson's flags, NULL-terminated
-} Case;
-
-static const Case CASES[] = {
-    {REF_DIR "/seed0", false, {NULL}},
-    {REF_DIR "/seed4_qkv_bias", true,
+// The recorded PyTorch runs: keep in step with CASES in gen_lesson11.py.
+static const RecordedCase CASES[] = {
+    {"seed0", {NULL}, 0, 2, 5, 16, false},
+    {"seed4_qkv_bias",
      {"--seed", "4", "--batch", "3", "--seq", "7", "--dim", "24", "--heads", "4", "--mlp-ratio",
-      "2", "--qkv-bias", NULL}},
-    {REF_DIR "/seed5_train", false,
+      "2", "--qkv-bias", NULL},
+     4, 3, 7, 24, false},
+    {"seed5_train",
      {"--seed", "5", "--batch", "4", "--seq", "6", "--dim", "32", "--heads", "8", "--mlp-ratio",
-      "3", "--train", "--drop", "0.1", "--attn-drop", "0.2", "--drop-path", "0.25", NULL}},
-    {REF_DIR "/seed2_tiny", false,
+      "3", "--train", "--drop", "0.1", "--attn-drop", "0.2", "--drop-path", "0.25", NULL},
+     5, 4, 6, 32, true},
+    {"seed2_tiny",
      {"--seed", "2", "--batch", "1", "--seq", "1", "--dim", "1", "--heads", "1", "--mlp-ratio",
-      "1", NULL}},
+      "1", NULL},
+     2, 1, 1, 1, false},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
+
+static bool has_flag(const RecordedCase *c, const char *flag) {
+    for (int i = 0; c->args[i] != NULL; i++) {
+        if (strcmp(c->args[i], flag) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
 
 // Drawn (bit for bit): the input and every parameter, in state_dict order.
 static const char *const EXACT[] = {
@@ -79,32 +85,30 @@ static Drawn draw_block(uint64_t seed, int batch, int seq, int dim, int heads, i
 // --- against PyTorch --------------------------------------------------------------------
 
 START_TEST(test_matches_pytorch) {
-    const Case *c = &CASES[_i];
-    ReferenceRun recorded = {
+    const RecordedCase *c = &CASES[_i];
+    ReferenceRun shared = {
         .lesson = LESSON_DIR,
-        .reference = c->dir,
-        .args = c->args,
-        .exact = c->qkv_bias ? EXACT_WITH_QKV_BIAS : EXACT,
+        .exact = has_flag(c, "--qkv-bias") ? EXACT_WITH_QKV_BIAS : EXACT,
         .computed = COMPUTED,
         .atol = ROUNDING_ATOL,
         .rtol = ROUNDING_RTOL,
     };
-    check_against_reference(&recorded);
+    check_recorded_case(shared, REF_DIR, c);
 }
 END_TEST
 
 // The module alone, in this process, on the default case: the same draws
 // give PyTorch's x, and the forward PyTorch's out and weights.
 START_TEST(test_module_matches_pytorch) {
-    Drawn d = draw_block(0, 2, 5, 16, 4, 4, false, 0.0, 0.0, 0.0);
+    const RecordedCase *c = &CASES[0];
+    Drawn d = draw_block(c->seed, c->batch, c->seq, c->dim, 4, 4, false, 0.0, 0.0, 0.0);
     Block_train(&d.block, false);
     BlockSteps steps;
     const Tensor *out = Block_forward(&steps, &d.block, d.x);                 // (B, N, C)
-    assert_bitwise_equal(d.x, load_reference(REF_DIR "/seed0", "x"), "x");
-    assert_close(out, load_reference(REF_DIR "/seed0", "out"), ROUNDING_ATOL, ROUNDING_RTOL,
-                 "out");
-    assert_close(steps.attn.attn_probs, load_reference(REF_DIR "/seed0", "attn_probs"),
-                 ROUNDING_ATOL, ROUNDING_RTOL, "attn_probs");
+    assert_bitwise_equal(d.x, load_recorded(REF_DIR, c, "x"), "x");
+    assert_close(out, load_recorded(REF_DIR, c, "out"), ROUNDING_ATOL, ROUNDING_RTOL, "out");
+    assert_close(steps.attn.attn_probs, load_recorded(REF_DIR, c, "attn_probs"), ROUNDING_ATOL,
+                 ROUNDING_RTOL, "attn_probs");
 }
 END_TEST
 

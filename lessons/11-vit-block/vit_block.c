@@ -238,8 +238,9 @@ static const Tensor *Mlp_forward(MlpSteps *steps, const Mlp *self, const Tensor 
     const Tensor *hidden = labeled("fc1", linear(x, &self->fc1));             // (B, N, F)
     // self.act: the post's act_layer=GELU, a name it never defines. timm's
     // Mlp, where this class comes from, uses nn.GELU: x * Phi(x), the erf
-    // form. (The post's own repository defines a GELU class with the tanh
-    // approximation; main() prints both and how far apart they are.)
+    // form. (The GitHub repository these classes come from line for line,
+    // bubbliiiing/blip-pytorch, defines GELU as the tanh approximation;
+    // main() prints both forms and how far apart they are.)
     const Tensor *activated = labeled("GELU", gelu(hidden));                  // (B, N, F)
     x = dropout(activated, self->drop1, self->training);                      // (B, N, F)
     x = labeled("mlp(x)", linear(x, &self->fc2));                             // (B, N, C)
