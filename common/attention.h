@@ -5,6 +5,7 @@
 //   tensor.h  the tensor, its views, contiguous/view/reshape, sizes as text
 //   ops.h     matmul, softmax, masked_fill, split, cat, dropout, ...
 //   softmax_exact.h  softmax's arithmetic on rows of floats, as PyTorch rounds it
+//   layer_norm_exact.h, gelu_exact.h  the same for LayerNorm and GELU
 //   nn.h      nn.Linear
 //   rng.h     PyTorch's random numbers, bit for bit
 //   print.h   PyTorch's print() text
@@ -17,7 +18,9 @@
 
 #include "arena.h"
 #include "error.h"
+#include "gelu_exact.h"
 #include "heatmap.h"
+#include "layer_norm_exact.h"
 #include "lesson.h"
 #include "nn.h"
 #include "ops.h"

@@ -11,6 +11,8 @@
 
 #include "arena.h"
 #include "error.h"
+#include "gelu_exact.h"
+#include "layer_norm_exact.h"
 #include "rng.h"
 #include "softmax_exact.h"
 #include "trace.h"
@@ -431,30 +433,6 @@ float max_abs_diff(const Tensor *a, const Tensor *b) {
 
 // --- what a Transformer block adds around attention ------------------------------------------
 
-// One row of C numbers: mean, then the biased variance, both summed in
-// double (PyTorch's kernel uses a careful running method; double sums land
-// within a rounding of it), then y = (x - mean) / sqrt(var + eps) * w + b,
-// written as PyTorch's kernel writes it: x * rstd + (-rstd * mean), times
-// w, plus b, each step rounded to float.
-static void layer_norm_row(float *y, const float *x, int C, const float *w, const float *b,
-                           double eps) {
-    double sum = 0.0;
-    for (int c = 0; c < C; c++) {
-        sum += x[c];
-    }
-    double mean = sum / C;
-    double squares = 0.0;
-    for (int c = 0; c < C; c++) {
-        squares += (x[c] - mean) * (x[c] - mean);
-    }
-    float var = (float)(squares / C);   // biased: divided by C, not C - 1
-    float rstd = 1.0f / sqrtf(var + (float)eps);
-    float shift = -rstd * (float)mean;
-    for (int c = 0; c < C; c++) {
-        y[c] = (x[c] * rstd + shift) * w[c] + b[c];
-    }
-}
-
 Tensor *layer_norm(const Tensor *x, const Tensor *weight, const Tensor *bias, double eps) {
     int C = x->ndim > 0 ? x->size[x->ndim - 1] : 0;
     if (x->ndim < 1 || weight->ndim != 1 || bias->ndim != 1 || weight->size[0] != C ||
@@ -468,21 +446,19 @@ Tensor *layer_norm(const Tensor *x, const Tensor *weight, const Tensor *bias, do
     Tensor *y = zeros(shape_of(x));
     long rows = C == 0 ? 0 : numel(x) / C;
     for (long r = 0; r < rows; r++) {
-        layer_norm_row(&y->data[r * C], &xc->data[xc->offset + r * C], C,
-                       &wc->data[wc->offset], &bc->data[bc->offset], eps);
+        layer_norm_exact_row(&y->data[r * C], &xc->data[xc->offset + r * C], C,
+                             &wc->data[wc->offset], &bc->data[bc->offset], (float)eps);
     }
     trace("layer_norm", y, 3, (const Tensor *const[]){x, weight, bias}, 1,
           (const double[]){eps});
     return y;
 }
 
-// Each written in PyTorch's order of operations (its GeluKernel), so the
-// roundings are the same but for erf's and tanh's own last bit.
-static float gelu_erf_fn(float x) {
-    const float alpha = 0.70710678118654752f;   // 1 / sqrt(2)
-    return x * 0.5f * (1.0f + erff(x * alpha));
-}
-
+// gelu: PyTorch's arithmetic is in gelu_exact.c (oneDNN's erf approximation,
+// which is what PyTorch runs). gelu_tanh is written in the order of
+// PyTorch's own kernel (GeluKernel), so its roundings are PyTorch's but for
+// tanh's own last bit (the C library's tanhf, where PyTorch's vector code
+// uses Sleef's).
 static float gelu_tanh_fn(float x) {
     const float beta = 0.79788456080286536f;    // sqrt(2 / pi)
     const float kappa = 0.044715f;
@@ -490,19 +466,24 @@ static float gelu_tanh_fn(float x) {
     return 0.5f * x * (1.0f + tanhf(beta * (x + kappa * cube)));
 }
 
-static Tensor *map(const char *op, float (*fn)(float), const Tensor *x) {
+Tensor *gelu(const Tensor *x) {
+    Tensor *y = clone(x);   // contiguous, so gelu_exact sees PyTorch's layout
+    y->dtype = DTYPE_FLOAT32;
+    gelu_exact(y->data, numel(y));
+    trace1("gelu", y, x);
+    return y;
+}
+
+Tensor *gelu_tanh(const Tensor *x) {
     Tensor *y = clone(x);
     y->dtype = DTYPE_FLOAT32;
     long n = numel(y);
     for (long i = 0; i < n; i++) {
-        y->data[i] = fn(y->data[i]);
+        y->data[i] = gelu_tanh_fn(y->data[i]);
     }
-    trace1(op, y, x);
+    trace1("gelu_tanh", y, x);
     return y;
 }
-
-Tensor *gelu(const Tensor *x) { return map("gelu", gelu_erf_fn, x); }
-Tensor *gelu_tanh(const Tensor *x) { return map("gelu_tanh", gelu_tanh_fn, x); }
 
 Tensor *bernoulli(Shape shape, double p) {
     if (!(p >= 0.0 && p <= 1.0)) {

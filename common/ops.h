@@ -58,13 +58,16 @@ const Tensor *dropout(const Tensor *t, double p, bool training);
 // shifted to mean 0 and scaled to variance 1 (the biased variance, the sum of
 // squares divided by C, plus eps under the square root), then multiplied by
 // weight (C,) and shifted by bias (C,). nn.LayerNorm is this with its
-// parameters (nn.h).
+// parameters (nn.h). The arithmetic is PyTorch's, bit for bit
+// (layer_norm_exact.c).
 Tensor *layer_norm(const Tensor *x, const Tensor *weight, const Tensor *bias, double eps);
 
 // nn.GELU(): x * Phi(x), Phi the standard normal's CDF:
 //     gelu(x) = x * 0.5 * (1 + erf(x / sqrt(2)))
-// gelu_tanh is nn.GELU(approximate='tanh'), the form of the original BERT
-// and GPT-2 code: x * 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))).
+// bit for bit as PyTorch computes it (gelu_exact.c). gelu_tanh is
+// nn.GELU(approximate='tanh'), the form of the original BERT and GPT-2 code:
+// x * 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))), in PyTorch's order
+// of operations (tanh itself may differ in its last bit).
 Tensor *gelu(const Tensor *x);
 Tensor *gelu_tanh(const Tensor *x);
 

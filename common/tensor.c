@@ -337,6 +337,31 @@ const Tensor *narrow(const Tensor *t, int dim, int start, int length) {
     return out;
 }
 
+// The dim disappears; every other dim keeps its size and stride, and the
+// offset moves to `index` along the dropped one.
+const Tensor *select_index(const Tensor *t, int dim, int index) {
+    if (t->ndim == 0) {
+        fail("select: select() cannot be applied to a 0-dim tensor.");
+    }
+    int d = wrap_dim("select", dim, t->ndim);
+    int i = index < 0 ? index + t->size[d] : index;   // -1 is the last, as in Python
+    if (i < 0 || i >= t->size[d]) {
+        fail("select: index %d out of range for tensor of size %s at dimension %d", index,
+             list_str(shape_of(t)), dim);
+    }
+    Tensor *out = new_header(t);
+    out->ndim = t->ndim - 1;
+    out->offset = t->offset + i * t->stride[d];
+    for (int e = d; e < out->ndim; e++) {
+        out->size[e] = t->size[e + 1];
+        out->stride[e] = t->stride[e + 1];
+    }
+    out->size[out->ndim] = 0;   // no longer a dim
+    out->stride[out->ndim] = 0;
+    trace("select", out, 1, &t, 2, (const double[]){dim, index});
+    return out;
+}
+
 // Replace one -1 in `shape` by whatever makes the element counts agree.
 static Shape infer_size(const char *op, Shape shape, long count) {
     check_shape(op, (Shape){shape.ndim, {0}});   // only the number of dims

@@ -124,6 +124,10 @@ const Tensor *permute(const Tensor *t, const int *order);     // order has ndim 
 const Tensor *unsqueeze(const Tensor *t, int dim);
 const Tensor *expand(const Tensor *t, Shape shape);           // -1 keeps a size
 const Tensor *narrow(const Tensor *t, int dim, int start, int length);
+// t.select(dim, index), which t[index] is for dim 0: one dim fewer, the
+// others keep their sizes and strides, the offset moves to `index`. A
+// negative index counts from the end.
+const Tensor *select_index(const Tensor *t, int dim, int index);
 // -1 in `shape` is inferred. Fails (with PyTorch's message) when the new
 // sizes would need elements that are not evenly spaced in memory: PyTorch's
 // rule, which lets many non-contiguous tensors through (a transpose viewed

@@ -106,7 +106,7 @@ RunResult check_against_reference(const ReferenceRun *run);
 // sizes.
 typedef struct {
     const char *dir;        // "seed3_batch2_seq5_dim48_heads4", in tests/data/lessonNN
-    const char *args[16];   // the lesson's flags for this run, NULL-terminated
+    const char *args[24];   // the lesson's flags for this run, NULL-terminated
     uint64_t seed;
     int batch, seq, dim;
     bool train;
@@ -140,7 +140,7 @@ Linear linear_from(const Tensor *weight, const Tensor *bias);
 // <reference>/<name>.weight.npy and <name>.bias.npy.
 Linear recorded_linear(const char *reference, const char *name);
 
-// --- shared by the tests of lessons 6-8 (multi-head, cross-attention, gqa) ---------
+// --- shared by the tests of lessons 6-8 (multi-head, cross-attention, gqa) and 11 -----
 
 // check_against_reference for case `c`: `shared` holds what every case of
 // the lesson has in common (the lesson, the dumps to compare, the

@@ -83,6 +83,10 @@ static void do_narrow(void *arg) {
     Args *x = arg;
     narrow(x->t, x->a, x->b, x->c);
 }
+static void do_select(void *arg) {
+    Args *x = arg;
+    select_index(x->t, x->a, x->b);
+}
 
 // --- making tensors ------------------------------------------------------------------
 
@@ -340,6 +344,38 @@ START_TEST(test_narrow) {
 }
 END_TEST
 
+// t[i] and t.select(dim, i): PyTorch keeps the other dims' strides, even a
+// size-1 dim's (a view() of the same numbers may pick another stride there).
+START_TEST(test_select) {
+    Tensor *base = arange(shape3(2, 3, 4));
+    // torch.arange(24.).view(2, 3, 4).permute(2, 0, 1)[1]: size (2, 3),
+    // stride (12, 4), storage_offset 1, the numbers base[:, :, 1]
+    const Tensor *moved = permute(base, (const int[]){2, 0, 1});              // (4, 2, 3)
+    const Tensor *one = select_index(moved, 0, 1);                             // (2, 3)
+    assert_shape(one, shape2(2, 3), "select");
+    assert_strides(one, shape2(12, 4), "select");
+    ck_assert_int_eq(one->offset, 1);
+    ck_assert_ptr_eq(one->data, base->data);
+    assert_values(one, (float[]){1, 5, 9, 13, 17, 21}, "select");
+    // base.select(1, -1) = base[:, 2]: stride (12, 1), offset 8
+    const Tensor *last = select_index(base, 1, -1);                            // (2, 4)
+    assert_strides(last, shape2(12, 1), "select -1");
+    ck_assert_int_eq(last->offset, 8);
+    // torch.zeros(1, 5, 6).view(1, 5, 2, 3).permute(2, 0, 1, 3)[0]: the
+    // size-1 dim keeps its stride 30.
+    const Tensor *heads = permute(view(zeros(shape3(1, 5, 6)), shape4(1, 5, 2, 3)),
+                                  (const int[]){2, 0, 1, 3});                 // (2, 1, 5, 3)
+    assert_strides(select_index(heads, 0, 0), shape3(30, 6, 1), "select keeps a size-1 stride");
+
+    Args args = {.t = base, .a = 0, .b = 2};
+    assert_fails_with(do_select, args, "select: index 2 out of range for tensor of size "
+                      "[2, 3, 4] at dimension 0");
+    args = (Args){.t = base, .a = 3, .b = 0};
+    assert_fails_with(do_select, args, "select: dimension out of range (expected to be in range "
+                      "of [-3, 2], but got 3)");
+}
+END_TEST
+
 // --- contiguous, view, reshape, clone -------------------------------------------------------
 
 START_TEST(test_contiguous) {
@@ -547,6 +583,7 @@ static Suite *tensor_suite(void) {
     tcase_add_test(views, test_unsqueeze);
     tcase_add_test(views, test_expand);
     tcase_add_test(views, test_narrow);
+    tcase_add_test(views, test_select);
     suite_add_tcase(suite, views);
 
     TCase *copies = new_tcase("contiguous, view, reshape");
