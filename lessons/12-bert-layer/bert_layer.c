@@ -1086,11 +1086,12 @@ static void show_relative_positions(const Run *run, const Flags *f) {
         q_e += q * e;
         k_e += k * e;
     }
-    printf("score (%d, %d) of batch row 0, head 0 (query position %d, key position %d, distance "
-           "%d): query . key = %.4f, query . table[%d] = %.4f", l, r, P + l, r, P + l - r,
+    printf("score (%d, %d) of batch row 0, head 0: query position %d, key position %d, distance "
+           "%d, table row %d:\n", l, r, P + l, r, P + l - r, row);
+    printf("  query . key = %.4f (content) + query . table[%d] = %.4f (query-to-distance)",
            (double)q_k, row, (double)q_e);
     if (f->position == RELATIVE_KEY_QUERY) {
-        printf(", key . table[%d] = %.4f", row, (double)k_e);
+        printf(" + key . table[%d] = %.4f (key-to-distance)", row, (double)k_e);
     }
     printf(", all / sqrt(%d)\n", D);
 }
@@ -1231,8 +1232,8 @@ static void show_cross_attention(const Run *run, const Flags *f) {
     printf("queries from the text %s, keys and values from encoder_hidden_states %s:\n",
            sizes_str(run->steps.attention_output->size, 3, SIZES_TUPLE),
            sizes_str(run->encoder_hidden_states->size, 3, SIZES_TUPLE));
-    printf("probabilities (batch, heads, %d, %d), output %s: the text's %d positions\n", T, M,
-           sizes_str(run->layer_output->size, 3, SIZES_TUPLE), T);
+    printf("probabilities (batch, heads, %d, %d), output %s: one row per text token, as in "
+           "lesson 7\n", T, M, sizes_str(run->layer_output->size, 3, SIZES_TUPLE));
     printf("no mask: BertSelfAttention replaces attention_mask by encoder_attention_mask (None) for "
            "cross-attention\n");
     if (f->position == ABSOLUTE) {
@@ -1450,27 +1451,35 @@ int main(int argc, char **argv) {
                     L - 1);
     }
     // The largest tensors of each kind: the weights of one call over all
-    // L tokens (B, H, L, L) (the cache demonstration makes it) and their
-    // positional_embedding (L, L, D); cross-attention's (B, H, T, M); the
-    // feed-forward's (B, L, I) and its weight (I, C); the keys' weight (C, E)
-    // and the image features (B, M, E); the distance table (2N - 1, D).
+    // L tokens (B, H, L, L) (the cache demonstration makes it); the
+    // feed-forward's (B, L, I) and its weight (I, C); the inputs (B, L, C)
+    // and the (C, C) weights;
+    // with relative positions the positional_embedding (L, L, D) and the
+    // table (2N - 1, D); with cross-attention its (B, H, T, M), the keys'
+    // weight (C, E) and the image features (B, M, E).
     int D = f.dim / f.heads;
     check_fits(&lesson, "attention_probs (batch, heads, past+seq, past+seq)",
                shape4(f.batch, f.heads, L, L));
-    check_fits(&lesson, "positional_embedding (past+seq, past+seq, dim/heads)", shape3(L, L, D));
-    check_fits(&lesson, "cross_attention_probs (batch, heads, seq, encoder-seq)",
-               shape4(f.batch, f.heads, f.seq, f.encoder_seq));
     check_fits(&lesson, "intermediate_output (batch, past+seq, intermediate)",
                shape3(f.batch, L, f.intermediate));
     check_fits(&lesson, "intermediate.dense.weight (intermediate, dim)",
                shape2(f.intermediate, f.dim));
-    check_fits(&lesson, "crossattention.self.key.weight (dim, encoder-width)",
-               shape2(f.dim, f.encoder_width));
-    check_fits(&lesson, "encoder_hidden_states (batch, encoder-seq, encoder-width)",
-               shape3(f.batch, f.encoder_seq, f.encoder_width));
     check_fits(&lesson, "hidden_states (batch, past+seq, dim)", shape3(f.batch, L, f.dim));
-    check_fits(&lesson, "distance_embedding.weight (2*max-positions - 1, dim/heads)",
-               shape2(2 * f.max_positions - 1, D));
+    check_fits(&lesson, "attention.self.query.weight (dim, dim)", shape2(f.dim, f.dim));
+    if (f.position != ABSOLUTE) {
+        check_fits(&lesson, "positional_embedding (past+seq, past+seq, dim/heads)",
+                   shape3(L, L, D));
+        check_fits(&lesson, "distance_embedding.weight (2*max-positions - 1, dim/heads)",
+                   shape2(2 * f.max_positions - 1, D));
+    }
+    if (f.encoder_seq > 0) {
+        check_fits(&lesson, "cross_attention_probs (batch, heads, seq, encoder-seq)",
+                   shape4(f.batch, f.heads, f.seq, f.encoder_seq));
+        check_fits(&lesson, "crossattention.self.key.weight (dim, encoder-width)",
+                   shape2(f.dim, f.encoder_width));
+        check_fits(&lesson, "encoder_hidden_states (batch, encoder-seq, encoder-width)",
+                   shape3(f.batch, f.encoder_seq, f.encoder_width));
+    }
     lesson_start(&lesson);
 
     BertConfig config = {
