@@ -266,13 +266,13 @@ static Tensor *positional_embedding_of(const BertSelfAttention *self, const Tens
 // writes its einsums the same way: the loop letters are the einsum's, and
 // the letter missing from the output (d) is the one summed.
 static Tensor *einsum_bhld_lrd(const Tensor *query_layer, const Tensor *positional_embedding) {
-    int B = size(query_layer, 0), H = size(query_layer, 1), Lq = size(query_layer, 2);
-    int D = size(query_layer, 3), R = size(positional_embedding, 1);
-    Tensor *scores = zeros(shape4(B, H, Lq, R));                              // (B, H, T, L)
+    int B = size(query_layer, 0), H = size(query_layer, 1), T = size(query_layer, 2);
+    int D = size(query_layer, 3), L = size(positional_embedding, 1);
+    Tensor *scores = zeros(shape4(B, H, T, L));                               // (B, H, T, L)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
-            for (int l = 0; l < Lq; l++) {
-                for (int r = 0; r < R; r++) {
+            for (int l = 0; l < T; l++) {
+                for (int r = 0; r < L; r++) {
                     float sum = 0.0f;
                     for (int d = 0; d < D; d++) {
                         sum += *at4(query_layer, b, h, l, d) * *at3(positional_embedding, l, r, d);
@@ -290,13 +290,13 @@ static Tensor *einsum_bhld_lrd(const Tensor *query_layer, const Tensor *position
 // the embedding of its distance from query l. Same loops, the key's row in
 // place of the query's.
 static Tensor *einsum_bhrd_lrd(const Tensor *key_layer, const Tensor *positional_embedding) {
-    int B = size(key_layer, 0), H = size(key_layer, 1), R = size(key_layer, 2);
-    int D = size(key_layer, 3), Lq = size(positional_embedding, 0);
-    Tensor *scores = zeros(shape4(B, H, Lq, R));                              // (B, H, T, L)
+    int B = size(key_layer, 0), H = size(key_layer, 1), L = size(key_layer, 2);
+    int D = size(key_layer, 3), T = size(positional_embedding, 0);
+    Tensor *scores = zeros(shape4(B, H, T, L));                               // (B, H, T, L)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
-            for (int l = 0; l < Lq; l++) {
-                for (int r = 0; r < R; r++) {
+            for (int l = 0; l < T; l++) {
+                for (int r = 0; r < L; r++) {
                     float sum = 0.0f;
                     for (int d = 0; d < D; d++) {
                         sum += *at4(key_layer, b, h, r, d) * *at3(positional_embedding, l, r, d);
@@ -311,9 +311,9 @@ static Tensor *einsum_bhrd_lrd(const Tensor *key_layer, const Tensor *positional
 }
 
 // BertSelfAttention.forward, line by line, fixed. hidden_states is (B, T, C).
-// Returns context_layer (B, T, C), a view (so const, tensor.h); *present (may be NULL) gets the post's
-// past_key_value = (key_layer, value_layer), each (B, H, L, D): with a cache,
-// the cached positions and this call's, joined.
+// Returns context_layer (B, T, C), a view (so const: tensor.h); *present
+// (may be NULL) gets the post's past_key_value = (key_layer, value_layer),
+// each (B, H, L, D): with a cache, the cached positions and this call's.
 static const Tensor *BertSelfAttention_forward(BertSelfAttentionSteps *steps, KeyValue *present,
                                                const BertSelfAttention *self,
                                                const Tensor *hidden_states, const BertArgs *args) {
@@ -768,15 +768,16 @@ static const Tensor *one_head(const Tensor *weights, int b, int h) {
 
 static const char *bool_text(bool value) { return value ? "True" : "False"; }
 
-static void print_config(const BertConfig *config, const Flags *f) {
+static void print_config(const BertConfig *config) {
     printf("config: hidden_size %d, num_attention_heads %d (head size %d), intermediate_size %d,\n"
-           "  position_embedding_type '%s', max_position_embeddings %d, layer_norm_eps 1e-12,\n"
-           "  dropout 0.1 and 0.1, add_cross_attention %s, encoder_width %d, "
+           "  position_embedding_type '%s', max_position_embeddings %d, layer_norm_eps %g,\n"
+           "  dropout %g and %g, add_cross_attention %s, encoder_width %d, "
            "chunk_size_feed_forward %d\n", config->hidden_size, config->num_attention_heads,
            config->hidden_size / config->num_attention_heads, config->intermediate_size,
            POSITION_TYPES[config->position_embedding_type], config->max_position_embeddings,
-           bool_text(config->add_cross_attention), f->encoder_width,
-           config->chunk_size_feed_forward);
+           config->layer_norm_eps, config->hidden_dropout_prob,
+           config->attention_probs_dropout_prob, bool_text(config->add_cross_attention),
+           config->encoder_width, config->chunk_size_feed_forward);
 }
 
 // sum(p.numel() for p in layer.parameters())
@@ -858,7 +859,8 @@ static void print_cross_attention(const Run *run) {
     const BertSelfAttentionSteps *s = &run->steps.crossattention;
     int B = size(run->hidden_states, 0), T = size(run->hidden_states, 1);
     int C = size(run->hidden_states, 2);
-    printf("crossattention.self (BertSelfAttention, keys and values from encoder_hidden_states):\n");
+    printf("crossattention.self (BertSelfAttention, keys and values from "
+           "encoder_hidden_states):\n");
     printf("  mixed_query_layer = self.query(attention_output): %s\n",
            sizes_str((const int[]){B, T, C}, 3, SIZES_TORCH));
     printf("  key_layer = transpose_for_scores(self.key(encoder_hidden_states)): %s; value_layer "
@@ -1021,8 +1023,9 @@ static void show_head_mask(const Run *run, const Flags *f) {
         }
     }
     printf("\n-- head_mask: attention_probs_dropped * head_mask --\n");
-    printf("head_mask[0, %d] = 0: head %d's probabilities times 0, so its context_layer[..., %d:%d] "
-           "is %.3g everywhere\n", h, h, h * D, (h + 1) * D, (double)silenced);
+    printf("head_mask[0, %d] = 0: head %d's probabilities times 0, so its "
+           "context_layer[..., %d:%d] is %.3g everywhere\n", h, h, h * D, (h + 1) * D,
+           (double)silenced);
     if (f->heads > 1) {
         printf("  the other heads' context: max |with - without head_mask| = %.3g\n",
                (double)others);
@@ -1063,11 +1066,11 @@ static void show_dropout(const Run *run, const Flags *f) {
 static void show_relative_positions(const Run *run, const Flags *f) {
     printf("\n-- relative positions --\n");
     if (f->position == ABSOLUTE) {
-        printf("position_embedding_type 'absolute': BERT adds its position embeddings to the tokens "
-               "before the\nfirst layer (BertEmbeddings), so this layer adds nothing. --position "
-               "relative_key adds\nquery . table[l - r + max_position_embeddings - 1] to score "
-               "(l, r); relative_key_query adds\nkey . table[l - r + max_position_embeddings - 1] "
-               "too.\n");
+        printf("position_embedding_type 'absolute': BERT adds its position embeddings to the "
+               "tokens before the\nfirst layer (BertEmbeddings), so this layer adds nothing. "
+               "--position relative_key adds\nquery . table[l - r + max_position_embeddings - 1] "
+               "to score (l, r); relative_key_query adds\nkey . table[l - r + "
+               "max_position_embeddings - 1] too.\n");
         return;
     }
     const BertSelfAttentionSteps *s = &run->steps.attention;
@@ -1234,8 +1237,8 @@ static void show_cross_attention(const Run *run, const Flags *f) {
            sizes_str(run->encoder_hidden_states->size, 3, SIZES_TUPLE));
     printf("probabilities (batch, heads, %d, %d), output %s: one row per text token, as in "
            "lesson 7\n", T, M, sizes_str(run->layer_output->size, 3, SIZES_TUPLE));
-    printf("no mask: BertSelfAttention replaces attention_mask by encoder_attention_mask (None) for "
-           "cross-attention\n");
+    printf("no mask: BertSelfAttention replaces attention_mask by encoder_attention_mask "
+           "(None) for cross-attention\n");
     if (f->position == ABSOLUTE) {
         return;
     }
@@ -1380,10 +1383,10 @@ static void show_post_norm(const Run *run, const Flags *f) {
     printf("  after the layer:                post-norm %.4f, pre-norm %.4f\n", post_1, pre_1);
     printf("  after the same layer %d times:  post-norm %.4f, pre-norm %.4f\n", DEPTH,
            row_std(post), row_std(pre));
-    printf("post-norm ends every sublayer with a LayerNorm, so each layer's output rows have mean 0 "
-           "and std 1\n(times LayerNorm's weight); pre-norm normalises only what enters a sublayer "
-           "and adds its result to\nan untouched x, which grows layer after layer and keeps a clean "
-           "path for the gradient.\n");
+    printf("post-norm ends every sublayer with a LayerNorm, so each layer's output rows have "
+           "mean 0 and std 1\n(times LayerNorm's weight); pre-norm normalises only what enters a "
+           "sublayer and adds its result to\nan untouched x, which grows layer after layer and "
+           "keeps a clean path for the gradient.\n");
 }
 
 // --- the lesson -----------------------------------------------------------------------------
@@ -1495,7 +1498,7 @@ int main(int argc, char **argv) {
         .encoder_width = f.encoder_width,
         .chunk_size_feed_forward = f.chunk,
     };
-    print_config(&config, &f);
+    print_config(&config);
 
     // The draws: the layer's parameters, then the inputs, as the PyTorch cell.
     Run run;
