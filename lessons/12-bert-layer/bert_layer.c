@@ -1,9 +1,10 @@
 // Lesson 12: bert-layer - the BERT layer of Chen Ming's post, as BLIP's text decoder uses it.
 //
 // WHAT THIS ADDS
-//   Lessons 2-10 built attention on its own. A Transformer stacks LAYERS,
-//   and this is BERT's, as Chen Ming's post ports it from the transformers
-//   library: BertSelfAttention (multi-head attention, lesson 6, with BERT's
+//   Lessons 2-10 built attention on its own, lesson 11 ViT's pre-norm block
+//   around it. A Transformer stacks LAYERS, and this is BERT's (post-norm),
+//   as Chen Ming's post ports it from the transformers library:
+//   BertSelfAttention (multi-head attention, lesson 6, with BERT's
 //   additive -10000 padding mask, a head_mask, dropout on the probabilities,
 //   optional RELATIVE positions and a past_key_value cache), BertSelfOutput
 //   (dense, dropout, then LayerNorm(h + input): a residual and a POST-norm),
