@@ -481,7 +481,7 @@ static float bits_float(uint32_t u) {
 
 // The scalar twin of exp8 below, line for line.
 static float flash_expf(float x) {
-    x = x < EXP_HI ? x : EXP_HI;
+    x = EXP_HI < x ? EXP_HI : x;   // written this way round, a NaN stays NaN
     // x / ln 2 + 1.5 * 2^23 lies in [2^23, 2^24), where floats are exactly 1
     // apart: the fma rounds x / ln 2 to the nearest integer n, and leaves n
     // in the low bits of t.
@@ -600,7 +600,8 @@ VECTOR_CODE static inline v8f fma8(v8f a, v8f b, v8f c) {
     return _mm256_fmadd_ps(a, b, c);
 }
 
-// max_float on each lane (the instruction max_float imitates); min likewise.
+// max_float on each lane (the instruction max_float imitates); min likewise:
+// a < b ? a : b.
 VECTOR_CODE static inline v8f max8(v8f a, v8f b) {
     return _mm256_max_ps(a, b);
 }
@@ -611,7 +612,7 @@ VECTOR_CODE static inline v8f min8(v8f a, v8f b) {
 
 // flash_expf on 8 lanes; every line is the line of flash_expf in its place.
 VECTOR_CODE static inline v8f exp8(v8f x) {
-    x = min8(x, splat8(EXP_HI));
+    x = min8(splat8(EXP_HI), x);
     v8f t = fma8(x, splat8(LOG2E), splat8(ROUND_MAGIC));
     v8f n = t - ROUND_MAGIC;
     v8f r = fma8(n, splat8(-LN2_HI), x);
@@ -1191,13 +1192,14 @@ int main(int argc, char **argv) {
         refuse_with_bench(&lesson, argc, argv);
     }
     check_divides(&lesson, "--kv-heads", n.kv_heads, "--heads", n.heads);
-    // The largest tensors: the naive path's scores (B, H, N, N), the inputs
-    // and outputs (B, H, N, D), and the tiled path's query block (D, Bq).
+    // The largest tensors: the naive path's scores (B, H, N, N), and the
+    // inputs and outputs (B, H, N, D). The tiled path's scratch is smaller:
+    // its query block (D, Bq) and score block (Bk, Bq) have at most N rows or
+    // columns where query has N (and at most 4096 x 4096 floats).
     check_fits(&lesson, "the naive scores (batch, heads, seq, seq)",
                shape4(n.batch, n.heads, n.seq, n.seq));
     check_fits(&lesson, "query (batch, heads, seq, head_dim)",
                shape4(n.batch, n.heads, n.seq, n.head_dim));
-    check_fits(&lesson, "the query block (head_dim, block-q)", shape2(n.head_dim, n.block_q));
     lesson_start(&lesson);
 
     if (run_bench) {
