@@ -46,7 +46,7 @@
 // RUN IT
 //   make lesson-13       flags: --batch 1 --seq 256 --heads 8 --kv-heads 8 --head-dim 64
 //                        --block-q 64 --block-k 64 --causal, --seed, --dump, --dot, --heatmap
-//   make lesson-13 ARGS="--seq 10 --block-q 4 --block-k 3 --causal"    a small example
+//   make lesson-13 ARGS="--seed 8 --seq 10 --block-q 4 --block-k 3 --causal"   a small example
 //   make lesson-13 ARGS=--bench     time it against the naive path, on one core
 //
 // WHAT TO LOOK FOR
