@@ -1022,6 +1022,16 @@ typedef struct {
     float diff;            // max |out - out_naive|
 } BenchCase;
 
+// The causal tiles of one head of N positions in blocks of Bq x Bk, by kind.
+static void count_tiles(long counts[3], int N, int block_q, int block_k) {
+    int Bq = min_int(block_q, N), Bk = min_int(block_k, N);
+    for (int qs = 0; qs < N; qs += Bq) {
+        for (int ks = 0; ks < N; ks += Bk) {
+            counts[tile_kind(true, qs, min_int(Bq, N - qs), ks, min_int(Bk, N - ks))] += 1;
+        }
+    }
+}
+
 static void bench(int block_q, int block_k) {
     const int seqs[] = {512, 1024, 2048, 4096, 8192};
     enum { N_SEQS = sizeof seqs / sizeof seqs[0], N_CASES = 2 * N_SEQS };
@@ -1128,7 +1138,13 @@ static void bench(int block_q, int block_k) {
     printf("- causal: the tiled kernel skips the tiles above the diagonal and is %.1fx faster "
            "than\n  without the mask at seq 2048; the naive path computes every score, then "
            "masks.\n", at2048->tiled.ms / causal2048->tiled.ms);
-    printf("- small seq: fewer, shorter tiles per head, and more of them on the diagonal.\n");
+    long small[3] = {0, 0, 0}, large[3] = {0, 0, 0};
+    count_tiles(small, seqs[0], block_q, block_k);
+    count_tiles(large, seqs[N_SEQS - 1], block_q, block_k);
+    printf("- causal, small seq: of the %ld tiles a head computes at seq %d, %ld are on the "
+           "diagonal,\n  computed in full and masked in part; at seq %d, %ld of %ld.\n",
+           small[TILE_FULL] + small[TILE_DIAGONAL], seqs[0], small[TILE_DIAGONAL],
+           seqs[N_SEQS - 1], large[TILE_DIAGONAL], large[TILE_FULL] + large[TILE_DIAGONAL]);
     for (int i = 0; i < N_CASES; i++) {
         const BenchCase *c = &cases[i];
         double gflops = attention_flops(1, BENCH_HEADS, c->seq, BENCH_HEAD_DIM, c->causal) /
