@@ -63,7 +63,11 @@ lesson-%: $$(BUILD)/$$(call lesson_dir,$$*)
 # make compare-N ARGS="...": lesson N and the PyTorch code on its page, run with the
 # same flags, every printed number compared (tools/compare.py). Needs python3 with
 # torch; without it, it says what is missing and exits 2. Not part of make test.
-PYTHON ?= python3
+# The first of python3 and /usr/bin/python3 that can import torch (a pyenv or
+# venv python3 may shadow Debian's python3-torch); worked out only when a
+# compare runs. PYTHON=... chooses another.
+PYTHON ?= $(shell for p in python3 /usr/bin/python3; do \
+            $$p -c 'import torch' > /dev/null 2>&1 && { echo $$p; exit; }; done; echo python3)
 compare-%: $$(BUILD)/$$(call lesson_dir,$$*)
 	@test -n "$(call lesson_dir,$*)" || { echo "no lesson $* in lessons/"; exit 2; }
 	@command -v $(PYTHON) > /dev/null || { echo "make compare-$*: needs $(PYTHON) with torch; $(PYTHON) is missing"; exit 2; }
