@@ -85,8 +85,10 @@ static SelfAttV1 SelfAttV1_init(int hidden_dim) {
 // forward also prints attention_weight; this one prints nothing, and
 // main() prints steps->attention_weight where the notebook's line comes.
 static Tensor *SelfAttV1_forward(SelfAttV1Steps *steps, const SelfAttV1 *self, const Tensor *X) {
-    // X: (B, T, C). The notebook notes that X's last dim could differ from
-    // hidden_dim (the Linear layers would map it); here both are --dim.
+    // X: (B, T, C). The notebook's comment says X's last dim "可以和 hidden_dim
+    // 不同" (can differ from hidden_dim). It cannot: the projections are
+    // Linear(hidden_dim, hidden_dim), so X's last dim must be hidden_dim
+    // (docs/errata.md, entry 23). Here both are --dim.
     const Tensor *Q = named("Q", linear(X, &self->query_proj));                   // (B, T, C)
     const Tensor *K = named("K", linear(X, &self->key_proj));                     // (B, T, C)
     const Tensor *V = named("V", linear(X, &self->value_proj));                   // (B, T, C)

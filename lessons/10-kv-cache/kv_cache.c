@@ -27,7 +27,7 @@
 //   The notebook builds K for all H heads, (B, H, L, D), by copying: 2*B*H*L*D
 //   floats (K and V) per step. Reading key head h / R in place copies none.
 //
-// THE PYTORCH IT MIRRORS (the notebook's In[13], GQA_W_KVcache with its bugs fixed)
+// THE PYTORCH IT MIRRORS (the notebook's last cell, In [None], GQA_W_KVcache with its bugs fixed)
 //   torch.manual_seed(seed)
 //   gqa = GQA_W_KVcache(dim, heads, kv_heads).eval()   # draws as GQA(...) does
 //   x = torch.randn(batch, prompt + new, dim)
@@ -84,7 +84,7 @@
 
 // --- the module: GQA_W_KVcache, fixed -------------------------------------------------
 
-// class GQA_W_KVcache(nn.Module), the GQA notebook's In[13], fixed. The notebook's
+// class GQA_W_KVcache(nn.Module), the GQA notebook's last cell, fixed. The notebook's
 // k_cache/v_cache are tensors that torch.cat makes one step longer at every
 // call; here they are storage for `capacity` positions, made once by
 // GQA_W_KVcache_start_cache, of which the first cache_len are filled (as
