@@ -25,7 +25,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from reference import record_cases, save_all, stdout_txt
+from reference import drop_rounding_lines, record_cases, save_all, stdout_txt
 
 # case directory -> (seed, batch, prompt, new, dim, heads, kv_heads)
 CASES = {
@@ -171,14 +171,6 @@ def lesson(seed, batch, prompt, new, dim, heads, kv_heads):
     return tensors
 
 
-def drop_rounding_lines(directory):
-    """Take the "max |" lines out of stdout.txt and print them here instead."""
-    path = os.path.join(directory, "stdout.txt")
-    with open(path) as f:
-        lines = f.read().splitlines(keepends=True)
-    print("".join(line for line in lines if "max |" in line), end="")
-    with open(path, "w") as f:
-        f.write("".join(line for line in lines if "max |" not in line))
 
 
 def record(directory, seed, batch, prompt, new, dim, heads, kv_heads):

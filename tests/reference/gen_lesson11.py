@@ -23,11 +23,8 @@ The build and the tests never run Python.
 """
 import os
 
-from reference import record_cases, save_all, stdout_txt
+from reference import page_block, record_cases, save_all, stdout_txt
 
-PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
-                    "11-vit-block.md")
-MARK = "<!-- make compare-11 runs the next block -->\n```python\n"
 
 # case directory -> the lesson's flags. The Linear layers are PyTorch's BLAS
 # (OpenBLAS) against the lesson's plain loops: a float rounding apart, which
@@ -48,17 +45,11 @@ CASES = {
 }
 
 
-def page_code():
-    """The Python block that follows MARK in the lesson's page."""
-    with open(PAGE) as f:
-        text = f.read()
-    start = text.index(MARK) + len(MARK)
-    return text[start:text.index("\n```\n", start) + 1]
 
 
 def record(directory, *args):
     page = {"__name__": "lesson11_page"}        # not "__main__": define, do not run
-    exec(compile(page_code(), PAGE, "exec"), page)
+    exec(page_block(11), page)
     with stdout_txt(directory):
         tensors = page["run"](page["parse_args"](list(args)))
     save_all(directory, tensors)

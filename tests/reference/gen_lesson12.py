@@ -25,12 +25,9 @@ gets:
                lesson's often 0), so they are printed here but not recorded.
 """
 import os
-import re
 import sys
 
-from reference import record_cases, stdout_txt
-
-PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "12-bert-layer.md")
+from reference import drop_rounding_lines, page_block, record_cases, stdout_txt
 
 # case directory -> the lesson's flags (keep in step with CASES in tests/test_lesson12.c)
 CASES = {
@@ -52,28 +49,12 @@ CASES = {
 }
 
 
-def page_block():
-    """The code after '<!-- make compare-12 runs the next block -->' on the lesson's page."""
-    with open(PAGE) as f:
-        page = f.read()
-    match = re.search(r"<!-- make compare-12 runs the next block -->\n```python\n(.*?)\n```\n", page, re.S)
-    if match is None:
-        sys.exit(f"{PAGE}: no block marked for make compare-12")
-    return compile(match.group(1), PAGE, "exec")
 
 
-def drop_rounding_lines(directory):
-    """Take the "max |" lines out of stdout.txt and print them here instead."""
-    path = os.path.join(directory, "stdout.txt")
-    with open(path) as f:
-        lines = f.read().splitlines(keepends=True)
-    print("".join(line for line in lines if "max |" in line), end="")
-    with open(path, "w") as f:
-        f.write("".join(line for line in lines if "max |" not in line))
 
 
 def record(directory, flags):
-    block = page_block()
+    block = page_block(12)
     saved_argv = sys.argv
     sys.argv = ["12-bert-layer"] + flags + ["--dump", directory]
     try:

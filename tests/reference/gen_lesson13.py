@@ -21,17 +21,13 @@ tests/data/lesson13/<case>/:
 """
 import contextlib
 import io
-import os
 import re
 import sys
 
 import torch
 
-from reference import record_cases, save_all, stdout_txt
+from reference import page_block, record_cases, save_all, stdout_txt
 
-PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
-                    "13-flash-attention.md")
-MARKER = "<!-- make compare-13 runs the next block -->"
 
 # case directory -> (seed, the lesson's flags). Keep in step with CASES in
 # tests/test_lesson13.c. Seed 0 is the lesson's defaults; the others are
@@ -57,13 +53,6 @@ CASES = {
 }
 
 
-def page_block():
-    """The block after the marker on the page: a complete script."""
-    with open(PAGE) as f:
-        text = f.read()
-    after = text.split(MARKER, 1)[1]
-    match = re.match(r"\s*```python\n(.*?)\n```", after, re.S)
-    return match.group(1)
 
 
 def record(directory, seed, flags):
@@ -71,7 +60,7 @@ def record(directory, seed, flags):
     printed = io.StringIO()
     names = {"__name__": "__main__"}
     with contextlib.redirect_stdout(printed):
-        exec(compile(page_block(), PAGE, "exec"), names)
+        exec(page_block(13), names)
     save_all(directory, {name: names[name] for name in
                          ("query", "key", "value", "out", "out_naive")})
     lines = [line for line in printed.getvalue().split("\n")

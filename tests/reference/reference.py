@@ -6,8 +6,11 @@ what a cell prints into stdout.txt, and writing tensors as .npy files the
 C harness reads (tests/harness.c: load_npy).
 """
 import contextlib
+import glob
 import io
 import os
+import re
+import sys
 
 import numpy as np
 
@@ -56,6 +59,34 @@ def record_cases(lesson, cases, record):
         os.makedirs(directory, exist_ok=True)
         record(directory, *parameters)
         print("wrote", directory)
+
+
+def page_block(lesson):
+    """The Python block of docs/NN-*.md that `make compare-NN` runs: the code
+    right after the line '<!-- make compare-N runs the next block -->'. Lessons
+    11-13 record their data by running it, so the tests compare against
+    exactly the code a learner reads on the page."""
+    (page,) = glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                     "docs", "%02d-*.md" % lesson))
+    with open(page) as f:
+        text = f.read()
+    marker = "<!-- make compare-%d runs the next block -->\n```python\n" % lesson
+    match = re.search(re.escape(marker) + r"(.*?\n)```\n", text, re.S)
+    if match is None:
+        sys.exit(f"{page}: no block marked for make compare-{lesson}")
+    return compile(match.group(1), page, "exec")
+
+
+def drop_rounding_lines(directory):
+    """Take the "max |" lines out of stdout.txt and print them here instead:
+    they measure float rounding inside one program, which the lesson's own
+    loops and PyTorch's kernels do differently."""
+    path = os.path.join(directory, "stdout.txt")
+    with open(path) as f:
+        lines = f.read().splitlines(keepends=True)
+    print("".join(line for line in lines if "max |" in line), end="")
+    with open(path, "w") as f:
+        f.write("".join(line for line in lines if "max |" not in line))
 
 
 def say(*args):
