@@ -6,6 +6,7 @@
 //   ops.h     matmul, softmax, masked_fill, split, cat, dropout, ...
 //   softmax_exact.h  softmax's arithmetic on rows of floats, as PyTorch rounds it
 //   layer_norm_exact.h, gelu_exact.h  the same for LayerNorm and GELU
+//   sum_exact.h  torch.sum's order of additions on a row (RMSNorm's mean, lesson 15)
 //   nn.h      nn.Linear
 //   rng.h     PyTorch's random numbers, bit for bit
 //   print.h   PyTorch's print() text
@@ -27,6 +28,7 @@
 #include "print.h"
 #include "rng.h"
 #include "softmax_exact.h"
+#include "sum_exact.h"
 #include "tensor.h"
 #include "trace.h"
 
