@@ -542,8 +542,9 @@ static void print_forward(const Run *run) {
                "sin)\n", torch_size(shape3(B, N, D)));
     } else {
         printf("freqs_cis = precompute_freqs_cis(%d, position_ids[0], %d): %s complex\n"
-               "query_states, key_states = apply_rotary_emb(query_states, key_states, freqs_cis), "
-               "before the transpose\n", D, run->config.rope_theta, torch_size(shape2(N, D / 2)));
+               "query_states, key_states = apply_rotary_emb(query_states, key_states, freqs_cis)\n"
+               "  (Meta's code turns them before the transpose)\n", D, run->config.rope_theta,
+               torch_size(shape2(N, D / 2)));
     }
     const Tensor *attn_weights = run->steps.attn.attn_weights;               // (B, H, N, N)
     printf("attn_weights = softmax(q @ k^T / sqrt(%d) + causal_mask): %s\n", D,
