@@ -35,7 +35,6 @@
 //   make lesson-15      flags: --batch 1 --prompt 3 --new 3 --dim 64 --heads 4 --kv-heads 2
 //                       --hidden (8/3 of --dim) --rope-base 10000 --rope-layout rotate_half
 //                       (or interleaved), --seed, --dump, --dot, --heatmap
-//   make lesson-15 ARGS="--rope-layout interleaved --rope-base 500000 --kv-heads 1"
 //
 // WHAT TO LOOK FOR
 //   - One query's score with one key stays put when both move by 1, 100, 1000 (part 2).
@@ -150,8 +149,8 @@ static LlamaRotaryEmbedding LlamaRotaryEmbedding_init(int dim, int base, RopeLay
 // the C library's cosf and sinf: what torch.polar (Meta's layout) computes, bit for bit;
 // transformers' emb.cos() runs Sleef's vectorised cosf on whole blocks of 16 numbers, which
 // differs from it in the last bit for about 1 angle in 20 (docs/15-llama-block.md).
-static void LlamaRotaryEmbedding_forward(Tensor **cos, Tensor **sin, const LlamaRotaryEmbedding *self,
-                                         int start, int T) {
+static void LlamaRotaryEmbedding_forward(Tensor **cos, Tensor **sin,
+                                         const LlamaRotaryEmbedding *self, int start, int T) {
     int half = self->dim / 2;
     *cos = zeros(shape2(T, half));                                            // (T, D/2)
     *sin = zeros(shape2(T, half));                                            // (T, D/2)
@@ -530,7 +529,8 @@ static void print_forward(const Run *run) {
     printf("\n-- out, attn_weights = layer(hidden_states, causal_mask, position_ids): %d token%s, "
            "no cache --\n", N, N == 1 ? "" : "s");
     printf("x = input_layernorm(hidden_states): %s\n", size_str(run->steps.normed));
-    const char *names[3] = {"query_states = q_proj", "key_states = k_proj", "value_states = v_proj"};
+    const char *names[3] = {"query_states = q_proj", "key_states = k_proj",
+                            "value_states = v_proj"};
     for (int i = 0; i < 3; i++) {
         printf("%s(x).view(%d, %d, %d, %d).transpose(1, 2): %s\n", names[i], B, N, heads[i], D,
                torch_size(shape4(B, heads[i], N, D)));
@@ -762,30 +762,27 @@ static void part5_swiglu(const Run *run) {
 static const Tensor *part6_decode(Run *run) {
     part(6, "decoding with a cache: the prompt in one call, then a token per call",
          "--prompt, --new");
-    int P = run->P, N = run->N;
-    run->cache = KVCache_init(run->B, run->KV, N, run->D);
+    int P = run->P, N = run->N, B = run->B, KV = run->KV, D = run->D, H = run->H;
+    run->cache = KVCache_init(B, KV, N, D);
     const Tensor **outs = arena_alloc((size_t)(N - P + 1), sizeof *outs);
-    for (int t = 0; t < N; t = t == 0 ? P : t + 1) {   // the prefill, then one token a call
-        int T = t == 0 ? P : 1;
-        const Tensor *out = LlamaDecoderLayer_forward(NULL, &run->layer,
-                                                      narrow(run->hidden_states, 1, t, T), t,
-                                                      &run->cache);           // (B, T, C)
-        outs[t == 0 ? 0 : t - P + 1] = out;
-        float diff = max_abs_diff(out, narrow(run->out, 1, t, T));
-        if (t == 0) {
+    for (int call = 0, t = 0; t < N; call++) {   // the prefill, then a token per call
+        int T = call == 0 ? P : 1;                   // this call's tokens: t .. t + T - 1
+        outs[call] = LlamaDecoderLayer_forward(NULL, &run->layer, narrow(run->hidden_states, 1, t,
+                                               T), t, &run->cache);           // (B, T, C)
+        float diff = max_abs_diff(outs[call], narrow(run->out, 1, t, T));
+        if (call == 0) {
             printf("prefill: tokens 0..%d at positions 0..%d, keys turned, then cached: "
                    "(%d, %d, %d, %d)\n  max |out - out[:, :%d] of all tokens at once| = %.3g\n",
-                   P - 1, P - 1, run->B, run->KV, run->cache.length, run->D, P, (double)diff);
+                   P - 1, P - 1, B, KV, P, D, P, (double)diff);
         } else {
             printf("token %d: key turned to %d, then cached: (%d, %d, %d, %d); max |out - "
-                   "out[:, %d]| = %.3g\n", t, t, run->B, run->KV, run->cache.length, run->D, t,
-                   (double)diff);
+                   "out[:, %d]| = %.3g\n", t, t, B, KV, t + 1, D, t, (double)diff);
         }
+        t += T;
     }
     const Tensor *cached_out = cat(outs, N - P + 1, 1);                       // (B, N, C)
     printf("cached_out = torch.cat(outs, dim=1): %s; max |cached_out - out| = %.3g\n",
            size_str(cached_out), (double)max_abs_diff(cached_out, run->out));
-    int KV = run->KV, D = run->D, H = run->H;   // GQA keeps KV heads, not H
     printf("the cache per token: 2 (K and V) * %d kv_heads * %d = %d floats; %d with %d (MHA), %d "
            "with 1 (MQA)\n", KV, D, 2 * KV * D, 2 * H * D, H, 2 * D);
     return cached_out;
@@ -834,9 +831,11 @@ static void part7_bugs(const Run *run) {
 // --- part 8: parameters and multiply-adds
 
 static void part8_counts(const Run *run) {
-    part(8, "parameters and multiply-adds against lessons 11 and 12", "--dim, --hidden, --kv-heads");
+    part(8, "parameters and multiply-adds against lessons 11 and 12",
+         "--dim, --hidden, --kv-heads");
     long long N = run->N, C = run->C, H = run->H, KV = run->KV, D = run->D, F = run->F;
-    const char *names[3] = {"ViT block (lesson 11)", "BERT layer (lesson 12)", "Llama layer (here)"};
+    const char *names[3] = {"ViT block (lesson 11)", "BERT layer (lesson 12)",
+                            "Llama layer (here)"};
     // attention, MLP, norms: ViT's qkv (no bias) and proj, fc1 and fc2 to 4C, two LayerNorms;
     // BERT's query, key, value and dense with biases, its feed-forward to 4C, two LayerNorms.
     long long params[3][3] = {{4 * C * C + C, 8 * C * C + 5 * C, 4 * C},
@@ -857,21 +856,41 @@ static void part8_counts(const Run *run) {
            "3*N*C*hidden (here)\n");
 }
 
-// The forward's tensors that --dump writes (besides the parameters, hidden_states and out),
-// by their names in the PyTorch script.
-static void name_steps(const Run *run) {
-    const LlamaAttentionSteps *a = &run->steps.attn;
-    named("inv_freq", run->layer.self_attn.rotary_emb.inv_freq);
-    named("cos", a->cos);
-    named("sin", a->sin);
-    named("normed", run->steps.normed);
-    named("query_states", a->query_states);
-    named("key_states", a->key_states);
-    named("value_states", a->value_states);
-    named("attn_weights", a->attn_weights);
+// --- the lesson --------------------------------------------------------------------------------
+
+static Run read_flags(Lesson *lesson, int argc, char **argv);   // the appendix, after main
+static void name_steps(const Run *run);
+
+int main(int argc, char **argv) {
+    Lesson lesson;
+    Run run = read_flags(&lesson, argc, argv);
+    lesson_start(&lesson);
+    run.layer = LlamaDecoderLayer_init(&run.config);          // the draws, in PyTorch's order
+    run.hidden_states = named("hidden_states", randn(shape3(run.B, run.N, run.C)));   // (B, N, C)
+    run.out = named("out", LlamaDecoderLayer_forward(&run.steps, &run.layer, run.hidden_states,
+                                                     0, NULL));               // (B, N, C)
+    name_steps(&run);
+    trace_pause(true);   // what follows looks at what was computed: out of the diagram
+    print_layer(&run);
+    print_forward(&run);
+    if (lesson.heatmap) {
+        print_heatmap("attn_weights", run.steps.attn.attn_weights);
+    }
+    part1_rms_norm(&run);
+    part2_relative(&run);
+    part3_layouts(&run);
+    part4_base(&run);
+    part5_swiglu(&run);
+    const Tensor *cached_out = part6_decode(&run);
+    part7_bugs(&run);
+    part8_counts(&run);
+    trace_pause(false);   // part 6's result in the diagram, as one step
+    trace1("prefill, then a token per call (part 6)", cached_out, run.hidden_states);
+    named("cached_out", cached_out);
+    return lesson_finish(&lesson);
 }
 
-// --- the lesson --------------------------------------------------------------------------------
+// --- appendix: the flags, and the forward's tensors --dump writes --------------------------
 
 // The flags into the run's sizes and config; exit 2 with one line if they do not fit.
 static Run read_flags(Lesson *lesson, int argc, char **argv) {
@@ -920,31 +939,16 @@ static Run read_flags(Lesson *lesson, int argc, char **argv) {
                  .config = {dim, hidden, heads, kv_heads, rope_base, 1e-6, rope_layout}};
 }
 
-int main(int argc, char **argv) {
-    Lesson lesson;
-    Run run = read_flags(&lesson, argc, argv);
-    lesson_start(&lesson);
-    run.layer = LlamaDecoderLayer_init(&run.config);          // the draws, in PyTorch's order
-    run.hidden_states = named("hidden_states", randn(shape3(run.B, run.N, run.C)));   // (B, N, C)
-    run.out = named("out", LlamaDecoderLayer_forward(&run.steps, &run.layer, run.hidden_states,
-                                                     0, NULL));               // (B, N, C)
-    name_steps(&run);
-    trace_pause(true);   // what follows looks at what was computed: out of the diagram
-    print_layer(&run);
-    print_forward(&run);
-    if (lesson.heatmap) {
-        print_heatmap("attn_weights", run.steps.attn.attn_weights);
-    }
-    part1_rms_norm(&run);
-    part2_relative(&run);
-    part3_layouts(&run);
-    part4_base(&run);
-    part5_swiglu(&run);
-    const Tensor *cached_out = part6_decode(&run);
-    part7_bugs(&run);
-    part8_counts(&run);
-    trace_pause(false);   // part 6's result in the diagram, as one step
-    trace1("prefill, then a token per call (part 6)", cached_out, run.hidden_states);
-    named("cached_out", cached_out);
-    return lesson_finish(&lesson);
+// The forward's tensors that --dump writes (besides the parameters, hidden_states and out),
+// by their names in the PyTorch script.
+static void name_steps(const Run *run) {
+    const LlamaAttentionSteps *a = &run->steps.attn;
+    named("inv_freq", run->layer.self_attn.rotary_emb.inv_freq);
+    named("cos", a->cos);
+    named("sin", a->sin);
+    named("normed", run->steps.normed);
+    named("query_states", a->query_states);
+    named("key_states", a->key_states);
+    named("value_states", a->value_states);
+    named("attn_weights", a->attn_weights);
 }
