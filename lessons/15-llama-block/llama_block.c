@@ -101,16 +101,16 @@ static Tensor *LlamaRMSNorm_forward(const LlamaRMSNorm *self, const Tensor *hidd
     const Tensor *x = contiguous(hidden_states);
     Tensor *out = zeros(shape_of(x));                                         // (..., C)
     float *squares = arena_alloc((size_t)C, sizeof(float));
-    for (long r = 0; r < numel(x) / C; r++) {
-        const float *x_r = &x->data[x->offset + r * C];
-        float *out_r = &out->data[r * C];
+    for (long row = 0; row < numel(x) / C; row++) {   // every position of every batch row
+        const float *x_row = &x->data[x->offset + row * C];                 // (C,)
+        float *out_row = &out->data[row * C];                               // (C,)
         for (int c = 0; c < C; c++) {
-            squares[c] = x_r[c] * x_r[c];                                    // pow(2)
+            squares[c] = x_row[c] * x_row[c];                                // pow(2)
         }
         float variance = sum_exact(squares, C) / (float)C;                  // mean(-1)
         float rsqrt = 1.0f / sqrtf(variance + (float)self->variance_epsilon);
         for (int c = 0; c < C; c++) {
-            out_r[c] = *at1(self->weight, c) * (x_r[c] * rsqrt);
+            out_row[c] = *at1(self->weight, c) * (x_row[c] * rsqrt);
         }
     }
     trace("rms_norm", out, 2, (const Tensor *const[]){hidden_states, self->weight}, 1,
@@ -377,9 +377,9 @@ static Tensor *LlamaAttention_forward(LlamaAttentionSteps *steps, const LlamaAtt
 static Tensor *silu(const Tensor *x) {
     Tensor *y = clone(x);
     long n = numel(y), whole_blocks = n / 16 * 16;
-    for (long j = 0; j < n; j++) {
-        float z = y->data[j];
-        y->data[j] = z / (1.0f + (j < whole_blocks ? sleef_expf(-z) : expf(-z)));
+    for (long element = 0; element < n; element++) {
+        float z = y->data[element];
+        y->data[element] = z / (1.0f + (element < whole_blocks ? sleef_expf(-z) : expf(-z)));
     }
     trace1("silu", y, x);
     return y;
@@ -512,10 +512,7 @@ static void print_layer(const Run *run) {
     const char *names[9] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
                             "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj",
                             "input_layernorm", "post_attention_layernorm"};
-    long total = 0;
-    for (int i = 0; i < 9; i++) {
-        total += numel(p[i]);
-    }
+    long total = (2L * run->H + 2L * run->KV) * run->D * run->C + 3L * run->C * run->F + 2 * run->C;
     printf("layer = LlamaDecoderLayer(config): %ld parameters, drawn in this order:\n", total);
     for (int i = 0; i < 9; i++) {
         printf("  %s.weight: %s\n", names[i], sizes_str(p[i]->size, p[i]->ndim, SIZES_TUPLE));
@@ -644,22 +641,22 @@ static void part2_relative(const Run *run) {
 
 // --- part 3: the two layouts
 
-// Row j of a head in the other layout is row rows[j] of this one: Meta's row 2i + p is
+// Row d of a head in the other layout is row rows[d] of this one: Meta's row 2i + p is
 // Hugging Face's row p * D/2 + i (convert_llama_weights_to_hf.py's permute takes Meta's
 // weights to Hugging Face's).
 static const int *other_rows(int D, RopeLayout layout) {
     int *rows = arena_alloc((size_t)D, sizeof(int)), half = D / 2;
-    for (int j = 0; j < D; j++) {
-        rows[j] = layout == ROTATE_HALF ? j % 2 * half + j / 2 : 2 * (j % half) + j / half;
+    for (int d = 0; d < D; d++) {
+        rows[d] = layout == ROTATE_HALF ? d % 2 * half + d / 2 : 2 * (d % half) + d / half;
     }
     return rows;
 }
 
-// The weight (heads * D, C) with the rows of every head reordered: row h*D + j <- h*D + rows[j]
+// The weight (heads * D, C) with the rows of every head reordered: row h*D + d <- h*D + rows[d]
 static Linear permuted(const Linear *layer, const int *rows, int D) {
     Tensor *weight = zeros(shape_of(layer->weight));
-    for (int r = 0; r < size(weight, 0); r++) {
-        memcpy(at2(weight, r, 0), at2(layer->weight, r / D * D + rows[r % D], 0),
+    for (int row = 0; row < size(weight, 0); row++) {
+        memcpy(at2(weight, row, 0), at2(layer->weight, row / D * D + rows[row % D], 0),
                (size_t)size(weight, 1) * sizeof(float));
     }
     return (Linear){weight, NULL, layer->in_features, layer->out_features};
@@ -680,10 +677,10 @@ static void part3_layouts(const Run *run) {
            ROPE_LAYOUTS[layout], ROPE_LAYOUTS[other], ROPE_LAYOUTS[other],
            (double)max_abs_diff(run->out, twin_out));
     const int *rows = other_rows(D, layout);
-    printf("q_proj and k_proj rows permuted in every head, row j of a head <- row rows[j]:\n"
+    printf("q_proj and k_proj rows permuted in every head, row d of a head <- row rows[d]:\n"
            "  rows = [");
-    for (int j = 0; j < D && j < 8; j++) {
-        printf("%s%d", j > 0 ? ", " : "", rows[j]);
+    for (int d = 0; d < D && d < 8; d++) {
+        printf("%s%d", d > 0 ? ", " : "", rows[d]);
     }
     printf("%s (convert_llama_weights_to_hf.py's permute%s)\n", D > 8 ? ", ...]" : "]",
            layout == ROTATE_HALF ? ", inverted" : "");
@@ -693,9 +690,9 @@ static void part3_layouts(const Run *run) {
     twin_out = LlamaDecoderLayer_forward(&steps, &twin, run->hidden_states, 0, NULL);
     const Tensor *mine = run->steps.attn.query_states, *theirs = steps.attn.query_states;
     Tensor *back = zeros(shape_of(mine));                                     // (B, H, N, D)
-    for (long r = 0; r < numel(mine) / D; r++) {        // back[..., rows[j]] = theirs[..., j]
-        for (int j = 0; j < D; j++) {
-            back->data[r * D + rows[j]] = theirs->data[r * D + j];
+    for (long head = 0; head < numel(mine) / D; head++) {   // back[..., rows[d]] = theirs[..., d]
+        for (int d = 0; d < D; d++) {
+            back->data[head * D + rows[d]] = theirs->data[head * D + d];
         }
     }
     printf("with them, %s: the rotated query_states, permuted back: max |difference| = %.3g\n"
@@ -841,8 +838,8 @@ static void part8_counts(const Run *run) {
     long long params[3][3] = {{4 * C * C + C, 8 * C * C + 5 * C, 4 * C},
                               {4 * C * C + 4 * C, 8 * C * C + 5 * C, 4 * C},
                               {2 * C * H * D + 2 * C * KV * D, 3 * C * F, 2 * C}};
-    long long macs[3] = {4 * N * C * C + 2 * N * N * C + 8 * N * C * C,
-                         4 * N * C * C + 2 * N * N * C + 8 * N * C * C,
+    long long encoder_macs = 4 * N * C * C + 2 * N * N * C + 8 * N * C * C;   // ViT's, BERT's
+    long long macs[3] = {encoder_macs, encoder_macs,
                          N * C * (2 * H + 2 * KV) * D + N * (N + 1) * H * D + 3 * N * C * F};
     char title[32];
     snprintf(title, sizeof title, "MACs, %lld tokens", N);
