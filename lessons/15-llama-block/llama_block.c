@@ -121,10 +121,10 @@ static Tensor *LlamaRMSNorm_forward(const LlamaRMSNorm *self, const Tensor *hidd
 // --- RoPE: LlamaRotaryEmbedding and the two ways to turn the pairs ------------------------
 
 // A head's D numbers are D/2 pairs; pair i turns by theta_i per position, fast for i = 0
-// (1 radian), slow for the last (base^(-(D-2)/D)). Turning q at m and k at n by m theta_i
-// and n theta_i turns their dot product by (m - n) theta_i: pair by pair,
-//   (a, b) . (c, d) after the turns = |(a,b)| |(c,d)| cos(angle between them + (m - n) theta_i)
-// so the score sees the distance m - n and nothing else (part 2 prints it).
+// (1 radian), slow for the last (base^(-(D-2)/D)). Turn a query's pair (a, e) by m theta_i
+// and a key's pair (c, f) by n theta_i: a turn keeps their lengths and adds to their angles,
+// so their dot product is |(a, e)| |(c, f)| cos(the angle between them + (m - n) theta_i):
+// the score sees the distance m - n and nothing else (part 2 prints it).
 typedef struct {
     int dim;                  // D
     int base;                 // rope_theta
