@@ -48,7 +48,7 @@ static int node_of(const Tensor *t) {
     Node *node = &nodes[n_nodes];
     node->id = t->id;
     node->name[0] = '\0';
-    snprintf(node->shape, LABEL_SIZE, "%s", sizes_str(t->size, t->ndim, SIZES_TUPLE));
+    snprintf(node->shape, LABEL_SIZE, "%s", shape_str(t->shape, SIZES_TUPLE));
     n_nodes += 1;
     return n_nodes - 1;
 }

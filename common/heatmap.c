@@ -93,8 +93,8 @@ static void print_column_numbers(int cols) {
 // MAX_CELLS rows and columns are drawn, and a line under the title says so.
 static void print_grid(const Palette *palette, const char *title, const Tensor *w,
                        const int *lead, int n_lead) {
-    int T = w->size[n_lead];
-    int S = w->size[n_lead + 1];
+    int T = w->shape.size[n_lead];
+    int S = w->shape.size[n_lead + 1];
     int rows = T < MAX_CELLS ? T : MAX_CELLS;
     int cols = S < MAX_CELLS ? S : MAX_CELLS;
 
@@ -125,8 +125,8 @@ static void print_grid(const Palette *palette, const char *title, const Tensor *
 }
 
 void print_heatmap(const char *title, const Tensor *weights) {
-    if (weights->ndim < 2) {
-        printf("%s: a heatmap needs at least 2 dims, got %d\n", title, weights->ndim);
+    if (weights->shape.ndim < 2) {
+        printf("%s: a heatmap needs at least 2 dims, got %d\n", title, weights->shape.ndim);
         return;
     }
     Palette palette = {ASCII_SHADES, 10};
@@ -137,15 +137,15 @@ void print_heatmap(const char *title, const Tensor *weights) {
            "? = nan\n", title, palette.shades[palette.levels - 1]);
 
     // One grid per index of the leading dims (batch, head, ...).
-    int n_lead = weights->ndim - 2;
+    int n_lead = weights->shape.ndim - 2;
     int lead[MAX_DIMS] = {0};
     long n_grids = 1;
     for (int d = 0; d < n_lead; d++) {
-        n_grids *= weights->size[d];
+        n_grids *= weights->shape.size[d];
     }
     for (long g = 0; g < n_grids && g < MAX_GRIDS; g++) {
         print_grid(&palette, title, weights, lead, n_lead);
-        next_index(lead, weights->size, n_lead);
+        next_index(lead, weights->shape.size, n_lead);
     }
     if (n_grids > MAX_GRIDS) {
         printf("(%ld more grids not drawn)\n", n_grids - MAX_GRIDS);

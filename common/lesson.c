@@ -318,7 +318,7 @@ void check_fits(const Lesson *lesson, const char *what, Shape shape) {
     for (int d = 0; d < shape.ndim; d++) {
         if (shape.size[d] < 0) {   // the lesson multiplied sizes as int, and it overflowed
             fail("check_fits: %s %s has a negative size", what,
-                 sizes_str(shape.size, shape.ndim, SIZES_TUPLE));
+                 shape_str(shape, SIZES_TUPLE));
         }
         if (shape.size[d] > 0 && count > MAX_ELEMENTS / shape.size[d]) {
             too_big = true;   // the product would pass the limit: stop multiplying
@@ -329,7 +329,7 @@ void check_fits(const Lesson *lesson, const char *what, Shape shape) {
     if (too_big) {
         usage_error(lesson, "these sizes make %s %s, more than the %ld elements allowed "
                     "(%ld MiB of floats); choose smaller sizes", what,
-                    sizes_str(shape.size, shape.ndim, SIZES_TUPLE), MAX_ELEMENTS,
+                    shape_str(shape, SIZES_TUPLE), MAX_ELEMENTS,
                     MAX_ELEMENTS * (long)sizeof(float) >> 20);
     }
 }

@@ -46,12 +46,12 @@ Linear linear_init(const char *name, int in_features, int out_features, bool bia
 Tensor *linear(const Tensor *x, const Linear *layer) {
     int in = layer->in_features;
     int out_features = layer->out_features;
-    if (x->ndim < 1 || x->size[x->ndim - 1] != in) {
+    if (x->shape.ndim < 1 || x->shape.size[x->shape.ndim - 1] != in) {
         fail("linear: shapes (%s) and (%dx%d) cannot be multiplied", size_x_str(x), in,
              out_features);   // like PyTorch, the weight is shown as W^T: (in x out)
     }
     const Tensor *xc = contiguous(x);
-    Shape shape = shape_of(x);
+    Shape shape = x->shape;
     shape.size[shape.ndim - 1] = out_features;
     Tensor *y = zeros(shape);                         // (..., out)
     long rows = numel(x) / (in == 0 ? 1 : in);

@@ -21,7 +21,7 @@ static int npy_header(char *header, size_t capacity, const Tensor *t) {
     const char *descr = t->dtype == DTYPE_FLOAT32 ? "<f4" : "<i8";
     // The shape as a Python tuple: (3, 2, 4), but (5,) for one dim.
     int length = snprintf(header, capacity, "{'descr': '%s', 'fortran_order': False, "
-                          "'shape': %s, }", descr, sizes_str(t->size, t->ndim, SIZES_TUPLE));
+                          "'shape': %s, }", descr, shape_str(t->shape, SIZES_TUPLE));
     // 10 bytes of preamble + header (with its final '\n') must be a multiple of 64.
     while ((10 + length + 1) % 64 != 0) {
         header[length] = ' ';
@@ -68,7 +68,7 @@ unsigned char *npy_encode(const Tensor *t, size_t *length) {
             int64_t whole = (int64_t)value;
             memcpy(data + (size_t)i * item, &whole, item);
         }
-        next_index(index, t->size, t->ndim);
+        next_index(index, t->shape.size, t->shape.ndim);
     }
     *length = total;
     return bytes;

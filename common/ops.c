@@ -40,9 +40,9 @@ static bool broadcast_shapes(Shape *out, const int *a, int a_ndim, const int *b,
 // The element of t that lands on out_index once t is broadcast to out_ndim dims.
 static float read_broadcast(const Tensor *t, const int *out_index, int out_ndim) {
     int index[MAX_DIMS] = {0};
-    int lead = out_ndim - t->ndim;
-    for (int d = 0; d < t->ndim; d++) {
-        index[d] = t->size[d] == 1 ? 0 : out_index[d + lead];
+    int lead = out_ndim - t->shape.ndim;
+    for (int d = 0; d < t->shape.ndim; d++) {
+        index[d] = t->shape.size[d] == 1 ? 0 : out_index[d + lead];
     }
     return *at(t, index);
 }
@@ -57,7 +57,7 @@ static float div_fn(float a, float b) { return a / b; }
 
 static Tensor *binary(const char *op, BinaryFn fn, const Tensor *a, const Tensor *b) {
     Shape shape;
-    if (!broadcast_shapes(&shape, a->size, a->ndim, b->size, b->ndim)) {
+    if (!broadcast_shapes(&shape, a->shape.size, a->shape.ndim, b->shape.size, b->shape.ndim)) {
         fail("%s: shapes (%s) and (%s) cannot be broadcast together", op, size_x_str(a),
              size_x_str(b));
     }
@@ -66,7 +66,7 @@ static Tensor *binary(const char *op, BinaryFn fn, const Tensor *a, const Tensor
     long n = numel(out);
     for (long i = 0; i < n; i++) {
         out->data[i] = fn(read_broadcast(a, index, shape.ndim), read_broadcast(b, index, shape.ndim));
-        next_index(index, out->size, out->ndim);
+        next_index(index, out->shape.size, out->shape.ndim);
     }
     trace2(op, out, a, b);
     return out;
@@ -95,10 +95,10 @@ Tensor *div_scalar(const Tensor *t, float s) { return with_scalar("/", div_fn, t
 // output (batch_ndim entries). t's leading dims line up with the last of
 // the batch dims, and a dim of size 1 is broadcast: its index stays 0.
 static const float *matrix_start(const Tensor *t, const int *batch, int batch_ndim) {
-    int lead = batch_ndim - (t->ndim - 2);   // batch dims that t does not have
+    int lead = batch_ndim - (t->shape.ndim - 2);   // batch dims that t does not have
     long position = t->offset;
-    for (int d = 0; d < t->ndim - 2; d++) {
-        int i = t->size[d] == 1 ? 0 : batch[lead + d];
+    for (int d = 0; d < t->shape.ndim - 2; d++) {
+        int i = t->shape.size[d] == 1 ? 0 : batch[lead + d];
         position += (long)i * t->stride[d];
     }
     return &t->data[position];
@@ -106,19 +106,20 @@ static const float *matrix_start(const Tensor *t, const int *batch, int batch_nd
 
 // out[..., i, j] = sum over p of a[..., i, p] * b[..., p, j]
 Tensor *matmul(const Tensor *a, const Tensor *b) {
-    if (a->ndim < 2 || b->ndim < 2) {
+    if (a->shape.ndim < 2 || b->shape.ndim < 2) {
         fail("matmul: both arguments need at least 2 dimensions, got (%s) and (%s)",
              size_x_str(a), size_x_str(b));
     }
-    int n = a->size[a->ndim - 2];
-    int k = a->size[a->ndim - 1];
-    int m = b->size[b->ndim - 1];
-    if (b->size[b->ndim - 2] != k) {
+    int n = a->shape.size[a->shape.ndim - 2];
+    int k = a->shape.size[a->shape.ndim - 1];
+    int m = b->shape.size[b->shape.ndim - 1];
+    if (b->shape.size[b->shape.ndim - 2] != k) {
         fail("matmul: shapes (%s) and (%s) cannot be multiplied", size_x_str(a), size_x_str(b));
     }
     // The leading (batch) dims broadcast; the last two are the matrices.
     Shape batch;
-    if (!broadcast_shapes(&batch, a->size, a->ndim - 2, b->size, b->ndim - 2)) {
+    if (!broadcast_shapes(&batch, a->shape.size, a->shape.ndim - 2, b->shape.size,
+                          b->shape.ndim - 2)) {
         fail("matmul: batch dims of (%s) and (%s) cannot be broadcast together", size_x_str(a),
              size_x_str(b));
     }
@@ -130,8 +131,8 @@ Tensor *matmul(const Tensor *a, const Tensor *b) {
 
     // How far one step down a column (row stride) or along a row (column
     // stride) moves in each input; a transposed input just swaps them.
-    int a_row = a->stride[a->ndim - 2], a_col = a->stride[a->ndim - 1];
-    int b_row = b->stride[b->ndim - 2], b_col = b->stride[b->ndim - 1];
+    int a_row = a->stride[a->shape.ndim - 2], a_col = a->stride[a->shape.ndim - 1];
+    int b_row = b->stride[b->shape.ndim - 2], b_col = b->stride[b->shape.ndim - 1];
     long n_batches = 1;
     for (int d = 0; d < batch.ndim; d++) {
         n_batches *= batch.size[d];
@@ -171,18 +172,18 @@ Tensor *matmul(const Tensor *a, const Tensor *b) {
 // is in softmax_exact.c: the same four steps, rounded where PyTorch's own
 // kernel rounds, so the lessons print PyTorch's digits.
 Tensor *softmax(const Tensor *t, int dim) {
-    int d = wrap_dim("softmax", dim, t->ndim);
+    int d = wrap_dim("softmax", dim, t->shape.ndim);
     Tensor *out = clone(t);
     out->dtype = DTYPE_FLOAT32;
-    int n = out->size[d];
+    int n = out->shape.size[d];
     long outer = 1, inner = 1;   // the sizes before dim, and after it, multiplied
     for (int e = 0; e < d; e++) {
-        outer *= out->size[e];
+        outer *= out->shape.size[e];
     }
-    for (int e = d + 1; e < out->ndim; e++) {
-        inner *= out->size[e];
+    for (int e = d + 1; e < out->shape.ndim; e++) {
+        inner *= out->shape.size[e];
     }
-    if (d == out->ndim - 1) {   // PyTorch has two kernels: the last dim, and any other
+    if (d == out->shape.ndim - 1) {   // PyTorch has two kernels: the last dim, and any other
         softmax_exact_lastdim(out->data, outer, n);
     } else {
         softmax_exact_otherdim(out->data, outer, n, inner);
@@ -207,12 +208,12 @@ Tensor *eq_scalar(const Tensor *mask, float value) {
 // Can `from` be broadcast to exactly the shape of `to`? Each of its dims,
 // lined up from the right, is 1 or `to`'s size, and it has no extra dims.
 static bool broadcasts_to(const Tensor *from, const Tensor *to) {
-    int lead = to->ndim - from->ndim;
+    int lead = to->shape.ndim - from->shape.ndim;
     if (lead < 0) {
         return false;
     }
-    for (int d = 0; d < from->ndim; d++) {
-        if (from->size[d] != 1 && from->size[d] != to->size[lead + d]) {
+    for (int d = 0; d < from->shape.ndim; d++) {
+        if (from->shape.size[d] != 1 && from->shape.size[d] != to->shape.size[lead + d]) {
             return false;
         }
     }
@@ -228,10 +229,10 @@ Tensor *masked_fill(const Tensor *t, const Tensor *condition, float value) {
     int index[MAX_DIMS] = {0};
     long n = numel(out);
     for (long i = 0; i < n; i++) {
-        if (read_broadcast(condition, index, t->ndim) != 0.0f) {
+        if (read_broadcast(condition, index, t->shape.ndim) != 0.0f) {
             out->data[i] = value;
         }
-        next_index(index, out->size, out->ndim);
+        next_index(index, out->shape.size, out->shape.ndim);
     }
     trace("masked_fill", out, 2, (const Tensor *const[]){t, condition}, 1,
           (const double[]){value});
@@ -239,19 +240,19 @@ Tensor *masked_fill(const Tensor *t, const Tensor *condition, float value) {
 }
 
 Tensor *triu(const Tensor *t, int diagonal) {
-    if (t->ndim < 2) {
+    if (t->shape.ndim < 2) {
         fail("triu: input tensor must have at least 2 dimensions, got (%s)", size_x_str(t));
     }
     Tensor *out = clone(t);
     int index[MAX_DIMS] = {0};
     long n = numel(out);
     for (long e = 0; e < n; e++) {
-        int i = index[t->ndim - 2];   // row
-        int j = index[t->ndim - 1];   // column
+        int i = index[t->shape.ndim - 2];   // row
+        int j = index[t->shape.ndim - 1];   // column
         if (j - i < diagonal) {
             out->data[e] = 0.0f;
         }
-        next_index(index, out->size, out->ndim);
+        next_index(index, out->shape.size, out->shape.ndim);
     }
     trace("triu", out, 1, &t, 1, (const double[]){diagonal});
     return out;
@@ -273,9 +274,9 @@ static int grown_size(const char *op, int size, long factor) {
 // --- splitting, joining, repeating -----------------------------------------------------------
 
 void split(const Tensor **parts, const Tensor *t, int split_size, int count) {
-    int last = t->ndim - 1;
-    if (t->ndim == 0 || split_size <= 0 || count <= 0 ||
-        (long)split_size * count != t->size[last]) {
+    int last = t->shape.ndim - 1;
+    if (t->shape.ndim == 0 || split_size <= 0 || count <= 0 ||
+        (long)split_size * count != t->shape.size[last]) {
         fail("split: %d parts of size %d do not make up the last dim of (%s)", count,
              split_size, size_x_str(t));
     }
@@ -289,18 +290,19 @@ Tensor *cat(const Tensor *const *tensors, int count, int dim) {
         fail("cat: expected a non-empty list of tensors");
     }
     const Tensor *first = tensors[0];
-    int d = wrap_dim("cat", dim, first->ndim);
-    Shape shape = shape_of(first);
+    int d = wrap_dim("cat", dim, first->shape.ndim);
+    Shape shape = first->shape;
     long total = 0;   // the inputs' sizes along d, added up
     for (int i = 0; i < count; i++) {
         const Tensor *t = tensors[i];
-        for (int e = 0; e < first->ndim; e++) {
-            if (t->ndim != first->ndim || (e != d && t->size[e] != first->size[e])) {
+        for (int e = 0; e < first->shape.ndim; e++) {
+            if (t->shape.ndim != first->shape.ndim ||
+                (e != d && t->shape.size[e] != first->shape.size[e])) {
                 fail("cat: sizes of tensors must match except in dimension %d; got (%s) and "
                      "(%s)", dim, size_x_str(first), size_x_str(t));
             }
         }
-        total += t->size[d];
+        total += t->shape.size[d];
         if (total > MAX_ELEMENTS) {
             fail("cat: the result would have more than %ld elements", MAX_ELEMENTS);
         }
@@ -318,9 +320,9 @@ Tensor *cat(const Tensor *const *tensors, int count, int dim) {
             memcpy(out_index, index, sizeof out_index);
             out_index[d] += start;
             *at(out, out_index) = *at(t, index);
-            next_index(index, t->size, t->ndim);
+            next_index(index, t->shape.size, t->shape.ndim);
         }
-        start += t->size[d];
+        start += t->shape.size[d];
     }
     trace("cat", out, count, tensors, 1, (const double[]){dim});
     return out;
@@ -328,9 +330,9 @@ Tensor *cat(const Tensor *const *tensors, int count, int dim) {
 
 // out[i0, i1, ...] = t[i0 % size0, i1 % size1, ...]
 Tensor *repeat(const Tensor *t, const int *reps) {
-    Shape shape = shape_of(t);
-    for (int d = 0; d < t->ndim; d++) {
-        shape.size[d] = grown_size("repeat", t->size[d], reps[d]);
+    Shape shape = t->shape;
+    for (int d = 0; d < t->shape.ndim; d++) {
+        shape.size[d] = grown_size("repeat", t->shape.size[d], reps[d]);
     }
     Tensor *out = zeros(shape);
     out->dtype = t->dtype;
@@ -338,11 +340,11 @@ Tensor *repeat(const Tensor *t, const int *reps) {
     long n = numel(out);
     for (long e = 0; e < n; e++) {
         int from[MAX_DIMS] = {0};
-        for (int d = 0; d < t->ndim; d++) {
-            from[d] = index[d] % t->size[d];
+        for (int d = 0; d < t->shape.ndim; d++) {
+            from[d] = index[d] % t->shape.size[d];
         }
         out->data[e] = *at(t, from);
-        next_index(index, out->size, out->ndim);
+        next_index(index, out->shape.size, out->shape.ndim);
     }
     trace1("repeat", out, t);
     return out;
@@ -350,12 +352,12 @@ Tensor *repeat(const Tensor *t, const int *reps) {
 
 // out[..., i, ...] = t[..., i / repeats, ...] along dim: 0 0 1 1 2 2, not 0 1 2 0 1 2.
 Tensor *repeat_interleave(const Tensor *t, int repeats, int dim) {
-    int d = wrap_dim("repeat_interleave", dim, t->ndim);
+    int d = wrap_dim("repeat_interleave", dim, t->shape.ndim);
     if (repeats < 1) {
         fail("repeat_interleave: repeats must be positive, got %d", repeats);
     }
-    Shape shape = shape_of(t);
-    shape.size[d] = grown_size("repeat_interleave", t->size[d], repeats);
+    Shape shape = t->shape;
+    shape.size[d] = grown_size("repeat_interleave", t->shape.size[d], repeats);
     Tensor *out = zeros(shape);
     out->dtype = t->dtype;
     int index[MAX_DIMS] = {0};
@@ -365,7 +367,7 @@ Tensor *repeat_interleave(const Tensor *t, int repeats, int dim) {
         memcpy(from, index, sizeof from);
         from[d] = index[d] / repeats;
         out->data[e] = *at(t, from);
-        next_index(index, out->size, out->ndim);
+        next_index(index, out->shape.size, out->shape.ndim);
     }
     trace("repeat_interleave", out, 1, &t, 2, (const double[]){repeats, dim});
     return out;
@@ -426,7 +428,7 @@ float max_abs_diff(const Tensor *a, const Tensor *b) {
         if (x != y) {
             worst = fmaxf(worst, fabsf(x - y));
         }
-        next_index(index, a->size, a->ndim);
+        next_index(index, a->shape.size, a->shape.ndim);
     }
     return worst;
 }
@@ -434,16 +436,16 @@ float max_abs_diff(const Tensor *a, const Tensor *b) {
 // --- what a Transformer block adds around attention ------------------------------------------
 
 Tensor *layer_norm(const Tensor *x, const Tensor *weight, const Tensor *bias, double eps) {
-    int C = x->ndim > 0 ? x->size[x->ndim - 1] : 0;
-    if (x->ndim < 1 || weight->ndim != 1 || bias->ndim != 1 || weight->size[0] != C ||
-        bias->size[0] != C) {
+    int C = x->shape.ndim > 0 ? x->shape.size[x->shape.ndim - 1] : 0;
+    if (x->shape.ndim < 1 || weight->shape.ndim != 1 || bias->shape.ndim != 1 ||
+        weight->shape.size[0] != C || bias->shape.size[0] != C) {
         fail("layer_norm: input (%s) with weight (%s) and bias (%s): both must be (%d)",
              size_x_str(x), size_x_str(weight), size_x_str(bias), C);
     }
     const Tensor *xc = contiguous(x);
     const Tensor *wc = contiguous(weight);
     const Tensor *bc = contiguous(bias);
-    Tensor *y = zeros(shape_of(x));
+    Tensor *y = zeros(x->shape);
     long rows = C == 0 ? 0 : numel(x) / C;
     for (long r = 0; r < rows; r++) {
         layer_norm_exact_row(&y->data[r * C], &xc->data[xc->offset + r * C], C,

@@ -88,12 +88,12 @@ typedef struct {
 // Append every shown element of t at dims >= dim; index[0..dim-1] is fixed.
 // Reading through at() follows the strides, so views need no copy.
 static void collect(Elements *p, const Tensor *t, int *index, int dim, bool summarize) {
-    if (dim == t->ndim) {
+    if (dim == t->shape.ndim) {
         p->values[p->count] = *at(t, index);
         p->count += 1;
         return;
     }
-    int n = t->size[dim];
+    int n = t->shape.size[dim];
     for (int k = 0; k < slot_count(n, summarize); k++) {
         index[dim] = slot_index(n, summarize, k);
         if (index[dim] >= 0) {
@@ -106,8 +106,8 @@ static void collect(Elements *p, const Tensor *t, int *index, int dim, bool summ
 // caller printing in a long loop can wrap it in arena_mark/arena_release).
 static Elements printed_elements(const Tensor *t, bool summarize) {
     long capacity = 1;  // a 0-d tensor has one element
-    for (int d = 0; d < t->ndim; d++) {
-        capacity *= is_cut(t->size[d], summarize) ? 2 * EDGE_ITEMS : t->size[d];
+    for (int d = 0; d < t->shape.ndim; d++) {
+        capacity *= is_cut(t->shape.size[d], summarize) ? 2 * EDGE_ITEMS : t->shape.size[d];
     }
     Elements p = {arena_alloc((size_t)capacity, sizeof(double)), 0};
     int index[MAX_DIMS] = {0};
@@ -226,8 +226,8 @@ typedef struct {
 // The last dimension: one row "[a, b, c]" at column `indent`, wrapped after
 // every `per_line` items; a continuation line starts under the first item.
 static void put_row(Text *out, const Layout *lay, int *index, int indent) {
-    int dim = lay->t->ndim - 1;
-    int n = lay->t->size[dim];
+    int dim = lay->t->shape.ndim - 1;
+    int n = lay->t->shape.size[dim];
     int per_line = (LINE_WIDTH - indent) / (lay->format.width + 2);  // ", " after each
     per_line = per_line > 1 ? per_line : 1;
     put(out, "[");
@@ -252,7 +252,7 @@ static void put_slices(Text *out, const Layout *lay, int *index, int dim, int in
 
 // The sub-tensor at dims >= dim (index[0..dim-1] chooses which one).
 static void put_tensor(Text *out, const Layout *lay, int *index, int dim, int indent) {
-    if (dim == lay->t->ndim - 1) {
+    if (dim == lay->t->shape.ndim - 1) {
         put_row(out, lay, index, indent);
     } else {
         put_slices(out, lay, index, dim, indent);
@@ -263,8 +263,8 @@ static void put_tensor(Text *out, const Layout *lay, int *index, int dim, int in
 // further in, separated by "," and k-1 newlines: rows on consecutive lines,
 // one blank line between matrices, two between 3-D blocks, and so on.
 static void put_slices(Text *out, const Layout *lay, int *index, int dim, int indent) {
-    int n = lay->t->size[dim];
-    int k_dims = lay->t->ndim - dim;
+    int n = lay->t->shape.size[dim];
+    int k_dims = lay->t->shape.ndim - dim;
     put(out, "[");
     for (int k = 0; k < slot_count(n, lay->summarize); k++) {
         if (k > 0) {
@@ -284,7 +284,7 @@ static void put_slices(Text *out, const Layout *lay, int *index, int dim, int in
 
 static void put_body(Text *out, const Layout *lay) {
     int index[MAX_DIMS] = {0};
-    if (lay->t->ndim == 0) {
+    if (lay->t->shape.ndim == 0) {
         put_element(out, *at(lay->t, index), &lay->format);
     } else {
         put_tensor(out, lay, index, 0, TOP_INDENT);
@@ -309,10 +309,10 @@ static const char *dtype_name(DType dtype) {
 // An empty tensor has no elements to show its shape or dtype, so it names
 // them: size=(...) unless it is 1-D, dtype=... unless it is float32.
 static void empty_suffixes(Suffixes *s, const Tensor *t) {
-    if (t->ndim != 1) {
+    if (t->shape.ndim != 1) {
         // The sizes as a Python tuple: "(0, 3)".
         snprintf(s->size_text, sizeof s->size_text, "size=%s",
-                 sizes_str(t->size, t->ndim, SIZES_TUPLE));
+                 shape_str(t->shape, SIZES_TUPLE));
         s->items[s->count++] = s->size_text;
     }
     if (t->dtype != DTYPE_FLOAT32) {

@@ -55,11 +55,15 @@ const char *sizes_str(const int *sizes, int n, SizesStyle style) {
     return text;
 }
 
-const char *size_str(const Tensor *t) { return sizes_str(t->size, t->ndim, SIZES_TORCH); }
-const char *stride_str(const Tensor *t) { return sizes_str(t->stride, t->ndim, SIZES_TUPLE); }
-const char *size_x_str(const Tensor *t) { return sizes_str(t->size, t->ndim, SIZES_X); }
+const char *shape_str(Shape shape, SizesStyle style) {
+    return sizes_str(shape.size, shape.ndim, style);
+}
 
-static const char *list_str(Shape shape) { return sizes_str(shape.size, shape.ndim, SIZES_LIST); }
+const char *size_str(const Tensor *t) { return shape_str(t->shape, SIZES_TORCH); }
+const char *stride_str(const Tensor *t) { return sizes_str(t->stride, t->shape.ndim, SIZES_TUPLE); }
+const char *size_x_str(const Tensor *t) { return shape_str(t->shape, SIZES_X); }
+
+static const char *list_str(Shape shape) { return shape_str(shape, SIZES_LIST); }
 
 // --- making tensors -------------------------------------------------------------
 
@@ -69,9 +73,9 @@ static int next_id = 0;   // every tensor gets a number, for tracing
 // product of the sizes after it.
 static void set_contiguous_strides(Tensor *t) {
     int step = 1;
-    for (int d = t->ndim - 1; d >= 0; d--) {
+    for (int d = t->shape.ndim - 1; d >= 0; d--) {
         t->stride[d] = step;
-        step *= t->size[d];
+        step *= t->shape.size[d];
     }
 }
 
@@ -114,10 +118,7 @@ static void check_shape(const char *op, Shape shape) {
 Tensor *zeros(Shape shape) {
     check_shape("zeros", shape);
     Tensor *t = arena_alloc(1, sizeof *t);
-    t->ndim = shape.ndim;
-    for (int d = 0; d < shape.ndim; d++) {
-        t->size[d] = shape.size[d];
-    }
+    t->shape = shape;
     set_contiguous_strides(t);
     t->data = arena_alloc((size_t)capped_product(shape.size, shape.ndim), sizeof(float));
     t->offset = 0;
@@ -150,7 +151,7 @@ Tensor *tensor_from(Shape shape, const float *values) {
 // Every tensor has at most MAX_ELEMENTS elements (zeros and expand see to
 // it), so this product is exact.
 long numel(const Tensor *t) {
-    return capped_product(t->size, t->ndim);
+    return capped_product(t->shape.size, t->shape.ndim);
 }
 
 int wrap_dim(const char *op, int dim, int ndim) {
@@ -163,36 +164,28 @@ int wrap_dim(const char *op, int dim, int ndim) {
 }
 
 int size(const Tensor *t, int dim) {
-    return t->size[wrap_dim("size", dim, t->ndim)];
-}
-
-Shape shape_of(const Tensor *t) {
-    Shape shape = {t->ndim, {0}};
-    for (int d = 0; d < t->ndim; d++) {
-        shape.size[d] = t->size[d];
-    }
-    return shape;
+    return t->shape.size[wrap_dim("size", dim, t->shape.ndim)];
 }
 
 // Contiguous = laid out row-major with nothing in between. Dims of size 1
 // do not matter (one never steps along them), as in PyTorch.
 bool is_contiguous(const Tensor *t) {
     int expected = 1;
-    for (int d = t->ndim - 1; d >= 0; d--) {
-        if (t->size[d] != 1 && t->stride[d] != expected) {
+    for (int d = t->shape.ndim - 1; d >= 0; d--) {
+        if (t->shape.size[d] != 1 && t->stride[d] != expected) {
             return false;
         }
-        expected *= t->size[d];
+        expected *= t->shape.size[d];
     }
     return true;
 }
 
 bool same_shape(const Tensor *a, const Tensor *b) {
-    if (a->ndim != b->ndim) {
+    if (a->shape.ndim != b->shape.ndim) {
         return false;
     }
-    for (int d = 0; d < a->ndim; d++) {
-        if (a->size[d] != b->size[d]) {
+    for (int d = 0; d < a->shape.ndim; d++) {
+        if (a->shape.size[d] != b->shape.size[d]) {
             return false;
         }
     }
@@ -202,14 +195,14 @@ bool same_shape(const Tensor *a, const Tensor *b) {
 // --- element access ---------------------------------------------------------------
 
 const float *at_read(const Tensor *t, int n_index, const int *index) {
-    if (n_index != -1 && n_index != t->ndim) {
-        fail("at%d: the tensor has %d dimensions (%s)", n_index, t->ndim, size_x_str(t));
+    if (n_index != -1 && n_index != t->shape.ndim) {
+        fail("at%d: the tensor has %d dimensions (%s)", n_index, t->shape.ndim, size_x_str(t));
     }
     int position = t->offset;
-    for (int d = 0; d < t->ndim; d++) {
-        if (index[d] < 0 || index[d] >= t->size[d]) {
+    for (int d = 0; d < t->shape.ndim; d++) {
+        if (index[d] < 0 || index[d] >= t->shape.size[d]) {
             fail("at: index %d is out of bounds for dimension %d with size %d", index[d], d,
-                 t->size[d]);
+                 t->shape.size[d]);
         }
         position += index[d] * t->stride[d];
     }
@@ -238,12 +231,12 @@ bool next_index(int *index, const int *size, int ndim) {
 
 // Swapping two dims is just swapping their sizes and strides.
 const Tensor *transpose(const Tensor *t, int dim0, int dim1) {
-    int a = wrap_dim("transpose", dim0, t->ndim);
-    int b = wrap_dim("transpose", dim1, t->ndim);
+    int a = wrap_dim("transpose", dim0, t->shape.ndim);
+    int b = wrap_dim("transpose", dim1, t->shape.ndim);
     Tensor *out = new_header(t);
-    out->size[a] = t->size[b];
+    out->shape.size[a] = t->shape.size[b];
     out->stride[a] = t->stride[b];
-    out->size[b] = t->size[a];
+    out->shape.size[b] = t->shape.size[a];
     out->stride[b] = t->stride[a];
     trace("transpose", out, 1, &t, 2, (const double[]){dim0, dim1});
     return out;
@@ -253,36 +246,36 @@ const Tensor *permute(const Tensor *t, const int *order) {
     Tensor *out = new_header(t);
     bool used[MAX_DIMS] = {false};
     double args[MAX_DIMS];
-    for (int d = 0; d < t->ndim; d++) {
-        int from = wrap_dim("permute", order[d], t->ndim);
+    for (int d = 0; d < t->shape.ndim; d++) {
+        int from = wrap_dim("permute", order[d], t->shape.ndim);
         if (used[from]) {
             fail("permute: repeated dim %d in the order", order[d]);
         }
         used[from] = true;
-        out->size[d] = t->size[from];
+        out->shape.size[d] = t->shape.size[from];
         out->stride[d] = t->stride[from];
         args[d] = order[d];
     }
-    trace("permute", out, 1, &t, t->ndim, args);
+    trace("permute", out, 1, &t, t->shape.ndim, args);
     return out;
 }
 
 // A new dim of size 1 at `dim`; its stride never matters (PyTorch gives it
 // the size * stride of the dim after it).
 const Tensor *unsqueeze(const Tensor *t, int dim) {
-    if (t->ndim == MAX_DIMS) {
+    if (t->shape.ndim == MAX_DIMS) {
         fail("unsqueeze: the tensor already has %d dimensions", MAX_DIMS);
     }
-    int at_dim = wrap_dim("unsqueeze", dim, t->ndim + 1);
+    int at_dim = wrap_dim("unsqueeze", dim, t->shape.ndim + 1);
     Tensor *out = new_header(t);
-    out->ndim = t->ndim + 1;
-    for (int d = t->ndim; d > at_dim; d--) {
-        out->size[d] = t->size[d - 1];
+    out->shape.ndim = t->shape.ndim + 1;
+    for (int d = t->shape.ndim; d > at_dim; d--) {
+        out->shape.size[d] = t->shape.size[d - 1];
         out->stride[d] = t->stride[d - 1];
     }
-    out->size[at_dim] = 1;
+    out->shape.size[at_dim] = 1;
     out->stride[at_dim] =
-        at_dim + 1 < out->ndim ? out->size[at_dim + 1] * out->stride[at_dim + 1] : 1;
+        at_dim + 1 < out->shape.ndim ? out->shape.size[at_dim + 1] * out->stride[at_dim + 1] : 1;
     trace("unsqueeze", out, 1, &t, 1, (const double[]){dim});
     return out;
 }
@@ -290,48 +283,48 @@ const Tensor *unsqueeze(const Tensor *t, int dim) {
 // A size-1 dim becomes size n with stride 0: every index reads the same
 // element, so nothing is copied. New leading dims may be added too.
 const Tensor *expand(const Tensor *t, Shape shape) {
-    if (shape.ndim < t->ndim || shape.ndim > MAX_DIMS) {
+    if (shape.ndim < t->shape.ndim || shape.ndim > MAX_DIMS) {
         fail("expand: the number of sizes provided (%d) must be greater or equal to the number "
-             "of dimensions in the tensor (%d)", shape.ndim, t->ndim);
+             "of dimensions in the tensor (%d)", shape.ndim, t->shape.ndim);
     }
     Tensor *out = new_header(t);
-    out->ndim = shape.ndim;
-    int lead = shape.ndim - t->ndim;   // new dims added in front
+    out->shape.ndim = shape.ndim;
+    int lead = shape.ndim - t->shape.ndim;   // new dims added in front
     for (int d = 0; d < shape.ndim; d++) {
         int old = d - lead;            // the matching dim of t, if any
-        int old_size = old >= 0 ? t->size[old] : 1;
+        int old_size = old >= 0 ? t->shape.size[old] : 1;
         int want = shape.size[d] == -1 && old >= 0 ? old_size : shape.size[d];
         if (want < 0) {
             fail("expand: the expanded size %d is not allowed in a leading, non-existing "
                  "dimension %d", shape.size[d], d);
         }
         if (old_size == want) {
-            out->size[d] = want;
+            out->shape.size[d] = want;
             out->stride[d] = old >= 0 ? t->stride[old] : 0;
         } else if (old_size == 1) {
-            out->size[d] = want;
+            out->shape.size[d] = want;
             out->stride[d] = 0;
         } else {
             fail("expand: the expanded size of the tensor (%d) must match the existing size "
                  "(%d) at non-singleton dimension %d. Target sizes: %s. Tensor sizes: %s",
-                 want, old_size, d, list_str(shape), list_str(shape_of(t)));
+                 want, old_size, d, list_str(shape), list_str(t->shape));
         }
     }
     // Nothing is copied, but every later loop over the view visits all its
     // elements: the same limit as for a real tensor.
-    check_shape("expand", shape_of(out));
+    check_shape("expand", out->shape);
     trace1("expand", out, t);
     return out;
 }
 
 const Tensor *narrow(const Tensor *t, int dim, int start, int length) {
-    int d = wrap_dim("narrow", dim, t->ndim);
-    if (start < 0 || length < 0 || start > t->size[d] - length) {
+    int d = wrap_dim("narrow", dim, t->shape.ndim);
+    if (start < 0 || length < 0 || start > t->shape.size[d] - length) {
         fail("narrow: start (%d) + length (%d) exceeds dimension size (%d)", start, length,
-             t->size[d]);
+             t->shape.size[d]);
     }
     Tensor *out = new_header(t);
-    out->size[d] = length;
+    out->shape.size[d] = length;
     out->offset = t->offset + start * t->stride[d];
     trace("narrow", out, 1, &t, 3, (const double[]){dim, start, length});
     return out;
@@ -340,24 +333,24 @@ const Tensor *narrow(const Tensor *t, int dim, int start, int length) {
 // The dim disappears; every other dim keeps its size and stride, and the
 // offset moves to `index` along the dropped one.
 const Tensor *select_index(const Tensor *t, int dim, int index) {
-    if (t->ndim == 0) {
+    if (t->shape.ndim == 0) {
         fail("select: select() cannot be applied to a 0-dim tensor.");
     }
-    int d = wrap_dim("select", dim, t->ndim);
-    int i = index < 0 ? index + t->size[d] : index;   // -1 is the last, as in Python
-    if (i < 0 || i >= t->size[d]) {
+    int d = wrap_dim("select", dim, t->shape.ndim);
+    int i = index < 0 ? index + t->shape.size[d] : index;   // -1 is the last, as in Python
+    if (i < 0 || i >= t->shape.size[d]) {
         fail("select: index %d out of range for tensor of size %s at dimension %d", index,
-             list_str(shape_of(t)), dim);
+             list_str(t->shape), dim);
     }
     Tensor *out = new_header(t);
-    out->ndim = t->ndim - 1;
+    out->shape.ndim = t->shape.ndim - 1;
     out->offset = t->offset + i * t->stride[d];
-    for (int e = d; e < out->ndim; e++) {
-        out->size[e] = t->size[e + 1];
+    for (int e = d; e < out->shape.ndim; e++) {
+        out->shape.size[e] = t->shape.size[e + 1];
         out->stride[e] = t->stride[e + 1];
     }
-    out->size[out->ndim] = 0;   // no longer a dim
-    out->stride[out->ndim] = 0;
+    out->shape.size[out->shape.ndim] = 0;   // no longer a dim
+    out->stride[out->shape.ndim] = 0;
     trace("select", out, 1, &t, 2, (const double[]){dim, index});
     return out;
 }
@@ -396,23 +389,20 @@ static Shape infer_size(const char *op, Shape shape, long count) {
 // the old dims sit next to each other in memory. When it can, the new
 // strides are written to `stride` and the answer is true.
 static bool view_strides(int *stride, const Tensor *t, Shape shape) {
-    if (numel(t) == 0 || t->ndim == 0) {
-        Tensor plain = {.ndim = shape.ndim};
-        for (int d = 0; d < shape.ndim; d++) {
-            plain.size[d] = shape.size[d];
-        }
+    if (numel(t) == 0 || t->shape.ndim == 0) {
+        Tensor plain = {.shape = shape};
         set_contiguous_strides(&plain);
         memcpy(stride, plain.stride, sizeof plain.stride);
         return true;
     }
     int view_d = shape.ndim - 1;
-    long chunk_stride = t->stride[t->ndim - 1];   // stride of the current chunk's last dim
+    long chunk_stride = t->stride[t->shape.ndim - 1];   // stride of the current chunk's last dim
     long tensor_numel = 1;
     long view_numel = 1;
-    for (int d = t->ndim - 1; d >= 0; d--) {
-        tensor_numel *= t->size[d];
+    for (int d = t->shape.ndim - 1; d >= 0; d--) {
+        tensor_numel *= t->shape.size[d];
         // A chunk ends where the dim before it is not laid out right after it.
-        bool chunk_ends = d == 0 || (t->size[d - 1] != 1 &&
+        bool chunk_ends = d == 0 || (t->shape.size[d - 1] != 1 &&
                                      t->stride[d - 1] != tensor_numel * chunk_stride);
         if (!chunk_ends) {
             continue;
@@ -436,9 +426,8 @@ static bool view_strides(int *stride, const Tensor *t, Shape shape) {
 
 static Tensor *view_as_shape(const Tensor *t, Shape shape, const int *stride) {
     Tensor *out = new_header(t);
-    out->ndim = shape.ndim;
+    out->shape = shape;
     for (int d = 0; d < shape.ndim; d++) {
-        out->size[d] = shape.size[d];
         out->stride[d] = stride[d];
     }
     return out;
@@ -462,17 +451,17 @@ const Tensor *view(const Tensor *t, Shape shape) {
 // floats apart, in the copy they sit side by side. Finding where a row
 // starts goes through the strides (at()); the row itself is a plain loop.
 Tensor *clone(const Tensor *t) {
-    Tensor *out = zeros(shape_of(t));
+    Tensor *out = zeros(t->shape);
     out->dtype = t->dtype;
     if (numel(t) == 0) {
         return out;
     }
-    if (t->ndim == 0) {
+    if (t->shape.ndim == 0) {
         out->data[0] = t->data[t->offset];   // one element, no rows
         return out;
     }
-    int last = t->ndim - 1;
-    int n = t->size[last];
+    int last = t->shape.ndim - 1;
+    int n = t->shape.size[last];
     int step = t->stride[last];
     long rows = numel(t) / n;
     int index[MAX_DIMS] = {0};   // index[last] stays 0: the start of a row
@@ -482,7 +471,7 @@ Tensor *clone(const Tensor *t) {
         for (int i = 0; i < n; i++) {
             out_row[i] = row[i * step];
         }
-        next_index(index, t->size, last);   // the next row: count in the dims before last
+        next_index(index, t->shape.size, last);   // the next row: count in the dims before last
     }
     return out;
 }

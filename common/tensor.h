@@ -55,8 +55,8 @@ Shape shape5(int s0, int s1, int s2, int s3, int s4);
 
 typedef struct {
     float *data;              // the storage, shared by every view of it
-    int ndim;                 // 0 .. MAX_DIMS
-    int size[MAX_DIMS];       // t.size(d): how many indices dim d has
+    Shape shape;              // t.shape: shape.ndim dims (0 .. MAX_DIMS), shape.size[d]
+                              // indices along dim d (t.size(d); or size(t, d) below)
     int stride[MAX_DIMS];     // t.stride(d): how far (in floats) one step along dim d moves
     int offset;               // t.storage_offset(): where element [0, 0, ...] sits in data
     DType dtype;              // how to print and dump it; storage is float
@@ -75,7 +75,6 @@ Tensor *tensor_from(Shape shape, const float *values);  // copies numel values
 // --- asking about a tensor --------------------------------------------------
 long numel(const Tensor *t);
 int size(const Tensor *t, int dim);      // dim may be negative: -1 is the last
-Shape shape_of(const Tensor *t);
 bool is_contiguous(const Tensor *t);
 bool same_shape(const Tensor *a, const Tensor *b);
 // PyTorch's dim wrapping: -1 is the last of ndim dims, -ndim the first. A dim
@@ -91,6 +90,7 @@ typedef enum {
     SIZES_TORCH,   // torch.Size([3, 4])   print(t.shape)
 } SizesStyle;
 const char *sizes_str(const int *sizes, int n, SizesStyle style);
+const char *shape_str(Shape shape, SizesStyle style);   // sizes_str of its sizes
 // The three uses of it that come up everywhere, for a tensor t:
 const char *size_str(const Tensor *t);     // print(t.shape):    torch.Size([3, 4])
 const char *stride_str(const Tensor *t);   // print(t.stride()): (4, 1)
@@ -101,8 +101,8 @@ const char *size_x_str(const Tensor *t);   // in error messages: 3x4
 // through it) when t is a `Tensor *`, `const float *` (read only) when t is
 // a `const Tensor *`. C11's _Generic picks at_write or at_read by the type
 // of t; the two differ only in that const. The number of indices must be
-// t->ndim and each must be in range, or the call fails.
-// at(t, index) takes the indices as an array of t->ndim ints.
+// t->shape.ndim and each must be in range, or the call fails.
+// at(t, index) takes the indices as an array of t->shape.ndim ints.
 const float *at_read(const Tensor *t, int n_index, const int *index);
 float *at_write(Tensor *t, int n_index, const int *index);
 #define AT_(t, n, index) \

@@ -179,12 +179,12 @@ void assert_close(const Tensor *got, const Tensor *want, float atol, float rtol,
                 memcpy(worst, index, sizeof worst);
             }
         }
-        next_index(index, got->size, got->ndim);
+        next_index(index, got->shape.size, got->shape.ndim);
     }
     if (bad > 0) {
         ck_abort_msg("%s: %ld of %ld elements differ beyond atol %g + rtol %g; worst at %s: "
                      "got %.9g, expected %.9g", what, bad, n, (double)atol, (double)rtol,
-                     index_text(worst, got->ndim), (double)*at(got, worst),
+                     index_text(worst, got->shape.ndim), (double)*at(got, worst),
                      (double)*at(want, worst));
     }
 }
@@ -200,9 +200,9 @@ void assert_bitwise_equal(const Tensor *got, const Tensor *want, const char *wha
         memcpy(&gb, &g, 4);
         memcpy(&wb, &w, 4);
         ck_assert_msg(gb == wb, "%s: first difference at %s (element %ld of %ld): got %.9g "
-                      "(0x%08x), expected %.9g (0x%08x)", what, index_text(index, got->ndim),
+                      "(0x%08x), expected %.9g (0x%08x)", what, index_text(index, got->shape.ndim),
                       i, n, (double)g, gb, (double)w, wb);
-        next_index(index, got->size, got->ndim);
+        next_index(index, got->shape.size, got->shape.ndim);
     }
 }
 
@@ -495,7 +495,7 @@ void check_output_opens_with(const char *lesson, const char *opening) {
 }
 
 int check_multi_head_weights(const Tensor *weights, const Tensor *mask, const char *what) {
-    ck_assert_msg(weights->ndim == 4 && same_shape(weights, mask),
+    ck_assert_msg(weights->shape.ndim == 4 && same_shape(weights, mask),
                   "%s: weights %s and mask %s, expected two equal (B, H, T, S) shapes", what,
                   size_str(weights), size_str(mask));
     int B = size(weights, 0), H = size(weights, 1), T = size(weights, 2), S = size(weights, 3);
@@ -557,8 +557,8 @@ static void view_transposed(void *arg) {
 
 void check_view_needs_contiguous(Shape output_mid) {
     const char *message = failure_of(view_transposed, &output_mid);
-    ck_assert_msg(message != NULL, "view() accepted a transposed %s", sizes_str(output_mid.size,
-                  output_mid.ndim, SIZES_TUPLE));
+    ck_assert_msg(message != NULL, "view() accepted a transposed %s",
+                  shape_str(output_mid, SIZES_TUPLE));
     ck_assert_str_eq(message, "view: view size is not compatible with input tensor's size and "
                      "stride (at least one dimension spans across two contiguous subspaces). "
                      "Use .reshape(...) instead.");
@@ -602,7 +602,8 @@ void check_gqa_bad_flags(const char *lesson, const char *program, const BadFlags
 }
 
 void check_causal_weights(const Tensor *attn, int cache_len, const char *what) {
-    ck_assert_msg(attn->ndim == 4, "%s: attn has %d dims, expected 4", what, attn->ndim);
+    ck_assert_msg(attn->shape.ndim == 4, "%s: attn has %d dims, expected 4", what,
+                  attn->shape.ndim);
     int B = size(attn, 0), H = size(attn, 1), T = size(attn, 2), L = size(attn, 3);
     ck_assert_msg(L == cache_len + T, "%s: attn (%s) after %d cached keys", what,
                   size_x_str(attn), cache_len);
@@ -684,7 +685,8 @@ RunResult check_profiled_run(const char *lesson, const char *data, const Recorde
 
 int check_weight_rows(const Tensor *att_weight, const Tensor *mask, const char *what) {
     const Tensor *w = att_weight;                                       // (B, T, S)
-    ck_assert_msg(w->ndim == 3, "%s: att_weight has %d dims, expected 3", what, w->ndim);
+    ck_assert_msg(w->shape.ndim == 3, "%s: att_weight has %d dims, expected 3", what,
+                  w->shape.ndim);
     int masked = 0;
     for (int b = 0; b < size(w, 0); b++) {
         for (int t = 0; t < size(w, 1); t++) {
@@ -752,8 +754,8 @@ static void assert_same_zeros(const Tensor *dropped, const Tensor *want, const c
     for (long e = 0; e < numel(want); e++) {
         ck_assert_msg((*at(dropped, index) == 0.0f) == (*at(want, index) == 0.0f),
                       "%s: element %s dropped in one and not the other", what,
-                      index_text(index, want->ndim));
-        next_index(index, want->size, want->ndim);
+                      index_text(index, want->shape.ndim));
+        next_index(index, want->shape.size, want->shape.ndim);
     }
 }
 
@@ -827,7 +829,7 @@ START_TEST(test_dropout_scales_survivors) {
                           (double)after, (double)weight, (double)want);
             ck_assert(fabs(after - weight / 0.9) <= 2e-7 * after);
         }
-        next_index(index, before->size, before->ndim);
+        next_index(index, before->shape.size, before->shape.ndim);
     }
     double fraction = (double)n_dropped / (double)(kept + n_dropped);
     ck_assert_msg(fraction > 0.05 && fraction < 0.15, "dropped %.3f of the weights", fraction);

@@ -130,7 +130,7 @@ START_TEST(test_matches_pytorch) {
     // k_cache has the recorded one's shape (assert_close checks shapes),
     // so checking the recorded shape checks the dumped one too.
     const Tensor *k_cache = load_reference(c->dir, "k_cache");
-    ck_assert_int_eq(k_cache->ndim, 4);
+    ck_assert_int_eq(k_cache->shape.ndim, 4);
     ck_assert_int_eq(size(k_cache, 0), c->batch);
     ck_assert_int_eq(size(k_cache, 1), c->prompt + c->new_tokens);
     ck_assert_int_eq(size(k_cache, 2), c->kv_heads);

@@ -355,7 +355,7 @@ START_TEST(test_numpy_cell_is_per_head_attention) {
     const char *shapes[5] = {"(8, 3, 3)", "(8, 3, 3)", "(8, 3, 96)", "(3, 8, 96)", "(3, 768)"};
     const Tensor *steps[5] = {cell.scores, cell.weights, cell.heads, cell.by_row, cell.out};
     for (int i = 0; i < 5; i++) {
-        ck_assert_str_eq(sizes_str(steps[i]->size, steps[i]->ndim, SIZES_TUPLE), shapes[i]);
+        ck_assert_str_eq(shape_str(steps[i]->shape, SIZES_TUPLE), shapes[i]);
     }
     for (int h = 0; h < 8; h++) {
         for (int t = 0; t < 3; t++) {

@@ -381,7 +381,7 @@ START_TEST(test_relative_key_with_zero_table_equals_absolute) {
     BertConfig config = small_config(RELATIVE_KEY, false);
     BertLayer relative = eval_layer(32, &config);
     relative.attention.self.distance_embedding =
-        zeros(shape_of(relative.attention.self.distance_embedding));          // (2N-1, D)
+        zeros(relative.attention.self.distance_embedding->shape);          // (2N-1, D)
     BertLayer absolute = relative;
     absolute.attention.self.position_embedding_type = ABSOLUTE;
     const Tensor *x = randn(shape3(2, 5, 16));                                // (B, L, C)

@@ -320,7 +320,7 @@ START_TEST(test_eq_scalar_masked_fill) {
         float want = s > t ? -INFINITY : (float)e;   // key after query: masked
         ck_assert_msg(*at(filled, index) == want, "filled[%d, %d, %d, %d] = %g, expected %g",
                       index[0], index[1], t, s, (double)*at(filled, index), (double)want);
-        next_index(index, filled->size, 4);
+        next_index(index, filled->shape.size, 4);
     }
     ck_assert_float_eq(scores->data[1], 1.0f);   // input untouched
     // A mask of shape (batch, 1, 1, seq) (padding) broadcasts too.

@@ -198,7 +198,7 @@ static void show_dropout(const SelfAttV3Steps *steps) {
             }
             kept++;
         }
-        next_index(index, before->size, before->ndim);
+        next_index(index, before->shape.size, before->shape.ndim);
     }
     printf("\n-- what att_drop did (train mode) --\n");
     printf("of the %ld unmasked weights it zeroed %ld and divided the other %ld by 0.9",

@@ -194,9 +194,9 @@ static void print_notebook_shapes(const MultiHeadAttentionSteps *steps, const Te
 
 // t[i]: the i-th slice along dim 0, a view, as PyTorch's indexing gives it.
 static const Tensor *select0(const Tensor *t, int i) {
-    Shape rest = {t->ndim - 1, {0}};
-    for (int d = 1; d < t->ndim; d++) {
-        rest.size[d - 1] = t->size[d];
+    Shape rest = {t->shape.ndim - 1, {0}};
+    for (int d = 1; d < t->shape.ndim; d++) {
+        rest.size[d - 1] = t->shape.size[d];
     }
     return view(narrow(t, 0, i, 1), rest);
 }
@@ -498,7 +498,7 @@ static bool allclose(const Tensor *a, const Tensor *b) {
         if (!(fabsf(x - y) <= 1e-6f + 1e-5f * fabsf(y))) {
             return false;
         }
-        next_index(index, a->size, a->ndim);
+        next_index(index, a->shape.size, a->shape.ndim);
     }
     return true;
 }

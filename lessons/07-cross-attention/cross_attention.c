@@ -181,9 +181,9 @@ static void print_forward_shapes(const CrossAttentionSteps *steps, const Tensor 
 
 // t[i]: the i-th slice along dim 0, a view, as PyTorch's indexing gives it.
 static const Tensor *slice0(const Tensor *t, int i) {
-    Shape rest = {t->ndim - 1, {0}};
-    for (int d = 1; d < t->ndim; d++) {
-        rest.size[d - 1] = t->size[d];
+    Shape rest = {t->shape.ndim - 1, {0}};
+    for (int d = 1; d < t->shape.ndim; d++) {
+        rest.size[d - 1] = t->shape.size[d];
     }
     return view(narrow(t, 0, i, 1), rest);
 }
@@ -258,15 +258,15 @@ static void show_post_numpy(const CrossAttention *net, const Tensor *Q, const Te
     Key = transpose(reshape(Key, shape3(values_length_kv, H, D)), 0, 1);     // (H, S, D)
     Value = transpose(reshape(Value, shape3(values_length_kv, H, D)), 0, 1); // (H, S, D)
     const Tensor *scores = matmul(Query, transpose(Key, 1, 2));              // (H, T, S)
-    printf("%s\n", sizes_str(scores->size, scores->ndim, SIZES_TUPLE));
+    printf("%s\n", shape_str(scores->shape, SIZES_TUPLE));
     scores = softmax(scores, -1);                                            // (H, T, S)
-    printf("%s\n", sizes_str(scores->size, scores->ndim, SIZES_TUPLE));
+    printf("%s\n", shape_str(scores->shape, SIZES_TUPLE));
     const Tensor *out = matmul(scores, Value);                               // (H, T, D)
-    printf("%s\n", sizes_str(out->size, out->ndim, SIZES_TUPLE));
+    printf("%s\n", shape_str(out->shape, SIZES_TUPLE));
     out = transpose(out, 0, 1);                                              // (T, H, D)
-    printf("%s\n", sizes_str(out->size, out->ndim, SIZES_TUPLE));
+    printf("%s\n", shape_str(out->shape, SIZES_TUPLE));
     out = reshape(out, shape2(values_length_q, net->hidden_dim));            // (T, C)
-    printf("%s\n", sizes_str(out->size, out->ndim, SIZES_TUPLE));
+    printf("%s\n", shape_str(out->shape, SIZES_TUPLE));
 }
 
 // Lesson 6's MultiHeadAttention.forward(X), no mask, written out with this

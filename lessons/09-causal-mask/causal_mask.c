@@ -234,9 +234,9 @@ static void show_masks(void) {
 // t[0] in PyTorch: the first entry along dim 0, one dim fewer. A narrow()
 // keeps the dim (size 1), so reshape drops it (a view, nothing copied).
 static const Tensor *first(const Tensor *t) {
-    Shape rest = {t->ndim - 1, {0}};
-    for (int d = 1; d < t->ndim; d++) {
-        rest.size[d - 1] = t->size[d];
+    Shape rest = {t->shape.ndim - 1, {0}};
+    for (int d = 1; d < t->shape.ndim; d++) {
+        rest.size[d - 1] = t->shape.size[d];
     }
     return reshape(narrow(t, 0, 0, 1), rest);
 }

@@ -685,8 +685,8 @@ static double generate(Tensor *out, GQA_W_KVcache *gqa, const Tensor *x, int P, 
         GQA_W_KVcache_start_cache(gqa, B, N);
     }
     if (how == CACHE_BY_COPY) {
-        k_spare = zeros(shape_of(gqa->k_cache));                              // (B, N, G, D)
-        v_spare = zeros(shape_of(gqa->v_cache));                              // (B, N, G, D)
+        k_spare = zeros(gqa->k_cache->shape);                              // (B, N, G, D)
+        v_spare = zeros(gqa->v_cache->shape);                              // (B, N, G, D)
     }
     double start = now_seconds();
     if (how != RECOMPUTE) {

@@ -271,7 +271,7 @@ static const Tensor *DropPath_forward(const DropPath *self, const Tensor *x) {
         return x;   // nn.Identity() for drop_path = 0; DropPath in eval mode: no draws
     }
     double keep_prob = 1.0 - self->drop_prob;
-    Shape per_sample = {x->ndim, {size(x, 0), 1, 1, 1, 1}};                   // (B, 1, 1)
+    Shape per_sample = {x->shape.ndim, {size(x, 0), 1, 1, 1, 1}};                   // (B, 1, 1)
     Tensor *random_tensor = bernoulli(per_sample, keep_prob);                 // (B, 1, 1)
     labeled("drop_path mask", random_tensor);
     // div_ by a Python float: a float division by (float)keep_prob, as dropout's.
@@ -368,7 +368,7 @@ static void print_numpy_cell(const NumpyCellSteps *cell) {
     printf("-- the post's numpy multi-head cell: [3, 768] in 8 heads of 96 --\n");
     const Tensor *shown[5] = {cell->scores, cell->weights, cell->heads, cell->by_row, cell->out};
     for (int i = 0; i < 5; i++) {
-        printf("%s\n", sizes_str(shown[i]->size, shown[i]->ndim, SIZES_TUPLE));
+        printf("%s\n", shape_str(shown[i]->shape, SIZES_TUPLE));
     }
     // Without the scale, a score is a sum of 96 products of numbers in [0, 1):
     // about 24, spread by a few units, and softmax turns a spread of a few
@@ -619,7 +619,7 @@ static void show_pre_and_post_norm(const Block *block, const Tensor *x) {
 
 // One parameter's line: "attn.qkv.weight: (48, 16) 768", as Python prints it.
 static void print_parameter(const char *name, const Tensor *p) {
-    printf("%s: %s %ld\n", name, sizes_str(p->size, p->ndim, SIZES_TUPLE), numel(p));
+    printf("%s: %s %ld\n", name, shape_str(p->shape, SIZES_TUPLE), numel(p));
 }
 
 static void print_linear_parameters(const char *name, const Linear *layer) {

@@ -604,7 +604,7 @@ static Tensor *apply_chunking_to_forward(ChunkForward forward_fn, const BertLaye
              chunk_size);
     }
     int num_chunks = length / chunk_size;
-    Tensor *output = zeros(shape_of(input));                                  // (B, T, C)
+    Tensor *output = zeros(input->shape);                                  // (B, T, C)
     // The diagram draws the whole call as one step: the chunks' own
     // tensors are freed, and with them the nodes they would have drawn.
     bool was_paused = trace_pause(true);
@@ -757,7 +757,7 @@ static const char *call_text(const Run *run, const char *tokens, const char *mas
 
 // t[..., :6]: the first (at most) 6 columns, so a row fits a line.
 static const Tensor *first_columns(const Tensor *t) {
-    int last = t->ndim - 1;
+    int last = t->shape.ndim - 1;
     return narrow(t, last, 0, size(t, last) < 6 ? size(t, last) : 6);
 }
 
@@ -833,7 +833,7 @@ static void print_self_attention(const Run *run, int P, int N) {
             rows->data[i] += (float)(N - 1);
         }
         printf("  distance + %d, the rows of distance_embedding.weight %s it picks:\n%s\n", N - 1,
-               sizes_str(self->distance_embedding->size, 2, SIZES_TUPLE), tensor_str(rows, NULL));
+               shape_str(self->distance_embedding->shape, SIZES_TUPLE), tensor_str(rows, NULL));
         printf("  positional_embedding = self.distance_embedding(distance + %d): %s\n", N - 1,
                sizes_str((const int[]){T, L, D}, 3, SIZES_TORCH));
         printf("  attention_scores += torch.einsum(\"bhld,lrd->bhlr\", query_layer, "
@@ -1078,7 +1078,7 @@ static void show_relative_positions(const Run *run, const Flags *f) {
     const Tensor *table = run->layer.attention.self.distance_embedding;       // (2N-1, D)
     int N = f->max_positions, D = f->dim / f->heads, P = f->past;
     printf("distance_embedding.weight %s: one row of %d numbers per distance -%d .. %d, row "
-           "distance + %d\n", sizes_str(table->size, 2, SIZES_TUPLE), D, N - 1, N - 1, N - 1);
+           "distance + %d\n", shape_str(table->shape, SIZES_TUPLE), D, N - 1, N - 1, N - 1);
     // Score (l, r) of batch row 0, head 0, for the last query and the first key.
     int l = f->seq - 1, r = 0;
     int row = (int)*at2(s->distance, l, r) + N - 1;
@@ -1234,10 +1234,10 @@ static void show_cross_attention(const Run *run, const Flags *f) {
         return;
     }
     printf("queries from the text %s, keys and values from encoder_hidden_states %s:\n",
-           sizes_str(run->steps.attention_output->size, 3, SIZES_TUPLE),
-           sizes_str(run->encoder_hidden_states->size, 3, SIZES_TUPLE));
+           shape_str(run->steps.attention_output->shape, SIZES_TUPLE),
+           shape_str(run->encoder_hidden_states->shape, SIZES_TUPLE));
     printf("probabilities (batch, heads, %d, %d), output %s: one row per text token, as in "
-           "lesson 7\n", T, M, sizes_str(run->layer_output->size, 3, SIZES_TUPLE));
+           "lesson 7\n", T, M, shape_str(run->layer_output->shape, SIZES_TUPLE));
     printf("no mask: BertSelfAttention replaces attention_mask by encoder_attention_mask "
            "(None) for cross-attention\n");
     if (f->position == ABSOLUTE) {
@@ -1518,12 +1518,12 @@ int main(int argc, char **argv) {
     BertLayer_train(&run.layer, f.train);
     printf("%s\n", f.train ? "layer.train()" : "layer.eval()");
     if (f.past > 0) {
-        printf("prefix = torch.randn%s\n", sizes_str(run.prefix->size, 3, SIZES_TUPLE));
+        printf("prefix = torch.randn%s\n", shape_str(run.prefix->shape, SIZES_TUPLE));
     }
-    printf("hidden_states = torch.randn%s\n", sizes_str(run.hidden_states->size, 3, SIZES_TUPLE));
+    printf("hidden_states = torch.randn%s\n", shape_str(run.hidden_states->shape, SIZES_TUPLE));
     if (f.encoder_seq > 0) {
         printf("encoder_hidden_states = torch.randn%s  (an image encoder's features)\n",
-               sizes_str(run.encoder_hidden_states->size, 3, SIZES_TUPLE));
+               shape_str(run.encoder_hidden_states->shape, SIZES_TUPLE));
     }
 
     run.keep = labeled("keep", keep_rows(f.batch, L, f.pad));                 // (B, L)
