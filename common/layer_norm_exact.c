@@ -107,7 +107,7 @@ static int ceil_log2(long m) {
     return m <= 2 ? 1 : bits;
 }
 
-void layer_norm_exact_moments(const float *x, long n, float *mean, float *var) {
+void layer_norm_exact_moments(float *mean, float *var, const float *x, long n) {
     long vectors = n / LANES;                     // whole vectors in the row
     long chunks = (vectors + CHUNK - 1) / CHUNK;
     int depth = ceil_log2(chunks);
@@ -150,10 +150,10 @@ void layer_norm_exact_moments(const float *x, long n, float *mean, float *var) {
     *var = row.m2 / (float)n;   // biased: divided by n, not n - 1
 }
 
-void layer_norm_exact_row(float *y, const float *x, long n, const float *weight,
-                          const float *bias, float eps) {
+void layer_norm_exact_row(float *y, const float *x, const float *weight, const float *bias, long n,
+                          float eps) {
     float mean, var;
-    layer_norm_exact_moments(x, n, &mean, &var);
+    layer_norm_exact_moments(&mean, &var, x, n);
     float rstd = 1.0f / sqrtf(var + eps);
     float shift = -rstd * mean;   // so that (x - mean) * rstd = x * rstd + shift
     for (long i = 0; i < n; i++) {

@@ -6,11 +6,11 @@
 
 // The mean and the biased variance (sum of squared deviations / n) of
 // x[0..n-1], n >= 1, as PyTorch's RowwiseMoments computes them.
-void layer_norm_exact_moments(const float *x, long n, float *mean, float *var);
+void layer_norm_exact_moments(float *mean, float *var, const float *x, long n);
 
 // One row: y = (x - mean) / sqrt(var + eps) * weight + bias, written as
 // PyTorch's kernel writes it. y may not overlap x.
-void layer_norm_exact_row(float *y, const float *x, long n, const float *weight,
-                          const float *bias, float eps);
+void layer_norm_exact_row(float *y, const float *x, const float *weight, const float *bias, long n,
+                          float eps);
 
 #endif

@@ -531,7 +531,7 @@ static void keep_dump(const char *name, const Tensor *t) {
              shown(name), MAX_DUMP_NAME);
     }
     size_t length;
-    unsigned char *bytes = npy_encode(t, &length);
+    unsigned char *bytes = npy_encode(&length, t);
     if (bytes == NULL) {
         fail("--dump: out of memory keeping '%s'", name);
     }

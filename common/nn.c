@@ -43,9 +43,9 @@ Linear linear_init(const char *name, int in_features, int out_features, bool bia
 }
 
 // y[r, o] = sum_i x[r, i] * W[o, i] + b[o] for every row r of x.
-Tensor *linear(const Tensor *x, const Linear *layer) {
-    int in = layer->in_features;
-    int out_features = layer->out_features;
+Tensor *linear(const Linear *self, const Tensor *x) {
+    int in = self->in_features;
+    int out_features = self->out_features;
     if (x->shape.ndim < 1 || x->shape.size[x->shape.ndim - 1] != in) {
         fail("linear: shapes (%s) and (%dx%d) cannot be multiplied", size_x_str(x), in,
              out_features);   // like PyTorch, the weight is shown as W^T: (in x out)
@@ -57,7 +57,7 @@ Tensor *linear(const Tensor *x, const Linear *layer) {
     long rows = numel(x) / (in == 0 ? 1 : in);
     // The weight may be a view (a slice of a fused weight, say): read it
     // row-major from where it starts, copying it first if it must.
-    const Tensor *Wc = contiguous(layer->weight);
+    const Tensor *Wc = contiguous(self->weight);
     const float *W = &Wc->data[Wc->offset];          // (out, in), row-major
     for (long r = 0; r < rows; r++) {
         const float *x_r = &xc->data[xc->offset + r * in];
@@ -68,11 +68,11 @@ Tensor *linear(const Tensor *x, const Linear *layer) {
             for (int i = 0; i < in; i++) {
                 sum += x_r[i] * W_o[i];
             }
-            y_r[o] = layer->bias != NULL ? sum + *at1(layer->bias, o) : sum;
+            y_r[o] = self->bias != NULL ? sum + *at1(self->bias, o) : sum;
         }
     }
-    const Tensor *inputs[] = {x, layer->weight, layer->bias};   // the bias may be NULL
-    trace("linear", y, layer->bias != NULL ? 3 : 2, inputs, 0, NULL);
+    const Tensor *inputs[] = {x, self->weight, self->bias};   // the bias may be NULL
+    trace("linear", y, self->bias != NULL ? 3 : 2, inputs, 0, NULL);
     return y;
 }
 
@@ -84,6 +84,6 @@ LayerNorm layer_norm_init(const char *name, int dim, double eps) {
     return norm;
 }
 
-Tensor *layer_norm_forward(const Tensor *x, const LayerNorm *norm) {
-    return layer_norm(x, norm->weight, norm->bias, norm->eps);
+Tensor *layer_norm_forward(const LayerNorm *self, const Tensor *x) {
+    return layer_norm(x, self->weight, self->bias, self->eps);
 }

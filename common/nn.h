@@ -21,7 +21,7 @@ typedef struct {
 Linear linear_init(const char *name, int in_features, int out_features, bool bias);
 
 // y = x W^T + b over the last dim of x: (..., in) -> (..., out).
-Tensor *linear(const Tensor *x, const Linear *layer);
+Tensor *linear(const Linear *self, const Tensor *x);
 
 typedef struct {
     const Tensor *weight;   // (dim,), starts as ones
@@ -36,6 +36,6 @@ LayerNorm layer_norm_init(const char *name, int dim, double eps);
 
 // The module's forward: layer_norm (ops.h) over the last dim with its own
 // weight, bias and eps.
-Tensor *layer_norm_forward(const Tensor *x, const LayerNorm *norm);
+Tensor *layer_norm_forward(const LayerNorm *self, const Tensor *x);
 
 #endif

@@ -33,7 +33,7 @@ static int npy_header(char *header, size_t capacity, const Tensor *t) {
     return length;
 }
 
-unsigned char *npy_encode(const Tensor *t, size_t *length) {
+unsigned char *npy_encode(size_t *length, const Tensor *t) {
     char header[256];
     int header_length = npy_header(header, sizeof header, t);
     size_t item = t->dtype == DTYPE_FLOAT32 ? sizeof(float) : sizeof(int64_t);
@@ -76,7 +76,7 @@ unsigned char *npy_encode(const Tensor *t, size_t *length) {
 
 bool npy_write(const char *path, const Tensor *t) {
     size_t length;
-    unsigned char *bytes = npy_encode(t, &length);
+    unsigned char *bytes = npy_encode(&length, t);
     if (bytes == NULL) {
         errno = ENOMEM;
         return false;

@@ -13,7 +13,7 @@
 
 // The whole file's bytes, in a buffer from malloc() (free it); *length
 // gets its size. NULL if memory runs out.
-unsigned char *npy_encode(const Tensor *t, size_t *length);
+unsigned char *npy_encode(size_t *length, const Tensor *t);
 
 // npy_encode, then save_file (files.h): all or nothing. Returns false (and
 // leaves errno set) when the file cannot be written.

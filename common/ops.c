@@ -448,8 +448,8 @@ Tensor *layer_norm(const Tensor *x, const Tensor *weight, const Tensor *bias, do
     Tensor *y = zeros(x->shape);
     long rows = C == 0 ? 0 : numel(x) / C;
     for (long r = 0; r < rows; r++) {
-        layer_norm_exact_row(&y->data[r * C], &xc->data[xc->offset + r * C], C,
-                             &wc->data[wc->offset], &bc->data[bc->offset], (float)eps);
+        layer_norm_exact_row(&y->data[r * C], &xc->data[xc->offset + r * C],
+                             &wc->data[wc->offset], &bc->data[bc->offset], C, (float)eps);
     }
     trace("layer_norm", y, 3, (const Tensor *const[]){x, weight, bias}, 1,
           (const double[]){eps});

@@ -46,7 +46,7 @@ void trace2(const char *op, const Tensor *out, const Tensor *in0, const Tensor *
 
 // Give t its notebook name ("Q", "query_proj.weight"), which labels it in
 // the --dot graph and is its file name with --dump. Returns t, so a line
-// can read `const Tensor *Q = named("Q", linear(X, &net.query_proj));`.
+// can read `const Tensor *Q = named("Q", linear(&net.query_proj, X));`.
 const Tensor *named(const char *name, const Tensor *t);
 // A label for the --dot graph only, for a tensor that is not one of the
 // lesson's dumps (the storage of a cache, a result of an aside).

@@ -81,12 +81,12 @@ START_TEST(test_one_head_is_single_head_attention) {
     MultiHeadAttention net = make_net(11, dim, 1);
     const Tensor *X = rand_tensor(shape3(batch, seq, dim));                  // (B, T, C)
 
-    const Tensor *Q = linear(X, &net.q_proj);                                // (B, T, C)
-    const Tensor *K = linear(X, &net.k_proj);                                // (B, T, C)
-    const Tensor *V = linear(X, &net.v_proj);                                // (B, T, C)
+    const Tensor *Q = linear(&net.q_proj, X);                                // (B, T, C)
+    const Tensor *K = linear(&net.k_proj, X);                                // (B, T, C)
+    const Tensor *V = linear(&net.v_proj, X);                                // (B, T, C)
     const Tensor *att_weight = softmax(div_scalar(matmul(Q, transpose(K, -1, -2)),
                                             sqrtf((float)dim)), -1);         // (B, T, T)
-    const Tensor *ret = linear(matmul(att_weight, V), &net.o_proj);          // (B, T, C)
+    const Tensor *ret = linear(&net.o_proj, matmul(att_weight, V));          // (B, T, C)
 
     MultiHeadAttentionSteps steps;
     const Tensor *output = MultiHeadAttention_forward(&steps, &net, X, NULL);  // (B, T, C)

@@ -178,7 +178,7 @@ START_TEST(test_cached_equals_full_everywhere) {
             const Tensor *full = step(NULL, &gqa, x, 0, N);                   // (B, N, C)
             // The keys each token gives alone, as the cache must hold them.
             Shape kv_shape = shape4(batches[bi], N, kv_heads[ki], dim / heads);
-            const Tensor *keys = view(linear(x, &gqa.w_key), kv_shape);       // (B, N, G, D)
+            const Tensor *keys = view(linear(&gqa.w_key, x), kv_shape);       // (B, N, G, D)
             for (int pi = 0; pi < 2; pi++) {
                 for (int ci = 0; ci < 3; ci++) {
                     for (Forward forward = COPYING; forward <= BY_INDEX; forward++) {

@@ -186,7 +186,7 @@ START_TEST(test_layer_norm_rows) {
     Drawn d = draw_block(11, 3, 7, 24, 4, 4, false, 0.0, 0.0, 0.0);
     Tensor *weight = randn(shape1(24)), *bias = randn(shape1(24));           // (C)
     LayerNorm norm = {weight, bias, 1e-5};
-    const Tensor *y = layer_norm_forward(mul_scalar(d.x, 5.0f), &norm);       // (B, N, C)
+    const Tensor *y = layer_norm_forward(&norm, mul_scalar(d.x, 5.0f));       // (B, N, C)
     for (int b = 0; b < 3; b++) {
         for (int t = 0; t < 7; t++) {
             double mean = 0.0, var = 0.0, plain[24];
@@ -215,11 +215,11 @@ END_TEST
 START_TEST(test_fused_qkv_is_three_linears) {
     Drawn d = draw_block(5, 2, 4, 12, 3, 4, true, 0.0, 0.0, 0.0);
     const Linear *qkv = &d.block.attn.qkv;
-    const Tensor *fused = linear(d.x, qkv);                                   // (B, N, 3C)
+    const Tensor *fused = linear(qkv, d.x);                                   // (B, N, 3C)
     for (int i = 0; i < 3; i++) {
         Linear part = linear_from(narrow(qkv->weight, 0, 12 * i, 12),         // (C, C)
                                   narrow(qkv->bias, 0, 12 * i, 12));          // (C)
-        assert_bitwise_equal(narrow(fused, 2, 12 * i, 12), linear(d.x, &part),
+        assert_bitwise_equal(narrow(fused, 2, 12 * i, 12), linear(&part, d.x),
                              i == 0 ? "q" : i == 1 ? "k" : "v");
     }
 }
@@ -235,11 +235,11 @@ static const Tensor *single_head(const Attention *attn, const Tensor *x) {
     for (int i = 0; i < 3; i++) {
         parts[i] = linear_from(narrow(qkv->weight, 0, C * i, C), NULL);
     }
-    const Tensor *Q = linear(x, &parts[0]), *K = linear(x, &parts[1]);
-    const Tensor *V = linear(x, &parts[2]);                                   // (B, N, C)
+    const Tensor *Q = linear(&parts[0], x), *K = linear(&parts[1], x);
+    const Tensor *V = linear(&parts[2], x);                                   // (B, N, C)
     const Tensor *scores = div_scalar(matmul(Q, transpose(K, 1, 2)),
                                       (float)sqrt((double)C));                // (B, N, N)
-    return linear(matmul(softmax(scores, -1), V), &attn->proj);               // (B, N, C)
+    return linear(&attn->proj, matmul(softmax(scores, -1), V));               // (B, N, C)
 }
 
 // One head is lesson 5's attention with the same weights: bit for bit when

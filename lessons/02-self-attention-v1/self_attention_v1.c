@@ -89,9 +89,9 @@ static Tensor *SelfAttV1_forward(SelfAttV1Steps *steps, const SelfAttV1 *self, c
     // 不同" (can differ from hidden_dim). It cannot: the projections are
     // Linear(hidden_dim, hidden_dim), so X's last dim must be hidden_dim
     // (docs/errata.md, entry 23). Here both are --dim.
-    const Tensor *Q = named("Q", linear(X, &self->query_proj));                   // (B, T, C)
-    const Tensor *K = named("K", linear(X, &self->key_proj));                     // (B, T, C)
-    const Tensor *V = named("V", linear(X, &self->value_proj));                   // (B, T, C)
+    const Tensor *Q = named("Q", linear(&self->query_proj, X));                   // (B, T, C)
+    const Tensor *K = named("K", linear(&self->key_proj, X));                     // (B, T, C)
+    const Tensor *V = named("V", linear(&self->value_proj, X));                   // (B, T, C)
 
     // Every query against every key of the same batch row. K.transpose(-1, -2)
     // swaps only the last two dims, (B, T, C) -> (B, C, T), as a view. (K.T

@@ -322,7 +322,7 @@ static const Tensor *BertSelfAttention_forward(BertSelfAttentionSteps *steps, Ke
     int D = self->attention_head_size;
     // "query特征来自于本Blocks的hidden_states": the queries come from this
     // block's own hidden_states, in self- and cross-attention alike.
-    const Tensor *mixed_query_layer = linear(hidden_states, &self->query);    // (B, T, C)
+    const Tensor *mixed_query_layer = linear(&self->query, hidden_states);    // (B, T, C)
 
     // "如果我们使用了来自于其它Blocks的特征进行特征融合": with features from
     // another block (the image encoder), keys and values come from there.
@@ -331,8 +331,8 @@ static const Tensor *BertSelfAttention_forward(BertSelfAttentionSteps *steps, Ke
     const Tensor *key_layer, *value_layer;
     if (is_cross_attention) {
         const Tensor *image = args->encoder_hidden_states;                    // (B, M, E)
-        key_layer = transpose_for_scores(self, linear(image, &self->key));    // (B, H, M, D)
-        value_layer = transpose_for_scores(self, linear(image, &self->value));   // (B, H, M, D)
+        key_layer = transpose_for_scores(self, linear(&self->key, image));    // (B, H, M, D)
+        value_layer = transpose_for_scores(self, linear(&self->value, image));   // (B, H, M, D)
         // The text's padding mask means nothing over image features; the
         // layer passes its attention_mask, and it is replaced here.
         attention_mask = args->encoder_attention_mask;
@@ -340,15 +340,15 @@ static const Tensor *BertSelfAttention_forward(BertSelfAttentionSteps *steps, Ke
         // Only this call's T tokens are projected; the cached P positions'
         // keys and values are joined in front of them along the positions
         // (dim 2 of (B, H, S, D)). torch.cat copies both into a new tensor.
-        key_layer = transpose_for_scores(self, linear(hidden_states, &self->key));   // (B, H, T, D)
-        value_layer = transpose_for_scores(self, linear(hidden_states, &self->value));
+        key_layer = transpose_for_scores(self, linear(&self->key, hidden_states));   // (B, H, T, D)
+        value_layer = transpose_for_scores(self, linear(&self->value, hidden_states));
         const Tensor *keys[2] = {args->past_key_value->key, key_layer};
         const Tensor *values[2] = {args->past_key_value->value, value_layer};
         key_layer = cat(keys, 2, 2);                                          // (B, H, P+T, D)
         value_layer = cat(values, 2, 2);                                      // (B, H, P+T, D)
     } else {
-        key_layer = transpose_for_scores(self, linear(hidden_states, &self->key));   // (B, H, T, D)
-        value_layer = transpose_for_scores(self, linear(hidden_states, &self->value));
+        key_layer = transpose_for_scores(self, linear(&self->key, hidden_states));   // (B, H, T, D)
+        value_layer = transpose_for_scores(self, linear(&self->value, hidden_states));
     }
     const Tensor *query_layer = transpose_for_scores(self, mixed_query_layer);   // (B, H, T, D)
     // "保留past_key_value": keep them, for the next call to extend.
@@ -448,9 +448,9 @@ static BertSelfOutput BertSelfOutput_init(const BertConfig *config, const char *
 // not PyTorch's default 1e-5: what Google's BERT checkpoints were trained with.
 static Tensor *BertSelfOutput_forward(const BertSelfOutput *self, const Tensor *hidden_states,
                                       const Tensor *input_tensor) {
-    hidden_states = linear(hidden_states, &self->dense);                      // (B, T, C)
+    hidden_states = linear(&self->dense, hidden_states);                      // (B, T, C)
     hidden_states = dropout(hidden_states, self->dropout, self->training);    // (B, T, C)
-    return layer_norm_forward(add(hidden_states, input_tensor), &self->LayerNorm);   // (B, T, C)
+    return layer_norm_forward(&self->LayerNorm, add(hidden_states, input_tensor));   // (B, T, C)
 }
 
 // BertAttention: the attention and its output block. (The post's
@@ -494,7 +494,7 @@ static BertIntermediate BertIntermediate_init(const BertConfig *config, const ch
 }
 
 static Tensor *BertIntermediate_forward(const BertIntermediate *self, const Tensor *hidden_states) {
-    return gelu(linear(hidden_states, &self->dense));                        // (B, T, I)
+    return gelu(linear(&self->dense, hidden_states));                        // (B, T, I)
 }
 
 // BertOutput: BertSelfOutput's three steps, from I back to C.
@@ -517,9 +517,9 @@ static BertOutput BertOutput_init(const BertConfig *config, const char *name) {
 
 static Tensor *BertOutput_forward(const BertOutput *self, const Tensor *hidden_states,
                                   const Tensor *input_tensor) {
-    hidden_states = linear(hidden_states, &self->dense);                      // (B, T, C)
+    hidden_states = linear(&self->dense, hidden_states);                      // (B, T, C)
     hidden_states = dropout(hidden_states, self->dropout, self->training);    // (B, T, C)
-    return layer_norm_forward(add(hidden_states, input_tensor), &self->LayerNorm);   // (B, T, C)
+    return layer_norm_forward(&self->LayerNorm, add(hidden_states, input_tensor));   // (B, T, C)
 }
 
 // --- the module: BertLayer ----------------------------------------------------------------
@@ -1328,12 +1328,12 @@ static void show_chunking(const Run *run, const Flags *f, uint64_t seed) {
 //   h = x + dense(attention(LayerNorm(x))); out = h + output.dense(intermediate(LayerNorm(h))).
 static Tensor *pre_norm_layer(const BertLayer *layer, const Tensor *x, const BertArgs *args) {
     const BertAttention *attention = &layer->attention;
-    const Tensor *normed = layer_norm_forward(x, &attention->output.LayerNorm);        // (B, T, C)
+    const Tensor *normed = layer_norm_forward(&attention->output.LayerNorm, x);        // (B, T, C)
     const Tensor *context = BertSelfAttention_forward(NULL, NULL, &attention->self, normed, args);
-    const Tensor *h = add(x, linear(context, &attention->output.dense));               // (B, T, C)
+    const Tensor *h = add(x, linear(&attention->output.dense, context));               // (B, T, C)
     const Tensor *inner = BertIntermediate_forward(&layer->intermediate,
-                                                   layer_norm_forward(h, &layer->output.LayerNorm));
-    return add(h, linear(inner, &layer->output.dense));                                // (B, T, C)
+                                                   layer_norm_forward(&layer->output.LayerNorm, h));
+    return add(h, linear(&layer->output.dense, inner));                                // (B, T, C)
 }
 
 // Each row's standard deviation over the last dim (biased, as LayerNorm's),
