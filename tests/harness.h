@@ -2,13 +2,23 @@
 //
 // Each tests/test_*.c is one program with one check Suite. It ends with
 //     int main(void) { return run_suite(rng_suite()); }
-// and `make test` runs them all. Paths are relative to the project root
-// (make runs the tests from there); BUILD_DIR is where the lessons are built.
+// and `make test` runs them all (`make test-N` those of lesson N).
+//
+// A test that calls a lesson's functions includes the lesson's .c files
+// into itself, the lesson file first with its main() renamed:
+//     #define main lesson_main
+//     #include "../lessons/02-self-attention-v1/self_attention_v1.c"
+//     #undef main
+// then, the same way, each sibling .c file of the lesson's directory (the
+// speed or measurement code a long lesson keeps beside it: lesson/lesson.h).
+//
+// Paths are relative to the project root (make runs the tests from there);
+// BUILD_DIR is where the lessons are built.
 #ifndef HARNESS_H
 #define HARNESS_H
 
 #include <check.h>
-// check.h defines a deprecated macro fail(); ours (error.h) is the one we mean.
+// check.h defines a deprecated macro fail(); ours (core/error.h) is the one we mean.
 #undef fail
 
 #include "attention.h"

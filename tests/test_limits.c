@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "npy.h"
+#include "lesson/npy.h"
 
 #define BIG INT_MAX
 #define LIMIT ((int)MAX_ELEMENTS)   // 2^26

@@ -1,4 +1,4 @@
-// test_ops.c - common/ops.c and common/nn.c: every operation on cases
+// test_ops.c - common/core/ops.c and common/core/nn.c: every operation on cases
 // worked out by hand, the invariants attention relies on (softmax rows sum
 // to 1, masked weights are exactly 0), and every error text.
 //

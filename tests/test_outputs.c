@@ -1,5 +1,5 @@
-// test_outputs.c - where --dump and --dot write (common/lesson.c), and how
-// (common/files.c, common/graph.c): the paths a reliability probe found
+// test_outputs.c - where --dump and --dot write (common/lesson/outputs.c), and
+// how (common/lesson/files.c, graph.c): the paths a reliability probe found
 // mishandled, each now refused before any work or written all or nothing.
 //
 // Each run of the lesson (lesson 2: it has size flags and 13 dumps) starts
@@ -17,10 +17,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "files.h"
-#include "graph.h"
+#include "lesson/files.h"
+#include "lesson/graph.h"
 #include "harness.h"
-#include "npy.h"
+#include "lesson/npy.h"
 
 #define LESSON "02-self-attention-v1"
 #define PREFIX "lesson-2: "

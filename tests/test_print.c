@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "print.h"
+#include "exact/print.h"
 
 #define PRINT_DIR DATA_DIR "/print"
 #define FUZZ_CASES 400

@@ -1,4 +1,4 @@
-// test_rng.c - common/rng.c against numbers recorded from PyTorch 1.13.
+// test_rng.c - common/exact/rng.c against numbers recorded from PyTorch 1.13.
 //
 // The reference files in tests/data/rng/ were written by
 // tests/reference/gen_rng.py on an AVX2 machine. A file called

@@ -1,4 +1,4 @@
-// test_tensor.c - common/tensor.c: making tensors, asking about them, views
+// test_tensor.c - common/core/tensor.c: making tensors, asking about them, views
 // (which share storage), and the copies contiguous() / reshape() / clone().
 //
 // Expected strides were recorded from PyTorch 1.13 by hand, e.g.

@@ -7,7 +7,7 @@
 #ifndef PRINT_H
 #define PRINT_H
 
-#include "tensor.h"
+#include "core/tensor.h"
 
 // `suffix` is NULL, or one suffix such as "grad_fn=<SoftmaxBackward0>",
 // placed (on the last line or wrapped) as PyTorch places it.

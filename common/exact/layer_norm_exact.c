@@ -41,7 +41,7 @@
 // 12345 every output bit agrees with exactly this choice: step 4 fused, steps
 // 1-3 not (fusing any one of the others makes thousands of outputs differ).
 // The rows are independent, so threads do not change the result.
-#include "layer_norm_exact.h"
+#include "exact/layer_norm_exact.h"
 
 #include <math.h>
 #include <string.h>

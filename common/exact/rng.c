@@ -19,11 +19,11 @@
 // code is written out here one float at a time, with fmaf() exactly where
 // the compiled PyTorch fuses a multiply and an add. The build uses
 // -ffp-contract=off, so the compiler adds no fusions of its own.
-#include "rng.h"
+#include "exact/rng.h"
 
 #include <math.h>
 
-#include "error.h"
+#include "core/error.h"
 
 // ---------------------------------------------------------------------------
 // §1  The generator: mt19937 plus one cached normal value

@@ -14,13 +14,13 @@
 //
 // The text is built twice with the same code: once only counting its
 // length, then into an arena string of exactly that size (see Text).
-#include "print.h"
+#include "exact/print.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "arena.h"
+#include "core/arena.h"
 
 #define LINE_WIDTH 80      // PyTorch's linewidth
 #define THRESHOLD 1000     // more elements than this are summarised
@@ -303,7 +303,9 @@ typedef struct {
 } Suffixes;
 
 static const char *dtype_name(DType dtype) {
-    return dtype == DTYPE_INT64 ? "torch.int64" : dtype == DTYPE_BOOL ? "torch.bool" : "torch.float32";
+    return dtype == DTYPE_INT64  ? "torch.int64"
+           : dtype == DTYPE_BOOL ? "torch.bool"
+                                 : "torch.float32";
 }
 
 // An empty tensor has no elements to show its shape or dtype, so it names

@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 
-#include "tensor.h"
+#include "core/tensor.h"
 
 typedef struct {
     const Tensor *weight;   // (out_features, in_features), as PyTorch stores it

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "tensor.h"
+#include "core/tensor.h"
 
 // The whole file's bytes, in a buffer from malloc() (free it); *length
 // gets its size. NULL if memory runs out.

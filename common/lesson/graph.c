@@ -2,13 +2,13 @@
 //
 // Nodes are kept by tensor id with a copy of their label, so the graph
 // stays valid after the tensors themselves are freed (arena_release).
-#include "graph.h"
+#include "lesson/graph.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "error.h"
+#include "core/error.h"
 
 #define MAX_NODES 4096
 #define MAX_EDGES 8192

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tensor.h"
+#include "core/tensor.h"
 
 // torch.manual_seed(seed). A negative seed is passed as 2^64 + seed (its
 // two's complement), as Python does; only seed mod 2^32 reaches mt19937.

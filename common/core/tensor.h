@@ -36,7 +36,7 @@
 // No tensor, and no view, may have more elements than this: 2^26 floats,
 // 256 MiB. Below it every index, stride and offset fits an int with room
 // to spare, so no size arithmetic in the helper can overflow. Lessons check
-// their sizes against it before they start (check_fits in lesson.h).
+// their sizes against it before they start (check_fits in lesson/flags.h).
 #define MAX_ELEMENTS (1L << 26)
 
 typedef enum { DTYPE_FLOAT32, DTYPE_INT64, DTYPE_BOOL } DType;

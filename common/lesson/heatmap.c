@@ -6,7 +6,7 @@
 //       1 ▒▒██▒▒          roughly square; darker = closer to the largest
 //       2 ░░▒▒██          weight of its row, blank = exactly 0
 #define _POSIX_C_SOURCE 200809L
-#include "heatmap.h"
+#include "lesson/heatmap.h"
 
 #include <ctype.h>
 #include <math.h>

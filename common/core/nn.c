@@ -1,15 +1,15 @@
 // nn.c - nn.Linear and nn.LayerNorm.
-#include "nn.h"
+#include "core/nn.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "arena.h"
-#include "error.h"
-#include "ops.h"
-#include "rng.h"
-#include "trace.h"
+#include "core/arena.h"
+#include "core/error.h"
+#include "core/ops.h"
+#include "exact/rng.h"
+#include "lesson/trace.h"
 
 // "query_proj" and "weight" give "query_proj.weight" (an arena string).
 static const char *parameter_name(const char *module, const char *parameter) {

@@ -1,6 +1,6 @@
 // files.c - save_file: a temporary file, then rename().
 #define _POSIX_C_SOURCE 200809L
-#include "files.h"
+#include "lesson/files.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
 //
 // fail() prints "error: <message>" on stderr and exits with status 1 (an
 // internal failure: the lesson's code is wrong, not the user's flags; bad
-// flags exit 2, see lesson.h). Tests install a handler that records the
+// flags exit 2, see lesson/flags.h). Tests install a handler that records the
 // message and jumps back into the test instead of exiting.
 #ifndef ERROR_H
 #define ERROR_H

@@ -3,19 +3,19 @@
 // Most functions here walk the output in row-major order with an index
 // array (next_index in tensor.h) and read their inputs through at(), so
 // they work on any view (transposed, expanded, narrowed) without copying.
-#include "ops.h"
+#include "core/ops.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "arena.h"
-#include "error.h"
-#include "gelu_exact.h"
-#include "layer_norm_exact.h"
-#include "rng.h"
-#include "softmax_exact.h"
-#include "trace.h"
+#include "core/arena.h"
+#include "core/error.h"
+#include "exact/gelu_exact.h"
+#include "exact/layer_norm_exact.h"
+#include "exact/rng.h"
+#include "exact/softmax_exact.h"
+#include "lesson/trace.h"
 
 // --- broadcasting -------------------------------------------------------------------
 // PyTorch lines shapes up from the right; a dim of size 1 (or a missing
@@ -65,7 +65,8 @@ static Tensor *binary(const char *op, BinaryFn fn, const Tensor *a, const Tensor
     int index[MAX_DIMS] = {0};
     long n = numel(out);
     for (long i = 0; i < n; i++) {
-        out->data[i] = fn(read_broadcast(a, index, shape.ndim), read_broadcast(b, index, shape.ndim));
+        out->data[i] = fn(read_broadcast(a, index, shape.ndim),
+                          read_broadcast(b, index, shape.ndim));
         next_index(index, out->shape.size, out->shape.ndim);
     }
     trace2(op, out, a, b);

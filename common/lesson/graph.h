@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "trace.h"
+#include "lesson/trace.h"
 
 void graph_record(const TraceEvent *event);
 

@@ -3,12 +3,12 @@
 // The arena is just a growing array of pointers. arena_alloc() appends,
 // arena_release(mark) frees from the end back to `mark`. Simple on purpose:
 // the point is the ownership rule (see arena.h), not speed.
-#include "arena.h"
+#include "core/arena.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "error.h"
+#include "core/error.h"
 
 static void **blocks = NULL;    // every live allocation, oldest first
 static size_t n_blocks = 0;

@@ -30,7 +30,7 @@
 // compiler from adding fusions of its own. (A PyTorch on a CPU without AVX2
 // sums the 8 lanes in another order and uses the C library's expf: there its
 // last bits can differ from these.)
-#include "softmax_exact.h"
+#include "exact/softmax_exact.h"
 
 #include <math.h>
 

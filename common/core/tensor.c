@@ -1,12 +1,12 @@
 // tensor.c - making tensors, reading them, and viewing them differently.
-#include "tensor.h"
+#include "core/tensor.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "arena.h"
-#include "error.h"
-#include "trace.h"
+#include "core/arena.h"
+#include "core/error.h"
+#include "lesson/trace.h"
 
 // --- shapes -------------------------------------------------------------------
 

@@ -12,7 +12,7 @@
 #ifndef HEATMAP_H
 #define HEATMAP_H
 
-#include "tensor.h"
+#include "core/tensor.h"
 
 void print_heatmap(const char *title, const Tensor *weights);
 

@@ -4,7 +4,7 @@
 // the end each reports one fact, "out = op(inputs; numbers)", by calling
 // trace(). A lesson's tensors get their notebook names the same way, with
 // named(). Nobody listens by default and trace() returns at once. The
-// lesson's --dot and --dump (lesson.c) install a hook: --dot draws the
+// lesson's --dot and --dump (lesson/run.c) install a hook: --dot draws the
 // graph from the operations (graph.h), --dump keeps the named tensors to
 // write them when the lesson finishes. A test can install its own.
 #ifndef TRACE_H
@@ -12,7 +12,7 @@
 
 #include <stdbool.h>
 
-#include "tensor.h"
+#include "core/tensor.h"
 
 typedef struct {
     const char *op;                // "transpose", "matmul", "*"; "named" or "labeled"

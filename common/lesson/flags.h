@@ -1,59 +1,21 @@
-// lesson.h - the shape every lesson has, the command line they share, and
-// their --dump and --dot.
+// flags.h - the command line every lesson shares.
 //
-// HOW A LESSON FILE READS (lessons/NN-name/*.c), top to bottom:
-//
-//   1. The header comment: what this lesson adds, the math in a few lines,
-//      the PyTorch it mirrors, how to run it, what to look for in the
-//      output, and the legend of the size and index letters.
-//   2. The module, as the notebook's class: a struct with the notebook's
-//      field names, Name_init() (its __init__), and its forward:
-//
-//          Tensor *Name_forward(NameSteps *steps, const Name *self, inputs...);
-//
-//      Outputs first, then the module, then the inputs, as everywhere here.
-//      It returns what the notebook's forward returns. `steps` may be NULL;
-//      when it is not, the forward keeps there the notebook's local
-//      variables the lesson prints afterwards (Q, K, V, att_weight, ...).
-//      `self` is const unless the forward changes the module itself, as a
-//      KV cache does. The forward follows the notebook line by line; it
-//      prints nothing.
-//   3. The demonstrations: what the notebook printed, and what it did not
-//      (a bug shown running, an invariant checked, a cost measured), each a
-//      function called from main.
-//   4. main(): the flags and their checks, lesson_start, the notebook's
-//      cell, the demonstrations, lesson_finish.
-//
-// main() goes through four steps:
-//
-//     int batch = 3, seq = 2, dim = 4;                  // the notebook's sizes
-//     SizeFlag sizes[] = {
-//         {"--batch", &batch, "batch size"},
-//         {"--seq", &seq, "sequence length"},
-//         {"--dim", &dim, "hidden dimension"},
-//     };
-//     Lesson lesson = {
-//         .program = "lesson-2", .summary = "self-attention V1: ...",
-//         .sizes = sizes, .n_sizes = 3,
-//     };
-//     parse_lesson_args(&lesson, argc, argv);    // 1. flags (exit 2 if bad)
-//     check_divides(...); check_fits(...);       // 2. the lesson's own checks
-//     lesson_start(&lesson);                     // 3. seed; --dump and --dot
-//     ... the lesson's work, calling named() on its tensors ...
-//     return lesson_finish(&lesson);             // 4. write the files, free all
+// A lesson describes its own flags (its sizes, switches, probabilities) in
+// a Lesson; parse_lesson_args reads argv against them and the flags every
+// lesson has: --seed N, --dump DIR, --dot FILE, --heatmap, --help.
 //
 // Every flag takes its value as the next word (`--seed 7`) and may be given
 // once. Bad input ends the program before any work and before any file or
 // directory is made, with ONE line on stderr naming the flag and what was
 // expected, and exit status 2:
 //     lesson-2: --dim expects a whole number from 1 to 65536, got '0'
-#ifndef LESSON_H
-#define LESSON_H
+#ifndef FLAGS_H
+#define FLAGS_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tensor.h"
+#include "core/tensor.h"
 
 #define MAX_SIZE_FLAG 65536   // no single size may exceed this
 
@@ -121,6 +83,11 @@ void parse_lesson_args(Lesson *lesson, int argc, char **argv);
 // lesson_start(). Each exits 2 with one line when the check fails.
 _Noreturn void usage_error(const Lesson *lesson, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
+// An argument as it is safe to echo in such a message: control characters
+// spelled out (a newline as \n, others as \xNN), so the message stays one
+// line, and at most 60 bytes of it, then "..." (never cutting a UTF-8
+// character in two). An arena string.
+const char *shown(const char *arg);
 // "--heads 7 does not divide --dim 128"
 void check_divides(const Lesson *lesson, const char *divisor_flag, int divisor,
                    const char *flag, int value);
@@ -134,18 +101,5 @@ void check_divides(const Lesson *lesson, const char *divisor_flag, int divisor,
 // can pass INT_MAX before it gets here, and a negative size (the sign of
 // that overflow) fails (exit 1) as the lesson's own mistake.
 void check_fits(const Lesson *lesson, const char *what, Shape shape);
-
-// manual_seed(seed); check that --dot's file and --dump's directory can be
-// written (creating the directory), or exit 2 leaving nothing behind; then
-// start tracing (trace.h) for them. --dot must name a regular file or a new
-// one (in a directory that exists or that --dump makes); a directory, a
-// FIFO, a device or a symbolic link is refused.
-void lesson_start(Lesson *lesson);
-// Write the --dump files (every tensor named while tracing, as it was when
-// named) and the --dot graph, each all or nothing (files.h), free the
-// arena; returns the exit status (0). A run that ends before this is done
-// (fail(), exit 1) writes neither: what it wrote and the directories it
-// made are removed when it exits.
-int lesson_finish(Lesson *lesson);
 
 #endif

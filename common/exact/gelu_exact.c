@@ -27,7 +27,7 @@
 //       gelu_erf_compute_vector_fwd, exp_compute_vector_fwd, and the table of
 //       constants below (their bit patterns are copied, not retyped decimals)
 // Checked against PyTorch 1.13 (Debian's) on 126344 floats: every bit agrees.
-#include "gelu_exact.h"
+#include "exact/gelu_exact.h"
 
 #include <math.h>
 #include <stdbool.h>

@@ -5,7 +5,7 @@
 // The header is a Python dict literal, padded with spaces and ending in a
 // newline so that the data starts at a multiple of 64 bytes:
 //   {'descr': '<f4', 'fortran_order': False, 'shape': (3, 2, 4), }
-#include "npy.h"
+#include "lesson/npy.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "files.h"
+#include "core/error.h"
+#include "lesson/files.h"
 
 // The header dict for t, padded; returns its length.
 static int npy_header(char *header, size_t capacity, const Tensor *t) {

@@ -1,5 +1,5 @@
 // error.c - fail(): format the message, then exit (or hand it to a test).
-#include "error.h"
+#include "core/error.h"
 
 #include <stdarg.h>
 #include <stdio.h>

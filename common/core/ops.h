@@ -2,15 +2,16 @@
 //
 // Every function returns a new tensor (from the arena) and leaves its
 // inputs alone; split returns views and dropout may return its input, so
-// those two give `const Tensor *` (tensor.h says why). Each checks the shapes it is given and, when they do not fit,
-// fails with a message naming both, e.g.
+// those two give `const Tensor *` (tensor.h says why). Each checks the
+// shapes it is given and, when they do not fit, fails with a message naming
+// both, e.g.
 //     matmul: shapes (6x4) and (3x4) cannot be multiplied
 // In the comments, (n x k) @ (k x m) names the two matrix dims of matmul;
 // "..." stands for any leading (batch) dims.
 #ifndef OPS_H
 #define OPS_H
 
-#include "tensor.h"
+#include "core/tensor.h"
 
 // a @ b. Both at least 2-D; the last two dims multiply as matrices
 // (n x k) @ (k x m) -> (n x m); the leading dims broadcast as in PyTorch.

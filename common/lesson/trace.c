@@ -1,5 +1,5 @@
 // trace.c - the hook, and the calls that report to it.
-#include "trace.h"
+#include "lesson/trace.h"
 
 #include <stddef.h>
 
