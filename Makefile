@@ -109,13 +109,26 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUPPORT_OBJ) $(COMMON_OBJ)
 	@$(CC) $^ $(SANITIZE) $(CHECK_LIBS) $(LDLIBS) -o $@
 
 # `check` is installed first if it is missing (tests/ensure-check.sh says what
-# it runs), then everything is built and each test program runs.
+# it runs), then everything is built and the test programs run, JOBS at a
+# time (default: one per CPU; tests/run-tests.sh keeps each one's output
+# together and in order). Without -j of its own, the build runs JOBS
+# compilers at once too.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+parallel = $(if $(findstring -j,$(MAKEFLAGS)),,-j$(JOBS))
 test:
 	@sh tests/ensure-check.sh
-	@$(MAKE) --no-print-directory run-tests
+	@$(MAKE) --no-print-directory $(parallel) run-tests
 
 run-tests: $(TEST_BINS) $(LESSON_BINS)
-	@sh tests/run-tests.sh $(TEST_BINS)
+	@JOBS=$(JOBS) sh tests/run-tests.sh $(TEST_BINS)
+
+# make test-N: lesson N's tests alone (tests/test_lessonNN.c), and the lesson.
+test-%:
+	@test -n "$(call lesson_dir,$*)" || { echo "no lesson $* in lessons/"; exit 2; }
+	@sh tests/ensure-check.sh
+	@$(MAKE) --no-print-directory -s $(parallel) \
+	   $(BUILD)/tests/test_lesson$(shell printf '%02d' '$*') $(BUILD)/$(call lesson_dir,$*)
+	@sh tests/run-tests.sh $(BUILD)/tests/test_lesson$(shell printf '%02d' '$*')
 
 # AddressSanitizer + UndefinedBehaviorSanitizer: every lesson and every test.
 SANITIZERS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -158,6 +171,7 @@ help:
 	@echo "make lessons        run every lesson in order"
 	@echo "make compare-N      lesson N against its page's PyTorch code, number by number (needs torch)"
 	@echo "make test           build and run the tests (installs check if it is missing)"
+	@echo "make test-N         lesson N's tests alone (tests/test_lessonNN.c)"
 	@echo "make sanitize       run every lesson and test under ASan + UBSan"
 	@echo "make valgrind       run every lesson and test under valgrind"
 	@echo "make docs           redraw docs/diagrams/*.svg from each lesson's --dot"
