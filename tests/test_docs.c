@@ -25,28 +25,9 @@
 #define MAX_LESSONS 32
 #define MAX_FILES 4096
 
-static int compare_names(const void *a, const void *b) {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 // The lesson directories ("01-toy-qkv", ...) in order; returns how many.
 static int lesson_dirs(const char **names) {
-    DIR *dir = opendir("lessons");
-    ck_assert_msg(dir != NULL, "no lessons/ directory (run the tests from the project root)");
-    int count = 0;
-    struct dirent *entry;
-    while ((entry = readdir(dir)) != NULL && count < MAX_LESSONS) {
-        const char *n = entry->d_name;
-        if (n[0] >= '0' && n[0] <= '9' && n[1] >= '0' && n[1] <= '9' && n[2] == '-') {
-            char *copy = arena_alloc(strlen(n) + 1, 1);
-            memcpy(copy, n, strlen(n) + 1);
-            names[count] = copy;
-            count += 1;
-        }
-    }
-    closedir(dir);
-    qsort(names, (size_t)count, sizeof *names, compare_names);
-    return count;
+    return find_lesson_dirs(names, MAX_LESSONS);
 }
 
 START_TEST(test_lessons_are_numbered_in_order) {

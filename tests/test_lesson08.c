@@ -19,20 +19,9 @@
 
 #define LESSON "08-gqa"
 #define BINARY lesson_binary(LESSON)
+#define DATA DATA_DIR "/lesson08"   // what gen_lesson08.py recorded, cases.txt lists
 
 // --- reference runs -------------------------------------------------------------
-
-// The cases gen_lesson08.py recorded (tests/data/lesson08/<dir>), with
-// the seed and sizes it used.
-static const RecordedCase CASES[] = {
-    {.dir = "seed0", .args = {"--seed", "0", NULL}},   // the notebook's sizes: 1, 256, 8, 2, 64
-    {.dir = "seed7", .args = {"--seed", "7", "--seq", "16", "--head-dim", "8", NULL}},
-    {.dir = "seed1", .args = {"--seed", "1", "--batch", "2", "--seq", "5", "--heads", "6", "--kv-heads", "3",
-               "--head-dim", "4", NULL}},
-    {.dir = "seed3", .args = {"--seed", "3", "--seq", "2", "--heads", "2", "--kv-heads", "1", "--head-dim", "3",
-               NULL}},
-};
-enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 
 // torch.randn, both of its paths: bit for bit.
 static const char *const INPUTS[] = {"query", "key", "value", NULL};
@@ -44,7 +33,7 @@ static void check_case(int i, const char *const *computed, float atol, float rto
     ReferenceRun every_case = {
         .lesson = LESSON, .exact = INPUTS, .computed = computed, .atol = atol, .rtol = rtol,
     };
-    check_recorded_case(every_case, DATA_DIR "/lesson08", &CASES[i]);
+    check_recorded_case(every_case, recorded_case(DATA, i));
 }
 
 // Computed: our loops sum in a different order than PyTorch's einsum
@@ -230,8 +219,8 @@ END_TEST
 // front it is GQA; as the cell calls it, no position sees another: changing
 // token 0's key and value leaves every other position's output bit for bit.
 START_TEST(test_first_cell) {
-    const RecordedCase *c = &CASES[_i];
-    const char *reference = path_join(DATA_DIR "/lesson08/%s", c->dir);
+    const RecordedCase *c = recorded_case(DATA, _i);
+    const char *reference = c->reference;
     Inputs in = {load_npy(path_join("%s/query.npy", reference)),
                  load_npy(path_join("%s/key.npy", reference)),
                  load_npy(path_join("%s/value.npy", reference))};
@@ -386,8 +375,8 @@ END_TEST
 static Suite *lesson08_suite(void) {
     Suite *suite = suite_create("lesson08");
     TCase *recorded = new_tcase("recorded from PyTorch");
-    tcase_add_loop_test(recorded, test_recorded_runs, 0, N_CASES);
-    tcase_add_loop_test(recorded, test_recorded_group_sum, 0, N_CASES);
+    tcase_add_loop_test(recorded, test_recorded_runs, 0, recorded_case_count(DATA));
+    tcase_add_loop_test(recorded, test_recorded_group_sum, 0, recorded_case_count(DATA));
     tcase_add_test(recorded, test_dump_shapes);
     suite_add_tcase(suite, recorded);
     TCase *invariants = new_tcase("invariants");
@@ -397,7 +386,7 @@ static Suite *lesson08_suite(void) {
     tcase_add_test(invariants, test_query_head_reads_kv_head_i_over_G);
     tcase_add_test(invariants, test_group_sum_is_wrong_as_explained);
     tcase_add_test(invariants, test_rearranges_by_hand);
-    tcase_add_loop_test(invariants, test_first_cell, 0, N_CASES);
+    tcase_add_loop_test(invariants, test_first_cell, 0, recorded_case_count(DATA));
     suite_add_tcase(suite, invariants);
     TCase *command_line = new_tcase("command line");
     tcase_add_test(command_line, test_bad_flags);

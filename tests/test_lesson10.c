@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "family_gqa.h"
 #include "harness.h"
 
 #define main lesson_main
@@ -30,29 +31,24 @@
 #define SELF_ATOL 1e-6f
 #define SELF_RTOL 1e-5f
 
-// One recorded PyTorch run: keep in step with CASES in gen_lesson10.py.
+// A recorded PyTorch run (REF_DIR/cases.txt lists them), with the sizes
+// the tests use.
 typedef struct {
     const char *dir;   // tests/data/lesson10/<case>: what PyTorch wrote
     int batch, prompt, new_tokens, dim, heads, kv_heads;
-    const char *args[20];
+    const char *const *args;
 } Case;
 
-static const Case CASES[] = {
-    {REF_DIR "/seed0", 1, 4, 4, 512, 8, 2, {NULL}},
-    {REF_DIR "/seed7", 2, 3, 3, 32, 4, 2,
-     {"--seed", "7", "--batch", "2", "--prompt", "3", "--new", "3", "--dim", "32", "--heads",
-      "4", NULL}},
-    {REF_DIR "/seed3_tiny", 1, 2, 1, 4, 2, 1,
-     {"--seed", "3", "--batch", "1", "--prompt", "2", "--new", "1", "--dim", "4", "--heads", "2",
-      "--kv-heads", "1", NULL}},
-    {REF_DIR "/seed5_mha", 2, 1, 4, 16, 4, 4,
-     {"--seed", "5", "--batch", "2", "--prompt", "1", "--new", "4", "--dim", "16", "--heads",
-      "4", "--kv-heads", "4", NULL}},
-};
-enum { N_CASES = sizeof CASES / sizeof CASES[0] };
+static const Case *case_of(const RecordedCase *r) {
+    Case *c = arena_alloc(1, sizeof *c);
+    *c = (Case){r->reference,          (int)case_int(r, "batch"), (int)case_int(r, "prompt"),
+                (int)case_int(r, "new"), (int)case_int(r, "dim"),   (int)case_int(r, "heads"),
+                (int)case_int(r, "kv_heads"), r->args};
+    return c;
+}
 
 // The command lines this lesson refuses besides those of the module
-// (check_gqa_bad_flags in harness.h runs both).
+// (check_gqa_bad_flags in family_gqa.h runs both).
 static const BadFlags BAD_FLAGS[] = {
     {{"--prompt", "0", NULL}, "--prompt"},
     {{"--new", "-4", NULL}, "--new"},
@@ -115,7 +111,7 @@ static Tensor *decode(GQA_W_KVcache *gqa, const Tensor *x, int prompt, int chunk
 // --- against PyTorch --------------------------------------------------------------------
 
 START_TEST(test_matches_pytorch) {
-    const Case *c = &CASES[_i];
+    const Case *c = case_of(recorded_case(REF_DIR, _i));
     ReferenceRun recorded = {
         .lesson = LESSON_DIR,
         .reference = c->dir,
@@ -141,7 +137,7 @@ END_TEST
 // The module alone on PyTorch's recorded x and weights: full forward,
 // token-by-token decoding and the final cache.
 START_TEST(test_decoding_on_recorded_weights) {
-    const Case *c = &CASES[_i];
+    const Case *c = case_of(recorded_case(REF_DIR, _i));
     GQA_W_KVcache gqa = recorded_gqa(c);
     const Tensor *x = load_reference(c->dir, "x");                             // (B, N, C)
     const Tensor *full_out = step(NULL, &gqa, x, 0, c->prompt + c->new_tokens);   // (B, N, C)
@@ -237,7 +233,7 @@ END_TEST
 // The notebook's cache (stored once, never updated) is right for the first
 // decoded token and wrong from the second on.
 START_TEST(test_the_notebooks_frozen_cache_is_wrong) {
-    const Case *c = &CASES[0];
+    const Case *c = case_of(recorded_case_named(REF_DIR, "seed0"));
     GQA_W_KVcache gqa = recorded_gqa(c);
     const Tensor *x = load_reference(c->dir, "x");                             // (B, N, C)
     const Tensor *full_out = load_reference(c->dir, "full_out");               // (B, N, C)
@@ -474,8 +470,9 @@ END_TEST
 static Suite *lesson10_suite(void) {
     Suite *suite = suite_create("lesson10");
     TCase *pytorch = new_tcase("pytorch");
-    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, N_CASES);
-    tcase_add_loop_test(pytorch, test_decoding_on_recorded_weights, 0, N_CASES);
+    int n_cases = recorded_case_count(REF_DIR);
+    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, n_cases);
+    tcase_add_loop_test(pytorch, test_decoding_on_recorded_weights, 0, n_cases);
     suite_add_tcase(suite, pytorch);
     TCase *cache = new_tcase("cache");
     tcase_add_test(cache, test_cached_equals_full_everywhere);
