@@ -8,9 +8,9 @@
 RunResult check_profiled_run(const char *lesson, const RecordedCase *c, const char *const *exact,
                              const char *const *computed) {
     const char *reference = c->reference;
-    ReferenceRun run = {lesson, reference, c->args, exact, computed, ROUNDING_ATOL,
-                        ROUNDING_RTOL, false};
-    RunResult result = check_against_reference(&run);
+    ReferenceRun run = {.lesson = lesson, .exact = exact, .computed = computed,
+                        .atol = ROUNDING_ATOL, .rtol = ROUNDING_RTOL};
+    RunResult result = check_recorded_case(run, c);
     const char *expected = read_text(path_join("%s/stdout.txt", reference));
     const char *notebook_end = strstr(expected, " M\n");   // end of the Parameters line
     ck_assert_msg(notebook_end != NULL, "%s: no Parameters line in stdout.txt", reference);

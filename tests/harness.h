@@ -23,6 +23,7 @@
 #define HARNESS_H
 
 #include <check.h>
+#include <signal.h>
 // check.h defines a deprecated macro fail(); ours (core/error.h) is the one we mean.
 #undef fail
 
@@ -105,6 +106,8 @@ typedef struct {
                                    // inputs and parameters (NULL-terminated)
     const char *const *computed;   // dumps that must match to atol + rtol*|x|
     float atol, rtol;
+    const char *const *loose;      // dumps computed through more roundings (more products
+    float loose_atol, loose_rtol;  // summed): to loose_atol + loose_rtol*|x| (NULL: none)
     bool starts_with_reference;    // stdout must START with stdout.txt, verbatim
                                    // (otherwise its lines must appear in order)
 } ReferenceRun;
@@ -204,10 +207,11 @@ void check_prints_each(const char *lesson, const PrintsCase *cases, int n_cases)
 
 // run_program, with two more controls: the program runs in directory `dir`
 // (NULL: the current one; `program` may still be relative to the current
-// one), and is stopped after `seconds` (0: never) by timeout(1), which then
-// makes the status 124.
+// one), and is stopped after `seconds` (0: never) by SIGALRM, which then
+// makes the status RUN_TIMED_OUT.
 RunResult run_program_with(const char *dir, int seconds, const char *program,
                            const char *const *args);
+#define RUN_TIMED_OUT (128 + SIGALRM)
 
 // A refusal: exit 2, nothing on stdout, and exactly one line on stderr that
 // starts with `prefix` ("lesson-2: ") and does not end in ": Success" (a

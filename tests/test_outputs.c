@@ -263,12 +263,12 @@ START_TEST(test_dot_onto_links_and_fifos) {
     ck_assert_int_eq(count_entries(sandbox), 2);
 
     // Opening a FIFO to write blocks until someone reads: this used to hang
-    // for ever. timeout(1) would stop it after 20 seconds with status 124.
+    // for ever. run_program_with stops it after 20 seconds (RUN_TIMED_OUT).
     const char *fifo = path_join("%s/fifo", sandbox);
     ck_assert_int_eq(mkfifo(fifo, 0666), 0);
     r = run_program_with(sandbox, 20, lesson_binary(LESSON), (const char *[]){"--dot", "fifo",
                                                                              NULL});
-    ck_assert_msg(r.status != 124, "--dot onto a FIFO blocked");
+    ck_assert_msg(r.status != RUN_TIMED_OUT, "--dot onto a FIFO blocked");
     assert_one_line_refusal(r, PREFIX "--dot: 'fifo' is not a regular file; give a regular "
                             "file or a new name", "FIFO");
     ck_assert(is_fifo(fifo));
