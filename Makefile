@@ -134,7 +134,8 @@ test-%:
 SANITIZERS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 sanitize:
 	@sh tests/ensure-check.sh
-	@$(MAKE) --no-print-directory BUILD=build/sanitize SANITIZE="$(SANITIZERS)" lessons run-tests
+	@$(MAKE) --no-print-directory $(parallel) --output-sync=target BUILD=build/sanitize \
+	   SANITIZE="$(SANITIZERS)" lessons run-tests
 
 # valgrind: every lesson, then every test in one process (CK_FORK=no; the
 # lessons a test runs are not under valgrind, and the fuzz test runs fewer

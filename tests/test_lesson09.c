@@ -32,14 +32,19 @@ typedef struct {
     const char *dir;   // tests/data/lesson09/<case>: what PyTorch wrote
     int batch, seq, dim, heads, kv_heads;
     bool train;
-    const char *const *args;
+    const RecordedCase *recorded;   // its line of cases.txt: its flags
 } Case;
 
 static const Case *case_of(const RecordedCase *r) {
     Case *c = arena_alloc(1, sizeof *c);
-    *c = (Case){r->reference,          (int)case_int(r, "batch"), (int)case_int(r, "seq"),
-                (int)case_int(r, "dim"), (int)case_int(r, "heads"), (int)case_int(r, "kv_heads"),
-                case_int(r, "train"),  r->args};
+    *c = (Case){.dir = r->reference,
+                .batch = (int)case_int(r, "batch"),
+                .seq = (int)case_int(r, "seq"),
+                .dim = (int)case_int(r, "dim"),
+                .heads = (int)case_int(r, "heads"),
+                .kv_heads = (int)case_int(r, "kv_heads"),
+                .train = case_int(r, "train"),
+                .recorded = r};
     return c;
 }
 
@@ -96,14 +101,12 @@ START_TEST(test_matches_pytorch) {
     const Case *c = case_of(recorded_case(REF_DIR, _i));
     ReferenceRun recorded = {
         .lesson = LESSON_DIR,
-        .reference = c->dir,
-        .args = c->args,
         .exact = EXACT,
         .computed = (const char *const[]){"output", NULL},
         .atol = ATOL,
         .rtol = RTOL,
     };
-    RunResult run = check_against_reference(&recorded);
+    RunResult run = check_recorded_case(recorded, c->recorded);
     if (c->train) {
         const char *line = path_join("  max |output2 - output1| at positions 0..%d: 0\n",
                                      c->seq - 2);
@@ -274,8 +277,8 @@ START_TEST(test_train_switch) {
     const Case *c = case_of(recorded_case_named(REF_DIR, "seed7"));
     const char *args[24];
     int n = 0;
-    for (int i = 0; c->args[i] != NULL; i++) {
-        args[n++] = c->args[i];
+    for (int i = 0; c->recorded->args[i] != NULL; i++) {
+        args[n++] = c->recorded->args[i];
     }
     args[n] = NULL;
     RunResult eval_run = run_program(lesson_binary(LESSON_DIR), args);

@@ -36,14 +36,19 @@
 typedef struct {
     const char *dir;   // tests/data/lesson10/<case>: what PyTorch wrote
     int batch, prompt, new_tokens, dim, heads, kv_heads;
-    const char *const *args;
+    const RecordedCase *recorded;   // its line of cases.txt: its flags
 } Case;
 
 static const Case *case_of(const RecordedCase *r) {
     Case *c = arena_alloc(1, sizeof *c);
-    *c = (Case){r->reference,          (int)case_int(r, "batch"), (int)case_int(r, "prompt"),
-                (int)case_int(r, "new"), (int)case_int(r, "dim"),   (int)case_int(r, "heads"),
-                (int)case_int(r, "kv_heads"), r->args};
+    *c = (Case){.dir = r->reference,
+                .batch = (int)case_int(r, "batch"),
+                .prompt = (int)case_int(r, "prompt"),
+                .new_tokens = (int)case_int(r, "new"),
+                .dim = (int)case_int(r, "dim"),
+                .heads = (int)case_int(r, "heads"),
+                .kv_heads = (int)case_int(r, "kv_heads"),
+                .recorded = r};
     return c;
 }
 
@@ -114,14 +119,12 @@ START_TEST(test_matches_pytorch) {
     const Case *c = case_of(recorded_case(REF_DIR, _i));
     ReferenceRun recorded = {
         .lesson = LESSON_DIR,
-        .reference = c->dir,
-        .args = c->args,
         .exact = EXACT,
         .computed = COMPUTED,
         .atol = ATOL,
         .rtol = RTOL,
     };
-    check_against_reference(&recorded);
+    check_recorded_case(recorded, c->recorded);
     // The caches: (batch, prompt + new, kv_heads, head_dim). The dumped
     // k_cache has the recorded one's shape (assert_close checks shapes),
     // so checking the recorded shape checks the dumped one too.

@@ -33,14 +33,17 @@ typedef struct {
     bool relative;     // a distance table was drawn
     int past, encoder_seq;
     bool train;
-    const char *const *args;
+    const RecordedCase *recorded;   // its line of cases.txt: its flags
 } Case;
 
 static const Case *case_of(const RecordedCase *r) {
     Case *c = arena_alloc(1, sizeof *c);
-    *c = (Case){r->reference, strcmp(case_text(r, "position"), "absolute") != 0,
-                (int)case_int(r, "past"), (int)case_int(r, "encoder_seq"), case_int(r, "train"),
-                r->args};
+    *c = (Case){.dir = r->reference,
+                .relative = strcmp(case_text(r, "position"), "absolute") != 0,
+                .past = (int)case_int(r, "past"),
+                .encoder_seq = (int)case_int(r, "encoder_seq"),
+                .train = case_int(r, "train"),
+                .recorded = r};
     return c;
 }
 
@@ -151,14 +154,12 @@ START_TEST(test_matches_pytorch) {
     computed_names(computed, c);
     ReferenceRun recorded = {
         .lesson = LESSON_DIR,
-        .reference = c->dir,
-        .args = c->args,
         .exact = exact,
         .computed = computed,
         .atol = ATOL,
         .rtol = RTOL,
     };
-    check_against_reference(&recorded);
+    check_recorded_case(recorded, c->recorded);
 }
 END_TEST
 

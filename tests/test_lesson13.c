@@ -30,16 +30,20 @@
 typedef struct {
     const char *dir;   // tests/data/lesson13/<case>
     Sizes n;
-    const char *const *args;
+    const RecordedCase *recorded;   // its line of cases.txt: its flags
 } Case;
 
 static const Case *case_of(const RecordedCase *r) {
     Case *c = arena_alloc(1, sizeof *c);
-    Sizes n = {(int)case_int(r, "batch"),    (int)case_int(r, "seq"),
-               (int)case_int(r, "heads"),    (int)case_int(r, "kv_heads"),
-               (int)case_int(r, "head_dim"), (int)case_int(r, "block_q"),
-               (int)case_int(r, "block_k"),  case_int(r, "causal")};
-    *c = (Case){r->reference, n, r->args};
+    Sizes n = {.batch = (int)case_int(r, "batch"),
+               .seq = (int)case_int(r, "seq"),
+               .heads = (int)case_int(r, "heads"),
+               .kv_heads = (int)case_int(r, "kv_heads"),
+               .head_dim = (int)case_int(r, "head_dim"),
+               .block_q = (int)case_int(r, "block_q"),
+               .block_k = (int)case_int(r, "block_k"),
+               .causal = case_int(r, "causal")};
+    *c = (Case){.dir = r->reference, .n = n, .recorded = r};
     return c;
 }
 
@@ -83,14 +87,12 @@ START_TEST(test_matches_pytorch) {
     const Case *c = case_of(recorded_case(REF_DIR, _i));
     ReferenceRun recorded = {
         .lesson = LESSON_DIR,
-        .reference = c->dir,
-        .args = c->args,
         .exact = EXACT,
         .computed = COMPUTED,
         .atol = ATOL,
         .rtol = RTOL,
     };
-    RunResult run = check_against_reference(&recorded);
+    RunResult run = check_recorded_case(recorded, c->recorded);
     ck_assert_msg(strstr(run.out, "(within 1e-5: float rounding only)") != NULL,
                   "%s: the lesson does not report out within 1e-5 of out_naive", c->dir);
 }
