@@ -359,7 +359,7 @@ const Tensor *select_index(const Tensor *t, int dim, int index) {
 static Shape infer_size(const char *op, Shape shape, long count) {
     check_shape(op, (Shape){shape.ndim, {0}});   // only the number of dims
     int infer_at = -1;
-    int known[MAX_DIMS];   // the sizes other than the -1
+    int known[MAX_DIMS] = {0};   // the sizes other than the -1
     int n_known = 0;
     for (int d = 0; d < shape.ndim; d++) {
         if (shape.size[d] == -1 && infer_at == -1) {
