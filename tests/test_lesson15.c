@@ -2,15 +2,15 @@
 //
 // Reference values in tests/data/lesson15/<case>/ were recorded from PyTorch 1.13 by
 // tests/reference/gen_lesson15.py, which runs the PyTorch script of docs/15-llama-block.md
-// (tests/data/lesson15/cases.txt lists the cases and their flags). The lesson source is
-// included with its main() renamed, so the tests can build layers of their own and call the
-// forwards directly.
+// (tests/data/lesson15/cases.txt lists the runs). The lesson source is included with its
+// main() renamed, so the tests can build layers of their own and call the forwards directly.
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "family_gqa.h"
 #include "harness.h"
 
 #define main lesson_main
@@ -25,38 +25,7 @@
 #define ATOL 1e-6f
 #define RTOL 1e-5f
 
-// --- the recorded cases --------------------------------------------------------------------
-
-enum { MAX_CASES = 16, MAX_ARGS = 32 };
-
-typedef struct {
-    const char *dir;                  // tests/data/lesson15/<case>
-    const char *args[MAX_ARGS];       // the lesson's flags, NULL-terminated
-    bool interleaved;                 // --rope-layout interleaved
-} Case;
-
-// tests/data/lesson15/cases.txt: one case a line, its directory then its flags.
-static int read_cases(Case *cases) {
-    const char *cursor = read_text(REF_DIR "/cases.txt");
-    int n = 0;
-    for (const char *line = next_line(&cursor); line != NULL; line = next_line(&cursor)) {
-        ck_assert_int_lt(n, MAX_CASES);
-        char *words = (char *)path_join("%s", line);
-        Case *c = &cases[n++];
-        memset(c, 0, sizeof *c);
-        int k = 0;
-        for (char *word = strtok(words, " "); word != NULL; word = strtok(NULL, " ")) {
-            if (c->dir == NULL) {
-                c->dir = path_join(REF_DIR "/%s", word);
-            } else {
-                ck_assert_int_lt(k, MAX_ARGS - 1);
-                c->args[k++] = word;
-                c->interleaved |= strcmp(word, "interleaved") == 0;
-            }
-        }
-    }
-    return n;
-}
+// --- the recorded runs --------------------------------------------------------------------
 
 // The dumps that are drawn, or computed with PyTorch's roundings: equal bit for bit.
 // RMSNorm (sum_exact.h) and inv_freq always; cos and sin where PyTorch takes them from
@@ -120,12 +89,9 @@ static void check_printed(const char *out, const char *expected, const char *wha
 }
 
 START_TEST(test_matches_pytorch) {
-    Case cases[MAX_CASES];
-    int n = read_cases(cases);
-    ck_assert_int_ge(n, 7);
-    const Case *c = &cases[_i < n ? _i : n - 1];
+    const RecordedCase *c = recorded_case(REF_DIR, _i);
     const char *dir = make_temp_dir();
-    const char *argv[MAX_ARGS + 2] = {"--dump", dir};
+    const char *argv[MAX_CASE_WORDS + 2] = {"--dump", dir};
     for (int k = 0; c->args[k] != NULL; k++) {
         argv[k + 2] = c->args[k];
     }
@@ -133,28 +99,26 @@ START_TEST(test_matches_pytorch) {
     ck_assert_msg(run.status == 0 && run.err[0] == '\0', "%s: exit %d: %s", c->dir, run.status,
                   run.err);
     for (int i = 0; EXACT[i] != NULL; i++) {
-        assert_bitwise_equal(load_npy(path_join("%s/%s.npy", dir, EXACT[i])),
-                             load_npy(path_join("%s/%s.npy", c->dir, EXACT[i])),
+        assert_bitwise_equal(load_reference(dir, EXACT[i]), load_reference(c->reference, EXACT[i]),
                              path_join("%s %s", c->dir, EXACT[i]));
     }
     for (int i = 0; COMPUTED[i] != NULL; i++) {
-        assert_close(load_npy(path_join("%s/%s.npy", dir, COMPUTED[i])),
-                     load_npy(path_join("%s/%s.npy", c->dir, COMPUTED[i])), ATOL, RTOL,
-                     path_join("%s %s", c->dir, COMPUTED[i]));
+        assert_close(load_reference(dir, COMPUTED[i]), load_reference(c->reference, COMPUTED[i]),
+                     ATOL, RTOL, path_join("%s %s", c->dir, COMPUTED[i]));
     }
     // cos and sin: bit for bit in Meta's layout (torch.polar calls the C library's cosf and
     // sinf); in transformers' (Sleef's vector cosf and sinf) within one rounding.
     const char *trig[2] = {"cos", "sin"};
     for (int i = 0; i < 2; i++) {
-        const Tensor *got = load_npy(path_join("%s/%s.npy", dir, trig[i]));
-        const Tensor *want = load_npy(path_join("%s/%s.npy", c->dir, trig[i]));
-        if (c->interleaved) {
+        const Tensor *got = load_reference(dir, trig[i]), *want = load_reference(c->reference,
+                                                                                 trig[i]);
+        if (strcmp(case_text(c, "rope_layout"), "interleaved") == 0) {
             assert_bitwise_equal(got, want, path_join("%s %s", c->dir, trig[i]));
         } else {
             assert_close(got, want, 6e-8f, 1.2e-7f, path_join("%s %s", c->dir, trig[i]));
         }
     }
-    check_printed(run.out, read_text(path_join("%s/stdout.txt", c->dir)), c->dir);
+    check_printed(run.out, read_text(path_join("%s/stdout.txt", c->reference)), c->dir);
     remove_dir(dir);
 }
 END_TEST
@@ -482,7 +446,7 @@ END_TEST
 static Suite *lesson15_suite(void) {
     Suite *suite = suite_create("lesson15");
     TCase *pytorch = new_tcase("pytorch");
-    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, 7);
+    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, recorded_case_count(REF_DIR));
     tcase_add_test(pytorch, test_same_line);
     tcase_add_test(pytorch, test_silu_bit_for_bit);
     suite_add_tcase(suite, pytorch);

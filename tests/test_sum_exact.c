@@ -3,7 +3,7 @@
 // tests/reference/gen_sum_exact.py recorded x.sum() (PyTorch 1.13) for rows
 // of 0 to 10000 floats chosen to reach every path of its kernel (fewer than 8
 // numbers, whole vectors, a tail, one and two levels of the cascade).
-// common/sum_exact.c adds in PyTorch's order, so every sum must match to the
+// common/exact/sum_exact.c adds in PyTorch's order, so every sum must match to the
 // bit; the last test shows that adding left to right would not, so the
 // comparison is a real one.
 #include <stdio.h>

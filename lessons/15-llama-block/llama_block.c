@@ -37,9 +37,9 @@
 //                       (or interleaved), --seed, --dump, --dot, --heatmap
 //
 // WHAT TO LOOK FOR
-//   - One query's score with one key stays put when both move by 1, 100, 1000 (part 2).
+//   - One query's score with one key stays put when both move by 1, 100, 1000 (part 3).
 //   - Permuting the q and k rows gives the other layout's rotated queries, bit for bit (3).
-//   - The slowest pair turns once in 19869 positions with base 10000 (part 4).
+//   - The slowest pair turns once in 19869 positions with base 10000 (part 5).
 //   - Prefill plus a token per call is the full forward (6); two classic bugs are not (7).
 //
 // Size letters: B batch, N = P + T every token (--prompt + --new), P the prompt (cached
@@ -55,9 +55,9 @@
 
 #include "attention.h"
 
-// --- the configuration ---------------------------------------------------------------------
+// --- the configuration -----------------------------------------------------------------------
 
-// Where the two numbers of pair i sit in a head of D numbers (part 3 shows both).
+// Where the two numbers of pair i sit in a head of D numbers (part 4 shows both).
 typedef enum { ROTATE_HALF, INTERLEAVED } RopeLayout;
 static const char *const ROPE_LAYOUTS[] = {"rotate_half", "interleaved", NULL};
 
@@ -99,7 +99,7 @@ static LlamaRMSNorm LlamaRMSNorm_init(const char *name, int hidden_size, double 
 static Tensor *LlamaRMSNorm_forward(const LlamaRMSNorm *self, const Tensor *hidden_states) {
     int C = size(hidden_states, -1);
     const Tensor *x = contiguous(hidden_states);
-    Tensor *out = zeros(shape_of(x));                                         // (..., C)
+    Tensor *out = zeros(x->shape);                                         // (..., C)
     float *squares = arena_alloc((size_t)C, sizeof(float));
     for (long row = 0; row < numel(x) / C; row++) {   // every position of every batch row
         const float *x_row = &x->data[x->offset + row * C];                 // (C,)
@@ -118,13 +118,13 @@ static Tensor *LlamaRMSNorm_forward(const LlamaRMSNorm *self, const Tensor *hidd
     return out;
 }
 
-// --- RoPE: LlamaRotaryEmbedding and the two ways to turn the pairs ------------------------
+// --- RoPE: LlamaRotaryEmbedding and the two ways to turn the pairs ---------------------------
 
 // A head's D numbers are D/2 pairs; pair i turns by theta_i per position, fast for i = 0
 // (1 radian), slow for the last (base^(-(D-2)/D)). Turn a query's pair (a, e) by m theta_i
 // and a key's pair (c, f) by n theta_i: a turn keeps their lengths and adds to their angles,
 // so their dot product is |(a, e)| |(c, f)| cos(the angle between them + (m - n) theta_i):
-// the score sees the distance m - n and nothing else (part 2 prints it).
+// the score sees the distance m - n and nothing else (part 3 prints it).
 typedef struct {
     int dim;                  // D
     int base;                 // rope_theta
@@ -197,7 +197,7 @@ static Tensor *rotate(const Tensor *x, const Tensor *cos, const Tensor *sin, Rop
     return out;
 }
 
-// --- the cache ------------------------------------------------------------------------------
+// --- the cache -------------------------------------------------------------------------------
 
 // transformers' DynamicCache for one layer, as storage made once (lesson 10's): the keys,
 // already turned to their positions, and the values, of `length` positions so far.
@@ -329,15 +329,15 @@ static Tensor *attend(Tensor **scores, Tensor **attn_weights, const Tensor *quer
 // LlamaAttention.forward, line by line. hidden_states (B, T, C) are turned to the positions
 // start_pos .. start_pos + T - 1 (position_ids); `cache` is NULL (every token at once) or
 // past_key_value, and the causal mask lets token t see the P cached keys and the new ones
-// up to itself. (A right run has start_pos == P; part 7 shows what happens otherwise.)
+// up to itself. (A right run has start_pos == P; part 8 shows what happens otherwise.)
 static Tensor *LlamaAttention_forward(LlamaAttentionSteps *steps, const LlamaAttention *self,
                                       const Tensor *hidden_states, int start_pos, KVCache *cache) {
     int B = size(hidden_states, 0), T = size(hidden_states, 1);
     int H = self->num_heads, KV = self->num_key_value_heads, D = self->head_dim;
     int past = cache != NULL ? cache->length : 0;   // P: the causal mask's offset
-    const Tensor *query_states = linear(hidden_states, &self->q_proj);        // (B, T, H*D)
-    const Tensor *key_states = linear(hidden_states, &self->k_proj);          // (B, T, KV*D)
-    const Tensor *value_states = linear(hidden_states, &self->v_proj);        // (B, T, KV*D)
+    const Tensor *query_states = linear(&self->q_proj, hidden_states);        // (B, T, H*D)
+    const Tensor *key_states = linear(&self->k_proj, hidden_states);          // (B, T, KV*D)
+    const Tensor *value_states = linear(&self->v_proj, hidden_states);        // (B, T, KV*D)
     query_states = transpose(view(query_states, shape4(B, T, H, D)), 1, 2);   // (B, H, T, D)
     key_states = transpose(view(key_states, shape4(B, T, KV, D)), 1, 2);      // (B, KV, T, D)
     value_states = transpose(view(value_states, shape4(B, T, KV, D)), 1, 2);  // (B, KV, T, D)
@@ -361,12 +361,12 @@ static Tensor *LlamaAttention_forward(LlamaAttentionSteps *steps, const LlamaAtt
         *steps = (LlamaAttentionSteps){cos, sin, query_states, key_states, value_states, scores,
                                        attn_weights};
     }
-    Tensor *out = linear(attn_output, &self->o_proj);                         // (B, T, C)
+    Tensor *out = linear(&self->o_proj, attn_output);                         // (B, T, C)
     labeled("o_proj", out);
     return out;
 }
 
-// --- LlamaMLP: SwiGLU --------------------------------------------------------------------------
+// --- LlamaMLP: SwiGLU ------------------------------------------------------------------------
 
 // silu(z) = z * sigmoid(z) = z / (1 + exp(-z)), as PyTorch's CPU kernel computes it on a
 // contiguous tensor of n floats: the numbers in whole blocks of 16 go through its vector
@@ -408,17 +408,17 @@ static LlamaMLP LlamaMLP_init(const LlamaConfig *config) {
 
 // down_proj(act_fn(gate_proj(x)) * up_proj(x))
 static Tensor *LlamaMLP_forward(LlamaMLPSteps *steps, const LlamaMLP *self, const Tensor *x) {
-    const Tensor *gate = labeled("gate_proj(x)", linear(x, &self->gate_proj));   // (B, T, F)
+    const Tensor *gate = labeled("gate_proj(x)", linear(&self->gate_proj, x));   // (B, T, F)
     const Tensor *activated = labeled("act_fn(gate)", silu(gate));             // (B, T, F)
-    const Tensor *up = labeled("up_proj(x)", linear(x, &self->up_proj));       // (B, T, F)
+    const Tensor *up = labeled("up_proj(x)", linear(&self->up_proj, x));       // (B, T, F)
     const Tensor *product = mul(activated, up);                                // (B, T, F)
     if (steps != NULL) {
         *steps = (LlamaMLPSteps){gate, activated, up, product};
     }
-    return linear(product, &self->down_proj);                                  // (B, T, C)
+    return linear(&self->down_proj, product);                                  // (B, T, C)
 }
 
-// --- LlamaDecoderLayer -------------------------------------------------------------------------
+// --- LlamaDecoderLayer -----------------------------------------------------------------------
 
 // Pre-norm, as lesson 11's ViT block: each sublayer reads a normalised copy of the stream
 // and its output is added to the stream, which itself is never normalised.
@@ -470,7 +470,7 @@ static Tensor *LlamaDecoderLayer_forward(LlamaDecoderLayerSteps *steps,
     return add(residual, mlp_out);                                            // (B, T, C)
 }
 
-// --- the run, and the demonstrations: what main() prints -----------------------------------
+// --- part 1: the layer, every token at once --------------------------------------------------
 
 // What main computed once, for the parts to read.
 typedef struct {
@@ -480,16 +480,16 @@ typedef struct {
     const Tensor *hidden_states;      // (B, N, C)
     const Tensor *out;                // (B, N, C): every token at once, no cache
     LlamaDecoderLayerSteps steps;     // of that forward
-    KVCache cache;                    // filled by part 6
+    KVCache cache;                    // filled by part 7
 } Run;
 
 static void part(int number, const char *what, const char *flags) {
-    printf("\n== part %d: %s (%s) ==\n", number, what, flags);
+    printf("\n-- part %d: %s (%s) --\n", number, what, flags);
 }
 
 // t[0, ..., 0, :count], fewer if t is shorter
 static const Tensor *first(const Tensor *t, int count) {
-    while (t->ndim > 1) {
+    while (t->shape.ndim > 1) {
         t = select_index(t, 0, 0);
     }
     return narrow(t, 0, 0, size(t, 0) < count ? size(t, 0) : count);
@@ -515,9 +515,9 @@ static void print_layer(const Run *run) {
     long total = (2L * run->H + 2L * run->KV) * run->D * run->C + 3L * run->C * run->F + 2 * run->C;
     printf("layer = LlamaDecoderLayer(config): %ld parameters, drawn in this order:\n", total);
     for (int i = 0; i < 9; i++) {
-        printf("  %s.weight: %s\n", names[i], sizes_str(p[i]->size, p[i]->ndim, SIZES_TUPLE));
+        printf("  %s.weight: %s\n", names[i], shape_str(p[i]->shape, SIZES_TUPLE));
     }
-    printf("hidden_states = torch.randn%s\n", sizes_str(run->hidden_states->size, 3, SIZES_TUPLE));
+    printf("hidden_states = torch.randn%s\n", shape_str(run->hidden_states->shape, SIZES_TUPLE));
 }
 
 // The forward's shapes, in its order, and two of its tensors.
@@ -557,10 +557,10 @@ static void print_forward(const Run *run) {
     printf("out[0, :, :6]:\n%s\n", tensor_str(narrow(rows, 1, 0, run->C < 6 ? run->C : 6), NULL));
 }
 
-// --- part 1: RMSNorm against LayerNorm
+// --- part 2: RMSNorm against LayerNorm -------------------------------------------------------
 
-static void part1_rms_norm(const Run *run) {
-    part(1, "RMSNorm against lesson 11's LayerNorm", "--dim");
+static void part2_rms_norm(const Run *run) {
+    part(2, "RMSNorm against lesson 11's LayerNorm", "--dim changes it");
     int C = run->C;
     const Tensor *x = contiguous(first(run->hidden_states, C));               // (C,)
     Tensor *squares = mul(x, x);                                              // (C,)
@@ -582,7 +582,7 @@ static void part1_rms_norm(const Run *run) {
                first(layer_norm(constant, ones(shape1(C)), zeros(shape1(C)), 1e-5), 4), NULL));
 }
 
-// --- part 2: RoPE's property, against lesson 12's learned table
+// --- part 3: RoPE's property, against lesson 12's learned table ------------------------------
 
 // A vector (D,) turned to `position` in the run's layout.
 static const Tensor *rope_vector(const LlamaRotaryEmbedding *rotary, const Tensor *vector,
@@ -603,16 +603,15 @@ static float score(const Tensor *a, const Tensor *b) {
     return dot / (float)sqrt((double)size(a, 0));
 }
 
-static void part2_relative(const Run *run) {
-    part(2, "RoPE turns pair i of q and k by position * theta_i; scores see m - n",
-         "--rope-base");
+static void part3_relative(const Run *run) {
+    part(3, "RoPE: the scores see only the distance m - n", "--rope-base changes it");
     const LlamaAttention *attn = &run->layer.self_attn;
     const LlamaRotaryEmbedding *rotary = &attn->rotary_emb;
     int N = run->N, D = run->D, H = run->H, KV = run->KV, MP = 512;   // BERT's max positions
     printf("theta_i = 1 / %d ** (2i / %d), the inv_freq buffer:\n%s\n", rotary->base, D,
            tensor_str(rotary->inv_freq, NULL));
-    const Tensor *queries = linear(run->steps.normed, &attn->q_proj);        // (B, N, H*D)
-    const Tensor *keys = linear(run->steps.normed, &attn->k_proj);           // (B, N, KV*D)
+    const Tensor *queries = linear(&attn->q_proj, run->steps.normed);        // (B, N, H*D)
+    const Tensor *keys = linear(&attn->k_proj, run->steps.normed);           // (B, N, KV*D)
     const Tensor *q = narrow(select_index(select_index(queries, 0, 0), 0, N - 1), 0, 0, D);
     const Tensor *k = first(keys, D);                                        // (D,)
     printf("q: token %d's query (head 0), k: token 0's key (key/value head 0), before RoPE;\n"
@@ -636,10 +635,10 @@ static void part2_relative(const Run *run) {
            MP);
     printf("RoPE: 0 learned numbers (%d angles from the base); turning q and k: %ld multiplies;\n"
            "  any position turns (m = %d above); what a model learned at the lengths it was "
-           "trained on\n  is another matter (part 4)\n", D / 2, 2L * (H + KV) * N * D, N + 999);
+           "trained on\n  is another matter (part 5)\n", D / 2, 2L * (H + KV) * N * D, N + 999);
 }
 
-// --- part 3: the two layouts
+// --- part 4: the two layouts -----------------------------------------------------------------
 
 // Row d of a head in the other layout is row rows[d] of this one: Meta's row 2i + p is
 // Hugging Face's row p * D/2 + i (convert_llama_weights_to_hf.py's permute takes Meta's
@@ -654,7 +653,7 @@ static const int *other_rows(int D, RopeLayout layout) {
 
 // The weight (heads * D, C) with the rows of every head reordered: row h*D + d <- h*D + rows[d]
 static Linear permuted(const Linear *layer, const int *rows, int D) {
-    Tensor *weight = zeros(shape_of(layer->weight));
+    Tensor *weight = zeros(layer->weight->shape);
     for (int row = 0; row < size(weight, 0); row++) {
         memcpy(at2(weight, row, 0), at2(layer->weight, row / D * D + rows[row % D], 0),
                (size_t)size(weight, 1) * sizeof(float));
@@ -662,8 +661,8 @@ static Linear permuted(const Linear *layer, const int *rows, int D) {
     return (Linear){weight, NULL, layer->in_features, layer->out_features};
 }
 
-static void part3_layouts(const Run *run) {
-    part(3, "two layouts of the pairs: the same attention after permuting rows", "--rope-layout");
+static void part4_layouts(const Run *run) {
+    part(4, "two layouts of RoPE's pairs, equal after permuting rows", "--rope-layout changes it");
     int D = run->D, half = D / 2;
     RopeLayout layout = run->config.rope_layout, other = layout == ROTATE_HALF ? INTERLEAVED
                                                                                : ROTATE_HALF;
@@ -689,7 +688,7 @@ static void part3_layouts(const Run *run) {
     LlamaDecoderLayerSteps steps;
     twin_out = LlamaDecoderLayer_forward(&steps, &twin, run->hidden_states, 0, NULL);
     const Tensor *mine = run->steps.attn.query_states, *theirs = steps.attn.query_states;
-    Tensor *back = zeros(shape_of(mine));                                     // (B, H, N, D)
+    Tensor *back = zeros(mine->shape);                                     // (B, H, N, D)
     for (long head = 0; head < numel(mine) / D; head++) {   // back[..., rows[d]] = theirs[..., d]
         for (int d = 0; d < D; d++) {
             back->data[head * D + rows[d]] = theirs->data[head * D + d];
@@ -702,10 +701,10 @@ static void part3_layouts(const Run *run) {
            (double)max_abs_diff(twin_out, run->out));
 }
 
-// --- part 4: the base
+// --- part 5: the base ------------------------------------------------------------------------
 
-static void part4_base(const Run *run) {
-    part(4, "the base sets how slowly the last pairs turn", "--rope-base 10000; Llama 3: 500000");
+static void part5_base(const Run *run) {
+    part(5, "the base: how slowly the last pairs turn", "--rope-base changes it; Llama 3: 500000");
     int bases[3] = {10000, 500000, run->config.rope_theta}, half = run->D / 2;
     int n_bases = bases[2] == 10000 || bases[2] == 500000 ? 2 : 3;
     const double two_pi = 6.283185307179586;   // 2 * math.pi
@@ -730,10 +729,10 @@ static void part4_base(const Run *run) {
            run->config.rope_theta, slow);
 }
 
-// --- part 5: SwiGLU
+// --- part 6: SwiGLU --------------------------------------------------------------------------
 
-static void part5_swiglu(const Run *run) {
-    part(5, "the SwiGLU MLP: down_proj(silu(gate_proj(x)) * up_proj(x))", "--hidden");
+static void part6_swiglu(const Run *run) {
+    part(6, "the SwiGLU MLP: down_proj(silu(gate_proj(x)) * up_proj(x))", "--hidden changes it");
     int C = run->C, F = run->F;
     const Tensor *points = tensor_from(shape1(5), (const float[]){-3, -1, 0, 1, 3});
     printf("silu(z) = z * sigmoid(z) = z / (1 + exp(-z)) at -3, -1, 0, 1, 3:\n%s\n",
@@ -752,13 +751,12 @@ static void part5_swiglu(const Run *run) {
            (8 * C / 3 + 7) / 8 * 8);
 }
 
-// --- part 6: decoding with the cache
+// --- part 7: decoding with the cache ---------------------------------------------------------
 
 // The prompt in one call, then each new token in its own, through the run's cache; each
 // output against the rows of every token at once. Returns cached_out (B, N, C).
-static const Tensor *part6_decode(Run *run) {
-    part(6, "decoding with a cache: the prompt in one call, then a token per call",
-         "--prompt, --new");
+static const Tensor *part7_decode(Run *run) {
+    part(7, "decoding: the prompt at once, then a token per call", "--prompt and --new change it");
     int P = run->P, N = run->N, B = run->B, KV = run->KV, D = run->D, H = run->H;
     run->cache = KVCache_init(B, KV, N, D);
     const Tensor **outs = arena_alloc((size_t)(N - P + 1), sizeof *outs);
@@ -785,10 +783,10 @@ static const Tensor *part6_decode(Run *run) {
     return cached_out;
 }
 
-// --- part 7: two bugs
+// --- part 8: two bugs ------------------------------------------------------------------------
 
-static void part7_bugs(const Run *run) {
-    part(7, "two classic RoPE bugs with a cache, and what they do to the scores", "--prompt");
+static void part8_bugs(const Run *run) {
+    part(8, "two classic RoPE bugs with a cache, and the scores they give", "--prompt changes it");
     int P = run->P, N = run->N, D = run->D;
     if (N == P) {
         printf("(no token is decoded: give --new 1 or more)\n");
@@ -825,11 +823,10 @@ static void part7_bugs(const Run *run) {
            (double)max_abs_diff(cat(outs, N - P, 1), narrow(run->out, 1, P, N - P)));
 }
 
-// --- part 8: parameters and multiply-adds
+// --- part 9: parameters and multiply-adds ----------------------------------------------------
 
-static void part8_counts(const Run *run) {
-    part(8, "parameters and multiply-adds against lessons 11 and 12",
-         "--dim, --hidden, --kv-heads");
+static void part9_counts(const Run *run) {
+    part(9, "what the three blocks cost", "--dim, --hidden and --kv-heads change it");
     long long N = run->N, C = run->C, H = run->H, KV = run->KV, D = run->D, F = run->F;
     const char *names[3] = {"ViT block (lesson 11)", "BERT layer (lesson 12)",
                             "Llama layer (here)"};
@@ -853,7 +850,7 @@ static void part8_counts(const Run *run) {
            "3*N*C*hidden (here)\n");
 }
 
-// --- the lesson --------------------------------------------------------------------------------
+// --- the lesson ------------------------------------------------------------------------------
 
 static Run read_flags(Lesson *lesson, int argc, char **argv);   // the appendix, after main
 static void name_steps(const Run *run);
@@ -873,21 +870,21 @@ int main(int argc, char **argv) {
     if (lesson.heatmap) {
         print_heatmap("attn_weights", run.steps.attn.attn_weights);
     }
-    part1_rms_norm(&run);
-    part2_relative(&run);
-    part3_layouts(&run);
-    part4_base(&run);
-    part5_swiglu(&run);
-    const Tensor *cached_out = part6_decode(&run);
-    part7_bugs(&run);
-    part8_counts(&run);
-    trace_pause(false);   // part 6's result in the diagram, as one step
-    trace1("prefill, then a token per call (part 6)", cached_out, run.hidden_states);
+    part2_rms_norm(&run);
+    part3_relative(&run);
+    part4_layouts(&run);
+    part5_base(&run);
+    part6_swiglu(&run);
+    const Tensor *cached_out = part7_decode(&run);
+    part8_bugs(&run);
+    part9_counts(&run);
+    trace_pause(false);   // part 7's result in the diagram, as one step
+    trace1("prefill, then a token per call (part 7)", cached_out, run.hidden_states);
     named("cached_out", cached_out);
     return lesson_finish(&lesson);
 }
 
-// --- appendix: the flags, and the forward's tensors --dump writes --------------------------
+// === appendix A: the flags, and the forward's tensors --dump writes ==========================
 
 // The flags into the run's sizes and config; exit 2 with one line if they do not fit.
 static Run read_flags(Lesson *lesson, int argc, char **argv) {

@@ -18,9 +18,13 @@ directory>`, so tests/data/lesson15/<case>/ gets:
                order, except the lines that measure float rounding inside one
                program ("max |" ... below 1e-4, "largest difference"): each
                side adds in its own order, so those are printed here only.
-and tests/data/lesson15/cases.txt, one line per case: its directory and the
-lesson's flags (tests/test_lesson15.c reads it). Then silu/x.npy and y.npy:
-F.silu on a grid of 1005 numbers, which the lesson's silu must give bit for bit.
+and tests/data/lesson15/cases.txt, the list of the runs (tests/harness.h:
+recorded_case), which tests/test_lesson15.c reads. Then silu/x.npy and y.npy:
+F.silu on 1005 numbers, which the lesson's silu must give bit for bit.
+With --cases-only it writes cases.txt alone.
+
+The data here was recorded with Debian's reference BLAS (libblas3, the
+system's default), one thread.
 """
 import os
 import re
@@ -28,7 +32,11 @@ import sys
 
 import torch
 
-from reference import DATA, page_block, record_cases, save, stdout_txt
+from reference import DATA, listed_by_flags, page_block, record_cases, save, stdout_txt
+
+# The lesson's defaults: a case's flags change them.
+DEFAULTS = {"seed": 0, "batch": 1, "prompt": 3, "new": 3, "dim": 64, "heads": 4, "kv_heads": 2,
+            "hidden": 0, "rope_base": 10000, "rope_layout": "rotate_half"}
 
 # case directory -> the lesson's flags. Small sizes on purpose (the data is
 # committed); together: both layouts, kv_heads 1, between and heads, bases
@@ -78,9 +86,10 @@ def measures_rounding(line):
 
 def main():
     torch.set_num_threads(1)
-    record_cases("lesson15", {name: (flags,) for name, flags in CASES.items()}, record)
-    with open(os.path.join(DATA, "lesson15", "cases.txt"), "w") as f:
-        f.write("".join(" ".join([name] + flags) + "\n" for name, flags in CASES.items()))
+    record_cases("lesson15", {name: (flags,) for name, flags in CASES.items()}, record,
+                 listed_by_flags(DEFAULTS, CASES))
+    if "--cases-only" in sys.argv[1:]:
+        return
     silu = os.path.join(DATA, "lesson15", "silu")
     os.makedirs(silu, exist_ok=True)
     x = torch.cat([torch.tensor([-3.0, -1.0, 0.0, 1.0, 3.0]),
