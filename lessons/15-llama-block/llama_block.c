@@ -495,10 +495,6 @@ static const Tensor *first(const Tensor *t, int count) {
     return narrow(t, 0, 0, size(t, 0) < count ? size(t, 0) : count);
 }
 
-static const char *torch_size(Shape shape) {
-    return sizes_str(shape.size, shape.ndim, SIZES_TORCH);
-}
-
 static void print_layer(const Run *run) {
     printf("config: hidden_size %d, num_attention_heads %d, num_key_value_heads %d (head_dim %d),\n"
            "  intermediate_size %d, rope_theta %d, rms_norm_eps 1e-06, RoPE layout %s\n", run->C,
@@ -530,18 +526,18 @@ static void print_forward(const Run *run) {
                             "value_states = v_proj"};
     for (int i = 0; i < 3; i++) {
         printf("%s(x).view(%d, %d, %d, %d).transpose(1, 2): %s\n", names[i], B, N, heads[i], D,
-               torch_size(shape4(B, heads[i], N, D)));
+               shape_str(shape4(B, heads[i], N, D), SIZES_TORCH));
     }
     printf("position_ids = torch.arange(%d)[None]: each token's position, 0 .. %d\n", N, N - 1);
     if (run->config.rope_layout == ROTATE_HALF) {
         printf("cos, sin = rotary_emb(value_states, position_ids): %s each\n"
                "query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, "
-               "sin)\n", torch_size(shape3(B, N, D)));
+               "sin)\n", shape_str(shape3(B, N, D), SIZES_TORCH));
     } else {
         printf("freqs_cis = precompute_freqs_cis(%d, position_ids[0], %d): %s complex\n"
                "query_states, key_states = apply_rotary_emb(query_states, key_states, freqs_cis)\n"
                "  (Meta's code turns them before the transpose)\n", D, run->config.rope_theta,
-               torch_size(shape2(N, D / 2)));
+               shape_str(shape2(N, D / 2), SIZES_TORCH));
     }
     const Tensor *attn_weights = run->steps.attn.attn_weights;               // (B, H, N, N)
     printf("attn_weights = softmax(q @ k^T / sqrt(%d) + causal_mask): %s\n", D,
