@@ -667,10 +667,12 @@ static void part4_layouts(const Run *run) {
            "(%d, %d)\n", half, half, half + 1, half - 1, D - 1, D - 2, D - 1);
     LlamaDecoderLayer twin = run->layer;
     twin.self_attn.rotary_emb.layout = other;
-    const Tensor *twin_out = LlamaDecoderLayer_forward(NULL, &twin, run->hidden_states, 0, NULL);
+    size_t mark = arena_mark();   // each forward here is freed once measured
+    float diff = max_abs_diff(run->out, LlamaDecoderLayer_forward(NULL, &twin, run->hidden_states,
+                                                                  0, NULL));
+    arena_release(mark);
     printf("this run: %s. The same weights in %s: max |out - out(%s)| = %.4f\n",
-           ROPE_LAYOUTS[layout], ROPE_LAYOUTS[other], ROPE_LAYOUTS[other],
-           (double)max_abs_diff(run->out, twin_out));
+           ROPE_LAYOUTS[layout], ROPE_LAYOUTS[other], ROPE_LAYOUTS[other], (double)diff);
     const int *rows = other_rows(D, layout);
     printf("q_proj and k_proj rows permuted in every head, row d of a head <- row rows[d]:\n"
            "  rows = [");
@@ -679,10 +681,11 @@ static void part4_layouts(const Run *run) {
     }
     printf("%s (convert_llama_weights_to_hf.py's permute%s)\n", D > 8 ? ", ...]" : "]",
            layout == ROTATE_HALF ? ", inverted" : "");
+    mark = arena_mark();
     twin.self_attn.q_proj = permuted(&run->layer.self_attn.q_proj, rows, D);
     twin.self_attn.k_proj = permuted(&run->layer.self_attn.k_proj, rows, D);
     LlamaDecoderLayerSteps steps;
-    twin_out = LlamaDecoderLayer_forward(&steps, &twin, run->hidden_states, 0, NULL);
+    const Tensor *twin_out = LlamaDecoderLayer_forward(&steps, &twin, run->hidden_states, 0, NULL);
     const Tensor *mine = run->steps.attn.query_states, *theirs = steps.attn.query_states;
     Tensor *back = zeros(mine->shape);                                     // (B, H, N, D)
     for (long head = 0; head < numel(mine) / D; head++) {   // back[..., rows[d]] = theirs[..., d]
@@ -695,6 +698,7 @@ static void part4_layouts(const Run *run) {
            ROPE_LAYOUTS[other], (double)max_abs_diff(back, mine),
            (double)max_abs_diff(steps.attn.attn_weights, run->steps.attn.attn_weights),
            (double)max_abs_diff(twin_out, run->out));
+    arena_release(mark);
 }
 
 // --- part 5: the base ------------------------------------------------------------------------
@@ -749,29 +753,48 @@ static void part6_swiglu(const Run *run) {
 
 // --- part 7: decoding with the cache ---------------------------------------------------------
 
-// The prompt in one call, then each new token in its own, through the run's cache; each
-// output against the rows of every token at once. Returns cached_out (B, N, C).
+// The generation loop: the prompt in one call (tokens 0 .. P-1), then one token per call,
+// through `cache`, each call's tokens turned to their positions (to 0 with `restart_at_0`:
+// part 8's bug). Each call's output rows go into out (B, N, C), and the last call's scores
+// of head 0, batch row 0, into last_scores (N,) unless it is NULL; then everything the call
+// made is freed, so that a long generation holds one call's tensors at a time.
+static void generate(Tensor *out, Tensor *last_scores, const LlamaDecoderLayer *layer,
+                     const Tensor *hidden_states, int P, KVCache *cache, bool restart_at_0) {
+    int B = size(hidden_states, 0), N = size(hidden_states, 1), C = size(hidden_states, 2);
+    for (int t = 0; t < N; t += t == 0 ? P : 1) {   // t: the first token of this call
+        int T = t == 0 ? P : 1;
+        size_t mark = arena_mark();
+        LlamaDecoderLayerSteps steps;
+        const Tensor *tokens = narrow(hidden_states, 1, t, T);                  // (B, T, C)
+        const Tensor *rows = LlamaDecoderLayer_forward(&steps, layer, tokens, restart_at_0 ? 0 : t,
+                                                       cache);                // (B, T, C)
+        for (int b = 0; b < B; b++) {
+            memcpy(at3(out, b, t, 0), at3(rows, b, 0, 0), (size_t)T * C * sizeof(float));
+        }
+        if (last_scores != NULL) {   // the call's last query against its t + T keys
+            memcpy(last_scores->data, at4(steps.attn.scores, 0, 0, T - 1, 0),
+                   (size_t)(t + T) * sizeof(float));
+        }
+        arena_release(mark);
+    }
+}
+
+// Generation with the run's cache; each call's output against the rows of every token at
+// once. Returns cached_out (B, N, C).
 static const Tensor *part7_decode(Run *run) {
     part(7, "decoding: the prompt at once, then a token per call", "--prompt and --new change it");
     int P = run->P, N = run->N, B = run->B, KV = run->KV, D = run->D, H = run->H;
     run->cache = KVCache_init(B, KV, N, D);
-    const Tensor **outs = arena_alloc((size_t)(N - P + 1), sizeof *outs);
-    for (int call = 0, t = 0; t < N; call++) {   // the prefill, then a token per call
-        int T = call == 0 ? P : 1;                   // this call's tokens: t .. t + T - 1
-        outs[call] = LlamaDecoderLayer_forward(NULL, &run->layer, narrow(run->hidden_states, 1, t,
-                                               T), t, &run->cache);           // (B, T, C)
-        float diff = max_abs_diff(outs[call], narrow(run->out, 1, t, T));
-        if (call == 0) {
-            printf("prefill: tokens 0..%d at positions 0..%d, keys turned, then cached: "
-                   "(%d, %d, %d, %d)\n  max |out - out[:, :%d] of all tokens at once| = %.3g\n",
-                   P - 1, P - 1, B, KV, P, D, P, (double)diff);
-        } else {
-            printf("token %d: key turned to %d, then cached: (%d, %d, %d, %d); max |out - "
-                   "out[:, %d]| = %.3g\n", t, t, B, KV, t + 1, D, t, (double)diff);
-        }
-        t += T;
+    Tensor *cached_out = zeros(run->hidden_states->shape);                   // (B, N, C)
+    generate(cached_out, NULL, &run->layer, run->hidden_states, P, &run->cache, false);
+    printf("prefill: tokens 0..%d at positions 0..%d, keys turned, then cached: (%d, %d, %d, %d)"
+           "\n  max |out - out[:, :%d] of all tokens at once| = %.3g\n", P - 1, P - 1, B, KV, P, D,
+           P, (double)max_abs_diff(narrow(cached_out, 1, 0, P), narrow(run->out, 1, 0, P)));
+    for (int t = P; t < N; t++) {
+        printf("token %d: key turned to %d, then cached: (%d, %d, %d, %d); max |out - out[:, %d]| "
+               "= %.3g\n", t, t, B, KV, t + 1, D, t,
+               (double)max_abs_diff(narrow(cached_out, 1, t, 1), narrow(run->out, 1, t, 1)));
     }
-    const Tensor *cached_out = cat(outs, N - P + 1, 1);                       // (B, N, C)
     printf("cached_out = torch.cat(outs, dim=1): %s; max |cached_out - out| = %.3g\n",
            size_str(cached_out), (double)max_abs_diff(cached_out, run->out));
     printf("the cache per token: 2 (K and V) * %d kv_heads * %d = %d floats; %d with %d (MHA), %d "
@@ -805,18 +828,13 @@ static void part8_bugs(const Run *run) {
     // Bug 2: position_ids restarted at 0 in every call (the cache's length forgotten): each
     // new token's query and key are turned to 0, and its key is cached there.
     KVCache cache = KVCache_init(run->B, run->KV, N, D);
-    LlamaDecoderLayerSteps steps;
-    const Tensor **outs = arena_alloc((size_t)(N - P), sizeof *outs);
-    LlamaDecoderLayer_forward(NULL, &run->layer, narrow(run->hidden_states, 1, 0, P), 0, &cache);
-    for (int t = P; t < N; t++) {
-        outs[t - P] = LlamaDecoderLayer_forward(&steps, &run->layer,
-                                                narrow(run->hidden_states, 1, t, 1), 0, &cache);
-    }
+    Tensor *restarted = zeros(run->hidden_states->shape), *scores = zeros(shape1(N));
+    generate(restarted, scores, &run->layer, run->hidden_states, P, &cache, true);
     printf("position_ids restarted at 0 in every call (query at 0, tokens %d..%d's keys at 0):\n"
-           "%s\n", P, N - 1, tensor_str(first(steps.attn.scores, N), NULL));
+           "%s\n", P, N - 1, tensor_str(scores, NULL));
     printf("tokens %d..%d with position_ids restarted: max |out - out of all tokens at once| = "
            "%.4f\n", P, N - 1,
-           (double)max_abs_diff(cat(outs, N - P, 1), narrow(run->out, 1, P, N - P)));
+           (double)max_abs_diff(narrow(restarted, 1, P, N - P), narrow(run->out, 1, P, N - P)));
 }
 
 // --- part 9: parameters and multiply-adds ----------------------------------------------------
