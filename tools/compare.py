@@ -243,7 +243,8 @@ def main(argv):
     print(f"compare: {' '.join([binary] + flags)}")
     print(f"against: the PyTorch code of {page}, same flags")
     blas, where = blas_in_use(torch)
-    print(f"PyTorch {torch.__version__} ({sys.executable}) multiplies with {blas}: {where}")
+    print(f"PyTorch {torch.__version__} ({sys.executable}) multiplies with {blas}:")
+    print(f"  {where}")
     report = compare(lesson_text, page_text)
     print_report(report)
     print("OK: every compared number is identical or differs only in its last printed digit"
