@@ -3,7 +3,8 @@
 // Reference values in tests/data/lesson15/<case>/ were recorded from PyTorch 1.13 by
 // tests/reference/gen_lesson15.py, which runs the PyTorch script of docs/15-llama-block.md
 // (tests/data/lesson15/cases.txt lists the runs). The lesson source is included with its
-// main() renamed, so the tests can build layers of their own and call the forwards directly.
+// main() renamed, then its siblings (llama_flags.c, llama_print.c), so the tests can build
+// layers of their own and call the forwards directly.
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +17,8 @@
 #define main lesson_main
 #include "../lessons/15-llama-block/llama_block.c"
 #undef main
+#include "../lessons/15-llama-block/llama_flags.c"
+#include "../lessons/15-llama-block/llama_print.c"
 
 #define LESSON_DIR "15-llama-block"
 #define REF_DIR DATA_DIR "/lesson15"

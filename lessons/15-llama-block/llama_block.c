@@ -7,8 +7,7 @@
 //   Qwen) do four things differently, all in the layer transformers calls LlamaDecoderLayer:
 //     - RoPE: nothing is added; each pair of numbers of a query and a key is turned by the
 //       angle position * theta_i, after the projections and before the cache, so q_m . k_n
-//       depends on m - n only. Meta pairs (2i, 2i+1), Hugging Face (i, i + D/2); permuting
-//       the q and k projection rows turns one layout into the other.
+//       depends on m - n only. Meta pairs (2i, 2i+1), Hugging Face (i, i + D/2).
 //     - RMSNorm in place of LayerNorm: divide by the root mean square; no mean, no bias.
 //     - grouped-query attention (lesson 8) read by index (lesson 10), causal, with a cache.
 //     - the SwiGLU MLP: down(silu(gate(x)) * up(x)), three matrices, hidden ~ 8/3 of dim.
@@ -21,10 +20,8 @@
 //   attn       = softmax over s <= P+t of RoPE(q_t, P+t) . RoPE(k_s, s) / sqrt(D), times v_s
 //                (query head h reads key/value head h / R, R = H / KV)
 //   h = x + o_proj(attn);  out = h + down_proj(silu(gate_proj(n)) * up_proj(n)), n = RMSNorm(h)
-//   silu(z)    = z * sigmoid(z) = z / (1 + exp(-z))
 //
-// THE PYTORCH IT MIRRORS (written out as transformers writes it; docs/15-llama-block.md has
-// the whole script, which needs only torch)
+// THE PYTORCH IT MIRRORS (as transformers writes it; docs/15-llama-block.md has the script)
 //   torch.manual_seed(seed)
 //   layer = LlamaDecoderLayer(config)           # q, k, v, o, gate, up, down: nn.Linear draws
 //   hidden_states = torch.randn(batch, prompt + new, dim)
@@ -32,15 +29,13 @@
 //   then the prompt in one call and each new token in its own, with a DynamicCache
 //
 // RUN IT
-//   make lesson-15      flags: --batch 1 --prompt 3 --new 3 --dim 64 --heads 4 --kv-heads 2
-//                       --hidden (8/3 of --dim) --rope-base 10000 --rope-layout rotate_half
-//                       (or interleaved), --seed, --dump, --dot, --heatmap
+//   make lesson-15 ARGS="--rope-layout interleaved --kv-heads 1"   (flags: --help, llama_flags.c)
 //
 // WHAT TO LOOK FOR
 //   - One query's score with one key stays put when both move by 1, 100, 1000 (part 3).
-//   - Permuting the q and k rows gives the other layout's rotated queries, bit for bit (3).
+//   - Permuting the q and k rows gives the other layout's rotated queries, bit for bit (4).
 //   - The slowest pair turns once in 19869 positions with base 10000 (part 5).
-//   - Prefill plus a token per call is the full forward (6); two classic bugs are not (7).
+//   - Prefill plus a token per call is the full forward (7); two classic bugs are not (8).
 //
 // Size letters: B batch, N = P + T every token (--prompt + --new), P the prompt (cached
 // before a call), T a call's tokens, L = P + T the keys it attends to, C hidden_size (--dim),
@@ -54,6 +49,8 @@
 #include <string.h>
 
 #include "attention.h"
+#include "llama_flags.h"
+#include "llama_print.h"
 
 // --- the configuration -----------------------------------------------------------------------
 
@@ -75,10 +72,9 @@ typedef struct {
 // --- LlamaRMSNorm ----------------------------------------------------------------------------
 
 // LayerNorm (lesson 11) subtracts each row's mean, divides by its standard deviation,
-// multiplies by a weight and adds a bias. RMSNorm keeps only the division, by the root mean
-// square, and the weight: the mean is not subtracted (a constant row stays a constant ~ +-1
-// where LayerNorm makes it 0), no bias. What the layer needs from a norm is a steady scale
-// of its inputs; re-centering adds little to that and costs a pass over the row.
+// multiplies by a weight and adds a bias. RMSNorm keeps the division, by the root mean square,
+// and the weight: no mean subtracted (a constant row becomes +-1 where LayerNorm makes it 0),
+// no bias. A sublayer needs inputs of a steady scale; re-centering adds little to that.
 typedef struct {
     const Tensor *weight;       // (C,), starts as ones: draws nothing
     double variance_epsilon;    // 1e-6
@@ -86,16 +82,14 @@ typedef struct {
 
 // `name`: the weight's state_dict name, "input_layernorm.weight"
 static LlamaRMSNorm LlamaRMSNorm_init(const char *name, int hidden_size, double eps) {
-    LlamaRMSNorm self = {named(name, ones(shape1(hidden_size))), eps};
-    return self;
+    return (LlamaRMSNorm){named(name, ones(shape1(hidden_size))), eps};
 }
 
-// LlamaRMSNorm.forward, line by line:
+// LlamaRMSNorm.forward, line by line, in float32 with PyTorch's roundings (the squares
+// summed in torch.sum's order, sum_exact.h): bit for bit PyTorch's.
 //   variance = hidden_states.pow(2).mean(-1, keepdim=True)
 //   hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
 //   return self.weight * hidden_states
-// in float32, with PyTorch's roundings: x*x, their sum in torch.sum's order (sum_exact.h)
-// divided by C, + eps (a float), 1/sqrt, then two products. Bit for bit PyTorch's.
 static Tensor *LlamaRMSNorm_forward(const LlamaRMSNorm *self, const Tensor *hidden_states) {
     int C = size(hidden_states, -1);
     const Tensor *x = contiguous(hidden_states);
@@ -132,23 +126,19 @@ typedef struct {
     RopeLayout layout;
 } LlamaRotaryEmbedding;
 
-// inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim)): (2i) / D in float,
-// base ** that with the C library's powf (PyTorch's scalar pow; its vector pow gave the
-// same bits for every size tried), then 1 / it: PyTorch's bits.
+// inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim)), in float with the C
+// library's powf: PyTorch's bits (docs/15-llama-block.md says why).
 static LlamaRotaryEmbedding LlamaRotaryEmbedding_init(int dim, int base, RopeLayout layout) {
     Tensor *inv_freq = zeros(shape1(dim / 2));                                // (D/2,)
     for (int i = 0; i < dim / 2; i++) {
         inv_freq->data[i] = 1.0f / powf((float)base, (float)(2 * i) / (float)dim);
     }
-    LlamaRotaryEmbedding self = {dim, base, inv_freq, layout};
-    return self;
+    return (LlamaRotaryEmbedding){dim, base, inv_freq, layout};
 }
 
-// cos and sin (T, D/2) of the angles position * theta_i for positions start .. start+T-1.
-// The angle is one float product, as PyTorch's (float) position @ inv_freq. cos and sin are
-// the C library's cosf and sinf: what torch.polar (Meta's layout) computes, bit for bit;
-// transformers' emb.cos() runs Sleef's vectorised cosf on whole blocks of 16 numbers, which
-// differs from it in the last bit for about 1 angle in 20 (docs/15-llama-block.md).
+// cos and sin (T, D/2) of the angles position * theta_i, positions start .. start+T-1: one
+// float product each, then the C library's cosf and sinf (Meta's torch.polar, bit for bit;
+// transformers' Sleef cosf differs in a last bit for about 1 angle in 20).
 static void LlamaRotaryEmbedding_forward(Tensor **cos, Tensor **sin,
                                          const LlamaRotaryEmbedding *self, int start, int T) {
     int half = self->dim / 2;
@@ -166,15 +156,12 @@ static void LlamaRotaryEmbedding_forward(Tensor **cos, Tensor **sin,
 }
 
 // RoPE on x (B, heads, T, D), cos and sin (T, D/2): pair i of each head, numbers (a, e),
-// turned by its angle: (a cos - e sin, e cos + a sin). The two layouts differ in where the
-// pair sits, nothing else:
+// turned by its angle: (a cos - e sin, e cos + a sin). The layouts differ in where the pair
+// sits, nothing else:
 //   rotate_half, transformers' apply_rotary_pos_emb: q * cos + rotate_half(q) * sin, with
 //     rotate_half(q) = cat(-q[D/2:], q[:D/2]): pair i is (i, i + D/2);
 //   interleaved, Meta's apply_rotary_emb: view_as_complex(q) * freqs_cis: pair i is
-//     (2i, 2i + 1), read as the complex number a + ie and multiplied by cos + i sin.
-// Each product rounded, then the sum: transformers' bits, and those of PyTorch's vector
-// complex multiply (its scalar one, for heads of fewer than 8 pairs and the last D/2 % 8
-// pairs, fuses a*c - e*s into one multiply-add: a last bit can differ there).
+//     (2i, 2i + 1), the complex number a + ie, multiplied by cos + i sin.
 static Tensor *rotate(const Tensor *x, const Tensor *cos, const Tensor *sin, RopeLayout layout) {
     int B = size(x, 0), heads = size(x, 1), T = size(x, 2), D = size(x, 3), half = D / 2;
     Tensor *out = zeros(shape4(B, heads, T, D));                              // (B, heads, T, D)
@@ -208,9 +195,8 @@ typedef struct {
 } KVCache;
 
 static KVCache KVCache_init(int batch, int kv_heads, int capacity, int head_dim) {
-    KVCache cache = {zeros(shape4(batch, kv_heads, capacity, head_dim)),
+    return (KVCache){zeros(shape4(batch, kv_heads, capacity, head_dim)),
                      zeros(shape4(batch, kv_heads, capacity, head_dim)), capacity, 0};
-    return cache;
 }
 
 // past_key_value.update(key_states, value_states): append this call's T positions (B, KV,
@@ -220,8 +206,7 @@ static void KVCache_update(const Tensor **keys, const Tensor **values, KVCache *
     int B = size(key_states, 0), KV = size(key_states, 1), T = size(key_states, 2);
     int D = size(key_states, 3);
     if (self->length + T > self->capacity) {
-        fail("KVCache: %d cached + %d new positions exceed its %d", self->length, T,
-             self->capacity);
+        fail("KVCache: %d + %d positions exceed its %d", self->length, T, self->capacity);
     }
     for (int b = 0; b < B; b++) {
         for (int g = 0; g < KV; g++) {
@@ -262,30 +247,24 @@ typedef struct {
     const Tensor *attn_weights;     // (B, H, T, L) softmax over the keys up to each query
 } LlamaAttentionSteps;
 
+// The projections are drawn one statement each, in the order nn.Linear(..., bias=False)
+// registers them (inside one initializer C leaves the order of the calls open).
 static LlamaAttention LlamaAttention_init(const LlamaConfig *config) {
-    LlamaAttention self;
     int C = config->hidden_size, H = config->num_attention_heads;
     int KV = config->num_key_value_heads, D = C / H;
-    self.num_heads = H;
-    self.head_dim = D;
-    self.num_key_value_heads = KV;
-    self.num_key_value_groups = H / KV;
-    // Drawn in this order, as nn.Linear(..., bias=False) registers them.
-    self.q_proj = linear_init("self_attn.q_proj", C, H * D, false);
-    self.k_proj = linear_init("self_attn.k_proj", C, KV * D, false);
-    self.v_proj = linear_init("self_attn.v_proj", C, KV * D, false);
-    self.o_proj = linear_init("self_attn.o_proj", H * D, C, false);
-    self.rotary_emb = LlamaRotaryEmbedding_init(self.head_dim, config->rope_theta,
-                                                config->rope_layout);
-    return self;
+    Linear q_proj = linear_init("self_attn.q_proj", C, H * D, false);
+    Linear k_proj = linear_init("self_attn.k_proj", C, KV * D, false);
+    Linear v_proj = linear_init("self_attn.v_proj", C, KV * D, false);
+    Linear o_proj = linear_init("self_attn.o_proj", H * D, C, false);
+    return (LlamaAttention){H, D, KV, H / KV, q_proj, k_proj, v_proj, o_proj,
+                            LlamaRotaryEmbedding_init(D, config->rope_theta, config->rope_layout)};
 }
 
-// Causal attention over the keys, query head h reading key/value head g = h / R where it
-// lies (lesson 10; transformers' repeat_kv copies every cached key R times instead). Query t
-// sits at position P + t and sees keys 0 .. P + t: the mask is the loop's bound, the weights
-// after it stay 0 (exp(-inf) in PyTorch). query (B, H, T, D), keys and values (B, KV, L, D).
-// Returns attn_output (B, T, H*D), the heads side by side; *scores and *attn_weights get
-// (B, H, T, L).
+// Causal attention, query head h reading key/value head g = h / R where it lies (lesson 10;
+// transformers' repeat_kv copies every cached key R times). Query t sits at position P + t
+// and sees keys 0 .. P + t: the mask is the loop's bound, the weights after it stay 0.
+// query (B, H, T, D), keys and values (B, KV, L, D); returns attn_output (B, T, H*D), the
+// heads side by side; *scores and *attn_weights get (B, H, T, L).
 static Tensor *attend(Tensor **scores, Tensor **attn_weights, const Tensor *query,
                       const Tensor *keys, const Tensor *values, int P) {
     int B = size(query, 0), H = size(query, 1), T = size(query, 2), D = size(query, 3);
@@ -326,10 +305,9 @@ static Tensor *attend(Tensor **scores, Tensor **attn_weights, const Tensor *quer
     return attn_output;
 }
 
-// LlamaAttention.forward, line by line. hidden_states (B, T, C) are turned to the positions
-// start_pos .. start_pos + T - 1 (position_ids); `cache` is NULL (every token at once) or
-// past_key_value, and the causal mask lets token t see the P cached keys and the new ones
-// up to itself. (A right run has start_pos == P; part 8 shows what happens otherwise.)
+// LlamaAttention.forward, line by line: hidden_states (B, T, C) turned to positions start_pos
+// .. start_pos + T - 1 (position_ids; right when start_pos is the cache's length, part 8);
+// `cache`: NULL (every token at once) or past_key_value.
 static Tensor *LlamaAttention_forward(LlamaAttentionSteps *steps, const LlamaAttention *self,
                                       const Tensor *hidden_states, int start_pos, KVCache *cache) {
     int B = size(hidden_states, 0), T = size(hidden_states, 1);
@@ -368,12 +346,9 @@ static Tensor *LlamaAttention_forward(LlamaAttentionSteps *steps, const LlamaAtt
 
 // --- LlamaMLP: SwiGLU ------------------------------------------------------------------------
 
-// silu(z) = z * sigmoid(z) = z / (1 + exp(-z)), as PyTorch's CPU kernel computes it on a
-// contiguous tensor of n floats: the numbers in whole blocks of 16 go through its vector
-// code, whose exp is Sleef's (sleef_expf, softmax_exact.h), the last n % 16 through the C
-// library's expf. Each exp is within an ulp; using one for all would change the last bit of
-// about 1 output in 25. (With more than 32768 numbers on several threads, each thread's
-// part has its own last block.)
+// silu(z) = z * sigmoid(z) = z / (1 + exp(-z)), as PyTorch's CPU kernel computes it: whole
+// blocks of 16 numbers with its vector code's exp (Sleef's, sleef_expf), the last n % 16 with
+// the C library's expf. One exp for all would change a last bit in about 1 output in 25.
 static Tensor *silu(const Tensor *x) {
     Tensor *y = clone(x);
     long n = numel(y), whole_blocks = n / 16 * 16;
@@ -400,10 +375,9 @@ typedef struct {
 
 static LlamaMLP LlamaMLP_init(const LlamaConfig *config) {
     int C = config->hidden_size, F = config->intermediate_size;
-    LlamaMLP self = {linear_init("mlp.gate_proj", C, F, false),
-                     linear_init("mlp.up_proj", C, F, false),
-                     linear_init("mlp.down_proj", F, C, false)};
-    return self;
+    Linear gate_proj = linear_init("mlp.gate_proj", C, F, false);   // drawn in this order
+    Linear up_proj = linear_init("mlp.up_proj", C, F, false);
+    return (LlamaMLP){gate_proj, up_proj, linear_init("mlp.down_proj", F, C, false)};
 }
 
 // down_proj(act_fn(gate_proj(x)) * up_proj(x))
@@ -483,75 +457,11 @@ typedef struct {
     KVCache cache;                    // filled by part 7
 } Run;
 
-static void part(int number, const char *what, const char *flags) {
-    printf("\n-- part %d: %s (%s) --\n", number, what, flags);
-}
-
-// t[0, ..., 0, :count], fewer if t is shorter
-static const Tensor *first(const Tensor *t, int count) {
-    while (t->shape.ndim > 1) {
-        t = select_index(t, 0, 0);
-    }
-    return narrow(t, 0, 0, size(t, 0) < count ? size(t, 0) : count);
-}
-
-static void print_layer(const Run *run) {
-    printf("config: hidden_size %d, num_attention_heads %d, num_key_value_heads %d (head_dim %d),\n"
-           "  intermediate_size %d, rope_theta %d, rms_norm_eps 1e-06, RoPE layout %s\n", run->C,
-           run->H, run->KV, run->D, run->F, run->config.rope_theta,
-           ROPE_LAYOUTS[run->config.rope_layout]);
-    const LlamaDecoderLayer *l = &run->layer;
-    const Tensor *p[9] = {l->self_attn.q_proj.weight, l->self_attn.k_proj.weight,
-                          l->self_attn.v_proj.weight, l->self_attn.o_proj.weight,
-                          l->mlp.gate_proj.weight, l->mlp.up_proj.weight, l->mlp.down_proj.weight,
-                          l->input_layernorm.weight, l->post_attention_layernorm.weight};
-    const char *names[9] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                            "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj",
-                            "input_layernorm", "post_attention_layernorm"};
-    long total = (2L * run->H + 2L * run->KV) * run->D * run->C + 3L * run->C * run->F + 2 * run->C;
-    printf("layer = LlamaDecoderLayer(config): %ld parameters, drawn in this order:\n", total);
-    for (int i = 0; i < 9; i++) {
-        printf("  %s.weight: %s\n", names[i], shape_str(p[i]->shape, SIZES_TUPLE));
-    }
-    printf("hidden_states = torch.randn%s\n", shape_str(run->hidden_states->shape, SIZES_TUPLE));
-}
-
-// The forward's shapes, in its order, and two of its tensors.
-static void print_forward(const Run *run) {
-    int B = run->B, N = run->N, D = run->D, heads[3] = {run->H, run->KV, run->KV};
-    printf("\n-- out, attn_weights = layer(hidden_states, causal_mask, position_ids): %d token%s, "
-           "no cache --\n", N, N == 1 ? "" : "s");
-    printf("x = input_layernorm(hidden_states): %s\n", size_str(run->steps.normed));
-    const char *names[3] = {"query_states = q_proj", "key_states = k_proj",
-                            "value_states = v_proj"};
-    for (int i = 0; i < 3; i++) {
-        printf("%s(x).view(%d, %d, %d, %d).transpose(1, 2): %s\n", names[i], B, N, heads[i], D,
-               shape_str(shape4(B, heads[i], N, D), SIZES_TORCH));
-    }
-    printf("position_ids = torch.arange(%d)[None]: each token's position, 0 .. %d\n", N, N - 1);
-    if (run->config.rope_layout == ROTATE_HALF) {
-        printf("cos, sin = rotary_emb(value_states, position_ids): %s each\n"
-               "query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, "
-               "sin)\n", shape_str(shape3(B, N, D), SIZES_TORCH));
-    } else {
-        printf("freqs_cis = precompute_freqs_cis(%d, position_ids[0], %d): %s complex\n"
-               "query_states, key_states = apply_rotary_emb(query_states, key_states, freqs_cis)\n"
-               "  (Meta's code turns them before the transpose)\n", D, run->config.rope_theta,
-               shape_str(shape2(N, D / 2), SIZES_TORCH));
-    }
-    const Tensor *attn_weights = run->steps.attn.attn_weights;               // (B, H, N, N)
-    printf("attn_weights = softmax(q @ k^T / sqrt(%d) + causal_mask): %s\n", D,
-           size_str(attn_weights));
-    printf("  query head h reads key/value head h // %d where it lies (Hugging Face's repeat_kv "
-           "copies)\n", run->R);
-    printf("attn_weights[0, 0]:\n%s\n", tensor_str(select_index(select_index(attn_weights, 0, 0),
-                                                                0, 0), NULL));
-    printf("hidden_states = hidden_states + o_proj(attn_output): %s\n", size_str(run->out));
-    printf("out = hidden_states + mlp(post_attention_layernorm(hidden_states)): %s\n",
-           size_str(run->out));
-    const Tensor *rows = select_index(run->out, 0, 0);                        // (N, C)
-    printf("out[0, :, :6]:\n%s\n", tensor_str(narrow(rows, 1, 0, run->C < 6 ? run->C : 6), NULL));
-}
+// Part 1 prints what main computed as PyTorch would (appendix B, after main): the config and
+// the parameters in the order they are drawn; then the forward's shapes, in its order, and two
+// of its tensors, attn_weights[0, 0] and out[0, :, :6].
+static void print_layer(const Run *run);
+static void print_forward(const Run *run);
 
 // --- part 2: RMSNorm against LayerNorm -------------------------------------------------------
 
@@ -559,10 +469,9 @@ static void part2_rms_norm(const Run *run) {
     part(2, "RMSNorm against lesson 11's LayerNorm", "--dim changes it");
     int C = run->C;
     const Tensor *x = contiguous(first(run->hidden_states, C));               // (C,)
-    Tensor *squares = mul(x, x);                                              // (C,)
     // x.mean() and x.pow(2).mean().sqrt(): torch's sums, divided by C
     float mean = sum_exact(&x->data[x->offset], C) / (float)C;
-    float rms = sqrtf(sum_exact(squares->data, C) / (float)C);
+    float rms = sqrtf(sum_exact(mul(x, x)->data, C) / (float)C);
     printf("x = hidden_states[0, 0]: mean %.4f, root mean square %.4f over its %d numbers\n",
            (double)mean, (double)rms, C);
     const Tensor *by_rms = LlamaRMSNorm_forward(&run->layer.input_layernorm, x);     // (C,)
@@ -590,20 +499,11 @@ static const Tensor *rope_vector(const LlamaRotaryEmbedding *rotary, const Tenso
     return view(rotate(x, cos, sin, rotary->layout), shape1(D));             // (D,)
 }
 
-// a . b / sqrt(D), the products summed in order
-static float score(const Tensor *a, const Tensor *b) {
-    float dot = 0.0f;
-    for (int d = 0; d < size(a, 0); d++) {
-        dot += *at1(a, d) * *at1(b, d);
-    }
-    return dot / (float)sqrt((double)size(a, 0));
-}
-
 static void part3_relative(const Run *run) {
     part(3, "RoPE: the scores see only the distance m - n", "--rope-base changes it");
     const LlamaAttention *attn = &run->layer.self_attn;
     const LlamaRotaryEmbedding *rotary = &attn->rotary_emb;
-    int N = run->N, D = run->D, H = run->H, KV = run->KV, MP = 512;   // BERT's max positions
+    int N = run->N, D = run->D;
     printf("theta_i = 1 / %d ** (2i / %d), the inv_freq buffer:\n%s\n", rotary->base, D,
            tensor_str(rotary->inv_freq, NULL));
     const Tensor *queries = linear(&attn->q_proj, run->steps.normed);        // (B, N, H*D)
@@ -623,15 +523,8 @@ static void part3_relative(const Run *run) {
     printf("  without RoPE (any m, n): %.4f\n", (double)score(q, k));
     printf("largest difference of the shifted scores from m = %d, n = 0: %.2g (m * theta_i "
            "rounded to float)\n", N - 1, (double)largest);
-    // Lesson 12 learns a row of D numbers per distance, and has none past its table.
-    printf("lesson 12's relative_key, max_position_embeddings %d (BERT's): distance_embedding "
-           "(%d, %d),\n  %d learned numbers per layer; each score adds q . table[m - n + %d]: "
-           "%ld multiply-adds\n  for these %d tokens; |m - n| >= %d has no row (PyTorch: "
-           "IndexError)\n", MP, 2 * MP - 1, D, (2 * MP - 1) * D, MP - 1, (long)H * N * N * D, N,
-           MP);
-    printf("RoPE: 0 learned numbers (%d angles from the base); turning q and k: %ld multiplies;\n"
-           "  any position turns (m = %d above); what a model learned at the lengths it was "
-           "trained on\n  is another matter (part 5)\n", D / 2, 2L * (H + KV) * N * D, N + 999);
+    // What that costs against lesson 12's learned table of distances (llama_print.c counts).
+    print_relative_costs(N, run->H, run->KV, D);
 }
 
 // --- part 4: the two layouts -----------------------------------------------------------------
@@ -705,26 +598,18 @@ static void part4_layouts(const Run *run) {
 
 static void part5_base(const Run *run) {
     part(5, "the base: how slowly the last pairs turn", "--rope-base changes it; Llama 3: 500000");
+    // Llama 2's base, Llama 3's, and the run's if it is another: a base changes no weight,
+    // only inv_freq.
     int bases[3] = {10000, 500000, run->config.rope_theta}, half = run->D / 2;
     int n_bases = bases[2] == 10000 || bases[2] == 500000 ? 2 : 3;
-    const double two_pi = 6.283185307179586;   // 2 * math.pi
     const Tensor *inv_freq[3];
-    printf("positions per turn of pair i, 2 * pi / theta_i:\npair i");
     for (int b = 0; b < n_bases; b++) {
         inv_freq[b] = LlamaRotaryEmbedding_init(run->D, bases[b], ROTATE_HALF).inv_freq;
-        char title[32];
-        snprintf(title, sizeof title, "base %d", bases[b]);
-        printf("%14s", title);
     }
-    for (int k = 0; k < (half > 8 ? 8 : half); k++) {
-        int i = half > 8 ? (int)lround(k * (half - 1) / 7.0) : k;   // 8 pairs, first to last
-        printf("\n%6d", i);
-        for (int b = 0; b < n_bases; b++) {
-            printf("%14.1f", two_pi / (double)inv_freq[b]->data[i]);
-        }
-    }
+    print_periods(bases, inv_freq, n_bases, half);   // llama_print.c
+    const double two_pi = 6.283185307179586;   // 2 * math.pi
     double slow = two_pi / (double)run->layer.self_attn.rotary_emb.inv_freq->data[half - 1];
-    printf("\nbase %d: the slowest pair turns once in %.0f positions; a larger base\n  stretches "
+    printf("base %d: the slowest pair turns once in %.0f positions; a larger base\n  stretches "
            "every slow pair, so that far distances stay apart (Llama 3: 500000, 8192 tokens)\n",
            run->config.rope_theta, slow);
 }
@@ -753,11 +638,10 @@ static void part6_swiglu(const Run *run) {
 
 // --- part 7: decoding with the cache ---------------------------------------------------------
 
-// The generation loop: the prompt in one call (tokens 0 .. P-1), then one token per call,
-// through `cache`, each call's tokens turned to their positions (to 0 with `restart_at_0`:
-// part 8's bug). Each call's output rows go into out (B, N, C), and the last call's scores
-// of head 0, batch row 0, into last_scores (N,) unless it is NULL; then everything the call
-// made is freed, so that a long generation holds one call's tensors at a time.
+// The generation loop: the prompt in one call, then a token per call, through `cache`, each
+// call's tokens turned to their positions (to 0 with `restart_at_0`: part 8's bug). The rows
+// go into out (B, N, C), the last call's scores (head 0, batch row 0) into last_scores (N,)
+// unless NULL; each call's tensors are freed once kept, so a long run holds one call's.
 static void generate(Tensor *out, Tensor *last_scores, const LlamaDecoderLayer *layer,
                      const Tensor *hidden_states, int P, KVCache *cache, bool restart_at_0) {
     int B = size(hidden_states, 0), N = size(hidden_states, 1), C = size(hidden_states, 2);
@@ -839,39 +723,21 @@ static void part8_bugs(const Run *run) {
 
 // --- part 9: parameters and multiply-adds ----------------------------------------------------
 
+// Parameters and multiply-adds of lessons 11's, 12's and this block at the same width,
+// counted in llama_print.c; docs/15-llama-block.md derives each formula.
 static void part9_counts(const Run *run) {
     part(9, "what the three blocks cost", "--dim, --hidden and --kv-heads change it");
-    long long N = run->N, C = run->C, H = run->H, KV = run->KV, D = run->D, F = run->F;
-    const char *names[3] = {"ViT block (lesson 11)", "BERT layer (lesson 12)",
-                            "Llama layer (here)"};
-    // attention, MLP, norms: ViT's qkv (no bias) and proj, fc1 and fc2 to 4C, two LayerNorms;
-    // BERT's query, key, value and dense with biases, its feed-forward to 4C, two LayerNorms.
-    long long params[3][3] = {{4 * C * C + C, 8 * C * C + 5 * C, 4 * C},
-                              {4 * C * C + 4 * C, 8 * C * C + 5 * C, 4 * C},
-                              {2 * C * H * D + 2 * C * KV * D, 3 * C * F, 2 * C}};
-    long long encoder_macs = 4 * N * C * C + 2 * N * N * C + 8 * N * C * C;   // ViT's, BERT's
-    long long macs[3] = {encoder_macs, encoder_macs,
-                         N * C * (2 * H + 2 * KV) * D + N * (N + 1) * H * D + 3 * N * C * F};
-    char title[32];
-    snprintf(title, sizeof title, "MACs, %lld tokens", N);
-    printf("%-24s%10s%10s%8s%10s%16s\n", "", "attention", "MLP", "norms", "total", title);
-    for (int i = 0; i < 3; i++) {
-        printf("%-24s%10lld%10lld%8lld%10lld%16lld\n", names[i], params[i][0], params[i][1],
-               params[i][2], params[i][0] + params[i][1] + params[i][2], macs[i]);
-    }
-    printf("MACs: attention 4*N*C*C + 2*N*N*C (11, 12), N*C*(2*H + 2*KV)*D + N*(N+1)*H*D (here: "
-           "causal,\n  only the scores at or before each token); MLP 8*N*C*C (4*dim hidden), "
-           "3*N*C*hidden (here)\n");
+    print_block_costs(run->N, run->C, run->H, run->KV, run->D, run->F);
 }
 
 // --- the lesson ------------------------------------------------------------------------------
 
-static Run read_flags(Lesson *lesson, int argc, char **argv);   // the appendix, after main
+static Run run_of(LlamaFlags flags);   // appendix A, after main
 static void name_steps(const Run *run);
 
 int main(int argc, char **argv) {
     Lesson lesson;
-    Run run = read_flags(&lesson, argc, argv);
+    Run run = run_of(read_llama_flags(&lesson, argc, argv));
     lesson_start(&lesson);
     run.layer = LlamaDecoderLayer_init(&run.config);          // the draws, in PyTorch's order
     run.hidden_states = named("hidden_states", randn(shape3(run.B, run.N, run.C)));   // (B, N, C)
@@ -898,57 +764,18 @@ int main(int argc, char **argv) {
     return lesson_finish(&lesson);
 }
 
-// === appendix A: the flags, and the forward's tensors --dump writes ==========================
+// === appendix A: the run from the flags, and the forward's tensors --dump writes =============
 
-// The flags into the run's sizes and config; exit 2 with one line if they do not fit.
-static Run read_flags(Lesson *lesson, int argc, char **argv) {
-    static int batch = 1, prompt = 3, new_tokens = 3, dim = 64, heads = 4, kv_heads = 2;
-    static int hidden = 0, rope_base = 10000;
-    static const char *layout = "rotate_half";
-    static SizeFlag sizes[] = {
-        {"--batch", &batch, "batch size"},
-        {"--prompt", &prompt, "prompt tokens, prefilled in one call"},
-        {"--dim", &dim, "hidden_size"},
-        {"--heads", &heads, "num_attention_heads"},
-        {"--kv-heads", &kv_heads, "num_key_value_heads; must divide --heads"},
-    };
-    static IntFlag ints[] = {
-        {"--new", &new_tokens, "tokens decoded one per call after the prompt", 0, MAX_SIZE_FLAG},
-        {"--hidden", &hidden, "intermediate_size; 0: 8/3 of --dim, up to a multiple of 8", 0,
-         MAX_SIZE_FLAG},
-        {"--rope-base", &rope_base, "rope_theta: 10000 (Llama 2), 500000 (Llama 3)", 2, 1000000000},
-    };
-    static ChoiceFlag choices[] = {
-        {"--rope-layout", &layout, "pair i is (i, i + D/2) or (2i, 2i + 1)", ROPE_LAYOUTS},
-    };
-    *lesson = (Lesson){
-        .program = "lesson-15",
-        .summary = "llama-block: a Llama decoder layer: RoPE, RMSNorm, SwiGLU, GQA with a cache",
-        .sizes = sizes, .n_sizes = 5, .ints = ints, .n_ints = 3, .choices = choices, .n_choices = 1,
-    };
-    parse_lesson_args(lesson, argc, argv);
-    hidden = hidden > 0 ? hidden : (8 * dim / 3 + 7) / 8 * 8;
-    check_divides(lesson, "--heads", heads, "--dim", dim);
-    check_divides(lesson, "--kv-heads", kv_heads, "--heads", heads);
-    if (dim / heads % 2 != 0) {
-        usage_error(lesson, "--dim %d / --heads %d = head_dim %d is odd: RoPE turns pairs", dim,
-                    heads, dim / heads);
-    }
-    int N = prompt + new_tokens;   // at most 2 * MAX_SIZE_FLAG: no overflow
-    check_fits(lesson, "attn_weights (batch, heads, prompt+new, prompt+new)",
-               shape4(batch, heads, N, N));
-    check_fits(lesson, "the MLP's (batch, prompt+new, hidden)", shape3(batch, N, hidden));
-    check_fits(lesson, "hidden_states (batch, prompt+new, dim)", shape3(batch, N, dim));
-    check_fits(lesson, "mlp.gate_proj.weight (hidden, dim)", shape2(hidden, dim));
-    check_fits(lesson, "self_attn.q_proj.weight (dim, dim)", shape2(dim, dim));
-    RopeLayout rope_layout = strcmp(layout, "interleaved") == 0 ? INTERLEAVED : ROTATE_HALF;
-    return (Run){.B = batch, .N = N, .P = prompt, .C = dim, .H = heads, .KV = kv_heads,
-                 .D = dim / heads, .R = heads / kv_heads, .F = hidden,
-                 .config = {dim, hidden, heads, kv_heads, rope_base, 1e-6, rope_layout}};
+// The flags (llama_flags.c reads and checks them) as the run's sizes and the layer's config.
+static Run run_of(LlamaFlags f) {
+    LlamaConfig config = {f.dim, f.hidden, f.heads, f.kv_heads, f.rope_base, 1e-6,
+                          f.interleaved ? INTERLEAVED : ROTATE_HALF};
+    return (Run){.B = f.batch, .N = f.prompt + f.new_tokens, .P = f.prompt, .C = f.dim,
+                 .H = f.heads, .KV = f.kv_heads, .D = f.dim / f.heads, .R = f.heads / f.kv_heads,
+                 .F = f.hidden, .config = config};
 }
 
-// The forward's tensors that --dump writes (besides the parameters, hidden_states and out),
-// by their names in the PyTorch script.
+// The forward's tensors --dump writes besides the parameters, hidden_states, out, cached_out.
 static void name_steps(const Run *run) {
     const LlamaAttentionSteps *a = &run->steps.attn;
     named("inv_freq", run->layer.self_attn.rotary_emb.inv_freq);
@@ -959,4 +786,62 @@ static void name_steps(const Run *run) {
     named("key_states", a->key_states);
     named("value_states", a->value_states);
     named("attn_weights", a->attn_weights);
+}
+
+// === appendix B: part 1's printout, the layer and its forward as PyTorch names them ==========
+
+static void print_layer(const Run *run) {
+    printf("config: hidden_size %d, num_attention_heads %d, num_key_value_heads %d (head_dim %d),\n"
+           "  intermediate_size %d, rope_theta %d, rms_norm_eps 1e-06, RoPE layout %s\n", run->C,
+           run->H, run->KV, run->D, run->F, run->config.rope_theta,
+           ROPE_LAYOUTS[run->config.rope_layout]);
+    const LlamaAttention *a = &run->layer.self_attn;
+    const LlamaMLP *m = &run->layer.mlp;
+    const struct { const char *name; const Tensor *weight; } p[9] = {
+        {"self_attn.q_proj", a->q_proj.weight}, {"self_attn.k_proj", a->k_proj.weight},
+        {"self_attn.v_proj", a->v_proj.weight}, {"self_attn.o_proj", a->o_proj.weight},
+        {"mlp.gate_proj", m->gate_proj.weight}, {"mlp.up_proj", m->up_proj.weight},
+        {"mlp.down_proj", m->down_proj.weight},
+        {"input_layernorm", run->layer.input_layernorm.weight},
+        {"post_attention_layernorm", run->layer.post_attention_layernorm.weight}};
+    long total = (2L * run->H + 2L * run->KV) * run->D * run->C + 3L * run->C * run->F + 2 * run->C;
+    printf("layer = LlamaDecoderLayer(config): %ld parameters, drawn in this order:\n", total);
+    for (int i = 0; i < 9; i++) {
+        printf("  %s.weight: %s\n", p[i].name, shape_str(p[i].weight->shape, SIZES_TUPLE));
+    }
+    printf("hidden_states = torch.randn%s\n", shape_str(run->hidden_states->shape, SIZES_TUPLE));
+}
+
+static void print_forward(const Run *run) {
+    int B = run->B, N = run->N, D = run->D, heads[3] = {run->H, run->KV, run->KV};
+    printf("\n-- out, attn_weights = layer(hidden_states, causal_mask, position_ids): %d token%s, "
+           "no cache --\n", N, N == 1 ? "" : "s");
+    printf("x = input_layernorm(hidden_states): %s\n", size_str(run->steps.normed));
+    const char *names[3] = {"query_states = q", "key_states = k", "value_states = v"};
+    for (int i = 0; i < 3; i++) {
+        printf("%s_proj(x).view(%d, %d, %d, %d).transpose(1, 2): %s\n", names[i], B, N, heads[i],
+               D, shape_str(shape4(B, heads[i], N, D), SIZES_TORCH));
+    }
+    printf("position_ids = torch.arange(%d)[None]: each token's position, 0 .. %d\n", N, N - 1);
+    if (run->config.rope_layout == ROTATE_HALF) {
+        printf("cos, sin = rotary_emb(value_states, position_ids): %s each\n"
+               "query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, "
+               "sin)\n", shape_str(shape3(B, N, D), SIZES_TORCH));
+    } else {
+        printf("freqs_cis = precompute_freqs_cis(%d, position_ids[0], %d): %s complex\n"
+               "query_states, key_states = apply_rotary_emb(query_states, key_states, freqs_cis)\n"
+               "  (Meta's code turns them before the transpose)\n", D, run->config.rope_theta,
+               shape_str(shape2(N, D / 2), SIZES_TORCH));
+    }
+    const Tensor *attn_weights = run->steps.attn.attn_weights;               // (B, H, N, N)
+    printf("attn_weights = softmax(q @ k^T / sqrt(%d) + causal_mask): %s\n  query head h reads "
+           "key/value head h // %d where it lies (Hugging Face's repeat_kv copies)\n", D,
+           size_str(attn_weights), run->R);
+    const Tensor *head_0 = select_index(select_index(attn_weights, 0, 0), 0, 0);   // (N, N)
+    printf("attn_weights[0, 0]:\n%s\n", tensor_str(head_0, NULL));
+    printf("hidden_states = hidden_states + o_proj(attn_output): %s\n"
+           "out = hidden_states + mlp(post_attention_layernorm(hidden_states)): %s\n",
+           size_str(run->out), size_str(run->out));
+    const Tensor *rows = select_index(run->out, 0, 0);                        // (N, C)
+    printf("out[0, :, :6]:\n%s\n", tensor_str(narrow(rows, 1, 0, run->C < 6 ? run->C : 6), NULL));
 }
