@@ -5,7 +5,6 @@
 // (tests/data/lesson15/cases.txt lists the runs). The lesson source is included with its
 // main() renamed, then its siblings (llama_flags.c, llama_print.c), so the tests can build
 // layers of their own and call the forwards directly.
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,56 +40,6 @@ static const char *const EXACT[] = {
 static const char *const COMPUTED[] = {"query_states", "key_states", "value_states",
                                        "attn_weights", "out", "cached_out", NULL};
 
-// Does the lesson's line print what PyTorch's does? The same words, and numbers that are
-// the same text or differ by at most one unit of their last printed digit (a float
-// rounding that crossed a rounding boundary of the text: 0.6261 against 0.6262, as
-// tools/compare.py accepts). Spaces do not count (a column widens for a '-').
-static bool number_starts(const char *s) {
-    return isdigit((unsigned char)s[0]) || (s[0] == '-' && isdigit((unsigned char)s[1]));
-}
-
-static double last_digit_unit(const char *start, const char *end) {
-    const char *dot = memchr(start, '.', (size_t)(end - start));
-    const char *e = memchr(start, 'e', (size_t)(end - start));
-    int decimals = dot == NULL ? 0 : (int)((e != NULL ? e : end) - dot - 1);
-    return dot == NULL && e == NULL ? 0.0 : pow(10.0, (e != NULL ? atoi(e + 1) : 0) - decimals);
-}
-
-static bool same_line(const char *got, const char *want) {
-    while (*got != '\0' && *want != '\0') {
-        if (*got == ' ' || *want == ' ') {
-            got += strspn(got, " ");
-            want += strspn(want, " ");
-        } else if (number_starts(got) && number_starts(want)) {
-            char *got_end, *want_end;
-            double a = strtod(got, &got_end), b = strtod(want, &want_end);
-            double unit = last_digit_unit(want, want_end);
-            bool same_text = got_end - got == want_end - want &&
-                             strncmp(got, want, (size_t)(want_end - want)) == 0;
-            if (!same_text && !(unit > 0.0 && fabs(a - b) <= unit * (1 + 1e-9))) {
-                return false;
-            }
-            got = got_end;
-            want = want_end;
-        } else if (*got++ != *want++) {
-            return false;
-        }
-    }
-    return got[strspn(got, " ")] == '\0' && want[strspn(want, " ")] == '\0';
-}
-
-// Every line PyTorch printed, in order, in what the lesson printed.
-static void check_printed(const char *out, const char *expected, const char *what) {
-    const char *want_cursor = expected, *got_cursor = out;
-    for (const char *want = next_line(&want_cursor); want != NULL; want = next_line(&want_cursor)) {
-        const char *got = next_line(&got_cursor);
-        while (got != NULL && !same_line(got, want)) {
-            got = next_line(&got_cursor);
-        }
-        ck_assert_msg(got != NULL, "%s: PyTorch's line not printed (in order): '%s'", what, want);
-    }
-}
-
 START_TEST(test_matches_pytorch) {
     const RecordedCase *c = recorded_case(REF_DIR, _i);
     const char *dir = make_temp_dir();
@@ -121,20 +70,30 @@ START_TEST(test_matches_pytorch) {
             assert_close(got, want, 6e-8f, 1.2e-7f, path_join("%s %s", c->dir, trig[i]));
         }
     }
-    check_printed(run.out, read_text(path_join("%s/stdout.txt", c->reference)), c->dir);
+    const char *missing = NULL;
+    ck_assert_msg(lines_in_order_to_last_digit(run.out, read_text(path_join("%s/stdout.txt",
+                                                                             c->reference)),
+                                                &missing),
+                  "%s: PyTorch's line not printed (in order): '%s'", c->dir, missing);
     remove_dir(dir);
 }
 END_TEST
 
-// The same_line the recorded outputs are checked with accepts a last digit and nothing more.
-START_TEST(test_same_line) {
-    ck_assert(same_line("out: tensor([0.6261, -1.2])", "out: tensor([0.6262, -1.2])"));
-    ck_assert(same_line("x 6.0337e-06 y", "x 6.0338e-06 y"));
-    ck_assert(same_line("tensor([ 0.5000,  0.2500])", "tensor([0.5000, 0.2500])"));
-    ck_assert(!same_line("out: 0.6260", "out: 0.6262"));
-    ck_assert(!same_line("(1, 2, 4, 16)", "(1, 2, 5, 16)"));   // integers are exact
-    ck_assert(!same_line("rotate_half", "interleaved"));
-    ck_assert(!same_line("a 1.5", "a 1.5 b"));
+// The harness's same_line_to_last_digit, which the recorded outputs are checked with,
+// accepts a last digit and nothing more.
+START_TEST(test_same_line_to_last_digit) {
+    bool (*same)(const char *, const char *) = same_line_to_last_digit;
+    ck_assert(same("out: tensor([0.6261, -1.2])", "out: tensor([0.6262, -1.2])"));
+    ck_assert(same("x 6.0337e-06 y", "x 6.0338e-06 y"));
+    ck_assert(same("tensor([ 0.5000,  0.2500])", "tensor([0.5000, 0.2500])"));
+    ck_assert(!same("out: 0.6260", "out: 0.6262"));
+    ck_assert(!same("(1, 2, 4, 16)", "(1, 2, 5, 16)"));   // integers are exact
+    ck_assert(!same("rotate_half", "interleaved"));
+    ck_assert(!same("a 1.5", "a 1.5 b"));
+    const char *missing = NULL;
+    ck_assert(lines_in_order_to_last_digit("a 0.6261\nb\nc 2\n", "a 0.6262\nc 2\n", &missing));
+    ck_assert(!lines_in_order_to_last_digit("c 2\na 0.6261\n", "a 0.6262\nc 2\n", &missing));
+    ck_assert_str_eq(missing, "c 2");
 }
 END_TEST
 
@@ -450,7 +409,7 @@ static Suite *lesson15_suite(void) {
     Suite *suite = suite_create("lesson15");
     TCase *pytorch = new_tcase("pytorch");
     tcase_add_loop_test(pytorch, test_matches_pytorch, 0, recorded_case_count(REF_DIR));
-    tcase_add_test(pytorch, test_same_line);
+    tcase_add_test(pytorch, test_same_line_to_last_digit);
     tcase_add_test(pytorch, test_silu_bit_for_bit);
     suite_add_tcase(suite, pytorch);
     TCase *invariants = new_tcase("invariants");
