@@ -8,4 +8,9 @@
 // CPU is that sum divided by n. Not the left-to-right sum: see sum_exact.c.
 float sum_exact(const float *x, long n);
 
+// The sums down the columns of a contiguous (rows, cols) matrix, x.sum(0), in PyTorch's
+// order for reducing leading dims: what autograd's sum_to_size does to the gradient of a
+// weight broadcast over rows (RMSNorm's weight, lesson 16).
+void sum_exact_columns(float *sums, const float *x, long rows, long cols);
+
 #endif
