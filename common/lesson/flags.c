@@ -92,6 +92,9 @@ static void print_help(const Lesson *lesson) {
     for (int i = 0; i < lesson->n_switches; i++) {
         help_line(lesson->switches[i].flag, "", lesson->switches[i].help);
     }
+    for (int i = 0; i < lesson->n_paths; i++) {
+        help_line(lesson->paths[i].flag, lesson->paths[i].what, lesson->paths[i].help);
+    }
     help_line("--seed", "N", "PyTorch seed: torch.manual_seed(N) (default 0)");
     help_line("--dump", "DIR", "write each named tensor as DIR/<name>.npy");
     help_line("--dot", "FILE", "write the dataflow as a Graphviz graph");
@@ -235,6 +238,14 @@ static int lesson_flag(Lesson *lesson, int argc, char **argv, int i) {
             return 1;
         }
     }
+    for (int f = 0; f < lesson->n_paths; f++) {
+        const PathFlag *flag = &lesson->paths[f];
+        if (strcmp(arg, flag->flag) == 0) {
+            bool dir = strcmp(flag->what, "DIR") == 0;
+            *flag->value = value_of(lesson, argc, argv, i, dir ? "a directory" : "a file name");
+            return 2;
+        }
+    }
     return 0;
 }
 
@@ -246,6 +257,9 @@ void parse_lesson_args(Lesson *lesson, int argc, char **argv) {
     lesson->heatmap = false;
     for (int i = 0; i < lesson->n_switches; i++) {
         *lesson->switches[i].value = false;
+    }
+    for (int i = 0; i < lesson->n_paths; i++) {
+        *lesson->paths[i].value = NULL;
     }
     // The flags read so far. An unknown flag ends the program, so this
     // holds each known flag at most once and stays short.

@@ -1,0 +1,127 @@
+// adamw.c - the optimizer: clip_grad_norm_, the schedule and torch.optim.AdamW, step by step.
+//
+// draft
+#include "adamw.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static Param param(const char *name, const Tensor *value, float *grad) {
+    long n = numel(value);
+    return (Param){name, value->shape, value->data, grad, arena_alloc((size_t)n, sizeof(float)),
+                   arena_alloc((size_t)n, sizeof(float)), n};
+}
+
+static const char *layer_name(int l, const char *what) {
+    char *name = arena_alloc(80, 1);
+    snprintf(name, 80, "layers.%d.%s.weight", l, what);
+    return name;
+}
+
+AdamW adamw_init(const Model *model, const Grads *grads, double beta1, double beta2,
+                 double eps, double weight_decay) {
+    AdamW opt = {.beta1 = beta1, .beta2 = beta2, .eps = eps, .weight_decay = weight_decay};
+    Param *p = opt.params;
+    *p++ = param("embed_tokens.weight", model->embed_tokens, grads->embed_tokens);
+    for (int l = 0; l < model->config.num_hidden_layers; l++) {
+        const DecoderLayer *layer = &model->layers[l];
+        const LayerGrads *g = &grads->layers[l];
+        *p++ = param(layer_name(l, "self_attn.q_proj"), layer->q_proj.weight, g->q_proj);
+        *p++ = param(layer_name(l, "self_attn.k_proj"), layer->k_proj.weight, g->k_proj);
+        *p++ = param(layer_name(l, "self_attn.v_proj"), layer->v_proj.weight, g->v_proj);
+        *p++ = param(layer_name(l, "self_attn.o_proj"), layer->o_proj.weight, g->o_proj);
+        *p++ = param(layer_name(l, "mlp.gate_proj"), layer->gate_proj.weight, g->gate_proj);
+        *p++ = param(layer_name(l, "mlp.up_proj"), layer->up_proj.weight, g->up_proj);
+        *p++ = param(layer_name(l, "mlp.down_proj"), layer->down_proj.weight, g->down_proj);
+        *p++ = param(layer_name(l, "input_layernorm"), layer->input_layernorm,
+                     g->input_layernorm);
+        *p++ = param(layer_name(l, "post_attention_layernorm"), layer->post_attention_layernorm,
+                     g->post_attention_layernorm);
+    }
+    *p++ = param("norm.weight", model->norm, grads->norm);
+    *p++ = param("lm_head.weight", model->lm_head.weight, grads->lm_head);
+    opt.n_params = (int)(p - opt.params);
+    return opt;
+}
+
+// torch.norm(x, 2) over n floats as PyTorch's vectorised kernel adds: 8 lanes of running
+// sums of squares, each step a fused multiply-add, the lanes added in order; then the
+// n % 8 left over, as the compiler built that loop: 4 at a time while 4 remain (each square
+// rounded, then added), the last 1 to 3 fused; then the square root.
+float norm_of(const float *x, long n) {
+    float lane[8] = {0};
+    long i = 0;
+    for (; i + 8 <= n; i += 8) {
+        for (int l = 0; l < 8; l++) {
+            lane[l] = fmaf(x[i + l], x[i + l], lane[l]);
+        }
+    }
+    float sum = lane[0];
+    for (int l = 1; l < 8; l++) {
+        sum = sum + lane[l];
+    }
+    for (; i + 4 <= n; i += 4) {
+        for (int k = 0; k < 4; k++) {
+            sum = sum + x[i + k] * x[i + k];
+        }
+    }
+    for (; i < n; i++) {
+        sum = fmaf(x[i], x[i], sum);
+    }
+    return sqrtf(sum);
+}
+
+const char *grad_name(const char *name) {
+    char *text = arena_alloc(strlen(name) + 6, 1);
+    sprintf(text, "%s.grad", name);
+    return text;
+}
+
+float clip_grad_norm(AdamW *opt, float max_norm) {
+    float norms[MAX_PARAMS] = {0};
+    for (int i = 0; i < opt->n_params; i++) {
+        norms[i] = norm_of(opt->params[i].grad, opt->params[i].numel);
+    }
+    float total = norm_of(norms, opt->n_params);
+    float coef = (1.0f / (total + 1e-6f)) * max_norm;   // max_norm / (total + 1e-6)
+    coef = coef < 1.0f ? coef : 1.0f;                   // clamp(max=1.0)
+    for (int i = 0; i < opt->n_params; i++) {
+        for (long j = 0; j < opt->params[i].numel; j++) {
+            opt->params[i].grad[j] = opt->params[i].grad[j] * coef;
+        }
+    }
+    return total;
+}
+
+double learning_rate(int step, int steps, int warmup, double lr) {
+    if (step < warmup) {
+        return lr * (step + 1) / warmup;
+    }
+    double progress = (double)(step - warmup) / (steps - warmup > 1 ? steps - warmup : 1);
+    return lr * (0.1 + 0.9 * 0.5 * (1.0 + cos(3.141592653589793 * progress)));
+}
+
+void adamw_step(AdamW *opt, double lr) {
+    opt->step += 1;
+    double bias_correction1 = 1.0 - pow(opt->beta1, (double)opt->step);
+    double bias_correction2 = 1.0 - pow(opt->beta2, (double)opt->step);
+    double step_size = lr / bias_correction1;
+    double bias_correction2_sqrt = sqrt(bias_correction2);
+    float decay = (float)(1.0 - lr * opt->weight_decay);
+    float beta1 = (float)opt->beta1, beta2 = (float)opt->beta2;
+    float one_minus_beta1 = (float)(1.0 - opt->beta1), one_minus_beta2 = (float)(1.0 - opt->beta2);
+    float denom_scale = (float)bias_correction2_sqrt, eps = (float)opt->eps;
+    float minus_step_size = (float)(-step_size);
+    for (int i = 0; i < opt->n_params; i++) {
+        Param *p = &opt->params[i];
+        for (long j = 0; j < p->numel; j++) {
+            float g = p->grad[j];
+            p->value[j] = p->value[j] * decay;
+            p->exp_avg[j] = fmaf(g, one_minus_beta1, p->exp_avg[j] * beta1);
+            p->exp_avg_sq[j] = fmaf(one_minus_beta2 * g, g, p->exp_avg_sq[j] * beta2);
+            float denom = sqrtf(p->exp_avg_sq[j]) / denom_scale + eps;
+            p->value[j] = p->value[j] + minus_step_size * p->exp_avg[j] / denom;
+        }
+    }
+}

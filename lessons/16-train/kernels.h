@@ -1,0 +1,38 @@
+// kernels.h - where lesson 16 spends its time: a matrix product, softmax's rows and SwiGLU's
+// silu, each as a plain loop and as AVX2 / AVX-512 code that gives the same bits
+// (kernels.c has them side by side).
+#ifndef KERNELS16_H
+#define KERNELS16_H
+
+#include <stdbool.h>
+
+typedef struct {
+    const char *name;   // "scalar", "avx2", "avx512"
+    // c (m x n) = a (m x k) @ b (k x n), or c += it (accumulate): every element summed over
+    // p = 0, 1, ..., k-1 in order, each product rounded, then added (no fused multiply-add):
+    //     sum = 0;  for p: sum = sum + a[i][p] * b[p][j];   c[i][j] = sum  (or c[i][j] + sum)
+    // the order of the reference BLAS's sgemm and of PyTorch's own small bmm, so that every
+    // product of the lesson is PyTorch's to the bit. a[i][p] = a[i*a_row + p*a_col] (a
+    // transposed matrix is a_row = 1), b[p][j] = b[p*ldb + j], c[i][j] = c[i*ldc + j].
+    void (*gemm)(float *c, int ldc, const float *a, int a_row, int a_col, const float *b,
+                 int ldb, int m, int n, int k, bool accumulate);
+    // softmax_exact_lastdim (common/exact/softmax_exact.h): `rows` rows of n, in place.
+    void (*softmax_rows)(float *x, long rows, int n);
+    // out = z / (1 + exp(-z)) over n contiguous floats, as PyTorch's F.silu: Sleef's exp in
+    // whole blocks of 16, the C library's for the n % 16 left.
+    void (*silu)(float *out, const float *z, long n);
+    // its backward: s = 1 / (1 + exp(-z)), dz = dy * s * (1 + z * (1 - s)), the last
+    // multiply-add fused, the exps as the forward's.
+    void (*silu_backward)(float *dz, const float *dy, const float *z, long n);
+} Kernels;
+
+// The kernels this run uses: ATTN_KERNELS=scalar, avx2 or avx512 if set (make valgrind sets
+// scalar), else the fastest this CPU has. All of them give the same bits.
+extern const Kernels *kernels;
+void kernels_choose(void);
+// NULL if the kernels called `name` cannot run here (or there are none by that name).
+const Kernels *kernels_named(const char *name);
+// NULL, or why ATTN_KERNELS cannot be used (a lesson refuses it with exit 2).
+const char *kernels_variable_problem(void);
+
+#endif
