@@ -9,8 +9,6 @@
 #include "exact/sum_exact.h"
 #include "kernels.h"
 
-int lab_order1 = 0, lab_order2 = 2, lab_order3 = 0;   // LAB
-
 
 Grads grads_init(const Model *model) {
     const Config *c = &model->config;
@@ -101,13 +99,12 @@ static void rms_norm_backward(float *direct, float *through_mean, float *d_weigh
     }
 }
 
-static void add3(float *out, const float *a, const float *b, const float *c, long n, int order) {
+// out = (a + b) + c: a tensor that feeds three operations gets the sum of their three
+// gradients, added in the order autograd's engine delivers them (which matters to the last
+// bit; the order used here was found by trying each against PyTorch).
+static void add3(float *out, const float *a, const float *b, const float *c, long n) {
     for (long i = 0; i < n; i++) {
-        switch (order) {
-        case 0: out[i] = (a[i] + b[i]) + c[i]; break;
-        case 1: out[i] = (a[i] + c[i]) + b[i]; break;
-        default: out[i] = (b[i] + c[i]) + a[i]; break;
-        }
+        out[i] = (a[i] + b[i]) + c[i];
     }
 }
 
@@ -194,7 +191,7 @@ static void layer_backward(LayerGrads *lg, BackwardScratch *w, const DecoderLaye
     rms_norm_backward(w->direct, w->through_mean, lg->post_attention_layernorm, w->products,
                       w->d_h, a->x2, a->rstd2, layer->post_attention_layernorm->data, rows, C,
                       w->scratch);
-    add3(w->d_x2, w->d_x, w->direct, w->through_mean, n, lab_order1);
+    add3(w->d_x2, w->d_x, w->direct, w->through_mean, n);   // residual first, then the norm's
     // x2 = x + o_proj(y)
     linear_backward(w->d_y, lg->o_proj, &layer->o_proj, w->d_x2, a->y, rows);
     attention_backward(w, a, c, B);
@@ -203,10 +200,10 @@ static void layer_backward(LayerGrads *lg, BackwardScratch *w, const DecoderLaye
     linear_backward(w->direct, lg->q_proj, &layer->q_proj, w->d_q, a->h1, rows);
     linear_backward(w->through_mean, lg->k_proj, &layer->k_proj, w->d_k, a->h1, rows);
     linear_backward(w->products, lg->v_proj, &layer->v_proj, w->d_v, a->h1, rows);
-    add3(w->d_h, w->direct, w->through_mean, w->products, n, lab_order2);
+    add3(w->d_h, w->through_mean, w->products, w->direct, n);   // k and v's, then q's
     rms_norm_backward(w->direct, w->through_mean, lg->input_layernorm, w->products, w->d_h,
                       a->x, a->rstd1, layer->input_layernorm->data, rows, C, w->scratch);
-    add3(w->d_x, w->d_x2, w->direct, w->through_mean, n, lab_order3);
+    add3(w->d_x, w->d_x2, w->direct, w->through_mean, n);
 }
 
 void model_backward(Grads *grads, BackwardScratch *w, const Model *model,

@@ -106,6 +106,12 @@ typedef struct {
 
 Settings read_flags(Lesson *lesson, int argc, char **argv);
 
+// A batch of a task: what make_batch draws.
+typedef struct {
+    Tensor *input_ids;   // (B, N) int64
+    Tensor *labels;      // (B, N) int64: the next token where an answer is asked, else -100
+} Batch;
+
 // The forward's pieces the backward calls again, and a helper (train.c).
 float *floats(long count);
 void linear_forward(float *y, const Linear *layer, const float *x, int rows, float *scratch);

@@ -99,7 +99,7 @@ void print_chart(const float *loss, const float *accuracy, int steps) {
     for (int y = 0; y < HEIGHT; y++) {
         float at_loss = top * (float)(HEIGHT - 1 - y) / (HEIGHT - 1);
         float at_acc = (float)(HEIGHT - 1 - y) / (HEIGHT - 1);
-        bool labelled = y == 0 || y == HEIGHT - 1 || y == (HEIGHT - 1) / 2;
+        bool labelled = y == 0 || y == HEIGHT - 1;
         if (labelled) {
             printf("%5.2f |%.*s| %.2f\n", (double)at_loss, columns, grid[y], (double)at_acc);
         } else {

@@ -66,7 +66,7 @@ bool svg_maps(const char *path, const Config *c, const float *ids, const float *
     emit(&t, "<text x=\"4\" y=\"12\" font-size=\"11\">%s: the attention of every head on the "
         "example (row: the query, column: the key; darker: more weight)</text>\n",
         c->task == RECALL ? "recall" : "reverse");
-    const char *when[3] = {"before training", "after step %d", "after step %d"};
+    const char *when[3] = {"at the start", "after step %d", "after step %d"};
     for (int m = 0; m < 3; m++) {
         int y0 = TOP + m * (map + ROW_GAP);
         char title[40];

@@ -70,13 +70,9 @@
 #include "model.h"
 #include "show.h"
 #include "svg.h"
+#include "train.h"
 
 // --- the tasks ------------------------------------------------------------------------------
-
-typedef struct {
-    Tensor *input_ids;   // (B, N) int64
-    Tensor *labels;      // (B, N) int64: the next token where an answer is asked, else -100
-} Batch;
 
 // torch.sort(torch.rand(B, n), dim=-1, stable=True).indices: a random order of 0 .. n-1 in
 // each row (equal floats, which are rare, keep their index order).
@@ -399,20 +395,6 @@ static long answers_right(long *asked, long *perfect, const float *logits, const
 
 // --- a run: everything training needs, made once ------------------------------------------
 
-typedef struct {
-    Settings s;
-    Model model;
-    Activations acts;        // the forward of a batch of B sequences
-    Activations one;         // of one sequence: the example's maps, decoding
-    Grads grads;
-    BackwardScratch scratch;
-    AdamW opt;
-    Batch example;           // the fixed sequence the maps and decoding look at
-    float *loss, *accuracy, *grad_norm;   // (steps,) each step's
-    int map_steps[3];        // the maps are taken before step 1, after map_steps[1], at the end
-    float *maps;             // (3, layers, H, N, N) the example's attention weights then
-} Run;
-
 // Every buffer a forward of B sequences writes, made once and reused by every step.
 static Activations activations_init(const Config *c, int B) {
     int N = c->seq, C = c->hidden_size, F = c->intermediate_size, NV = c->vocab_size;
@@ -451,7 +433,7 @@ static Activations activations_init(const Config *c, int B) {
     return acts;
 }
 
-static Run run_init(const Settings *s) {
+Run run_init(const Settings *s) {
     Run run = {.s = *s};
     const Config *c = &s->config;
     run.model = model_init(c);                        // the draws: the parameters first,
@@ -495,6 +477,15 @@ static float optimizer_step(Run *run, int step) {
     float norm = clip_grad_norm(&run->opt, s->clip > 0 ? (float)s->clip : INFINITY);
     adamw_step(&run->opt, learning_rate(step, s->steps, s->warmup, s->lr));
     return norm;
+}
+
+// One step on a fresh batch, without a word: what --bench times.
+void train_step(Run *run, int step) {
+    size_t mark = arena_mark();
+    Batch batch = make_batch(&run->s.config, run->s.batch);
+    run->loss[step] = forward_backward(run, &batch, &run->accuracy[step]);
+    run->grad_norm[step] = optimizer_step(run, step);
+    arena_release(mark);
 }
 
 // The example's attention weights, every layer and head, into map `which` (0, 1, 2).
@@ -582,11 +573,7 @@ static void part3_training(Run *run, float first_loss, float first_right) {
     run->accuracy[0] = first_right;
     for (int step = 1; step <= s->steps; step++) {   // step 1's update is part 2's
         if (step > 1) {
-            size_t mark = arena_mark();
-            Batch batch = make_batch(&s->config, s->batch);
-            run->loss[step - 1] = forward_backward(run, &batch, &run->accuracy[step - 1]);
-            run->grad_norm[step - 1] = optimizer_step(run, step - 1);
-            arena_release(mark);
+            train_step(run, step - 1);
         }
         if (step <= 20 || step % 50 == 0 || step == s->steps) {
             print_step(run, step);
@@ -608,7 +595,7 @@ static void part4_maps(Run *run) {
     const float *ids = run->example.input_ids->data, *labels = run->example.labels->data;
     printf("the example: %s (row: the query's token, column: the key's; darker: more weight)\n",
            sequence_text(c, ids));
-    const char *when[3] = {"before training", "after step", "after step"};
+    const char *when[3] = {"at the start", "after step", "after step"};
     for (int m = 0; m < 3; m++) {
         printf("%s%s", m > 0 ? "\n" : "", when[m]);
         printf(m > 0 ? " %d:\n" : ":\n", run->map_steps[m]);
@@ -717,6 +704,9 @@ int main(int argc, char **argv) {
     lesson_start(&lesson);
     Run run = run_init(&s);                          // the parameters and the example drawn
     take_maps(&run, 0);
+    if (run.map_steps[1] == 0) {
+        take_maps(&run, 1);
+    }
     Batch first;
     float right, loss = part1_setup(&run, &first, &right);
     trace_step(&run, &first, lesson.dot_file != NULL || lesson.dump_dir != NULL);
