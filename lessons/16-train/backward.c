@@ -151,9 +151,10 @@ static void attention_backward(BackwardScratch *w, const LayerActivations *a, co
                     v_t[d * N + s] = v_bg[(long)s * KV * D + d];
                 }
             }
-            kernels->gemm(w->d_att, N, dy_bh, H * D, 1, v_t, N, N, N, D, false);      // dP = dO V^T
-            kernels->gemm(w->d_v + ((long)b * N * KV + g) * D, KV * D, att, 1, N, dy_bh, H * D, N, D,
-                   N, !first);                                                 // dV += P^T dO
+            float *dv = w->d_v + ((long)b * N * KV + g) * D;        // this group's dV and dK
+            float *dk = w->d_k + ((long)b * N * KV + g) * D;
+            kernels->gemm(w->d_att, N, dy_bh, H * D, 1, v_t, N, N, N, D, false);     // dP = dO V^T
+            kernels->gemm(dv, KV * D, att, 1, N, dy_bh, H * D, N, D, N, !first);    // dV += P^T dO
             for (int t = 0; t < N; t++) {
                 const float *p = att + t * N, *dp = w->d_att + t * N;
                 float row = softmax_exact_backward_row(dp, p, N);
@@ -161,10 +162,9 @@ static void attention_backward(BackwardScratch *w, const LayerActivations *a, co
                     w->d_scores[t * N + s] = s <= t ? ((dp[s] - row) * p[s]) / scale : 0.0f;
                 }
             }
-            kernels->gemm(w->d_q + ((long)b * N * H + h) * D, H * D, w->d_scores, N, 1, k_bg, KV * D,
-                   N, D, N, false);                                            // dQ = dS K
-            kernels->gemm(w->d_k + ((long)b * N * KV + g) * D, KV * D, w->d_scores, 1, N, q_bh, H * D,
-                   N, D, N, !first);                                           // dK += dS^T Q
+            float *dq = w->d_q + ((long)b * N * H + h) * D;
+            kernels->gemm(dq, H * D, w->d_scores, N, 1, k_bg, KV * D, N, D, N, false);  // dS K
+            kernels->gemm(dk, KV * D, w->d_scores, 1, N, q_bh, H * D, N, D, N, !first); // += dS^T Q
         }
     }
 }

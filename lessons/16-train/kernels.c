@@ -128,8 +128,9 @@ AVX2 static void gemm_avx2(float *c, int ldc, const float *a, int a_row, int a_c
 
 // sleef_expf for 8 lanes (softmax_exact.c has the scalar one and says how it works).
 AVX2 static __m256 exp_avx2(__m256 d) {
-    __m256 q = _mm256_round_ps(_mm256_mul_ps(d, _mm256_set1_ps(1.442695040888963407359924681001892137426645954152985934135449406931f)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 log2e = _mm256_set1_ps(1.442695040888963407359924681001892137426645954152985934f);
+    __m256 q = _mm256_round_ps(_mm256_mul_ps(d, log2e),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);   // rintf
     __m256 s = _mm256_fmadd_ps(q, _mm256_set1_ps(-0.693145751953125f), d);
     s = _mm256_fmadd_ps(q, _mm256_set1_ps(-1.428606765330187045e-06f), s);
     __m256 u = _mm256_set1_ps(0.000198527617612853646278381f);
@@ -146,8 +147,10 @@ AVX2 static __m256 exp_avx2(__m256 d) {
     __m256 two_rest = _mm256_castsi256_ps(
         _mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(qi, h), bias), 23));
     u = _mm256_mul_ps(_mm256_mul_ps(u, two_h), two_rest);
-    u = _mm256_blendv_ps(u, _mm256_setzero_ps(), _mm256_cmp_ps(d, _mm256_set1_ps(-104.0f), _CMP_LT_OQ));
-    u = _mm256_blendv_ps(u, _mm256_set1_ps(INFINITY), _mm256_cmp_ps(d, _mm256_set1_ps(100.0f), _CMP_GT_OQ));
+    __m256 tiny = _mm256_cmp_ps(d, _mm256_set1_ps(-104.0f), _CMP_LT_OQ);   // Sleef's cut-offs
+    __m256 huge = _mm256_cmp_ps(d, _mm256_set1_ps(100.0f), _CMP_GT_OQ);
+    u = _mm256_blendv_ps(_mm256_blendv_ps(u, _mm256_setzero_ps(), tiny), _mm256_set1_ps(INFINITY),
+                         huge);
     return _mm256_blendv_ps(u, d, _mm256_cmp_ps(d, d, _CMP_UNORD_Q));   // NaN stays NaN
 }
 
@@ -207,7 +210,8 @@ AVX2 static void silu_backward_avx2(float *dz, const float *dy, const float *z, 
         __m256 e = exp_avx2(_mm256_sub_ps(_mm256_setzero_ps(), zi));
         __m256 sigmoid = _mm256_div_ps(one, _mm256_add_ps(one, e));
         __m256 slope = _mm256_fmadd_ps(zi, _mm256_sub_ps(one, sigmoid), one);
-        _mm256_storeu_ps(dz + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(dy + i), sigmoid), slope));
+        __m256 dy_sigmoid = _mm256_mul_ps(_mm256_loadu_ps(dy + i), sigmoid);
+        _mm256_storeu_ps(dz + i, _mm256_mul_ps(dy_sigmoid, slope));
     }
     silu_backward_scalar(dz + whole, dy + whole, z + whole, n - whole);
 }

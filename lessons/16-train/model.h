@@ -102,6 +102,7 @@ typedef struct {
     const char *load_dir;          // --load DIR: start from this state_dict, or NULL
     const char *svg_file;          // --svg FILE: the attention maps as an image, or NULL
     bool bench;
+    bool heatmap;                  // --heatmap: the trained maps as lesson/heatmap.h draws them
 } Settings;
 
 Settings read_flags(Lesson *lesson, int argc, char **argv);

@@ -516,6 +516,10 @@ static float part1_setup(Run *run, Batch *first, float *right) {
     const Settings *s = &run->s;
     const Config *c = &s->config;
     print_setup(c, s, &run->opt, sequence_text(c, run->example.input_ids->data));
+    if (s->load_dir != NULL) {
+        printf("model.load_state_dict(): every parameter replaced by %s/<name>.npy\n",
+               s->load_dir);
+    }
     *first = make_batch(c, s->batch);
     printf("input_ids, labels = make_batch(%d): input_ids[0] = %s\n", s->batch,
            sequence_text(c, first->input_ids->data));
@@ -537,7 +541,6 @@ static void part2_step_one(Run *run) {
         const Param *p = &opt->params[i];
         printf("  %-44s %-10s %.6f\n", p->name, shape_str(p->shape, SIZES_TUPLE),
                (double)norm_of(p->grad, p->numel));
-        named(grad_name(p->name), tensor_from(p->shape, p->grad));   // --dump: <name>.grad
     }
     Param *lm_head = &opt->params[opt->n_params - 1];
     float w = lm_head->value[0];
@@ -611,6 +614,10 @@ static void part4_maps(Run *run) {
         }
     }
     print_focus_key(c);
+    if (run->s.heatmap) {
+        const float *last = run->maps + 2L * L * H * N * N;      // the maps at the end
+        print_heatmap("attn_weights", tensor_from(shape4(L, H, N, N), last));
+    }
 }
 
 // --- part 5: greedy decoding with the KV cache ----------------------------------------------
@@ -686,13 +693,16 @@ static void part6_evaluation(Run *run) {
     }
     printf("answers right: %ld of %ld (%.2f%%); sequences with every answer right: %ld of %ld "
            "(%.2f%%)\n", right, asked, 100.0 * right / asked, perfect, sequences,
-           100.0 * perfect / sequences);
+           100.0 * perfect / sequences);    if (s->save_dir != NULL) {
+        printf("the state_dict, %d tensors, goes to %s/<name>.npy\n", run->opt.n_params,
+               s->save_dir);
+    }
 }
 
 // --- the lesson ------------------------------------------------------------------------------
 
-static void trace_step(const Run *run, const Batch *first, bool listening);   // appendix A
-static void finish_outputs(const Run *run);
+static void record_step_one(const Run *run, const Batch *first, bool dot, bool dump);
+static void finish_outputs(const Run *run, bool dump);   // appendix A, after main
 
 int main(int argc, char **argv) {
     Lesson lesson;
@@ -702,22 +712,24 @@ int main(int argc, char **argv) {
         return bench_training(&lesson, &s);
     }
     lesson_start(&lesson);
-    Run run = run_init(&s);                          // the parameters and the example drawn
+    trace_pause(lesson.dump_dir == NULL);   // the drawn parameters: --dump's, not --dot's
+    Run run = run_init(&s);                 // the parameters and the example drawn
+    trace_pause(false);
     take_maps(&run, 0);
     if (run.map_steps[1] == 0) {
         take_maps(&run, 1);
     }
     Batch first;
     float right, loss = part1_setup(&run, &first, &right);
-    trace_step(&run, &first, lesson.dot_file != NULL || lesson.dump_dir != NULL);
-    if (s.steps > 0) {                               // --load with --steps 0: no training
+    record_step_one(&run, &first, lesson.dot_file != NULL, lesson.dump_dir != NULL);
+    if (s.steps > 0) {                      // --load with --steps 0: no training
         part2_step_one(&run);
         part3_training(&run, loss, right);
     }
     part4_maps(&run);
     part5_decoding(&run);
     part6_evaluation(&run);
-    finish_outputs(&run);                            // --save, --svg, the dumps of the run
+    finish_outputs(&run, lesson.dump_dir != NULL);   // --save, --svg, the run's dumps
     return lesson_finish(&lesson);
 }
 
@@ -731,72 +743,83 @@ static const Tensor *traced(const char *label, const float *data, Shape shape, i
     return labeled(label, t);
 }
 
-// Step 1's forward as a graph (one box per tensor, one arrow per operation), and its batch,
-// logits and gradients for --dump. Runs only when --dot or --dump listens.
-static void trace_step(const Run *run, const Batch *first, bool listening) {
-    if (!listening) {
-        return;
-    }
+// Step 1 as a graph for --dot (one box per tensor, one arrow per operation: the forward, the
+// loss, its backward, the update), and its batch, logits and gradients for --dump.
+static void record_step_one(const Run *run, const Batch *first, bool dot, bool dump) {
     const Config *c = &run->s.config;
     const Activations *a = &run->acts;
+    const AdamW *opt = &run->opt;
+    if (dump) {
+        named("input_ids", first->input_ids);
+        named("labels", first->labels);
+        named("logits", tensor_from(shape3(run->s.batch, c->seq, c->vocab_size), a->logits));
+        for (int i = 0; i < opt->n_params; i++) {   // before clip_grad_norm_
+            named(grad_name(opt->params[i].name),
+                  tensor_from(opt->params[i].shape, opt->params[i].grad));
+        }
+    }
+    if (!dot) {
+        return;
+    }
+    bool was_paused = trace_pause(!dot);
     int B = run->s.batch, N = c->seq, C = c->hidden_size, F = c->intermediate_size;
     int H = c->num_attention_heads, KV = c->num_key_value_heads, D = c->head_dim;
-    const Tensor *ids = named("input_ids", first->input_ids);
-    named("labels", first->labels);
-    const Tensor *x = traced("x", a->layers[0].x, shape3(B, N, C), 2,
-                             (const Tensor *const[]){ids, run->model.embed_tokens},
+    const Tensor *x = traced("x", a->layers[0].x, shape3(B, N, C), 1,
+                             (const Tensor *const[]){labeled("input_ids", first->input_ids)},
                              "embed_tokens");
     for (int l = 0; l < c->num_hidden_layers; l++) {
         const LayerActivations *la = &a->layers[l];
-        const DecoderLayer *layer = &run->model.layers[l];
-        const Tensor *h1 = traced("h1", la->h1, shape3(B, N, C), 2,
-                                  (const Tensor *const[]){x, layer->input_layernorm},
-                                  "input_layernorm");
-        const Tensor *q = traced("q", la->q, shape4(B, N, H, D), 2,
-                                 (const Tensor *const[]){h1, layer->q_proj.weight}, "q_proj, RoPE");
-        const Tensor *k = traced("k", la->k, shape4(B, N, KV, D), 2,
-                                 (const Tensor *const[]){h1, layer->k_proj.weight}, "k_proj, RoPE");
-        const Tensor *v = traced("v", la->v, shape4(B, N, KV, D), 2,
-                                 (const Tensor *const[]){h1, layer->v_proj.weight}, "v_proj");
+        const Tensor *h1 = traced("h1", la->h1, shape3(B, N, C), 1, &x, "input_layernorm");
+        const Tensor *q = traced("q", la->q, shape4(B, N, H, D), 1, &h1, "q_proj, RoPE");
+        const Tensor *k = traced("k", la->k, shape4(B, N, KV, D), 1, &h1, "k_proj, RoPE");
+        const Tensor *v = traced("v", la->v, shape4(B, N, KV, D), 1, &h1, "v_proj");
         const Tensor *att = traced("att", la->att, shape4(B, H, N, N), 2,
-                                   (const Tensor *const[]){q, k}, "causal softmax");
+                                   (const Tensor *const[]){q, k}, "causal softmax(q k^T)");
         const Tensor *y = traced("y", la->y, shape4(B, N, H, D), 2,
                                  (const Tensor *const[]){att, v}, "att @ v");
-        const Tensor *x2 = traced("x2", la->x2, shape3(B, N, C), 3,
-                                  (const Tensor *const[]){x, y, layer->o_proj.weight},
-                                  "x + o_proj(y)");
-        const Tensor *h2 = traced("h2", la->h2, shape3(B, N, C), 2,
-                                  (const Tensor *const[]){x2, layer->post_attention_layernorm},
+        const Tensor *x2 = traced("x2", la->x2, shape3(B, N, C), 2,
+                                  (const Tensor *const[]){x, y}, "x + o_proj(y)");
+        const Tensor *h2 = traced("h2", la->h2, shape3(B, N, C), 1, &x2,
                                   "post_attention_layernorm");
-        const Tensor *prod = traced("prod", la->prod, shape3(B, N, F), 3,
-                                    (const Tensor *const[]){h2, layer->gate_proj.weight,
-                                                            layer->up_proj.weight},
+        const Tensor *prod = traced("prod", la->prod, shape3(B, N, F), 1, &h2,
                                     "silu(gate_proj) * up_proj");
         const float *next = l + 1 < c->num_hidden_layers ? a->layers[l + 1].x : a->x_final;
-        x = traced("x", next, shape3(B, N, C), 3,
-                   (const Tensor *const[]){x2, prod, layer->down_proj.weight},
-                   "x2 + down_proj(...)");
+        x = traced("x", next, shape3(B, N, C), 2, (const Tensor *const[]){x2, prod},
+                   "x2 + down_proj(prod)");
     }
-    const Tensor *h = traced("h", a->h_final, shape3(B, N, C), 2,
-                             (const Tensor *const[]){x, run->model.norm}, "norm");
-    named("logits", traced("logits", a->logits, shape3(B, N, c->vocab_size), 2,
-                           (const Tensor *const[]){h, run->model.lm_head.weight}, "lm_head"));
+    const Tensor *h = traced("h", a->h_final, shape3(B, N, C), 1, &x, "norm");
+    const Tensor *logits = traced("logits", a->logits, shape3(B, N, c->vocab_size), 1, &h,
+                                  "lm_head");
+    const Tensor *loss = traced("loss", &run->loss[0], (Shape){0, {0}}, 2,
+                                (const Tensor *const[]){logits, labeled("labels", first->labels)},
+                                "cross_entropy");
+    long total = 0;
+    for (int i = 0; i < opt->n_params; i++) {
+        total += opt->params[i].numel;
+    }
+    Tensor *all = zeros(shape1((int)total));
+    const Tensor *grads = traced("every .grad", all->data, all->shape, 1, &loss,
+                                 "loss.backward() (backward.c)");
+    traced("every parameter", all->data, all->shape, 1, &grads, "clip_grad_norm_, AdamW");
+    trace_pause(was_paused);
 }
 
 // At the end: the run's losses, accuracies, norms and maps for --dump, the state_dict for
 // --save, the maps as an image for --svg.
-static void finish_outputs(const Run *run) {
+static void finish_outputs(const Run *run, bool dump) {
     const Settings *s = &run->s;
     const Config *c = &s->config;
-    int steps = s->steps;
-    if (steps > 0) {
-        named("losses", tensor_from(shape1(steps), run->loss));
-        named("accuracies", tensor_from(shape1(steps), run->accuracy));
-        named("grad_norms", tensor_from(shape1(steps), run->grad_norm));
+    if (dump && s->steps > 0) {
+        named("losses", tensor_from(shape1(s->steps), run->loss));
+        named("accuracies", tensor_from(shape1(s->steps), run->accuracy));
+        named("grad_norms", tensor_from(shape1(s->steps), run->grad_norm));
     }
-    named("example", run->example.input_ids);
-    named("attn_weights", tensor_from(shape5(3, c->num_hidden_layers, c->num_attention_heads,
-                                             c->seq, c->seq), run->maps));
+    if (dump) {
+        named("example", run->example.input_ids);
+        named("attn_weights", tensor_from(shape5(3, c->num_hidden_layers,
+                                                 c->num_attention_heads, c->seq, c->seq),
+                                          run->maps));
+    }
     if (s->save_dir != NULL && !checkpoint_save(&run->opt, c, s->save_dir)) {
         fail("--save %s: %s", s->save_dir, strerror(errno));
     }

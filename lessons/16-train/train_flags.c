@@ -4,6 +4,7 @@
 #include "checkpoint.h"
 #include "kernels.h"
 #include "model.h"
+#include "svg.h"
 
 static const char *const TASKS[] = {"recall", "reverse", NULL};
 
@@ -92,8 +93,9 @@ Settings read_flags(Lesson *lesson, int argc, char **argv) {
         check_fits(lesson, "embed_tokens.weight (vocab, dim)", shape2(vocab, dim));
         // all of them: ~ 20 (rows, dim or hidden) buffers a layer; and the work
         double floats = (double)layers * rows * (8.0 * dim + 4.0 * hidden + heads * seq) * 2;
-        double flops = 6.0 * rows * steps * ((double)layers * (2.0 * dim * dim +
-                       2.0 * dim * dim * kv_heads / heads + 3.0 * dim * hidden) + 2.0 * dim * vocab);
+        double weights = (double)layers * (2.0 * dim * dim + 2.0 * dim * dim * kv_heads / heads +
+                                           3.0 * dim * hidden) + 2.0 * dim * vocab;
+        double flops = 6.0 * rows * steps * weights;   // 2 per weight per token, times 3
         if (floats > (double)(1L << 28)) {
             usage_error(lesson, "these sizes need about %.0f MiB of activations; the lesson "
                         "allows 1024", floats * 4 / (1 << 20));
@@ -109,7 +111,11 @@ Settings read_flags(Lesson *lesson, int argc, char **argv) {
         .batch = batch, .steps = steps, .warmup = warmup, .lr = lr, .weight_decay = weight_decay,
         .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .clip = clip,
         .save_dir = save_dir, .load_dir = load_dir, .svg_file = svg_file, .bench = bench,
+        .heatmap = lesson->heatmap,
     };
     checkpoint_check(lesson, &s);
+    if (svg_file != NULL) {
+        svg_check(lesson, svg_file);
+    }
     return s;
 }
