@@ -140,12 +140,28 @@ float sum_exact(const float *x, long n) {
 // each one running sum down the rows, with the cascade; the columns left over use
 // row_sum's four running sums, rows 4g + k going into sum k.
 void sum_exact_columns(float *sums, const float *x, long rows, long cols) {
-    int block = cols >= LANES ? ROWS * LANES : ROWS;   // 32 columns, or 4
+    if (cols < LANES) {
+        sum_exact_columns_strided(sums, x, rows, cols, cols, 1);
+        return;
+    }
     long c = 0;
-    for (; c + block <= cols; c += block) {
-        multi_row_sum(&sums[c], &x[c], rows, block / ROWS, cols, block / ROWS);
+    for (; c + ROWS * LANES <= cols; c += ROWS * LANES) {
+        multi_row_sum(&sums[c], &x[c], rows, LANES, cols, LANES);
     }
     for (; c < cols; c++) {
         row_sum(&sums[c], &x[c], rows, 1, cols);
+    }
+}
+
+// scalar_outer_sum: blocks of 4 columns, each a running sum down the rows with the
+// cascade; the columns left over, row_sum's four running sums.
+void sum_exact_columns_strided(float *sums, const float *x, long rows, long cols,
+                               long row_stride, long col_stride) {
+    long c = 0;
+    for (; c + ROWS <= cols; c += ROWS) {
+        multi_row_sum(&sums[c], &x[c * col_stride], rows, 1, row_stride, col_stride);
+    }
+    for (; c < cols; c++) {
+        row_sum(&sums[c], &x[c * col_stride], rows, 1, row_stride);
     }
 }
