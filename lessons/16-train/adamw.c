@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernels.h"
+
 static Param param(const char *name, const Tensor *value, float *grad) {
     long n = numel(value);
     return (Param){name, value->shape, value->data, grad, arena_alloc((size_t)n, sizeof(float)),
@@ -102,26 +104,30 @@ double learning_rate(int step, int steps, int warmup, double lr) {
     return lr * (0.1 + 0.9 * 0.5 * (1.0 + cos(3.141592653589793 * progress)));
 }
 
+// torch.optim.AdamW's step (1.13, _single_tensor_adamw), for every weight w with gradient g:
+//   w = w * (1 - lr * weight_decay)
+//   m = m * beta1 + (1 - beta1) * g         (exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1))
+//   v = v * beta2 + (1 - beta2) * g * g     (exp_avg_sq.mul_(beta2).addcmul_(grad, grad, ...))
+//   w = w - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+// The scalars are worked out in double, as Python does, then rounded to float as PyTorch
+// passes them to its kernels; the compiler fused two of the multiply-adds, so the kernels
+// (kernels.c) fuse the same two.
 void adamw_step(AdamW *opt, double lr) {
     opt->step += 1;
     double bias_correction1 = 1.0 - pow(opt->beta1, (double)opt->step);
     double bias_correction2 = 1.0 - pow(opt->beta2, (double)opt->step);
-    double step_size = lr / bias_correction1;
-    double bias_correction2_sqrt = sqrt(bias_correction2);
-    float decay = (float)(1.0 - lr * opt->weight_decay);
-    float beta1 = (float)opt->beta1, beta2 = (float)opt->beta2;
-    float one_minus_beta1 = (float)(1.0 - opt->beta1), one_minus_beta2 = (float)(1.0 - opt->beta2);
-    float denom_scale = (float)bias_correction2_sqrt, eps = (float)opt->eps;
-    float minus_step_size = (float)(-step_size);
+    AdamWStep k = {
+        .decay = (float)(1.0 - lr * opt->weight_decay),
+        .beta1 = (float)opt->beta1,
+        .one_minus_beta1 = (float)(1.0 - opt->beta1),
+        .beta2 = (float)opt->beta2,
+        .one_minus_beta2 = (float)(1.0 - opt->beta2),
+        .correction2 = (float)sqrt(bias_correction2),
+        .eps = (float)opt->eps,
+        .minus_step_size = (float)(-(lr / bias_correction1)),
+    };
     for (int i = 0; i < opt->n_params; i++) {
         Param *p = &opt->params[i];
-        for (long j = 0; j < p->numel; j++) {
-            float g = p->grad[j];
-            p->value[j] = p->value[j] * decay;
-            p->exp_avg[j] = fmaf(g, one_minus_beta1, p->exp_avg[j] * beta1);
-            p->exp_avg_sq[j] = fmaf(one_minus_beta2 * g, g, p->exp_avg_sq[j] * beta2);
-            float denom = sqrtf(p->exp_avg_sq[j]) / denom_scale + eps;
-            p->value[j] = p->value[j] + minus_step_size * p->exp_avg[j] / denom;
-        }
+        kernels->adamw(p->value, p->exp_avg, p->exp_avg_sq, p->grad, p->numel, &k);
     }
 }

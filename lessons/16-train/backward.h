@@ -14,6 +14,8 @@ typedef struct {
     float *d_y;                    // (B, N, H, D)
     float *d_q;                    // (B, N, H, D)
     float *d_k, *d_v;              // (B, N, KV, D)
+    float *group_dk, *group_dv;    // (R, N, D) the dK and dV of one group's query heads
+    float *group_sum;              // (N, D) their sum
     float *d_scores;               // (N, N) one head's
     float *d_att;                  // (N, N)
     float *d_prod, *d_gate, *d_up; // (B, N, F)
@@ -23,8 +25,9 @@ typedef struct {
 
 Grads grads_init(const Model *model);
 BackwardScratch backward_scratch_init(const Config *config, int B);
+// loss.backward() for a batch whose forward left `acts`; `asked` rows have a label.
 void model_backward(Grads *grads, BackwardScratch *w, const Model *model,
                     const Activations *acts, const Tensor *input_ids, const Tensor *labels,
-                    int answered);
+                    int asked);
 
 #endif

@@ -50,7 +50,7 @@ int bench_training(const Lesson *lesson, const Settings *settings) {
         runs[i] = run_init(&cases[i]);
         const Config *c = &cases[i].config;
         double work = (double)cases[i].batch * c->seq * c->hidden_size * c->num_hidden_layers;
-        steps_per_round[i] = work < 2e6 ? 20 : work < 2e7 ? 5 : 2;
+        steps_per_round[i] = work < 2e5 ? 20 : work < 2e7 ? 5 : 2;
     }
     double best[CASES], worst[CASES];
     int taken[CASES] = {0};

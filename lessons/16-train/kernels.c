@@ -53,8 +53,20 @@ static void silu_backward_scalar(float *dz, const float *dy, const float *z, lon
     }
 }
 
+static void adamw_scalar(float *value, float *exp_avg, float *exp_avg_sq, const float *grad,
+                         long n, const AdamWStep *k) {
+    for (long i = 0; i < n; i++) {
+        float g = grad[i];
+        value[i] = value[i] * k->decay;
+        exp_avg[i] = fmaf(g, k->one_minus_beta1, exp_avg[i] * k->beta1);
+        exp_avg_sq[i] = fmaf(k->one_minus_beta2 * g, g, exp_avg_sq[i] * k->beta2);
+        float denom = sqrtf(exp_avg_sq[i]) / k->correction2 + k->eps;
+        value[i] = value[i] + k->minus_step_size * exp_avg[i] / denom;
+    }
+}
+
 static const Kernels SCALAR = {"scalar", gemm_scalar, softmax_exact_lastdim, silu_scalar,
-                               silu_backward_scalar};
+                               silu_backward_scalar, adamw_scalar};
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_VECTOR_KERNELS 1
@@ -95,6 +107,26 @@ AVX2 static void block_4x16_avx2(float *c, int ldc, const float *a, int a_row, i
     }
 }
 
+// Rows i .. i+3 of c, columns j .. j+7: the tail of a row too short for 16.
+AVX2 static void block_4x8_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
+                                const float *b, int ldb, int k, bool accumulate) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    __m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+    for (int p = 0; p < k; p++) {
+        const float *a_p = a + (long)p * a_col;
+        __m256 b0 = _mm256_loadu_ps(b + (long)p * ldb);
+        s0 = _mm256_add_ps(s0, _mm256_mul_ps(_mm256_set1_ps(a_p[0]), b0));
+        s1 = _mm256_add_ps(s1, _mm256_mul_ps(_mm256_set1_ps(a_p[a_row]), b0));
+        s2 = _mm256_add_ps(s2, _mm256_mul_ps(_mm256_set1_ps(a_p[2L * a_row]), b0));
+        s3 = _mm256_add_ps(s3, _mm256_mul_ps(_mm256_set1_ps(a_p[3L * a_row]), b0));
+    }
+    __m256 sums[4] = {s0, s1, s2, s3};
+    for (int r = 0; r < 4; r++) {
+        float *c_r = c + (long)r * ldc;
+        _mm256_storeu_ps(c_r, accumulate ? _mm256_add_ps(_mm256_loadu_ps(c_r), sums[r]) : sums[r]);
+    }
+}
+
 // One row of c, columns j .. j+7.
 AVX2 static void block_1x8_avx2(float *c, const float *a, int a_col, const float *b, int ldb,
                                 int k, bool accumulate) {
@@ -106,24 +138,37 @@ AVX2 static void block_1x8_avx2(float *c, const float *a, int a_col, const float
     _mm256_storeu_ps(c, accumulate ? _mm256_add_ps(_mm256_loadu_ps(c), s) : s);
 }
 
-AVX2 static void gemm_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
-                             const float *b, int ldb, int m, int n, int k, bool accumulate) {
-    int full = n / 16 * 16, eights = n / 8 * 8, i = 0;
-    for (; i + 4 <= m; i += 4) {
-        for (int j = 0; j < full; j += 16) {
-            block_4x16_avx2(c + (long)i * ldc + j, ldc, a + (long)i * a_row, a_row, a_col, b + j,
-                            ldb, k, accumulate);
-        }
-    }
-    for (int r = 0; r < m; r++) {   // what the 4 x 16 blocks left: columns, then rows
-        int from = r < i ? full : 0;
-        for (int j = from; j < eights; j += 8) {
+// What the blocks of 4 rows left: rows i .. m-1 whole, and in rows 0 .. i-1 the columns
+// from `done` on: 8 at a time, then one by one.
+AVX2 static void gemm_rest_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
+                                const float *b, int ldb, int m, int n, int k, bool accumulate,
+                                int i, int done) {
+    int eights = n / 8 * 8;
+    for (int r = 0; r < m; r++) {
+        for (int j = r < i ? done : 0; j < eights; j += 8) {
             block_1x8_avx2(c + (long)r * ldc + j, a + (long)r * a_row, a_col, b + j, ldb, k,
                            accumulate);
         }
         gemm_scalar(c + (long)r * ldc + eights, ldc, a + (long)r * a_row, a_row, a_col,
-                      b + eights, ldb, 1, n - eights, k, accumulate);
+                    b + eights, ldb, 1, n - eights, k, accumulate);
     }
+}
+
+AVX2 static void gemm_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
+                           const float *b, int ldb, int m, int n, int k, bool accumulate) {
+    int sixteens = n / 16 * 16, eights = n / 8 * 8, i = 0;
+    for (; i + 4 <= m; i += 4) {
+        float *c_i = c + (long)i * ldc;
+        const float *a_i = a + (long)i * a_row;
+        for (int j = 0; j < sixteens; j += 16) {
+            block_4x16_avx2(c_i + j, ldc, a_i, a_row, a_col, b + j, ldb, k, accumulate);
+        }
+        if (eights > sixteens) {
+            block_4x8_avx2(c_i + sixteens, ldc, a_i, a_row, a_col, b + sixteens, ldb, k,
+                           accumulate);
+        }
+    }
+    gemm_rest_avx2(c, ldc, a, a_row, a_col, b, ldb, m, n, k, accumulate, i, eights);
 }
 
 // sleef_expf for 8 lanes (softmax_exact.c has the scalar one and says how it works).
@@ -163,9 +208,17 @@ AVX2 static void softmax_rows_avx2(float *x, long rows, int n) {
     int whole = n / 8 * 8;
     for (long r = 0; r < rows; r++) {
         float *row = x + r * n;
-        float max = row[0];
-        for (int i = 1; i < n; i++) {
-            max = fmaxf(max, row[i]);
+        __m256 most = _mm256_loadu_ps(row);   // the max: exact in any order (no NaN here)
+        for (int i = 8; i < whole; i += 8) {
+            most = _mm256_max_ps(most, _mm256_loadu_ps(row + i));
+        }
+        float lanes[8], max = row[0];
+        _mm256_storeu_ps(lanes, most);
+        for (int l = 0; l < 8; l++) {
+            max = lanes[l] > max ? lanes[l] : max;
+        }
+        for (int i = whole; i < n; i++) {
+            max = row[i] > max ? row[i] : max;
         }
         __m256 m = _mm256_set1_ps(max), sums = _mm256_setzero_ps();
         for (int i = 0; i < whole; i += 8) {
@@ -216,8 +269,32 @@ AVX2 static void silu_backward_avx2(float *dz, const float *dy, const float *z, 
     silu_backward_scalar(dz + whole, dy + whole, z + whole, n - whole);
 }
 
+AVX2 static void adamw_avx2(float *value, float *exp_avg, float *exp_avg_sq, const float *grad,
+                            long n, const AdamWStep *k) {
+    __m256 decay = _mm256_set1_ps(k->decay), beta1 = _mm256_set1_ps(k->beta1);
+    __m256 one_minus_beta1 = _mm256_set1_ps(k->one_minus_beta1);
+    __m256 beta2 = _mm256_set1_ps(k->beta2), one_minus_beta2 = _mm256_set1_ps(k->one_minus_beta2);
+    __m256 correction2 = _mm256_set1_ps(k->correction2), eps = _mm256_set1_ps(k->eps);
+    __m256 minus_step_size = _mm256_set1_ps(k->minus_step_size);
+    long i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 g = _mm256_loadu_ps(grad + i);
+        __m256 w = _mm256_mul_ps(_mm256_loadu_ps(value + i), decay);
+        __m256 m = _mm256_fmadd_ps(g, one_minus_beta1,
+                                   _mm256_mul_ps(_mm256_loadu_ps(exp_avg + i), beta1));
+        __m256 v = _mm256_fmadd_ps(_mm256_mul_ps(one_minus_beta2, g), g,
+                                   _mm256_mul_ps(_mm256_loadu_ps(exp_avg_sq + i), beta2));
+        __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(v), correction2), eps);
+        w = _mm256_add_ps(w, _mm256_div_ps(_mm256_mul_ps(minus_step_size, m), denom));
+        _mm256_storeu_ps(exp_avg + i, m);
+        _mm256_storeu_ps(exp_avg_sq + i, v);
+        _mm256_storeu_ps(value + i, w);
+    }
+    adamw_scalar(value + i, exp_avg + i, exp_avg_sq + i, grad + i, n - i, k);
+}
+
 static const Kernels AVX2_KERNELS = {"avx2", gemm_avx2, softmax_rows_avx2, silu_avx2,
-                                     silu_backward_avx2};
+                                     silu_backward_avx2, adamw_avx2};
 
 // --- AVX-512: 16 columns per register -----------------------------------------------------
 
@@ -275,31 +352,27 @@ AVX512 static void block_4x16_avx512(float *c, int ldc, const float *a, int a_ro
 }
 
 AVX512 static void gemm_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
-                                 const float *b, int ldb, int m, int n, int k, bool accumulate) {
-    int full = n / 32 * 32, sixteens = n / 16 * 16, i = 0;
+                               const float *b, int ldb, int m, int n, int k, bool accumulate) {
+    int full = n / 32 * 32, sixteens = n / 16 * 16, eights = n / 8 * 8, i = 0;
     for (; i + 4 <= m; i += 4) {
+        float *c_i = c + (long)i * ldc;
+        const float *a_i = a + (long)i * a_row;
         for (int j = 0; j < full; j += 32) {
-            block_4x32_avx512(c + (long)i * ldc + j, ldc, a + (long)i * a_row, a_row, a_col,
-                              b + j, ldb, k, accumulate);
+            block_4x32_avx512(c_i + j, ldc, a_i, a_row, a_col, b + j, ldb, k, accumulate);
         }
         if (sixteens > full) {
-            block_4x16_avx512(c + (long)i * ldc + full, ldc, a + (long)i * a_row, a_row, a_col,
-                              b + full, ldb, k, accumulate);
+            block_4x16_avx512(c_i + full, ldc, a_i, a_row, a_col, b + full, ldb, k, accumulate);
         }
-    }
-    int eights = n / 8 * 8;
-    for (int r = 0; r < m; r++) {   // what the blocks of 4 rows left
-        int from = r < i ? sixteens : 0;
-        for (int j = from; j < eights; j += 8) {
-            block_1x8_avx2(c + (long)r * ldc + j, a + (long)r * a_row, a_col, b + j, ldb, k,
+        if (eights > sixteens) {
+            block_4x8_avx2(c_i + sixteens, ldc, a_i, a_row, a_col, b + sixteens, ldb, k,
                            accumulate);
         }
-        gemm_scalar(c + (long)r * ldc + eights, ldc, a + (long)r * a_row, a_row, a_col,
-                      b + eights, ldb, 1, n - eights, k, accumulate);
     }
+    gemm_rest_avx2(c, ldc, a, a_row, a_col, b, ldb, m, n, k, accumulate, i, eights);
 }
+
 static const Kernels AVX512_KERNELS = {"avx512", gemm_avx512, softmax_rows_avx2, silu_avx2,
-                                       silu_backward_avx2};
+                                       silu_backward_avx2, adamw_avx2};
 #endif   // x86-64 with GCC or Clang
 
 // --- choosing ------------------------------------------------------------------------------

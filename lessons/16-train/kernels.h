@@ -6,6 +6,16 @@
 
 #include <stdbool.h>
 
+// One AdamW step's numbers, rounded to floats as PyTorch rounds them (adamw.c works them out).
+typedef struct {
+    float decay;                   // 1 - lr * weight_decay
+    float beta1, one_minus_beta1;  // 0.9, 0.1
+    float beta2, one_minus_beta2;  // 0.99, 0.01
+    float correction2;             // sqrt(1 - beta2^step)
+    float eps;
+    float minus_step_size;         // -lr / (1 - beta1^step)
+} AdamWStep;
+
 typedef struct {
     const char *name;   // "scalar", "avx2", "avx512"
     // c (m x n) = a (m x k) @ b (k x n), or c += it (accumulate): every element summed over
@@ -24,6 +34,10 @@ typedef struct {
     // its backward: s = 1 / (1 + exp(-z)), dz = dy * s * (1 + z * (1 - s)), the last
     // multiply-add fused, the exps as the forward's.
     void (*silu_backward)(float *dz, const float *dy, const float *z, long n);
+    // AdamW on n weights (adamw.c has the formula): value, exp_avg and exp_avg_sq updated in
+    // place from grad, with torch.optim.AdamW's roundings and fused multiply-adds.
+    void (*adamw)(float *value, float *exp_avg, float *exp_avg_sq, const float *grad, long n,
+                  const AdamWStep *step);
 } Kernels;
 
 // The kernels this run uses: ATTN_KERNELS=scalar, avx2 or avx512 if set (make valgrind sets
