@@ -171,7 +171,8 @@ void checkpoint_load(const AdamW *parameters, const Config *config, const char *
 }
 
 // Every file under a temporary name first, then each renamed into place: a run that fails
-// half way leaves the directory as it was (save_file does this for one file).
+// while writing leaves the directory as it was (save_file does this for one file). A rename
+// within one directory does not fail on a working disk once the names are checked.
 bool checkpoint_save(const AdamW *parameters, const Config *config, const char *dir) {
     Entry entries[MAX_ENTRIES];
     state_dict(entries, config);
@@ -182,6 +183,10 @@ bool checkpoint_save(const AdamW *parameters, const Config *config, const char *
     int n = parameters->n_params, written = 0;
     char **temporary = arena_alloc((size_t)n, sizeof(char *));
     bool ok = true;
+    for (int i = 0; i < n && ok; i++) {   // a name that is a directory would stop a rename
+        ok = !is_directory(file_of(dir, parameters->params[i].name));
+        errno = ok ? errno : EISDIR;
+    }
     for (int i = 0; i < n && ok; i++, written++) {
         const Param *p = &parameters->params[i];
         Tensor *t = zeros(entries[i].shape);

@@ -49,27 +49,41 @@ char shade(float weight) {
     return shades[level > 8 ? 8 : level];
 }
 
+// Print `line` without its trailing blanks (a map's future keys are blank).
+static void print_trimmed(char *line, size_t used) {
+    while (used > 0 && line[used - 1] == ' ') {
+        used -= 1;
+    }
+    printf("%.*s\n", (int)used, line);
+}
+
 void print_maps(const Config *c, const float *ids, const float *att, int layer) {
     int N = c->seq, H = c->num_attention_heads;
-    printf("layer %d", layer);
+    size_t width = 16 + (size_t)H * ((size_t)N + 8);
+    char *line = arena_alloc(width, 1);
+    size_t used = (size_t)snprintf(line, width, "layer %d", layer);
     for (int h = 0; h < H; h++) {
-        printf("%*shead %d%*s", h == 0 ? 3 : 2, "", h, N - 6 > 0 ? N - 6 : 0, "");
+        used += (size_t)snprintf(line + used, width - used, "%*shead %d%*s", h == 0 ? 3 : 2, "",
+                                 h, N - 6 > 0 ? N - 6 : 0, "");
     }
-    printf("\n%10s", "");   // the keys' tokens above each map
+    print_trimmed(line, used);
+    used = (size_t)snprintf(line, width, "%10s", "");   // the keys' tokens above each map
     for (int h = 0; h < H; h++) {
         for (int s = 0; s < N; s++) {
-            printf("%c", token_text(c, (int)ids[s])[0]);
+            line[used++] = token_text(c, (int)ids[s])[0];
         }
-        printf("%s", h + 1 < H ? "  " : "\n");
+        used += (size_t)snprintf(line + used, width - used, "%s", h + 1 < H ? "  " : "");
     }
-    for (int t = 0; t < N; t++) {
-        printf("%7s %c ", "", token_text(c, (int)ids[t])[0]);
+    print_trimmed(line, used);
+    for (int t = 0; t < N; t++) {   // query t: its weight on each key s, head after head
+        used = (size_t)snprintf(line, width, "%7s %c ", "", token_text(c, (int)ids[t])[0]);
         for (int h = 0; h < H; h++) {
             for (int s = 0; s < N; s++) {
-                printf("%c", shade(att[((long)h * N + t) * N + s]));
+                line[used++] = shade(att[((long)h * N + t) * N + s]);
             }
-            printf("%s", h + 1 < H ? "  " : "\n");
+            used += (size_t)snprintf(line + used, width - used, "%s", h + 1 < H ? "  " : "");
         }
+        print_trimmed(line, used);
     }
 }
 
@@ -106,7 +120,7 @@ void print_chart(const float *loss, const float *accuracy, int steps) {
             printf("%5s |%.*s|\n", "", columns, grid[y]);
         }
     }
-    printf("%5s  step 1%*d\n", "", columns - 5, steps);
+    printf("%5s  step 1%*d\n", "", columns > 7 ? columns - 5 : 2, steps);
 }
 
 HeadFocus head_focus(const Config *c, const float *ids, const float *labels,
@@ -138,8 +152,8 @@ void print_setup(const Config *c, const Settings *s, const AdamW *opt, const cha
     int N = c->seq, NV = c->vocab_size, questions = N / 8 > 1 ? N / 8 : 1;
     if (c->task == RECALL) {
         printf("task recall: %d key/value pairs, then %d questions: a key again, whose value "
-               "comes next\n  keys %s..%s are tokens 0..%d, values %s..%s tokens %d..%d; %d "
-               "tokens a sequence, the loss at the questions\n", N / 2 - questions, questions,
+               "comes next\n  keys %s..%s are tokens 0..%d, values %s..%s are %d..%d, %d "
+               "tokens a sequence; loss at the questions\n", N / 2 - questions, questions,
                token_text(c, 0), token_text(c, NV / 2 - 1), NV / 2 - 1, token_text(c, NV / 2),
                token_text(c, NV - 1), NV / 2, NV - 1, N);
     } else {
@@ -172,10 +186,11 @@ void print_setup(const Config *c, const Settings *s, const AdamW *opt, const cha
     printf(": kaiming_uniform_\n    lm_head.weight %s: kaiming_uniform_; the RMSNorm weights "
            "are ones\n", shape_str(opt->params[opt->n_params - 1].shape, SIZES_TUPLE));
     printf("example = make_batch(1): %s\n", example);
-    printf("opt = AdamW(lr=%g, betas=(%g, %g), eps=%g, weight_decay=%g); clip_grad_norm_ %g\n"
-           "  the learning rate: linear warmup over %d steps, then a cosine down to %g at step "
-           "%d\n", s->lr, s->beta1, s->beta2, s->eps, s->weight_decay, s->clip, s->warmup,
-           s->lr * 0.1, s->steps);
+    printf("opt = AdamW(lr=%g, betas=(%g, %g), eps=%g, weight_decay=%g); clip_grad_norm_(max_norm="
+           "%g)\n  the learning rate: linear warmup over %d step%s, then a cosine down to %g at "
+           "step %d\n", s->lr, s->beta1, s->beta2, s->eps, s->weight_decay,
+           s->clip > 0 ? s->clip : INFINITY, s->warmup, s->warmup == 1 ? "" : "s", s->lr * 0.1,
+           s->steps);
 }
 
 void print_focus_key(const Config *c) {

@@ -533,8 +533,7 @@ static float part1_setup(Run *run, Batch *first, float *right) {
 // --- part 2: step 1 by hand: the gradients, clipping, AdamW's first update ------------------
 
 static void part2_step_one(Run *run) {
-    part(2, "step 1 by hand: the gradients, clipping, AdamW's first update",
-         "--clip and --lr change it");
+    part(2, "step 1 by hand: the gradients, clipping, AdamW's update", "--clip and --lr change it");
     AdamW *opt = &run->opt;
     printf("loss.backward() (backward.c) leaves in every parameter's .grad, by its norm:\n");
     for (int i = 0; i < opt->n_params; i++) {
@@ -557,7 +556,8 @@ static void part2_step_one(Run *run) {
                "left alone\n", clip, (double)norm, clip);
     }
     double lr = learning_rate(0, s->steps, s->warmup, s->lr);
-    printf("opt.step() with lr %g (warmup: %g * 1/%d), on lm_head.weight[0, 0] = %.6f, g = %.6g:\n"
+    printf("opt.step() with lr %g (warmup: %g * 1/%d) on w = lm_head.weight[0, 0] = %.6f,\n"
+           "  whose gradient is g = %.6g after clipping:\n"
            "  m = 0.9 * 0 + 0.1 * g = %.6g      v = 0.99 * 0 + 0.01 * g^2 = %.6g\n"
            "  m / (1 - 0.9^1) = g, v / (1 - 0.99^1) = g^2: in step 1 the bias correction undoes "
            "the averaging\n"
@@ -596,7 +596,7 @@ static void part4_maps(Run *run) {
     take_maps(run, 2);
     part(4, "what each head learned: its attention on the example", "--task changes it");
     const float *ids = run->example.input_ids->data, *labels = run->example.labels->data;
-    printf("the example: %s (row: the query's token, column: the key's; darker: more weight)\n",
+    printf("the example: %s\n  row: the query's token, column: the key's; darker: more weight\n",
            sequence_text(c, ids));
     const char *when[3] = {"at the start", "after step", "after step"};
     for (int m = 0; m < 3; m++) {

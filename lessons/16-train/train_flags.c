@@ -36,10 +36,10 @@ Settings read_flags(Lesson *lesson, int argc, char **argv) {
         {"--weight-decay", &weight_decay, "AdamW's decoupled weight decay"},
     };
     static ChoiceFlag choices[] = {
-        {"--task", &task, "what the model learns", TASKS},
+        {"--task", &task, "what the model learns: recall or reverse", TASKS},
     };
     static SwitchFlag switches[] = {
-        {"--bench", &bench, "time training steps against each other; no lesson"},
+        {"--bench", &bench, "time training steps at two sizes (no lesson)"},
     };
     static PathFlag paths[] = {
         {"--save", &save_dir, "DIR", "write the trained state_dict as DIR/<name>.npy"},
