@@ -140,20 +140,32 @@ sanitize:
 # valgrind: every lesson, then every test in one process (CK_FORK=no; the
 # lessons a test runs are not under valgrind, and the fuzz test runs fewer
 # cases), then each lesson's error paths (tests/valgrind-error-paths.sh).
-VALGRIND = valgrind -q --error-exitcode=3 --leak-check=full --show-leak-kinds=all \
-           --errors-for-leak-kinds=all
+# ATTN_KERNELS=scalar: lesson 14 takes its portable kernels (valgrind 3.19
+# cannot run AVX-512).
+VALGRIND = env ATTN_KERNELS=scalar valgrind -q --error-exitcode=3 --leak-check=full \
+           --show-leak-kinds=all --errors-for-leak-kinds=all
+# Lesson 16 trains for 300 steps by default, minutes under valgrind: 3 steps take every
+# path of its code. VALGRIND_SHORT names such runs, `lesson-directory:flags` with commas
+# for spaces; tests/valgrind-error-paths.sh reads it too. (Lesson 16 reads ATTN_KERNELS
+# as lesson 14 does.)
+VALGRIND_SHORT = 16-train:--steps,3
 valgrind: $(LESSON_BINS) $(TEST_BINS)
 	@for bin in $(LESSON_BINS); do \
-	   echo "valgrind $$bin"; $(VALGRIND) ./$$bin > /dev/null || exit 1; \
+	   short=$$(echo "$(VALGRIND_SHORT)" | tr ' ' '\n' | sed -n "s|^$${bin##*/}:||p" | tr ',' ' '); \
+	   echo "valgrind $$bin $$short"; $(VALGRIND) ./$$bin $$short > /dev/null || exit 1; \
 	 done
 	@for bin in $(TEST_BINS); do \
 	   echo "valgrind $$bin"; CK_FORK=no ATTN_FUZZ_CASES=20 $(VALGRIND) ./$$bin > /dev/null || exit 1; \
 	 done
-	@sh tests/valgrind-error-paths.sh "$(VALGRIND)" $(LESSON_BINS:%=./%)
+	@VALGRIND_SHORT="$(VALGRIND_SHORT)" sh tests/valgrind-error-paths.sh "$(VALGRIND)" \
+	   $(LESSON_BINS:%=./%)
 
 # --- the diagrams ------------------------------------------------------------------
 
-# Each lesson draws its own dataflow with --dot; Graphviz renders it to SVG.
+# Each lesson draws its own dataflow with --dot; Graphviz renders it to SVG. Lesson 16 also
+# draws its attention maps itself, one image a task (--svg): plain SVG text that is the same
+# on every machine (Graphviz's is not), so .ci/run checks them against the committed ones.
+DRAWN_SVGS = docs/diagrams/16-train-recall-maps.svg docs/diagrams/16-train-reverse-maps.svg
 docs: $(LESSON_BINS)
 	@mkdir -p docs/diagrams
 	@for dir in $(LESSON_DIRS); do \
@@ -161,6 +173,11 @@ docs: $(LESSON_BINS)
 	   ./$(BUILD)/$$dir --dot docs/diagrams/$$name.dot > /dev/null || exit 1; \
 	   dot -Tsvg docs/diagrams/$$name.dot -o docs/diagrams/$$name.svg || exit 1; \
 	   echo "  DOT     docs/diagrams/$$name.svg"; \
+	 done
+	@for svg in $(DRAWN_SVGS); do \
+	   task=$${svg#docs/diagrams/16-train-}; task=$${task%-maps.svg}; \
+	   ./$(BUILD)/lessons/16-train --task $$task --svg $$svg > /dev/null || exit 1; \
+	   echo "  SVG     $$svg"; \
 	 done
 
 clean:
@@ -175,7 +192,7 @@ help:
 	@echo "make test-N         lesson N's tests alone (tests/test_lessonNN.c)"
 	@echo "make sanitize       run every lesson and test under ASan + UBSan"
 	@echo "make valgrind       run every lesson and test under valgrind"
-	@echo "make docs           redraw docs/diagrams/*.svg from each lesson's --dot"
+	@echo "make docs           redraw docs/diagrams/*.svg from each lesson's --dot (and --svg)"
 	@echo "make clean          remove build/"
 	@echo "make CC=clang ...   the same with clang (built in build/clang)"
 
