@@ -454,9 +454,10 @@ START_TEST(test_the_posts_errors_are_pytorchs) {
         }
         char position[32], where[8];
         int T = 0, L = 0, BH = 0, used = 0;
-        ck_assert_msg(sscanf(line, "%31s %7s %d %d %d\t%n", position, where, &T, &L, &BH, &used) == 5
-                          && used > 0, "posts_errors.txt: cannot read '%s'", line);
-        PositionType type = strcmp(position, "relative_key") == 0 ? RELATIVE_KEY : RELATIVE_KEY_QUERY;
+        int read = sscanf(line, "%31s %7s %d %d %d\t%n", position, where, &T, &L, &BH, &used);
+        ck_assert_msg(read == 5 && used > 0, "posts_errors.txt: cannot read '%s'", line);
+        PositionType type =
+            strcmp(position, "relative_key") == 0 ? RELATIVE_KEY : RELATIVE_KEY_QUERY;
         const char *recorded = line + used;
         const char *ours = posts_positions_error(type, T, L, BH);
         if (strcmp(recorded, "runs") == 0) {

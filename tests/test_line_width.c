@@ -52,7 +52,7 @@ static int columns(const char *line, size_t length) {
 
 START_TEST(test_columns_counts_characters) {
     ck_assert_int_eq(columns("tensor([1.])", 12), 12);
-    ck_assert_int_eq(columns("\xe2\x96\x88\xe2\x96\x93 x", 8), 4);      // two shade blocks, one wide each
+    ck_assert_int_eq(columns("\xe2\x96\x88\xe2\x96\x93 x", 8), 4);      // two shade blocks: 1 each
     ck_assert_int_eq(columns("\xe4\xbb\x8b\xe7\xbb\x8d notes", 12), 10); // 介绍 is 4 columns
 }
 END_TEST

@@ -263,7 +263,8 @@ static bool same_data_ptr(const Tensor *t, const Tensor *u) {
 static void part2_numbers(const Cell *cell) {
     const Tensor *attention_mask = cell->attention_mask, *output = cell->output;
     const MultiHeadAttentionSteps *steps = &cell->steps;
-    printf("\n-- part 2: the numbers of batch 0, as docs/06-multi-head.md prints them (--seed) --\n");
+    printf("\n-- part 2: the numbers of batch 0, as docs/06-multi-head.md prints them (--seed) "
+           "--\n");
     printf("attention_mask[0]:\n%s\n", tensor_str(select0(attention_mask, 0), NULL));
     printf("attention_weight[0]:\n%s\n",
            tensor_str(select0(steps->attention_weight, 0), "grad_fn=<SelectBackward0>"));
@@ -357,8 +358,8 @@ static void part4_view_and_reshape(const Cell *cell) {
     printf("output_mid.transpose(1, 2).reshape(%d, %d, -1).data_ptr() == "
            "output_mid.data_ptr(): %s\n", B, T, python_bool(same_data_ptr(reshaped, output_mid)));
     printf("torch.equal(output_mid.transpose(1, 2).reshape(%d, %d, -1),\n"
-           "            output_mid.transpose(1, 2).contiguous().view(%d, %d, -1)): %s\n", B, T, B, T,
-           python_bool(max_abs_diff(reshaped, merged) == 0.0f));
+           "            output_mid.transpose(1, 2).contiguous().view(%d, %d, -1)): %s\n", B, T, B,
+           T, python_bool(max_abs_diff(reshaped, merged) == 0.0f));
     // Without the transpose the memory is already in order: reshape is a view.
     const Tensor *in_order = reshape(output_mid, shape3(B, H, -1));          // (B, H, T*D)
     printf("output_mid.reshape(%d, %d, -1).data_ptr() == output_mid.data_ptr(): %s\n", B, H,
@@ -374,8 +375,8 @@ static void part5_head_cost(const Cell *cell) {
     const MultiHeadAttention *net = &cell->net;
     long long B = size(cell->x, 0), T = size(cell->x, 1), S = T, H = net->nums_head;
     long long D = net->head_dim, C = net->hidden_dim;
-    printf("\n-- part 5: head_dim, the scale, and what the heads cost (--heads and --dim change it) "
-           "--\n");
+    printf("\n-- part 5: head_dim, the scale, and what the heads cost (--heads and --dim change "
+           "it) --\n");
     printf("head_dim = hidden_dim / heads = %lld / %lld = %lld\n", C, H, D);
     printf("scores are divided by sqrt(head_dim) = %.4f, not sqrt(hidden_dim) = %.4f:\n"
            "  each is a dot product of %lld numbers\n", sqrt((double)D), sqrt((double)C), D);

@@ -633,7 +633,8 @@ static void part4_repeat_interleave(const Tensor *out, const Tensor *output) {
 static void part5_two_ends(const Tensor *query, const Tensor *key, const Tensor *value,
                            const Tensor *out, const Tensor *output) {
     int H = size(query, 2), R = H / size(key, 2);
-    printf("\n-- part 5: the two ends: kv_heads = heads is MHA, kv_heads = 1 is MQA (--heads) --\n");
+    printf("\n-- part 5: the two ends: kv_heads = heads is MHA, kv_heads = 1 is MQA (--heads) "
+           "--\n");
     // MHA: give every query head its own copy of its key/value head. The
     // same loops then run with R = 1 and must reproduce `out` exactly, and
     // agree with lesson 6's attention.

@@ -458,7 +458,8 @@ static Cell part1_the_posts_cells(const Sizes *s) {
 
 // The block's line, as Python prints Block(...)'s arguments.
 static void print_block_header(const Sizes *s, const Tensor *x) {
-    printf("\n-- part 2: the post's Block, step by step (its flags are the Block's arguments) --\n");
+    printf("\n-- part 2: the post's Block, step by step (its flags are the Block's arguments) "
+           "--\n");
     printf("-- Block(%d, %d, mlp_ratio=%d, qkv_bias=%s, drop=%g, attn_drop=%g, drop_path=%g), "
            "%s mode --\n", s->dim, s->heads, s->mlp_ratio, python_bool(s->qkv_bias), s->drop,
            s->attn_drop, s->drop_path, s->train ? "train" : "eval");

@@ -241,7 +241,8 @@ static void print_feed_forward(const Run *run, const Flags *f) {
     printf("  intermediate (BertIntermediate): gelu(dense(attention_output)): %s\n",
            size3(B, c, f->intermediate));
     printf("  output (BertOutput): %s\n", size3(B, c, f->dim));
-    printf("    layer_output = LayerNorm(dropout(dense(intermediate_output)) + attention_output)\n");
+    printf("    layer_output = LayerNorm(dropout(dense(intermediate_output)) + "
+           "attention_output)\n");
     printf("layer_output: %s\n", size_str(run->layer_output));
     const Tensor *first = reshape(narrow(run->layer_output, 0, 0, 1), shape2(T, f->dim));
     printf("layer_output[0, :, :6]:\n%s\n", tensor_str(first_columns(first), NULL));
@@ -416,7 +417,8 @@ void part2_the_additive_mask(const Run *run, const Flags *f) {
     const Tensor *keep = view(run->keep, shape4(B, 1, 1, L));                 // (B, 1, 1, L)
     const Tensor *filled = masked_fill(s->unmasked_scores, eq_scalar(keep, 0.0f), MASK_FILL);
     const Tensor *probs_filled = softmax(filled, -1);                         // (B, H, T, L)
-    printf("\n-- part 2: BERT's additive mask against lesson 4's masked_fill (--pad varies it) --\n");
+    printf("\n-- part 2: BERT's additive mask against lesson 4's masked_fill (--pad varies it) "
+           "--\n");
     printf("max |additive - masked_fill(keep == 0, -1e20)| over attention_probs = %.3g\n",
            (double)max_abs_diff(s->attention_probs, probs_filled));
     if (pad == L) {
@@ -478,7 +480,8 @@ void part3_head_mask(const Run *run, const Flags *f) {
             }
         }
     }
-    printf("\n-- part 3: head_mask silences a head (--head-mask chooses it; head 0 without it) --\n");
+    printf("\n-- part 3: head_mask silences a head (--head-mask chooses it; head 0 without it) "
+           "--\n");
     printf("head_mask[0, %d] = 0 multiplies head %d's probabilities by 0:\n", h, h);
     printf("  its context_layer[..., %d:%d] is %.3g everywhere\n", h * D, (h + 1) * D,
            (double)silenced);
