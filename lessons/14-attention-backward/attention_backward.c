@@ -1025,6 +1025,7 @@ static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
 
 static void refuse_with_bench(const Lesson *lesson, int argc, char **argv);
 static void check_kernels_variable(const Lesson *lesson);
+#define BENCH_MAX_SEQ 16384    // --bench --seq beyond this would take minutes a run
 static void bench(const Lesson *lesson, int seq, int block_q, int block_k, bool blocks_given);
 
 static bool given(int argc, char **argv, const char *flag) {
@@ -1069,6 +1070,10 @@ int main(int argc, char **argv) {
     };
     parse_lesson_args(&lesson, argc, argv);
     check_kernels_variable(&lesson);
+    if (run_bench && given(argc, argv, "--seq") && n.seq > BENCH_MAX_SEQ) {
+        usage_error(&lesson, "--bench --seq %d: the tiled backward alone would take minutes a "
+                    "run; --bench takes --seq up to %d", n.seq, BENCH_MAX_SEQ);
+    }
     if (run_bench) {
         refuse_with_bench(&lesson, argc, argv);
         bench(&lesson, given(argc, argv, "--seq") ? n.seq : 0, n.block_q, n.block_k,
@@ -1634,7 +1639,6 @@ static void check_kernels_variable(const Lesson *lesson) {
 #define BENCH_BLOCK 64         // Bq = Bk unless --block-q or --block-k says otherwise
 #define BENCH_REPEATS 3        // each case runs this many times, the two paths taking turns
 #define BENCH_SLOW_MS 1000.0   // ... except the naive path: twice if a run takes longer
-#define BENCH_MAX_SEQ 16384    // --bench --seq beyond this would take minutes a run
 #define BENCH_SPREAD_NOTE 0.2  // a spread above 20%: say the machine is busy
 
 static double now_seconds(void) {
@@ -1755,11 +1759,6 @@ static double bench_flops(int N, bool causal) {   // 10*B*H*N*N*D, causal 5*B*H*
 }
 
 static void bench(const Lesson *lesson, int seq, int block_q, int block_k, bool blocks_given) {
-    if (seq > BENCH_MAX_SEQ) {
-        usage_error(lesson, "--bench --seq %d: the naive path is skipped there, but the tiled "
-                    "backward alone would take minutes a run; --bench takes --seq up to %d",
-                    seq, BENCH_MAX_SEQ);
-    }
     if (!blocks_given) {
         block_q = block_k = BENCH_BLOCK;
     }
