@@ -313,74 +313,6 @@ static SelfAttV4Grads SelfAttV4_backward(const SelfAttV4 *self, const SelfAttV4S
     return g;
 }
 
-// --- part 1's check: central differences in double, without autograd ------------------
-
-// sum(ret * grad_out) computed in double from the float inputs and
-// parameters, with one number moved by h: element `index` (row-major) of
-// `moved`. The same mask and dropout noise as the forward.
-static double loss_in_double(const SelfAttV4 *net, const Tensor *X, const Tensor *mask,
-                             const Tensor *noise, const Tensor *grad_out, const Tensor *moved,
-                             long index, double h) {
-    int B = size(X, 0), T = size(X, 1), C = size(X, 2);
-    const Tensor *held[9] = {X, net->query_proj.weight, net->query_proj.bias,
-                             net->key_proj.weight, net->key_proj.bias, net->value_proj.weight,
-                             net->value_proj.bias, net->output_proj.weight, net->output_proj.bias};
-    double *v[9];   // each tensor as doubles, `moved` moved
-    for (int i = 0; i < 9; i++) {
-        long n = numel(held[i]);
-        v[i] = arena_alloc((size_t)n, sizeof(double));
-        for (long e = 0; e < n; e++) {
-            v[i][e] = contiguous(held[i])->data[e] + (held[i] == moved && e == index ? h : 0.0);
-        }
-    }
-    double *qkv[3], *row = arena_alloc((size_t)T, sizeof(double));
-    double *o = arena_alloc((size_t)C, sizeof(double)), loss = 0.0;
-    for (int p = 0; p < 3; p++) {   // Q, K, V (B, T, C) = X W^T + b
-        qkv[p] = arena_alloc((size_t)B * T * C, sizeof(double));
-        for (long r = 0; r < (long)B * T; r++) {
-            for (int c = 0; c < C; c++) {
-                double sum = v[2 + 2 * p][c];
-                for (int i = 0; i < C; i++) {
-                    sum += v[0][r * C + i] * v[1 + 2 * p][c * C + i];
-                }
-                qkv[p][r * C + c] = sum;
-            }
-        }
-    }
-    for (int b = 0; b < B; b++) {
-        for (int t = 0; t < T; t++) {   // one query: its scores, softmax, output, ret
-            double max = -INFINITY, sum = 0.0;
-            for (int s = 0; s < T; s++) {
-                double x = 0.0;
-                for (int c = 0; c < C; c++) {
-                    x += qkv[0][((long)b * T + t) * C + c] * qkv[1][((long)b * T + s) * C + c];
-                }
-                row[s] = *at3(mask, b, t, s) == 0.0f ? (double)MASK_FILL : x / sqrt((double)C);
-                max = row[s] > max ? row[s] : max;
-            }
-            for (int s = 0; s < T; s++) {
-                row[s] = exp(row[s] - max);
-                sum += row[s];
-            }
-            for (int c = 0; c < C; c++) {
-                o[c] = 0.0;
-                for (int s = 0; s < T; s++) {
-                    double w = row[s] / sum * (noise != NULL ? *at3(noise, b, t, s) : 1.0f);
-                    o[c] += w * qkv[2][((long)b * T + s) * C + c];
-                }
-            }
-            for (int c = 0; c < C; c++) {
-                double ret = v[8][c];
-                for (int i = 0; i < C; i++) {
-                    ret += o[i] * v[7][c * C + i];
-                }
-                loss += ret * *at3(grad_out, b, t, c);
-            }
-        }
-    }
-    return loss;
-}
-
 // --- part 2's module: lesson 13's tiled attention, forward (keeping lse) and backward ----
 
 typedef struct {
@@ -407,104 +339,15 @@ static TileKind tile_kind(bool causal, int qs, int nq, int ks, int nk) {
     return ks > qs + nq - 1 ? TILE_SKIPPED : TILE_DIAGONAL;
 }
 
-// The forward's scratch (lesson 13's): scores kept transposed, a column per query.
-typedef struct {
-    int N, D, Bq, Bk, ldS;   // ldS: Bq rounded up to 16
-    bool causal;
-    const Kernels *kernels;
-    float *q_t;              // (D, ldS)  the query block, transposed, times 1/sqrt(D)
-    float *s_t;              // (Bk, ldS) its scores against a key block, then exp(score - m)
-    float *m, *l, *m_new, *block_sum;   // (ldS) each: running max and sum per query
-} Tiling;
-
-// Lesson 13's attend_query_block, which now also writes lse[j] = m + log(l):
-// all the backward needs of the softmax, one number per query.
-static void attend_query_block(const Tiling *w, const float *q, const float *k, const float *v,
-                               float *out, float *lse, int qs, int nq) {
-    int D = w->D, ldS = w->ldS;
-    float scale = 1.0f / sqrtf((float)D), *o = out + (long)qs * D;   // (nq, D) the accumulator
-    for (int d = 0; d < D; d++) {
-        for (int j = 0; j < ldS; j++) {
-            w->q_t[(long)d * ldS + j] = j < nq ? q[(long)(qs + j) * D + d] * scale : 0.0f;
-        }
-    }
-    for (int j = 0; j < ldS; j++) {
-        w->m[j] = -INFINITY;
-        w->l[j] = 0.0f;
-    }
-    memset(o, 0, (size_t)nq * D * sizeof(float));
-    for (int ks = 0; ks < w->N; ks += w->Bk) {
-        int nk = min_int(w->Bk, w->N - ks);
-        TileKind kind = tile_kind(w->causal, qs, nq, ks, nk);
-        if (kind == TILE_SKIPPED) {
-            continue;
-        }
-        int visible = kind == TILE_DIAGONAL ? min_int(nk, qs + nq - ks) : nk;
-        // s_t (visible, ldS) = k_block (visible, D) @ q_t (D, ldS), masked on the diagonal
-        w->kernels->matmul(visible, ldS, D, k + (long)ks * D, D, 1, w->q_t, ldS, w->s_t, ldS,
-                           false);
-        for (int p = 0; kind == TILE_DIAGONAL && p < visible; p++) {
-            for (int j = 0; j < nq; j++) {
-                if (ks + p > qs + j) {
-                    w->s_t[(long)p * ldS + j] = -INFINITY;
-                }
-            }
-        }
-        memcpy(w->m_new, w->m, (size_t)ldS * sizeof(float));
-        w->kernels->column_max(w->m_new, w->s_t, visible, ldS, ldS);
-        w->kernels->exp_columns(w->s_t, w->block_sum, w->m_new, visible, ldS, ldS);
-        for (int j = 0; j < nq; j++) {   // rescale what was summed before by exp(m - m_new)
-            float alpha = flash_expf(w->m[j] - w->m_new[j]);
-            w->l[j] = w->l[j] * alpha + w->block_sum[j];
-            w->m[j] = w->m_new[j];
-            for (int d = 0; alpha != 1.0f && d < D; d++) {
-                o[(long)j * D + d] *= alpha;
-            }
-        }
-        // o (nq, D) += P (nq, visible) @ v_block (visible, D), P[j][p] = s_t[p][j]
-        w->kernels->matmul(nq, D, visible, w->s_t, 1, ldS, v + (long)ks * D, D, o, D, true);
-    }
-    for (int j = 0; j < nq; j++) {
-        for (int d = 0; d < D; d++) {
-            o[(long)j * D + d] /= w->l[j];
-        }
-        lse[qs + j] = w->m[j] + logf(w->l[j]);   // softmax's log-sum-exp of the row
-    }
-}
-
-// query (B, H, N, D), key and value (B, KV, N, D), row-major; returns out
-// (B, H, N, D) and *lse (B, H, N).
+// The forward is lesson 13's tiled loop (appendix C), which now also keeps,
+// for each query, lse = m + log(l): its running max and sum at the end, the
+// log of the softmax's denominator. That one number per query is all the
+// backward needs of the softmax: P = exp(S - m) / l = exp(S - lse).
+// query (B, H, N, D), key and value (B, KV, N, D); returns out (B, H, N, D)
+// and *lse (B, H, N).
 static Tensor *FlashAttention_forward(Tensor **lse, const FlashAttention *self,
                                       const Tensor *query, const Tensor *key,
-                                      const Tensor *value) {
-    int B = size(query, 0), H = size(query, 1), N = size(query, 2), D = size(query, 3);
-    int R = H / self->num_kv_heads;
-    const Tensor *q = contiguous(query), *k = contiguous(key), *v = contiguous(value);
-    Tensor *out = zeros(shape4(B, H, N, D));                                  // (B, H, N, D)
-    *lse = zeros(shape3(B, H, N));                                            // (B, H, N)
-    Tiling w = {N, D, min_int(self->block_q, N), min_int(self->block_k, N), 0, self->causal,
-                self->kernels, NULL, NULL, NULL, NULL, NULL, NULL};
-    w.ldS = (w.Bq + 15) / 16 * 16;
-    w.q_t = arena_alloc(((size_t)D + (size_t)w.Bk + 4) * (size_t)w.ldS, sizeof(float));
-    w.s_t = w.q_t + (size_t)D * w.ldS;
-    w.m = w.s_t + (size_t)w.Bk * w.ldS;
-    w.l = w.m + w.ldS;
-    w.m_new = w.l + w.ldS;
-    w.block_sum = w.m_new + w.ldS;
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < H; h++) {
-            for (int qs = 0; qs < N; qs += w.Bq) {
-                attend_query_block(&w, at4(q, b, h, 0, 0), at4(k, b, h / R, 0, 0),
-                                   at4(v, b, h / R, 0, 0), at4(out, b, h, 0, 0),
-                                   at3(*lse, b, h, 0), qs, min_int(w.Bq, N - qs));
-            }
-        }
-    }
-    const Tensor *inputs[3] = {query, key, value};
-    trace("tiled forward (keeps lse)", out, 3, inputs, 0, NULL);
-    trace("tiled forward (keeps lse)", *lse, 3, inputs, 0, NULL);
-    return out;
-}
+                                      const Tensor *value);
 
 // The gradients of part 2, query.grad (B, H, N, D), key.grad and value.grad (B, KV, N, D).
 typedef struct {
@@ -629,23 +472,10 @@ static QKVGrads FlashAttention_backward(BackwardSteps *steps, const FlashAttenti
 
 // --- part 2's naive path: P kept whole, as autograd keeps it -------------------------------
 
-// Lesson 13's naive path: the helper's matmul and softmax, (B, KV, R, N, N)
-// weights (R query heads beside each key/value head, broadcast, no copy).
-// Returns out_naive (B, H, N, D) and *P, the weights as (B, H, N, N).
+// Lesson 13's naive forward (appendix C): the helper's matmul and softmax,
+// the whole weights kept. Returns out (B, H, N, D) and *P (B, H, N, N).
 static const Tensor *naive_attention(const Tensor **P, const Tensor *query, const Tensor *key,
-                                     const Tensor *value, bool causal) {
-    int B = size(query, 0), H = size(query, 1), N = size(query, 2), D = size(query, 3);
-    int KV = size(key, 1), R = H / KV;
-    const Tensor *q = view(contiguous(query), shape5(B, KV, R, N, D));        // (B, KV, R, N, D)
-    const Tensor *k = unsqueeze(key, 2), *v = unsqueeze(value, 2);            // (B, KV, 1, N, D)
-    Tensor *scores = div_scalar(matmul(q, transpose(k, -2, -1)), (float)sqrt((double)D));
-    if (causal) {                                                             // (B, KV, R, N, N)
-        scores = masked_fill(scores, eq_scalar(triu(ones(shape2(N, N)), 1), 1.0f), -INFINITY);
-    }
-    const Tensor *weights = softmax(scores, -1);                              // (B, KV, R, N, N)
-    *P = view(weights, shape4(B, H, N, N));                                   // (B, H, N, N)
-    return view(matmul(weights, v), shape4(B, H, N, D));                      // (B, H, N, D)
-}
+                                     const Tensor *value, bool causal);
 
 // What the naive backward keeps or makes besides the gradients: P (kept by
 // the forward), dP and dS, (B, H, N, N) each.
@@ -653,51 +483,10 @@ static size_t naive_extra_bytes(int B, int H, int N) {
     return 3 * (size_t)B * H * N * N * sizeof(float);
 }
 
-// The backward as autograd runs it on the naive path, by loops on whole
-// (N, N) matrices: dV = P^T dO (summed over a group), dP = dO V^T, dS = P (dP -
-// rowsum(P dP)) (autograd's softmax backward: the row term from the whole row
-// of P and dP), dQ = dS K / sqrt(D), dK = dS^T Q / sqrt(D).
+// The backward as autograd runs it on the naive path (appendix C): part 1's
+// formulas on whole (N, N) matrices per head, dP and dS made whole too.
 static QKVGrads naive_backward(const Tensor *P, const Tensor *query, const Tensor *key,
-                               const Tensor *value, const Tensor *grad_out) {
-    int B = size(query, 0), H = size(query, 1), N = size(query, 2), D = size(query, 3);
-    int KV = size(key, 1), R = H / KV;
-    float scale = 1.0f / sqrtf((float)D);
-    const Tensor *q = contiguous(query), *k = contiguous(key), *v = contiguous(value);
-    const Tensor *dO = contiguous(grad_out), *Pc = contiguous(P);
-    QKVGrads g = {zeros(shape4(B, H, N, D)), zeros(shape4(B, KV, N, D)), zeros(shape4(B, KV, N, D))};
-    Tensor *dP = zeros(shape4(B, H, N, N)), *dS = zeros(shape4(B, H, N, N));  // (B, H, N, N) each
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < H; h++) {
-            const float *q_h = at4(q, b, h, 0, 0), *k_g = at4(k, b, h / R, 0, 0);   // (N, D)
-            const float *v_g = at4(v, b, h / R, 0, 0), *do_h = at4(dO, b, h, 0, 0);
-            const float *p_h = at4(Pc, b, h, 0, 0);                                  // (N, N)
-            float *dp_h = at4(dP, b, h, 0, 0), *ds_h = at4(dS, b, h, 0, 0);
-            float *dq_h = at4(g.query, b, h, 0, 0), *dk_g = at4(g.key, b, h / R, 0, 0);
-            float *dv_g = at4(g.value, b, h / R, 0, 0);
-            for (int t = 0; t < N; t++) {
-                float row = 0.0f;
-                for (int s = 0; s < N; s++) {
-                    float pts = p_h[(long)t * N + s], dp = 0.0f;
-                    for (int d = 0; d < D; d++) {
-                        dv_g[(long)s * D + d] += pts * do_h[(long)t * D + d];   // dV += P^T dO
-                        dp += do_h[(long)t * D + d] * v_g[(long)s * D + d];     // dP = dO V^T
-                    }
-                    dp_h[(long)t * N + s] = dp;
-                    row += pts * dp;
-                }
-                for (int s = 0; s < N; s++) {
-                    float ds = p_h[(long)t * N + s] * (dp_h[(long)t * N + s] - row) * scale;
-                    ds_h[(long)t * N + s] = ds;
-                    for (int d = 0; d < D; d++) {
-                        dq_h[(long)t * D + d] += ds * k_g[(long)s * D + d];     // dQ = dS K
-                        dk_g[(long)s * D + d] += ds * q_h[(long)t * D + d];     // dK = dS^T Q
-                    }
-                }
-            }
-        }
-    }
-    return g;
-}
+                               const Tensor *value, const Tensor *grad_out);
 
 // --- the demonstrations -------------------------------------------------------------------
 
@@ -705,6 +494,13 @@ typedef struct {
     int batch, seq, dim, heads, kv_heads, head_dim, block_q, block_k;
     bool causal, train;
 } Sizes;
+
+// Central differences (appendix D): for a few parameters w, (L(w + h) -
+// L(w - h)) / 2h with L = sum(ret * grad_out) computed in double, printed
+// beside the analytic gradient: the formulas checked without autograd.
+static void print_central_differences(const SelfAttV4 *net, const SelfAttV4Steps *f,
+                                      const SelfAttV4Grads *g, const Tensor *X,
+                                      const Tensor *mask, const Tensor *grad_out);
 
 static void print_grad(const char *name, const Tensor *grad) {
     printf("%s\n%s\n", name, tensor_str(grad, NULL));
@@ -755,40 +551,17 @@ static void check_part1(const SelfAttV4 *net, const SelfAttV4Steps *f, const Sel
     printf("each row of scores.grad sums to 0 (softmax ignores a shift of its row):\n"
            "  max |scores.grad.sum(-1)| = %.1e\n", worst);
 
-    struct { const char *name; const Tensor *value, *grad; int index[3]; } entries[] = {
-        {"X", X, g->X, {0, 0, 0}},
-        {"query_proj.weight", net->query_proj.weight, g->query_proj.weight, {0, C - 1}},
-        {"key_proj.weight", net->key_proj.weight, g->key_proj.weight, {C - 1, 0}},
-        {"value_proj.bias", net->value_proj.bias, g->value_proj.bias, {C - 1}},
-        {"output_proj.weight", net->output_proj.weight, g->output_proj.weight, {C - 1, C - 1}},
-    };
-    printf("central differences in double: (L(w + h) - L(w - h)) / 2h, L = (ret * grad_out).sum(), "
-           "h = %g\n", CHECK_STEP);
-    double largest = 0.0;
-    for (int e = 0; e < 5; e++) {
-        const Tensor *w = entries[e].value;
-        const int *i = entries[e].index;
-        long flat = w->ndim == 1 ? i[0] : w->ndim == 2 ? (long)i[0] * size(w, 1) + i[1]
-                                                       : ((long)i[0] * size(w, 1) + i[1]) * C + i[2];
-        double up = loss_in_double(net, X, mask, f->noise, grad_out, w, flat, CHECK_STEP);
-        double down = loss_in_double(net, X, mask, f->noise, grad_out, w, flat, -CHECK_STEP);
-        double central = (up - down) / (2.0 * CHECK_STEP);
-        double analytic = contiguous(entries[e].grad)->data[flat];
-        char where[64];
-        int used = snprintf(where, sizeof where, "%s[", entries[e].name);
-        for (int d = 0; d < w->ndim; d++) {
-            used += snprintf(where + used, sizeof where - (size_t)used, d ? ", %d" : "%d", i[d]);
-        }
-        snprintf(where + used, sizeof where - (size_t)used, "]");
-        printf("  %-24s autograd %12.6g   central %12.6g\n", where, analytic, central);
-        largest = fmax(largest, fabs(analytic - central));
-    }
-    printf("max |autograd - central| = %.1e (float rounding of the analytic gradients)\n", largest);
+    print_central_differences(net, f, g, X, mask, grad_out);   // appendix D
 }
 
 // Part 1: lesson 5's module at the cell's sizes, every gradient by hand.
 static void part1_by_hand(const Sizes *n, bool heatmap) {
     int B = n->batch, T = n->seq, C = n->dim;
+    if ((double)B * T * T > (double)MAX_ELEMENTS) {
+        printf("-- part 1 is skipped: att_weight (%d, %d, %d) would pass the helper's limit of "
+               "%ld elements --\n", B, T, T, MAX_ELEMENTS);
+        return;
+    }
     printf("-- part 1. lesson 5's SelfAttV4 backward by hand, one step at a time (--batch --seq "
            "--dim,\n   --causal, --train) --\n");
     printf("X = torch.rand(%d, %d, %d, requires_grad=True); net = SelfAttV4(%d), %s mode\n",
@@ -856,19 +629,14 @@ static void part1_by_hand(const Sizes *n, bool heatmap) {
     }
     // key_proj.bias adds q_t . b_k to every score of row t, and softmax ignores
     // a shift of its row: the gradient is 0, and what is printed is rounding.
-    float key_bias = 0.0f;
-    for (int c = 0; c < C; c++) {
-        key_bias = fmaxf(key_bias, fabsf(*at1(g.key_proj.bias, c)));
-    }
     printf("key_proj.bias.grad is 0 up to rounding, max |key_proj.bias.grad| = %.1e: it adds "
            "q_t . b_k to\n  every score of row t, and softmax ignores a shift of its row\n",
-           key_bias);
+           max_abs_diff(g.key_proj.bias, zeros(shape1(C))));
     print_grad("X.grad", named("X.grad", g.X));
     bool was_paused = trace_pause(true);   // the checks rerun the forward: not the dataflow
     check_part1(&net, &f, &g, X, mask, grad_out);
     trace_pause(was_paused);
 }
-
 
 // The tiles of one head in the order the backward visits them: a column per
 // key block (the outer loop), a row per query block (the inner loop).
@@ -1023,10 +791,9 @@ static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
 
 // --- the lesson -------------------------------------------------------------------------
 
-static void refuse_with_bench(const Lesson *lesson, int argc, char **argv);
 static void check_kernels_variable(const Lesson *lesson);
-#define BENCH_MAX_SEQ 16384    // --bench --seq beyond this would take minutes a run
-static void bench(const Lesson *lesson, int seq, int block_q, int block_k, bool blocks_given);
+// --bench: check its flags, time, print (appendix B).
+static void bench(const Lesson *lesson, const Sizes *n, int argc, char **argv);
 
 static bool given(int argc, char **argv, const char *flag) {
     for (int i = 1; i < argc; i++) {
@@ -1070,14 +837,8 @@ int main(int argc, char **argv) {
     };
     parse_lesson_args(&lesson, argc, argv);
     check_kernels_variable(&lesson);
-    if (run_bench && given(argc, argv, "--seq") && n.seq > BENCH_MAX_SEQ) {
-        usage_error(&lesson, "--bench --seq %d: the tiled backward alone would take minutes a "
-                    "run; --bench takes --seq up to %d", n.seq, BENCH_MAX_SEQ);
-    }
     if (run_bench) {
-        refuse_with_bench(&lesson, argc, argv);
-        bench(&lesson, given(argc, argv, "--seq") ? n.seq : 0, n.block_q, n.block_k,
-              given(argc, argv, "--block-q") || given(argc, argv, "--block-k"));
+        bench(&lesson, &n, argc, argv);
         return lesson_finish(&lesson);
     }
     if (!given(argc, argv, "--kv-heads")) {
@@ -1088,14 +849,8 @@ int main(int argc, char **argv) {
     check_fits(&lesson, "query_proj.weight (dim, dim)", shape2(n.dim, n.dim));
     check_fits(&lesson, "query (batch, heads, seq, head_dim)",
                shape4(n.batch, n.heads, n.seq, n.head_dim));
-    bool part1_fits = (double)n.batch * n.seq * n.seq <= (double)MAX_ELEMENTS;
     lesson_start(&lesson);
-    if (part1_fits) {
-        part1_by_hand(&n, lesson.heatmap);
-    } else {
-        printf("-- part 1 is skipped: att_weight (%d, %d, %d) would pass the helper's limit of "
-               "%ld elements --\n", n.batch, n.seq, n.seq, MAX_ELEMENTS);
-    }
+    part1_by_hand(&n, lesson.heatmap);
     part2_flash_backward(&n, lesson.seed, lesson.heatmap);
     return lesson_finish(&lesson);
 }
@@ -1639,6 +1394,7 @@ static void check_kernels_variable(const Lesson *lesson) {
 #define BENCH_BLOCK 64         // Bq = Bk unless --block-q or --block-k says otherwise
 #define BENCH_REPEATS 3        // each case runs this many times, the two paths taking turns
 #define BENCH_SLOW_MS 1000.0   // ... except the naive path: twice if a run takes longer
+#define BENCH_MAX_SEQ 16384    // --bench --seq beyond this would take minutes a run
 #define BENCH_SPREAD_NOTE 0.2  // a spread above 20%: say the machine is busy
 
 static double now_seconds(void) {
@@ -1758,8 +1514,16 @@ static double bench_flops(int N, bool causal) {   // 10*B*H*N*N*D, causal 5*B*H*
     return causal ? 5.0 * HND * (N + 1.0) : 10.0 * HND * N;
 }
 
-static void bench(const Lesson *lesson, int seq, int block_q, int block_k, bool blocks_given) {
-    if (!blocks_given) {
+static void refuse_with_bench(const Lesson *lesson, int argc, char **argv);
+
+static void bench(const Lesson *lesson, const Sizes *n, int argc, char **argv) {
+    if (given(argc, argv, "--seq") && n->seq > BENCH_MAX_SEQ) {
+        usage_error(lesson, "--bench --seq %d: the tiled backward alone would take minutes a "
+                    "run; --bench takes --seq up to %d", n->seq, BENCH_MAX_SEQ);
+    }
+    refuse_with_bench(lesson, argc, argv);
+    int seq = given(argc, argv, "--seq") ? n->seq : 0, block_q = n->block_q, block_k = n->block_k;
+    if (!given(argc, argv, "--block-q") && !given(argc, argv, "--block-k")) {
         block_q = block_k = BENCH_BLOCK;
     }
     const int default_seqs[] = {512, 1024, 2048, 4096, 8192};
@@ -1869,4 +1633,277 @@ static void refuse_with_bench(const Lesson *lesson, int argc, char **argv) {
             }
         }
     }
+}
+
+// ===========================================================================================
+// APPENDIX C. THE FORWARD: lesson 13's tiled loop, keeping lse.
+// ===========================================================================================
+
+// The forward's scratch (lesson 13's): scores kept transposed, a column per query.
+typedef struct {
+    int N, D, Bq, Bk, ldS;   // ldS: Bq rounded up to 16
+    bool causal;
+    const Kernels *kernels;
+    float *q_t;              // (D, ldS)  the query block, transposed, times 1/sqrt(D)
+    float *s_t;              // (Bk, ldS) its scores against a key block, then exp(score - m)
+    float *m, *l, *m_new, *block_sum;   // (ldS) each: running max and sum per query
+} Tiling;
+
+// Lesson 13's attend_query_block, which now also writes lse[j] = m + log(l):
+// all the backward needs of the softmax, one number per query.
+static void attend_query_block(const Tiling *w, const float *q, const float *k, const float *v,
+                               float *out, float *lse, int qs, int nq) {
+    int D = w->D, ldS = w->ldS;
+    float scale = 1.0f / sqrtf((float)D), *o = out + (long)qs * D;   // (nq, D) the accumulator
+    for (int d = 0; d < D; d++) {
+        for (int j = 0; j < ldS; j++) {
+            w->q_t[(long)d * ldS + j] = j < nq ? q[(long)(qs + j) * D + d] * scale : 0.0f;
+        }
+    }
+    for (int j = 0; j < ldS; j++) {
+        w->m[j] = -INFINITY;
+        w->l[j] = 0.0f;
+    }
+    memset(o, 0, (size_t)nq * D * sizeof(float));
+    for (int ks = 0; ks < w->N; ks += w->Bk) {
+        int nk = min_int(w->Bk, w->N - ks);
+        TileKind kind = tile_kind(w->causal, qs, nq, ks, nk);
+        if (kind == TILE_SKIPPED) {
+            continue;
+        }
+        int visible = kind == TILE_DIAGONAL ? min_int(nk, qs + nq - ks) : nk;
+        // s_t (visible, ldS) = k_block (visible, D) @ q_t (D, ldS), masked on the diagonal
+        w->kernels->matmul(visible, ldS, D, k + (long)ks * D, D, 1, w->q_t, ldS, w->s_t, ldS,
+                           false);
+        for (int p = 0; kind == TILE_DIAGONAL && p < visible; p++) {
+            for (int j = 0; j < nq; j++) {
+                if (ks + p > qs + j) {
+                    w->s_t[(long)p * ldS + j] = -INFINITY;
+                }
+            }
+        }
+        memcpy(w->m_new, w->m, (size_t)ldS * sizeof(float));
+        w->kernels->column_max(w->m_new, w->s_t, visible, ldS, ldS);
+        w->kernels->exp_columns(w->s_t, w->block_sum, w->m_new, visible, ldS, ldS);
+        for (int j = 0; j < nq; j++) {   // rescale what was summed before by exp(m - m_new)
+            float alpha = flash_expf(w->m[j] - w->m_new[j]);
+            w->l[j] = w->l[j] * alpha + w->block_sum[j];
+            w->m[j] = w->m_new[j];
+            for (int d = 0; alpha != 1.0f && d < D; d++) {
+                o[(long)j * D + d] *= alpha;
+            }
+        }
+        // o (nq, D) += P (nq, visible) @ v_block (visible, D), P[j][p] = s_t[p][j]
+        w->kernels->matmul(nq, D, visible, w->s_t, 1, ldS, v + (long)ks * D, D, o, D, true);
+    }
+    for (int j = 0; j < nq; j++) {
+        for (int d = 0; d < D; d++) {
+            o[(long)j * D + d] /= w->l[j];
+        }
+        lse[qs + j] = w->m[j] + logf(w->l[j]);   // softmax's log-sum-exp of the row
+    }
+}
+
+// query (B, H, N, D), key and value (B, KV, N, D), row-major; returns out
+// (B, H, N, D) and *lse (B, H, N).
+static Tensor *FlashAttention_forward(Tensor **lse, const FlashAttention *self,
+                                      const Tensor *query, const Tensor *key,
+                                      const Tensor *value) {
+    int B = size(query, 0), H = size(query, 1), N = size(query, 2), D = size(query, 3);
+    int R = H / self->num_kv_heads;
+    const Tensor *q = contiguous(query), *k = contiguous(key), *v = contiguous(value);
+    Tensor *out = zeros(shape4(B, H, N, D));                                  // (B, H, N, D)
+    *lse = zeros(shape3(B, H, N));                                            // (B, H, N)
+    Tiling w = {N, D, min_int(self->block_q, N), min_int(self->block_k, N), 0, self->causal,
+                self->kernels, NULL, NULL, NULL, NULL, NULL, NULL};
+    w.ldS = (w.Bq + 15) / 16 * 16;
+    w.q_t = arena_alloc(((size_t)D + (size_t)w.Bk + 4) * (size_t)w.ldS, sizeof(float));
+    w.s_t = w.q_t + (size_t)D * w.ldS;
+    w.m = w.s_t + (size_t)w.Bk * w.ldS;
+    w.l = w.m + w.ldS;
+    w.m_new = w.l + w.ldS;
+    w.block_sum = w.m_new + w.ldS;
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < H; h++) {
+            for (int qs = 0; qs < N; qs += w.Bq) {
+                attend_query_block(&w, at4(q, b, h, 0, 0), at4(k, b, h / R, 0, 0),
+                                   at4(v, b, h / R, 0, 0), at4(out, b, h, 0, 0),
+                                   at3(*lse, b, h, 0), qs, min_int(w.Bq, N - qs));
+            }
+        }
+    }
+    const Tensor *inputs[3] = {query, key, value};
+    trace("tiled forward (keeps lse)", out, 3, inputs, 0, NULL);
+    trace("tiled forward (keeps lse)", *lse, 3, inputs, 0, NULL);
+    return out;
+}
+
+// Lesson 13's naive path: the helper's matmul and softmax, (B, KV, R, N, N)
+// weights (R query heads beside each key/value head, broadcast, no copy).
+// Returns out_naive (B, H, N, D) and *P, the weights as (B, H, N, N).
+static const Tensor *naive_attention(const Tensor **P, const Tensor *query, const Tensor *key,
+                                     const Tensor *value, bool causal) {
+    int B = size(query, 0), H = size(query, 1), N = size(query, 2), D = size(query, 3);
+    int KV = size(key, 1), R = H / KV;
+    const Tensor *q = view(contiguous(query), shape5(B, KV, R, N, D));        // (B, KV, R, N, D)
+    const Tensor *k = unsqueeze(key, 2), *v = unsqueeze(value, 2);            // (B, KV, 1, N, D)
+    Tensor *scores = div_scalar(matmul(q, transpose(k, -2, -1)), (float)sqrt((double)D));
+    if (causal) {                                                             // (B, KV, R, N, N)
+        scores = masked_fill(scores, eq_scalar(triu(ones(shape2(N, N)), 1), 1.0f), -INFINITY);
+    }
+    const Tensor *weights = softmax(scores, -1);                              // (B, KV, R, N, N)
+    *P = view(weights, shape4(B, H, N, N));                                   // (B, H, N, N)
+    return view(matmul(weights, v), shape4(B, H, N, D));                      // (B, H, N, D)
+}
+
+// The backward as autograd runs it on the naive path, by loops on whole
+// (N, N) matrices: dV = P^T dO (summed over a group), dP = dO V^T, dS = P (dP -
+// rowsum(P dP)) (autograd's softmax backward: the row term from the whole row
+// of P and dP), dQ = dS K / sqrt(D), dK = dS^T Q / sqrt(D).
+static QKVGrads naive_backward(const Tensor *P, const Tensor *query, const Tensor *key,
+                               const Tensor *value, const Tensor *grad_out) {
+    int B = size(query, 0), H = size(query, 1), N = size(query, 2), D = size(query, 3);
+    int KV = size(key, 1), R = H / KV;
+    float scale = 1.0f / sqrtf((float)D);
+    const Tensor *q = contiguous(query), *k = contiguous(key), *v = contiguous(value);
+    const Tensor *dO = contiguous(grad_out), *Pc = contiguous(P);
+    QKVGrads g = {zeros(shape4(B, H, N, D)), zeros(shape4(B, KV, N, D)), zeros(shape4(B, KV, N, D))};
+    Tensor *dP = zeros(shape4(B, H, N, N)), *dS = zeros(shape4(B, H, N, N));  // (B, H, N, N) each
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < H; h++) {
+            const float *q_h = at4(q, b, h, 0, 0), *k_g = at4(k, b, h / R, 0, 0);   // (N, D)
+            const float *v_g = at4(v, b, h / R, 0, 0), *do_h = at4(dO, b, h, 0, 0);
+            const float *p_h = at4(Pc, b, h, 0, 0);                                  // (N, N)
+            float *dp_h = at4(dP, b, h, 0, 0), *ds_h = at4(dS, b, h, 0, 0);
+            float *dq_h = at4(g.query, b, h, 0, 0), *dk_g = at4(g.key, b, h / R, 0, 0);
+            float *dv_g = at4(g.value, b, h / R, 0, 0);
+            for (int t = 0; t < N; t++) {
+                float row = 0.0f;
+                for (int s = 0; s < N; s++) {
+                    float pts = p_h[(long)t * N + s], dp = 0.0f;
+                    for (int d = 0; d < D; d++) {
+                        dv_g[(long)s * D + d] += pts * do_h[(long)t * D + d];   // dV += P^T dO
+                        dp += do_h[(long)t * D + d] * v_g[(long)s * D + d];     // dP = dO V^T
+                    }
+                    dp_h[(long)t * N + s] = dp;
+                    row += pts * dp;
+                }
+                for (int s = 0; s < N; s++) {
+                    float ds = p_h[(long)t * N + s] * (dp_h[(long)t * N + s] - row) * scale;
+                    ds_h[(long)t * N + s] = ds;
+                    for (int d = 0; d < D; d++) {
+                        dq_h[(long)t * D + d] += ds * k_g[(long)s * D + d];     // dQ = dS K
+                        dk_g[(long)s * D + d] += ds * q_h[(long)t * D + d];     // dK = dS^T Q
+                    }
+                }
+            }
+        }
+    }
+    return g;
+}
+
+// ===========================================================================================
+// APPENDIX D. PART 1'S MODULE IN DOUBLE, for the central differences.
+// ===========================================================================================
+
+// sum(ret * grad_out) computed in double from the float inputs and
+// parameters, with one number moved by h: element `index` (row-major) of
+// `moved`. The same mask and dropout noise as the forward.
+static double loss_in_double(const SelfAttV4 *net, const Tensor *X, const Tensor *mask,
+                             const Tensor *noise, const Tensor *grad_out, const Tensor *moved,
+                             long index, double h) {
+    int B = size(X, 0), T = size(X, 1), C = size(X, 2);
+    const Tensor *held[9] = {X, net->query_proj.weight, net->query_proj.bias,
+                             net->key_proj.weight, net->key_proj.bias, net->value_proj.weight,
+                             net->value_proj.bias, net->output_proj.weight, net->output_proj.bias};
+    double *v[9];   // each tensor as doubles, `moved` moved
+    for (int i = 0; i < 9; i++) {
+        long n = numel(held[i]);
+        v[i] = arena_alloc((size_t)n, sizeof(double));
+        for (long e = 0; e < n; e++) {
+            v[i][e] = contiguous(held[i])->data[e] + (held[i] == moved && e == index ? h : 0.0);
+        }
+    }
+    double *qkv[3], *row = arena_alloc((size_t)T, sizeof(double));
+    double *o = arena_alloc((size_t)C, sizeof(double)), loss = 0.0;
+    for (int p = 0; p < 3; p++) {   // Q, K, V (B, T, C) = X W^T + b
+        qkv[p] = arena_alloc((size_t)B * T * C, sizeof(double));
+        for (long r = 0; r < (long)B * T; r++) {
+            for (int c = 0; c < C; c++) {
+                double sum = v[2 + 2 * p][c];
+                for (int i = 0; i < C; i++) {
+                    sum += v[0][r * C + i] * v[1 + 2 * p][c * C + i];
+                }
+                qkv[p][r * C + c] = sum;
+            }
+        }
+    }
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {   // one query: its scores, softmax, output, ret
+            double max = -INFINITY, sum = 0.0;
+            for (int s = 0; s < T; s++) {
+                double x = 0.0;
+                for (int c = 0; c < C; c++) {
+                    x += qkv[0][((long)b * T + t) * C + c] * qkv[1][((long)b * T + s) * C + c];
+                }
+                row[s] = *at3(mask, b, t, s) == 0.0f ? (double)MASK_FILL : x / sqrt((double)C);
+                max = row[s] > max ? row[s] : max;
+            }
+            for (int s = 0; s < T; s++) {
+                row[s] = exp(row[s] - max);
+                sum += row[s];
+            }
+            for (int c = 0; c < C; c++) {
+                o[c] = 0.0;
+                for (int s = 0; s < T; s++) {
+                    double w = row[s] / sum * (noise != NULL ? *at3(noise, b, t, s) : 1.0f);
+                    o[c] += w * qkv[2][((long)b * T + s) * C + c];
+                }
+            }
+            for (int c = 0; c < C; c++) {
+                double ret = v[8][c];
+                for (int i = 0; i < C; i++) {
+                    ret += o[i] * v[7][c * C + i];
+                }
+                loss += ret * *at3(grad_out, b, t, c);
+            }
+        }
+    }
+    return loss;
+}
+
+// Part 1's table of central differences, at five entries that exist at any sizes.
+static void print_central_differences(const SelfAttV4 *net, const SelfAttV4Steps *f,
+                                      const SelfAttV4Grads *g, const Tensor *X,
+                                      const Tensor *mask, const Tensor *grad_out) {
+    int C = size(X, 2);
+    struct { const char *name; const Tensor *value, *grad; int index[3]; } entries[] = {
+        {"X", X, g->X, {0, 0, 0}},
+        {"query_proj.weight", net->query_proj.weight, g->query_proj.weight, {0, C - 1}},
+        {"key_proj.weight", net->key_proj.weight, g->key_proj.weight, {C - 1, 0}},
+        {"value_proj.bias", net->value_proj.bias, g->value_proj.bias, {C - 1}},
+        {"output_proj.weight", net->output_proj.weight, g->output_proj.weight, {C - 1, C - 1}},
+    };
+    printf("central differences in double: (L(w + h) - L(w - h)) / 2h, L = (ret * grad_out).sum(), "
+           "h = %g\n", CHECK_STEP);
+    double largest = 0.0;
+    for (int e = 0; e < 5; e++) {
+        const Tensor *w = entries[e].value;
+        const int *i = entries[e].index;
+        long flat = w->ndim == 1 ? i[0] : w->ndim == 2 ? (long)i[0] * size(w, 1) + i[1]
+                                                       : ((long)i[0] * size(w, 1) + i[1]) * C + i[2];
+        double up = loss_in_double(net, X, mask, f->noise, grad_out, w, flat, CHECK_STEP);
+        double down = loss_in_double(net, X, mask, f->noise, grad_out, w, flat, -CHECK_STEP);
+        double central = (up - down) / (2.0 * CHECK_STEP);
+        double analytic = contiguous(entries[e].grad)->data[flat];
+        char where[64];
+        int used = snprintf(where, sizeof where, "%s[", entries[e].name);
+        for (int d = 0; d < w->ndim; d++) {
+            used += snprintf(where + used, sizeof where - (size_t)used, d ? ", %d" : "%d", i[d]);
+        }
+        snprintf(where + used, sizeof where - (size_t)used, "]");
+        printf("  %-24s autograd %12.6g   central %12.6g\n", where, analytic, central);
+        largest = fmax(largest, fabs(analytic - central));
+    }
+    printf("max |autograd - central| = %.1e (float rounding of the analytic gradients)\n", largest);
 }
