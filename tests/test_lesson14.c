@@ -33,7 +33,7 @@
 // One recorded PyTorch run: keep in step with CASES in gen_lesson14.py.
 typedef struct {
     const char *dir;   // tests/data/lesson14/<case>
-    Sizes n;           // batch, seq, dim, heads, kv_heads, head_dim, block_q, block_k, causal, train
+    Sizes n;           // batch seq dim heads kv_heads head_dim block_q block_k causal train
     const char *args[24];
 } Case;
 

@@ -142,8 +142,9 @@ def main():
     print("\n".join(notes))
     print(f"# best of {args.rounds} interleaved rounds{', taskset -c ' + args.cpu if pin else ''}; "
           f"lesson kernels {kernels}, its FMA peak {peak:.1f} GFLOP/s")
-    print("| seq | causal | PyTorch SDPA ms | PyTorch manual ms | lesson naive ms | lesson tiled ms "
-          "| tiled faster than SDPA by | tiled GFLOP/s | % of peak | SDPA / manual MiB grown |")
+    print("| seq | causal | PyTorch SDPA ms | PyTorch manual ms | lesson naive ms "
+          "| lesson tiled ms | tiled faster than SDPA by | tiled GFLOP/s | % of peak "
+          "| SDPA / manual MiB grown |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in seqs:
         for causal in (0, 1):

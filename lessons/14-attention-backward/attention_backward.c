@@ -209,13 +209,15 @@ typedef struct {
 } SelfAttV4Grads;
 
 // y = x W^T + b over the rows r of x, (rows, in) -> (rows, out); backward:
-//   dW[o, i] = sum_r dy[r, o] x[r, i]     db[o] = sum_r dy[r, o]     dx[r, i] += sum_o dy[r, o] W[o, i]
+//   dW[o, i] = sum_r dy[r, o] x[r, i]     db[o] = sum_r dy[r, o]
+//   dx[r, i] += sum_o dy[r, o] W[o, i]
 // dx is ADDED to (X feeds three Linears, and its gradient is the sum of theirs).
 static Linear linear_backward(Tensor *dx, const Tensor *dy, const Tensor *x, const Linear *layer) {
     int in = layer->in_features, out = layer->out_features;
     long rows = numel(x) / in;
-    const float *x_r = contiguous(x)->data, *dy_r = contiguous(dy)->data;   // (rows, in), (rows, out)
-    const float *W = contiguous(layer->weight)->data;                       // (out, in)
+    const float *x_r = at2(view(contiguous(x), shape2((int)rows, in)), 0, 0);    // (rows, in)
+    const float *dy_r = at2(view(contiguous(dy), shape2((int)rows, out)), 0, 0); // (rows, out)
+    const float *W = at2(contiguous(layer->weight), 0, 0);                        // (out, in)
     Tensor *dW = zeros(shape2(out, in)), *db = zeros(shape1(out));
     for (int o = 0; o < out; o++) {
         for (long r = 0; r < rows; r++) {
@@ -234,9 +236,8 @@ static Linear linear_backward(Tensor *dx, const Tensor *dy, const Tensor *x, con
             dx->data[r * in + i] += sum;
         }
     }
-    const Tensor *inputs[] = {dy, x};
-    trace("linear backward", dW, 2, inputs, 0, NULL);
-    trace("linear backward", db, 1, inputs, 0, NULL);
+    trace2("dy^T @ x", dW, dy, x);
+    trace1("sum of dy", db, dy);
     return (Linear){dW, db, in, out};
 }
 
@@ -249,6 +250,7 @@ static SelfAttV4Grads SelfAttV4_backward(const SelfAttV4 *self, const SelfAttV4S
     // 1. ret = output_proj(output): a Linear.
     g.output = zeros(shape3(B, T, C));
     g.output_proj = linear_backward(g.output, grad_out, f->output, &self->output_proj);
+    trace2("grad_out @ W", g.output, grad_out, self->output_proj.weight);
     // 2. output = W @ V, W = att_weight_dropped (B, T, S):
     //    dV[b, s, c] = sum_t W[b, t, s] dO[b, t, c]     dW[b, t, s] = sum_c dO[b, t, c] V[b, s, c]
     g.V = zeros(shape3(B, S, C));
@@ -265,6 +267,8 @@ static SelfAttV4Grads SelfAttV4_backward(const SelfAttV4 *self, const SelfAttV4S
             }
         }
     }
+    trace2("W^T @ dO", g.V, f->att_weight_dropped, g.output);
+    trace2("dO @ V^T", g.att_weight_dropped, g.output, f->V);
     // 3. W = P * noise: dP = dW * noise, the mask of the forward again (eval: dP = dW).
     g.att_weight = g.att_weight_dropped;
     if (f->noise != NULL) {
@@ -287,6 +291,7 @@ static SelfAttV4Grads SelfAttV4_backward(const SelfAttV4 *self, const SelfAttV4S
             }
         }
     }
+    trace2("softmax backward", g.scores, f->att_weight, g.att_weight);
     // 5. scores = masked_fill(Q K^T / sqrt(C)): masked_fill passes no gradient to a
     //    masked score, the division divides it by sqrt(C), and Q K^T gives
     //    dQ[b, t, c] = sum_s dS'[b, t, s] K[b, s, c]    dK[b, s, c] = sum_t dS'[b, t, s] Q[b, t, c]
@@ -305,11 +310,16 @@ static SelfAttV4Grads SelfAttV4_backward(const SelfAttV4 *self, const SelfAttV4S
             }
         }
     }
+    trace2("dS @ K / sqrt(C)", g.Q, g.scores, f->K);
+    trace2("dS^T @ Q / sqrt(C)", g.K, g.scores, f->Q);
     // 6. Q, K, V = three Linears of X: X.grad is the sum of the three dx.
     g.X = zeros(shape3(B, T, C));
     g.query_proj = linear_backward(g.X, g.Q, X, &self->query_proj);
     g.key_proj = linear_backward(g.X, g.K, X, &self->key_proj);
     g.value_proj = linear_backward(g.X, g.V, X, &self->value_proj);
+    const Tensor *sources[] = {g.Q, g.K, g.V, self->query_proj.weight, self->key_proj.weight,
+                               self->value_proj.weight};
+    trace("dQ Wq + dK Wk + dV Wv", g.X, 6, sources, 0, NULL);
     return g;
 }
 
@@ -389,7 +399,8 @@ static void backward_tile(const BackwardScratch *w, const Kernels *kern, const H
     const float *k_j = x->k + (long)ks * D;                                       // (nk, D)
     float *dq_i = x->dq + (long)qs * D, *dk_j = x->dk + (long)ks * D, *dv_j = x->dv + (long)ks * D;
     float scale = 1.0f / sqrtf((float)D);
-    int ldk = w->ldk, diagonal = kind == TILE_DIAGONAL ? qs - ks : nk;   // key p masked if p > j + diagonal
+    int ldk = w->ldk;
+    int diagonal = kind == TILE_DIAGONAL ? qs - ks : nk;   // key p masked if p > j + diagonal
     // The two products that need only the inputs: S = Q_i K_j^T (nq, nk), the
     // forward's scores again, and dP = dO_i V_j^T (nq, nk).
     kern->matmul(nq, nk, D, q_i, D, 1, w->k_t, ldk, w->p, ldk, false);
@@ -419,7 +430,7 @@ static QKVGrads FlashAttention_backward(BackwardSteps *steps, const FlashAttenti
     int KV = self->num_kv_heads, R = H / KV;
     int Bq = min_int(self->block_q, N), Bk = min_int(self->block_k, N);
     const Tensor *q = contiguous(query), *k = contiguous(key), *v = contiguous(value);
-    const Tensor *o = contiguous(out), *dO = contiguous(grad_out);
+    const Tensor *o = contiguous(out), *dO = contiguous(grad_out), *l = contiguous(lse);
     QKVGrads grads = {zeros(shape4(B, H, N, D)), zeros(shape4(B, KV, N, D)),
                       zeros(shape4(B, KV, N, D))};
     BackwardScratch w;
@@ -435,7 +446,7 @@ static QKVGrads FlashAttention_backward(BackwardSteps *steps, const FlashAttenti
         for (int h = 0; h < H; h++) {
             int g = h / R;   // the key/value head query head h reads
             HeadRows x = {at4(q, b, h, 0, 0), at4(k, b, g, 0, 0), at4(v, b, g, 0, 0),
-                          at4(o, b, h, 0, 0), at4(dO, b, h, 0, 0), at3(lse, b, h, 0),
+                          at4(o, b, h, 0, 0), at4(dO, b, h, 0, 0), at3(l, b, h, 0),
                           at4(grads.query, b, h, 0, 0), at4(grads.key, b, g, 0, 0),
                           at4(grads.value, b, g, 0, 0)};
             // D = rowsum(dO * O), the softmax's row term: N numbers for this head
@@ -584,36 +595,49 @@ static void part1_by_hand(const Sizes *n, bool heatmap) {
     }
     SelfAttV4Grads g = SelfAttV4_backward(&net, &f, X, grad_out);
     const char *W = n->train ? "att_weight_dropped" : "att_weight";
+    struct { const char *name; const Tensor *grad; } grads[] = {
+        {"output_proj.weight.grad", g.output_proj.weight}, {"output_proj.bias.grad",
+        g.output_proj.bias}, {"output.grad", g.output}, {"V.grad", g.V}, {"att_weight.grad",
+        g.att_weight}, {"scores.grad", g.scores}, {"Q.grad", g.Q}, {"K.grad", g.K},
+        {"query_proj.weight.grad", g.query_proj.weight}, {"query_proj.bias.grad",
+        g.query_proj.bias}, {"key_proj.weight.grad", g.key_proj.weight}, {"key_proj.bias.grad",
+        g.key_proj.bias}, {"value_proj.weight.grad", g.value_proj.weight},
+        {"value_proj.bias.grad", g.value_proj.bias}, {"X.grad", g.X},
+        {n->train ? "att_weight_dropped.grad" : NULL, g.att_weight_dropped},
+    };
+    for (size_t i = 0; i < sizeof grads / sizeof grads[0] && grads[i].name != NULL; i++) {
+        named(grads[i].name, grads[i].grad);   // for --dump, as <name>.npy
+    }
+    bool was_paused = trace_pause(true);   // what follows prints and checks: not dataflow
 
     printf("\n1. ret = output_proj(output), a Linear: weight.grad = grad_out^T @ output, "
            "bias.grad = grad_out\n   summed over batch and seq, output.grad = grad_out @ "
            "output_proj.weight\n");
-    print_grad("output_proj.weight.grad", named("output_proj.weight.grad", g.output_proj.weight));
-    print_grad("output_proj.bias.grad", named("output_proj.bias.grad", g.output_proj.bias));
-    print_grad("output.grad", named("output.grad", g.output));
+    print_grad("output_proj.weight.grad", g.output_proj.weight);
+    print_grad("output_proj.bias.grad", g.output_proj.bias);
+    print_grad("output.grad", g.output);
     printf("\n2. output = %s @ V: V.grad = %s^T @ output.grad,\n   %s.grad = "
            "output.grad @ V^T\n", W, W, W);
-    print_grad("V.grad", named("V.grad", g.V));
+    print_grad("V.grad", g.V);
     if (n->train) {
-        print_grad("att_weight_dropped.grad",
-                   named("att_weight_dropped.grad", g.att_weight_dropped));
+        print_grad("att_weight_dropped.grad", g.att_weight_dropped);
         printf("\n   dropout, att_weight_dropped = att_weight * noise: att_weight.grad =\n   "
                "att_weight_dropped.grad * noise, the forward's noise (0 or 1/0.9): a dropped "
                "weight\n   passes no gradient back\n");
     }
-    print_grad("att_weight.grad", named("att_weight.grad", g.att_weight));
+    print_grad("att_weight.grad", g.att_weight);
     printf("\n3. att_weight = softmax(scores): scores.grad = att_weight * (att_weight.grad - "
            "row term), the row\n   term one number per query: (att_weight * att_weight.grad)"
            ".sum(-1), which is also\n   (output.grad * output).sum(-1), C numbers a query "
            "instead of S\n");
     print_grad("(att_weight * att_weight.grad).sum(-1)", g.row_term);
     print_grad("(output.grad * output).sum(-1)", sum_last(mul(g.output, f.output)));
-    print_grad("scores.grad", named("scores.grad", g.scores));
+    print_grad("scores.grad", g.scores);
     printf("\n4. scores = (Q @ K^T / sqrt(%d)).masked_fill(mask == 0, -1e20): a masked score "
            "passes no gradient;\n   Q.grad = scores.grad @ K / sqrt(%d), K.grad = scores.grad^T "
            "@ Q / sqrt(%d)\n", C, C, C);
-    print_grad("Q.grad", named("Q.grad", g.Q));
-    print_grad("K.grad", named("K.grad", g.K));
+    print_grad("Q.grad", g.Q);
+    print_grad("K.grad", g.K);
     printf("\n5. Q, K, V = query_proj(X), key_proj(X), value_proj(X): three Linears as in 1, "
            "and X.grad\n   is the sum of their three input gradients\n");
     const Linear *layers[3] = {&g.query_proj, &g.key_proj, &g.value_proj};
@@ -621,8 +645,7 @@ static void part1_by_hand(const Sizes *n, bool heatmap) {
                                {"key_proj.weight.grad", "key_proj.bias.grad"},
                                {"value_proj.weight.grad", "value_proj.bias.grad"}};
     for (int i = 0; i < 3; i++) {
-        print_grad(names[i][0], named(names[i][0], layers[i]->weight));
-        named(names[i][1], layers[i]->bias);
+        print_grad(names[i][0], layers[i]->weight);
         if (i != 1) {
             print_grad(names[i][1], layers[i]->bias);
         }
@@ -632,8 +655,7 @@ static void part1_by_hand(const Sizes *n, bool heatmap) {
     printf("key_proj.bias.grad is 0 up to rounding, max |key_proj.bias.grad| = %.1e: it adds "
            "q_t . b_k to\n  every score of row t, and softmax ignores a shift of its row\n",
            max_abs_diff(g.key_proj.bias, zeros(shape1(C))));
-    print_grad("X.grad", named("X.grad", g.X));
-    bool was_paused = trace_pause(true);   // the checks rerun the forward: not the dataflow
+    print_grad("X.grad", g.X);
     check_part1(&net, &f, &g, X, mask, grad_out);
     trace_pause(was_paused);
 }
@@ -651,7 +673,8 @@ static void show_tile_visits(const Sizes *n, const BackwardSteps *steps) {
         for (int kb = 0; kb < k_blocks; kb++) {
             for (int qb = 0; qb < q_blocks; qb++) {
                 int qs = qb * Bq, ks = kb * Bk;
-                TileKind kind = tile_kind(n->causal, qs, min_int(Bq, N - qs), ks, min_int(Bk, N - ks));
+                TileKind kind =
+                    tile_kind(n->causal, qs, min_int(Bq, N - qs), ks, min_int(Bk, N - ks));
                 order[qb][kb] = kind == TILE_SKIPPED ? 0 : ++visited;
             }
         }
@@ -723,9 +746,6 @@ static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
     const Tensor *attn_out =
         named("attn_out", FlashAttention_forward(&lse, &flash, query, key, value));
     named("lse", lse);                                                        // (B, H, N)
-    printf("the forward (lesson 13's tiles) keeps attn_out and lse = m + log(l), one number per "
-           "query;\nlse[0, 0], what torch.logsumexp(scores, -1) gives:\n%s\n",
-           tensor_str(reshape(narrow(narrow(lse, 0, 0, 1), 1, 0, 1), shape1(N)), NULL));
     BackwardSteps steps;
     QKVGrads grads = FlashAttention_backward(&steps, &flash, query, key, value, attn_out, lse,
                                              grad_attn_out);
@@ -734,6 +754,9 @@ static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
     named("value.grad", grads.value);
 
     bool was_paused = trace_pause(true);   // the rest prints and checks: not dataflow
+    printf("the forward (lesson 13's tiles) keeps attn_out and lse = m + log(l), one number per "
+           "query;\nlse[0, 0], what torch.logsumexp(scores, -1) gives:\n%s\n",
+           tensor_str(reshape(narrow(narrow(lse, 0, 0, 1), 1, 0, 1), shape1(N)), NULL));
     show_tile_visits(n, &steps);
     printf("first, per head, D = (dO * O).sum(-1); then each visited tile: S = Q_i K_j^T and\n"
            "  P = exp(S / sqrt(%d) - lse_i), recomputed; dV_j += P^T dO_i; dP = dO_i V_j^T;\n"
@@ -1482,7 +1505,8 @@ static void bench_case(BenchCase *c, int N, bool causal, int block_q, int block_
         QKVGrads g = FlashAttention_backward(&steps, &flash, query, key, value, out, lse, grad_out);
         add_run(&c->tiled, (now_seconds() - start) * 1e3);
         c->flops = steps.flops;
-        c->tiled_extra = steps.scratch_bytes + steps.delta_bytes + (size_t)numel(lse) * sizeof(float);
+        c->tiled_extra =
+            steps.scratch_bytes + steps.delta_bytes + (size_t)numel(lse) * sizeof(float);
         if (r == 0) {
             tiled_grads[0] = g.query, tiled_grads[1] = g.key, tiled_grads[2] = g.value;
         } else {
@@ -1767,7 +1791,8 @@ static QKVGrads naive_backward(const Tensor *P, const Tensor *query, const Tenso
     float scale = 1.0f / sqrtf((float)D);
     const Tensor *q = contiguous(query), *k = contiguous(key), *v = contiguous(value);
     const Tensor *dO = contiguous(grad_out), *Pc = contiguous(P);
-    QKVGrads g = {zeros(shape4(B, H, N, D)), zeros(shape4(B, KV, N, D)), zeros(shape4(B, KV, N, D))};
+    QKVGrads g = {zeros(shape4(B, H, N, D)), zeros(shape4(B, KV, N, D)),
+                  zeros(shape4(B, KV, N, D))};
     Tensor *dP = zeros(shape4(B, H, N, N)), *dS = zeros(shape4(B, H, N, N));  // (B, H, N, N) each
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
@@ -1821,7 +1846,8 @@ static double loss_in_double(const SelfAttV4 *net, const Tensor *X, const Tensor
         long n = numel(held[i]);
         v[i] = arena_alloc((size_t)n, sizeof(double));
         for (long e = 0; e < n; e++) {
-            v[i][e] = contiguous(held[i])->data[e] + (held[i] == moved && e == index ? h : 0.0);
+            const Tensor *t = contiguous(held[i]);
+            v[i][e] = t->data[t->offset + e] + (held[i] == moved && e == index ? h : 0.0);
         }
     }
     double *qkv[3], *row = arena_alloc((size_t)T, sizeof(double));
@@ -1890,12 +1916,14 @@ static void print_central_differences(const SelfAttV4 *net, const SelfAttV4Steps
     for (int e = 0; e < 5; e++) {
         const Tensor *w = entries[e].value;
         const int *i = entries[e].index;
-        long flat = w->ndim == 1 ? i[0] : w->ndim == 2 ? (long)i[0] * size(w, 1) + i[1]
-                                                       : ((long)i[0] * size(w, 1) + i[1]) * C + i[2];
+        long flat = w->ndim == 1   ? i[0]
+                    : w->ndim == 2 ? (long)i[0] * size(w, 1) + i[1]
+                                   : ((long)i[0] * size(w, 1) + i[1]) * C + i[2];
         double up = loss_in_double(net, X, mask, f->noise, grad_out, w, flat, CHECK_STEP);
         double down = loss_in_double(net, X, mask, f->noise, grad_out, w, flat, -CHECK_STEP);
         double central = (up - down) / (2.0 * CHECK_STEP);
-        double analytic = contiguous(entries[e].grad)->data[flat];
+        const Tensor *grad = contiguous(entries[e].grad);
+        double analytic = grad->data[grad->offset + flat];
         char where[64];
         int used = snprintf(where, sizeof where, "%s[", entries[e].name);
         for (int d = 0; d < w->ndim; d++) {
