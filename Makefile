@@ -4,7 +4,7 @@
 #   make test                   build and run every test (installs `check` if missing)
 #   make help                   everything else
 #
-# A lesson is one directory lessons/NN-name/ holding one .c file; it is found
+# A lesson is one directory lessons/NN-name/ holding its .c files; it is found
 # by its number, so adding a lesson needs no change here.
 
 CC      ?= cc
@@ -14,24 +14,38 @@ CFLAGS  ?= -O2 -g
 BUILD   ?= build/$(notdir $(firstword $(CC)))
 
 # -ffp-contract=off: the compiler may not fuse a*b+c into one FMA on its own.
-# The generator in common/rng.c calls fmaf() exactly where PyTorch's kernels
-# fuse, and nowhere else; that is what makes its numbers bit-exact.
+# The generator in common/exact/rng.c calls fmaf() exactly where PyTorch's
+# kernels fuse, and nowhere else; that is what makes its numbers bit-exact.
+# -Icommon: includes name their folder, "core/tensor.h" (common/attention.h).
 WARNINGS   = -std=c11 -Wall -Wextra -Werror
 ALL_CFLAGS = $(WARNINGS) -ffp-contract=off $(CFLAGS) $(SANITIZE) -Icommon -MMD -MP
 LDLIBS     = -lm
 
-COMMON_SRC  := $(wildcard common/*.c)
-COMMON_OBJ  := $(COMMON_SRC:%.c=$(BUILD)/%.o)
+# Every source is found by a wildcard, so adding a file to common/'s folders,
+# a lesson's directory or tests/ needs no change here. Each .c compiles to
+# its own object under $(BUILD)/obj/ (its path mirrored), with a dependency
+# file beside it (-MMD) naming the headers it read.
+COMMON_SRC  := $(wildcard common/*/*.c)
+COMMON_OBJ  := $(COMMON_SRC:%.c=$(BUILD)/obj/%.o)
 LESSON_DIRS := $(sort $(patsubst %/,%,$(wildcard lessons/[0-9][0-9]-*/)))
 LESSON_BINS := $(LESSON_DIRS:%=$(BUILD)/%)
+LESSON_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard lessons/[0-9][0-9]-*/*.c))
 TEST_SRC    := $(wildcard tests/test_*.c)
 TEST_BINS   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+# What the test programs share (tests/harness.c, tests/family_*.c): every
+# .c of tests/ that is not a test program, linked into each test.
+SUPPORT_SRC := $(filter-out $(TEST_SRC),$(wildcard tests/*.c))
+SUPPORT_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o)
 
 # The directory of lesson N: lessons/0N-* (N without its leading zero).
 lesson_dir = $(firstword $(wildcard lessons/$(shell printf '%02d' '$(1)' 2>/dev/null)-*))
 
 .PHONY: all lessons test run-tests sanitize valgrind docs clean help
 .SECONDEXPANSION:
+# The objects are made by pattern rules and named nowhere else, so make
+# would treat them as intermediate files and delete them after each build
+# (and then compile them all again for the next lesson): keep every target.
+.SECONDARY:
 
 all: $(LESSON_BINS)
 	@if pkg-config --exists check 2>/dev/null; then $(MAKE) --no-print-directory $(TEST_BINS); \
@@ -39,22 +53,17 @@ all: $(LESSON_BINS)
 
 # --- the lessons -----------------------------------------------------------------
 
-# The objects of common/ are made by a pattern rule and named nowhere else,
-# so make would treat them as intermediate files and delete them after each
-# build (and then recompile all of common/ for the next lesson): keep them.
-.SECONDARY: $(COMMON_OBJ)
-
-$(BUILD)/common/%.o: common/%.c
+$(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/lessons/%: $$(wildcard lessons/%/*.c) $(COMMON_OBJ)
+# A lesson is every .c of its directory (lessons/NN-name/*.c), linked with common/.
+lesson_objects = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard $(1)/*.c))
+$(BUILD)/lessons/%: $$(call lesson_objects,lessons/$$*) $(COMMON_OBJ)
 	@mkdir -p $(dir $@)
-	@echo "  CC      $(filter %.c,$^)"
-	@mkdir -p $(BUILD)/deps
-	@$(CC) $(ALL_CFLAGS) -MF $(BUILD)/deps/$(notdir $@).d $(filter %.c,$^) $(COMMON_OBJ) \
-	   $(SANITIZE) $(LDLIBS) -o $@
+	@echo "  LD      $@"
+	@$(CC) $^ $(SANITIZE) $(LDLIBS) -o $@
 
 lesson-%: $$(BUILD)/$$(call lesson_dir,$$*)
 	@test -n "$(call lesson_dir,$*)" || { echo "no lesson $* in lessons/"; exit 2; }
@@ -85,31 +94,48 @@ lessons: $(LESSON_BINS)
 CHECK_FLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS  = $(shell pkg-config --libs check 2>/dev/null)
 
-$(BUILD)/tests/harness.o: tests/harness.c
+# The test programs and what they share see tests/ and check's headers, and
+# where the lessons are built (BUILD_DIR: tests run the lesson programs).
+TEST_CFLAGS = -Itests $(CHECK_FLAGS) -DBUILD_DIR='"$(BUILD)"'
+
+$(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	@$(CC) $(ALL_CFLAGS) -Itests $(CHECK_FLAGS) -DBUILD_DIR='"$(BUILD)"' -c $< -o $@
+	@$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/%: tests/%.c $(BUILD)/tests/harness.o $(COMMON_OBJ)
-	@mkdir -p $(dir $@) $(BUILD)/deps
-	@echo "  CC      $<"
-	@$(CC) $(ALL_CFLAGS) -Itests $(CHECK_FLAGS) -DBUILD_DIR='"$(BUILD)"' -MF $(BUILD)/deps/$(notdir $@).d $< \
-	   $(BUILD)/tests/harness.o $(COMMON_OBJ) $(SANITIZE) $(CHECK_LIBS) $(LDLIBS) -o $@
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUPPORT_OBJ) $(COMMON_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $^ $(SANITIZE) $(CHECK_LIBS) $(LDLIBS) -o $@
 
 # `check` is installed first if it is missing (tests/ensure-check.sh says what
-# it runs), then everything is built and each test program runs.
+# it runs), then everything is built and the test programs run, JOBS at a
+# time (default: one per CPU; tests/run-tests.sh keeps each one's output
+# together and in order). Without -j of its own, the build runs JOBS
+# compilers at once too.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+parallel = $(if $(findstring -j,$(MAKEFLAGS)),,-j$(JOBS))
 test:
 	@sh tests/ensure-check.sh
-	@$(MAKE) --no-print-directory run-tests
+	@$(MAKE) --no-print-directory $(parallel) run-tests
 
 run-tests: $(TEST_BINS) $(LESSON_BINS)
-	@sh tests/run-tests.sh $(TEST_BINS)
+	@JOBS=$(JOBS) sh tests/run-tests.sh $(TEST_BINS)
+
+# make test-N: lesson N's tests alone (tests/test_lessonNN.c), and the lesson.
+test-%:
+	@test -n "$(call lesson_dir,$*)" || { echo "no lesson $* in lessons/"; exit 2; }
+	@sh tests/ensure-check.sh
+	@$(MAKE) --no-print-directory -s $(parallel) \
+	   $(BUILD)/tests/test_lesson$(shell printf '%02d' '$*') $(BUILD)/$(call lesson_dir,$*)
+	@sh tests/run-tests.sh $(BUILD)/tests/test_lesson$(shell printf '%02d' '$*')
 
 # AddressSanitizer + UndefinedBehaviorSanitizer: every lesson and every test.
 SANITIZERS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 sanitize:
 	@sh tests/ensure-check.sh
-	@$(MAKE) --no-print-directory BUILD=build/sanitize SANITIZE="$(SANITIZERS)" lessons run-tests
+	@$(MAKE) --no-print-directory $(parallel) --output-sync=target BUILD=build/sanitize \
+	   SANITIZE="$(SANITIZERS)" lessons run-tests
 
 # valgrind: every lesson, then every test in one process (CK_FORK=no; the
 # lessons a test runs are not under valgrind, and the fuzz test runs fewer
@@ -148,10 +174,11 @@ help:
 	@echo "make lessons        run every lesson in order"
 	@echo "make compare-N      lesson N against its page's PyTorch code, number by number (needs torch)"
 	@echo "make test           build and run the tests (installs check if it is missing)"
+	@echo "make test-N         lesson N's tests alone (tests/test_lessonNN.c)"
 	@echo "make sanitize       run every lesson and test under ASan + UBSan"
 	@echo "make valgrind       run every lesson and test under valgrind"
 	@echo "make docs           redraw docs/diagrams/*.svg from each lesson's --dot"
 	@echo "make clean          remove build/"
 	@echo "make CC=clang ...   the same with clang (built in build/clang)"
 
--include $(wildcard $(BUILD)/common/*.d $(BUILD)/tests/*.d $(BUILD)/deps/*.d)
+-include $(patsubst %.o,%.d,$(COMMON_OBJ) $(LESSON_OBJ) $(SUPPORT_OBJ) $(TEST_BINS:$(BUILD)/tests/%=$(BUILD)/obj/tests/%.o))

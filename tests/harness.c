@@ -143,13 +143,12 @@ Tensor *arange(Shape shape) {
 
 // --- comparing -------------------------------------------------------------------
 
-static void assert_same_shape(const Tensor *got, const Tensor *want, const char *what) {
+void assert_same_shape(const Tensor *got, const Tensor *want, const char *what) {
     ck_assert_msg(same_shape(got, want), "%s: shape %s, expected %s", what, size_str(got),
                   size_str(want));
 }
 
-// "[1, 0, 2]"
-static const char *index_text(const int *index, int ndim) {
+const char *index_text(const int *index, int ndim) {
     return sizes_str(index, ndim, SIZES_LIST);
 }
 
@@ -179,12 +178,12 @@ void assert_close(const Tensor *got, const Tensor *want, float atol, float rtol,
                 memcpy(worst, index, sizeof worst);
             }
         }
-        next_index(index, got->size, got->ndim);
+        next_index(index, got->shape.size, got->shape.ndim);
     }
     if (bad > 0) {
         ck_abort_msg("%s: %ld of %ld elements differ beyond atol %g + rtol %g; worst at %s: "
                      "got %.9g, expected %.9g", what, bad, n, (double)atol, (double)rtol,
-                     index_text(worst, got->ndim), (double)*at(got, worst),
+                     index_text(worst, got->shape.ndim), (double)*at(got, worst),
                      (double)*at(want, worst));
     }
 }
@@ -200,9 +199,9 @@ void assert_bitwise_equal(const Tensor *got, const Tensor *want, const char *wha
         memcpy(&gb, &g, 4);
         memcpy(&wb, &w, 4);
         ck_assert_msg(gb == wb, "%s: first difference at %s (element %ld of %ld): got %.9g "
-                      "(0x%08x), expected %.9g (0x%08x)", what, index_text(index, got->ndim),
+                      "(0x%08x), expected %.9g (0x%08x)", what, index_text(index, got->shape.ndim),
                       i, n, (double)g, gb, (double)w, wb);
-        next_index(index, got->size, got->ndim);
+        next_index(index, got->shape.size, got->shape.ndim);
     }
 }
 
@@ -256,6 +255,11 @@ static const char *slurp(int fd) {
 }
 
 RunResult run_program(const char *program, const char *const *args) {
+    return run_program_with(NULL, 0, program, args);
+}
+
+RunResult run_program_with(const char *dir, int seconds, const char *program,
+                           const char *const *args) {
     // stdout and stderr go to temporary files, read back after the exit,
     // so a chatty program can never fill a pipe and block.
     char out_path[] = "/tmp/attn-test-out-XXXXXX";
@@ -269,6 +273,11 @@ RunResult run_program(const char *program, const char *const *args) {
     }
     char **argv = calloc((size_t)n_args + 2, sizeof *argv);
     ck_assert(argv != NULL);
+    if (dir != NULL && program[0] != '/') {   // made absolute, to hold after the chdir
+        char here[1024];
+        ck_assert(getcwd(here, sizeof here) != NULL);
+        program = path_join("%s/%s", here, program);
+    }
     argv[0] = (char *)program;
     for (int i = 0; i < n_args; i++) {
         argv[i + 1] = (char *)args[i];
@@ -280,6 +289,11 @@ RunResult run_program(const char *program, const char *const *args) {
     if (pid == 0) {
         dup2(out_fd, 1);
         dup2(err_fd, 2);
+        if (dir != NULL && chdir(dir) != 0) {   // `program` is relative to where we are
+            _exit(126);
+        }
+        // The alarm outlives execv: after `seconds` SIGALRM ends the program.
+        alarm((unsigned)seconds);
         execv(program, argv);
         _exit(127);
     }
@@ -359,22 +373,6 @@ int lines_in_order(const char *text, const char *expected, const char **missing)
 
 // --- what every lesson test does ---------------------------------------------------
 
-int quiet_stdout(void) {
-    fflush(stdout);
-    int saved = dup(STDOUT_FILENO);
-    int null = open("/dev/null", O_WRONLY);
-    ck_assert(saved >= 0 && null >= 0);
-    dup2(null, STDOUT_FILENO);
-    close(null);
-    return saved;
-}
-
-void restore_stdout(int saved) {
-    fflush(stdout);
-    dup2(saved, STDOUT_FILENO);
-    close(saved);
-}
-
 // The NULL-terminated list `list` appended to argv[*n], NULL-terminated.
 static void append_args(const char **argv, int *n, int capacity, const char *const *list) {
     for (int i = 0; list != NULL && list[i] != NULL; i++) {
@@ -407,6 +405,12 @@ RunResult check_against_reference(const ReferenceRun *run) {
         assert_close(load_npy(path_join("%s/%s.npy", dir, name)),
                      load_npy(path_join("%s/%s.npy", run->reference, name)), run->atol,
                      run->rtol, path_join("%s %s", run->reference, name));
+    }
+    for (int i = 0; run->loose != NULL && run->loose[i] != NULL; i++) {
+        const char *name = run->loose[i];
+        assert_close(load_npy(path_join("%s/%s.npy", dir, name)),
+                     load_npy(path_join("%s/%s.npy", run->reference, name)), run->loose_atol,
+                     run->loose_rtol, path_join("%s %s", run->reference, name));
     }
     const char *expected = read_text(path_join("%s/stdout.txt", run->reference));
     if (run->starts_with_reference) {
@@ -465,7 +469,121 @@ const char *lesson_graph(const char *lesson, const char *const *args, int *nodes
     return text;
 }
 
-// --- shared by the tests of lessons 6-10 ---------------------------------------------
+// --- the runs recorded from PyTorch: tests/data/lessonNN/cases.txt ----------------
+
+static const char *cases_path(const char *data) {
+    return path_join("%s/cases.txt", data);
+}
+
+// A line of the list that names a run: not empty, not a # comment.
+static bool is_case_line(const char *line) {
+    return line[0] != '\0' && line[0] != '#';
+}
+
+int recorded_case_count(const char *data) {
+    // Called from main() too, before any test: no arena, no ck_assert.
+    char path[1024];
+    snprintf(path, sizeof path, "%s/cases.txt", data);
+    FILE *file = fopen(path, "r");
+    int count = 0;
+    char line[4096];
+    while (file != NULL && fgets(line, sizeof line, file) != NULL) {
+        line[strcspn(line, "\n")] = '\0';
+        count += is_case_line(line);
+    }
+    if (file != NULL) {
+        fclose(file);
+    }
+    if (count == 0) {
+        fprintf(stderr, "%s: no recorded runs (tests/reference writes it)\n", path);
+        exit(EXIT_FAILURE);
+    }
+    return count;
+}
+
+// One line of the list: "dir name=value ... --flag value ...".
+static RecordedCase *parse_case(const char *data, const char *line) {
+    RecordedCase *c = arena_alloc(1, sizeof *c);
+    char *words = arena_alloc(strlen(line) + 1, 1);
+    strcpy(words, line);
+    int n_words = 0, n_args = 0;
+    char *save = NULL;
+    for (char *word = strtok_r(words, " ", &save); word != NULL;
+         word = strtok_r(NULL, " ", &save)) {
+        char *equals = strchr(word, '=');
+        if (n_words == 0) {
+            c->dir = word;
+        } else if (n_args == 0 && word[0] != '-' && equals != NULL) {
+            ck_assert_msg(c->n_values < MAX_CASE_WORDS, "%s: too many values", line);
+            *equals = '\0';
+            c->names[c->n_values] = word;
+            c->values[c->n_values] = equals + 1;
+            c->n_values += 1;
+        } else {
+            ck_assert_msg(n_args < MAX_CASE_WORDS - 1, "%s: too many flags", line);
+            c->args[n_args++] = word;
+        }
+        n_words += 1;
+    }
+    ck_assert_msg(c->dir != NULL, "%s: an empty run", cases_path(data));
+    c->args[n_args] = NULL;
+    c->reference = path_join("%s/%s", data, c->dir);
+    return c;
+}
+
+// Run `index` of the list, or (dir not NULL) the run whose directory is dir.
+static const RecordedCase *find_case(const char *data, int index, const char *dir) {
+    const char *cursor = read_text(cases_path(data));
+    int i = 0;
+    for (const char *line = next_line(&cursor); line != NULL; line = next_line(&cursor)) {
+        if (!is_case_line(line)) {
+            continue;
+        }
+        const RecordedCase *c = parse_case(data, line);
+        if (dir != NULL ? strcmp(c->dir, dir) == 0 : i == index) {
+            return c;
+        }
+        i += 1;
+    }
+    ck_abort_msg("%s lists no run %s", cases_path(data),
+                 dir != NULL ? dir : path_join("%d", index));
+}
+
+const RecordedCase *recorded_case(const char *data, int i) {
+    return find_case(data, i, NULL);
+}
+
+const RecordedCase *recorded_case_named(const char *data, const char *dir) {
+    return find_case(data, 0, dir);
+}
+
+const char *case_text(const RecordedCase *c, const char *name) {
+    for (int v = 0; v < c->n_values; v++) {
+        if (strcmp(c->names[v], name) == 0) {
+            return c->values[v];
+        }
+    }
+    ck_abort_msg("%s: the recorded run has no value %s", c->reference, name);
+}
+
+long case_int(const RecordedCase *c, const char *name) {
+    const char *text = case_text(c, name);
+    char *end;
+    long value = strtol(text, &end, 10);
+    ck_assert_msg(end != text && *end == '\0', "%s: %s=%s is not a whole number", c->reference,
+                  name, text);
+    return value;
+}
+
+Tensor *load_reference(const char *reference, const char *name) {
+    return load_npy(path_join("%s/%s.npy", reference, name));
+}
+
+RunResult check_recorded_case(ReferenceRun shared, const RecordedCase *c) {
+    shared.reference = c->reference;
+    shared.args = c->args;
+    return check_against_reference(&shared);
+}
 
 Linear linear_from(const Tensor *weight, const Tensor *bias) {
     Linear layer = {weight, bias, size(weight, 1), size(weight, 0)};
@@ -476,161 +594,6 @@ Linear recorded_linear(const char *reference, const char *name) {
     return linear_from(load_npy(path_join("%s/%s.weight.npy", reference, name)),
                        load_npy(path_join("%s/%s.bias.npy", reference, name)));
 }
-
-// --- shared by the tests of lessons 6-8 -----------------------------------------------
-
-RunResult check_recorded_case(ReferenceRun shared, const char *data, const RecordedCase *c) {
-    shared.reference = path_join("%s/%s", data, c->dir);
-    shared.args = c->args;
-    return check_against_reference(&shared);
-}
-
-void check_output_opens_with(const char *lesson, const char *opening) {
-    RunResult run = run_program(lesson_binary(lesson), (const char *const[]){NULL});
-    ck_assert_msg(run.status == 0, "%s: exit %d: %s", lesson, run.status, run.err);
-    ck_assert_msg(run.err[0] == '\0', "%s: stderr: %s", lesson, run.err);
-    ck_assert_msg(strncmp(run.out, opening, strlen(opening)) == 0,
-                  "%s: the output does not open with the notebook's lines:\n%s\n--- got:\n%.*s",
-                  lesson, opening, (int)strlen(opening) + 200, run.out);
-}
-
-int check_multi_head_weights(const Tensor *weights, const Tensor *mask, const char *what) {
-    ck_assert_msg(weights->ndim == 4 && same_shape(weights, mask),
-                  "%s: weights %s and mask %s, expected two equal (B, H, T, S) shapes", what,
-                  size_str(weights), size_str(mask));
-    int B = size(weights, 0), H = size(weights, 1), T = size(weights, 2), S = size(weights, 3);
-    int all_masked = 0;
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < H; h++) {
-            for (int t = 0; t < T; t++) {
-                int visible = 0;
-                for (int s = 0; s < S; s++) {
-                    visible += *at4(mask, b, h, t, s) != 0.0f;
-                }
-                all_masked += visible == 0;
-                double sum = 0.0;
-                for (int s = 0; s < S; s++) {
-                    float w = *at4(weights, b, h, t, s);
-                    sum += w;
-                    if (visible == 0) {
-                        ck_assert_msg(w == 1.0f / (float)S, "%s: row [%d, %d, %d] is all masked, "
-                                      "weight %d is %.9g, not 1/%d", what, b, h, t, s, (double)w,
-                                      S);
-                    } else if (*at4(mask, b, h, t, s) == 0.0f) {
-                        ck_assert_msg(w == 0.0f, "%s: masked weight [%d, %d, %d, %d] = %g", what,
-                                      b, h, t, s, (double)w);
-                    } else {
-                        ck_assert_msg(w > 0.0f, "%s: visible weight [%d, %d, %d, %d] = %g", what,
-                                      b, h, t, s, (double)w);
-                    }
-                }
-                ck_assert_msg(fabs(sum - 1.0) < 1e-6, "%s: row [%d, %d, %d] sums to %.9f", what,
-                              b, h, t, sum);
-            }
-        }
-    }
-    return all_masked;
-}
-
-void assert_only_slice_changed(const Tensor *before, const Tensor *after, int dim, int changed,
-                               float min_change, const char *what) {
-    assert_same_shape(after, before, what);
-    for (int i = 0; i < size(before, dim); i++) {
-        const Tensor *old_i = narrow(before, dim, i, 1);
-        const Tensor *new_i = narrow(after, dim, i, 1);
-        if (i == changed) {
-            float moved = max_abs_diff(old_i, new_i);
-            ck_assert_msg(moved > min_change, "%s %d did not change (max diff %g, expected "
-                          "more than %g)", what, i, (double)moved, (double)min_change);
-        } else {
-            assert_bitwise_equal(new_i, old_i, path_join("%s %d", what, i));
-        }
-    }
-}
-
-// view(B, T, -1) of the transposed (B, H, T, D) zeros whose shape is *arg.
-static void view_transposed(void *arg) {
-    const Shape *output_mid = arg;
-    Shape merged = shape3(output_mid->size[0], output_mid->size[2], -1);   // (B, T, C)
-    view(transpose(zeros(*output_mid), 1, 2), merged);
-}
-
-void check_view_needs_contiguous(Shape output_mid) {
-    const char *message = failure_of(view_transposed, &output_mid);
-    ck_assert_msg(message != NULL, "view() accepted a transposed %s", sizes_str(output_mid.size,
-                  output_mid.ndim, SIZES_TUPLE));
-    ck_assert_str_eq(message, "view: view size is not compatible with input tensor's size and "
-                     "stride (at least one dimension spans across two contiguous subspaces). "
-                     "Use .reshape(...) instead.");
-    Shape merged = shape3(output_mid.size[0], output_mid.size[2], -1);
-    const Tensor *values = arange(output_mid);                          // (B, H, T, D)
-    const Tensor *swapped = transpose(values, 1, 2);                    // (B, T, H, D)
-    const Tensor *reshaped = reshape(swapped, merged);                  // (B, T, C)
-    ck_assert_msg(reshaped->data != values->data, "reshape() of a transposed tensor did not copy");
-    assert_bitwise_equal(reshaped, view(contiguous(swapped), merged),
-                         "reshape == contiguous().view()");
-}
-
-// --- lessons 9 and 10 ------------------------------------------------------------------
-
-Tensor *load_reference(const char *reference, const char *name) {
-    return load_npy(path_join("%s/%s.npy", reference, name));
-}
-
-void recorded_gqa_linears(Linear *const layers[4], const char *reference) {
-    const char *const names[4] = {"w_query", "w_key", "w_value", "o_proj"};
-    for (int i = 0; i < 4; i++) {
-        *layers[i] = recorded_linear(reference, names[i]);
-    }
-}
-
-static const BadFlags GQA_BAD_FLAGS[] = {
-    {{"--kv-heads", "3", NULL}, "--kv-heads 3 does not divide --heads 8"},
-    {{"--kv-heads", "16", NULL}, "--kv-heads 16 does not divide --heads 8"},
-    {{"--heads", "7", NULL}, "--heads 7 does not divide --dim 512"},
-    {{"--heads", NULL}, "--heads"},                     // missing value
-    {{"--dim", "x", NULL}, "--dim"},
-    {{"--batch", "-1", NULL}, "--batch"},
-    {{"--dim", "65536", NULL}, "w_query.weight (dim, dim)"},   // 2^32 elements
-};
-
-void check_gqa_bad_flags(const char *lesson, const char *program, const BadFlags *cases,
-                         int n_cases) {
-    check_bad_flags(lesson, program, GQA_BAD_FLAGS,
-                    (int)(sizeof GQA_BAD_FLAGS / sizeof GQA_BAD_FLAGS[0]));
-    check_bad_flags(lesson, program, cases, n_cases);
-}
-
-void check_causal_weights(const Tensor *attn, int cache_len, const char *what) {
-    ck_assert_msg(attn->ndim == 4, "%s: attn has %d dims, expected 4", what, attn->ndim);
-    int B = size(attn, 0), H = size(attn, 1), T = size(attn, 2), L = size(attn, 3);
-    ck_assert_msg(L == cache_len + T, "%s: attn (%s) after %d cached keys", what,
-                  size_x_str(attn), cache_len);
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < H; h++) {
-            for (int t = 0; t < T; t++) {
-                double sum = 0.0;
-                for (int s = 0; s < L; s++) {
-                    float w = *at4(attn, b, h, t, s);
-                    bool future = s > cache_len + t;
-                    ck_assert_msg(future ? w == 0.0f : w > 0.0f,
-                                  "%s: attn[%d, %d, %d, %d] = %g, key %d %s query %d", what, b,
-                                  h, t, s, (double)w, s, future ? "after" : "not after",
-                                  cache_len + t);
-                    sum += w;
-                }
-                ck_assert_msg(fabs(sum - 1.0) < 1e-6, "%s: row [%d, %d, %d] sums to %.9f", what,
-                              b, h, t, sum);
-            }
-            if (cache_len == 0) {
-                ck_assert_msg(*at4(attn, b, h, 0, 0) == 1.0f, "%s: attn[%d, %d, 0, 0] = %.9g",
-                              what, b, h, (double)*at4(attn, b, h, 0, 0));
-            }
-        }
-    }
-}
-
-// --- shared by the lesson 1-5 tests ------------------------------------------------
 
 void set_linear(Linear *layer, const float *weight, const float *bias) {
     memcpy(layer->weight->data, weight, sizeof(float) * numel(layer->weight));
@@ -653,316 +616,7 @@ void check_prints_each(const char *lesson, const PrintsCase *cases, int n_cases)
     }
 }
 
-Tensor *load_recorded(const char *data, const RecordedCase *c, const char *name) {
-    return load_npy(path_join("%s/%s/%s.npy", data, c->dir, name));
-}
-
-const RecordedCase V1_CASES[N_V1_CASES] = {
-    {"seed0", {NULL}, 0, 3, 2, 4, false},
-    {"seed7", {"--seed", "7", NULL}, 7, 3, 2, 4, false},
-    {"seed1_batch2_seq5_dim8",
-     {"--seed", "1", "--batch", "2", "--seq", "5", "--dim", "8", NULL}, 1, 2, 5, 8, false},
-    {"seed3_batch2_seq40_dim16",
-     {"--seed", "3", "--batch", "2", "--seq", "40", "--dim", "16", NULL}, 3, 2, 40, 16, false},
-};
-
-RunResult check_profiled_run(const char *lesson, const char *data, const RecordedCase *c,
-                             const char *const *exact, const char *const *computed) {
-    const char *reference = path_join("%s/%s", data, c->dir);
-    ReferenceRun run = {lesson, reference, c->args, exact, computed, ROUNDING_ATOL,
-                        ROUNDING_RTOL, false};
-    RunResult result = check_against_reference(&run);
-    const char *expected = read_text(path_join("%s/stdout.txt", reference));
-    const char *notebook_end = strstr(expected, " M\n");   // end of the Parameters line
-    ck_assert_msg(notebook_end != NULL, "%s: no Parameters line in stdout.txt", reference);
-    size_t notebook_length = (size_t)(notebook_end - expected) + 3;
-    ck_assert_msg(strncmp(result.out, expected, notebook_length) == 0,
-                  "%s: stdout does not start with the notebook's lines:\n%s", reference,
-                  result.out);
-    return result;
-}
-
-int check_weight_rows(const Tensor *att_weight, const Tensor *mask, const char *what) {
-    const Tensor *w = att_weight;                                       // (B, T, S)
-    ck_assert_msg(w->ndim == 3, "%s: att_weight has %d dims, expected 3", what, w->ndim);
-    int masked = 0;
-    for (int b = 0; b < size(w, 0); b++) {
-        for (int t = 0; t < size(w, 1); t++) {
-            double sum = 0.0;
-            for (int s = 0; s < size(w, 2); s++) {
-                float weight = *at3(w, b, t, s);
-                sum += weight;
-                if (mask != NULL && *at3(mask, b, t, s) == 0.0f) {
-                    ck_assert_msg(weight == 0.0f, "%s: masked weight [%d, %d, %d] = %g", what,
-                                  b, t, s, (double)weight);
-                    masked++;
-                } else {
-                    ck_assert_msg(weight > 0.0f, "%s: unmasked weight [%d, %d, %d] is %g", what,
-                                  b, t, s, (double)weight);
-                }
-            }
-            ck_assert_msg(fabs(sum - 1.0) < 1e-6, "%s: row [%d, %d] sums to %.9f", what, b, t,
-                          sum);
-        }
-    }
-    return masked;
-}
-
-// --- lessons 4 and 5: SelfAttV3 and SelfAttV4 ------------------------------------------
-
-const RecordedCase MASKED_CASES[N_MASKED_CASES] = {
-    {"seed0", {NULL}, 0, 3, 4, 2, false},
-    {"seed0-train", {"--train", NULL}, 0, 3, 4, 2, true},
-    {"seed7",
-     {"--seed", "7", "--batch", "5", "--seq", "3", "--dim", "4", NULL}, 7, 5, 3, 4, false},
-    {"seed7-train",
-     {"--seed", "7", "--batch", "5", "--seq", "3", "--dim", "4", "--train", NULL}, 7, 5, 3, 4, true},
-    {"seed123",
-     {"--seed", "123", "--batch", "2", "--seq", "6", "--dim", "8", NULL}, 123, 2, 6, 8, false},
-};
-
-MaskedRun run_masked_cell(const MaskedModule *module, const RecordedCase *c, bool train) {
-    MaskedRun run;
-    manual_seed(c->seed);
-    run.X = rand_tensor(shape3(c->batch, c->seq, c->dim));
-    run.b = module->padding_rows(c->batch, c->seq);
-    run.mask = repeat(unsqueeze(run.b, 1), (int[]){1, c->seq, 1});
-    run.net = module->init(c->dim, train);
-    run.ret = module->forward(&run.weights, run.net, run.X, run.mask);
-    return run;
-}
-
-// The module the tests below check, set by add_masked_module_tests: one per
-// test program (check's tests take no arguments, so it waits here).
-static const MaskedModule *module_under_test;
-
-START_TEST(test_matches_pytorch) {
-    const MaskedModule *m = module_under_test;
-    const RecordedCase *c = &MASKED_CASES[_i];
-    ReferenceRun run = {m->lesson, path_join("%s/%s", m->data, c->dir), c->args, m->exact,
-                        m->computed, ROUNDING_ATOL, ROUNDING_RTOL, true};
-    check_against_reference(&run);
-}
-END_TEST
-
-// `dropped` is zero exactly where `want` is (same shape, element for element).
-static void assert_same_zeros(const Tensor *dropped, const Tensor *want, const char *what) {
-    assert_same_shape(dropped, want, what);
-    int index[MAX_DIMS] = {0};
-    for (long e = 0; e < numel(want); e++) {
-        ck_assert_msg((*at(dropped, index) == 0.0f) == (*at(want, index) == 0.0f),
-                      "%s: element %s dropped in one and not the other", what,
-                      index_text(index, want->ndim));
-        next_index(index, want->size, want->ndim);
-    }
-}
-
-START_TEST(test_dropout_matches_pytorch) {
-    for (int i = 0; i < N_MASKED_CASES; i++) {
-        const RecordedCase *c = &MASKED_CASES[i];
-        if (!c->train) {
-            continue;
-        }
-        MaskedRun run = run_masked_cell(module_under_test, c, true);
-        const Tensor *want = load_recorded(module_under_test->data, c, "att_weight_dropped");
-        const Tensor *got = run.weights.att_weight_dropped;
-        assert_close(got, want, ROUNDING_ATOL, ROUNDING_RTOL,
-                     path_join("%s att_weight_dropped", c->dir));
-        assert_same_zeros(got, want, c->dir);
-    }
-}
-END_TEST
-
-START_TEST(test_rows_sum_to_one_and_masked_are_zero) {
-    for (int i = 0; i < N_MASKED_CASES; i++) {
-        MaskedRun run = run_masked_cell(module_under_test, &MASKED_CASES[i], false);
-        int masked = check_weight_rows(run.weights.att_weight, run.mask, MASKED_CASES[i].dir);
-        ck_assert_int_gt(masked, 0);
-    }
-}
-END_TEST
-
-START_TEST(test_padding_rows) {
-    const float notebook[] = {1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0};
-    Tensor *want = tensor_from(shape2(3, 4), notebook);
-    want->dtype = DTYPE_INT64;
-    assert_bitwise_equal(module_under_test->padding_rows(3, 4), want, "b for 3x4");
-    const float tall[] = {1, 1, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0};   // batch 5, seq 3
-    Tensor *want_tall = tensor_from(shape2(5, 3), tall);
-    want_tall->dtype = DTYPE_INT64;
-    assert_bitwise_equal(module_under_test->padding_rows(5, 3), want_tall, "b for 5x3");
-    const Tensor *single = module_under_test->padding_rows(2, 1);
-    ck_assert(*at2(single, 0, 0) == 1.0f && *at2(single, 1, 0) == 1.0f);
-}
-END_TEST
-
-START_TEST(test_dropout_scales_survivors) {
-    RecordedCase big = {"big", {NULL}, 3, 4, 32, 2, false};   // 4*32*32 weights: a fair sample
-    MaskedRun eval = run_masked_cell(module_under_test, &big, false);
-    uint32_t after_eval = random32();
-    MaskedRun train = run_masked_cell(module_under_test, &big, true);
-    manual_seed(big.seed);
-    rand_tensor(shape3(big.batch, big.seq, big.dim));
-    module_under_test->init(big.dim, false);
-    ck_assert_msg(random32() == after_eval, "eval-mode forward drew random numbers");
-
-    const Tensor *before = eval.weights.att_weight;              // (B, T, S)
-    const Tensor *dropped = train.weights.att_weight_dropped;    // (B, T, S)
-    assert_bitwise_equal(train.weights.att_weight, before, "att_weight before dropout");
-    assert_same_shape(dropped, before, "att_weight after dropout");
-    long kept = 0, n_dropped = 0;
-    int index[MAX_DIMS] = {0};
-    for (long e = 0; e < numel(before); e++) {
-        float weight = *at(before, index), after = *at(dropped, index);
-        if (weight == 0.0f) {
-            ck_assert(after == 0.0f);   // masked stays 0; dropout of a 0 cannot be seen
-        } else if (after == 0.0f) {
-            n_dropped++;
-        } else {
-            kept++;
-            // PyTorch's arithmetic exactly: noise = 1.0f / 0.9f (the float
-            // 1/(1-p)), out = weight * noise. That is weight / 0.9 to one rounding.
-            float want = weight * (1.0f / 0.9f);
-            ck_assert_msg(after == want, "kept %.9g, eval %.9g * (1/0.9) = %.9g",
-                          (double)after, (double)weight, (double)want);
-            ck_assert(fabs(after - weight / 0.9) <= 2e-7 * after);
-        }
-        next_index(index, before->size, before->ndim);
-    }
-    double fraction = (double)n_dropped / (double)(kept + n_dropped);
-    ck_assert_msg(fraction > 0.05 && fraction < 0.15, "dropped %.3f of the weights", fraction);
-}
-END_TEST
-
-START_TEST(test_fully_masked_row) {
-    RecordedCase c = {"masked", {NULL}, 0, 2, 4, 2, false};
-    MaskedRun run = run_masked_cell(module_under_test, &c, false);
-    Tensor *mask = ones(shape3(2, 4, 4));   // batch row 1: every key masked
-    for (int t = 0; t < 4; t++) {
-        for (int s = 0; s < 4; s++) {
-            *at3(mask, 1, t, s) = 0.0f;
-        }
-    }
-    MaskedWeights w;
-    const Tensor *ret = module_under_test->forward(&w, run.net, run.X, mask);   // (2, 4, 2)
-    for (int t = 0; t < 4; t++) {
-        for (int s = 0; s < 4; s++) {
-            ck_assert_msg(*at3(w.att_weight, 1, t, s) == 0.25f, "fully masked row not uniform");
-        }
-        ck_assert(!isnan(*at3(ret, 1, t, 0)) && !isnan(*at3(ret, 1, t, 1)));
-    }
-}
-END_TEST
-
-START_TEST(test_all_ones_mask_is_no_mask) {
-    for (int i = 0; i < N_MASKED_CASES; i++) {
-        const RecordedCase *c = &MASKED_CASES[i];
-        if (c->train) {
-            continue;
-        }
-        MaskedRun run = run_masked_cell(module_under_test, c, false);
-        const Tensor *ones_mask = ones(shape3(c->batch, c->seq, c->seq));        // (B, T, S)
-        const Tensor *with_ones = module_under_test->forward(NULL, run.net, run.X, ones_mask);
-        const Tensor *unmasked = module_under_test->forward(NULL, run.net, run.X, NULL);
-        assert_bitwise_equal(with_ones, unmasked, path_join("%s: all-ones mask vs no mask",
-                                                            c->dir));
-    }
-}
-END_TEST
-
-// X = [[1, 0], [0, 1], [1, 1]], and key 2 is padding:
-//   scores row 0 = [1, 0, 1] / sqrt(2) -> masked [0.7071, 0, -1e20]
-//   weights row 0 = [e^0.7071, 1, 0] / (e^0.7071 + 1) = [0.66976, 0.33024, 0]
-//   ret row 0 = 0.66976 * [1, 0] + 0.33024 * [0, 1]
-// Query 2 is padding, yet it gets weights too: scores [1, 1, 2]/sqrt(2)
-// masked to [0.7071, 0.7071, -1e20] -> [0.5, 0.5, 0] and ret [0.5, 0.5].
-void check_hand_worked(const MaskedModule *module, const void *net) {
-    const float x_values[] = {1, 0, 0, 1, 1, 1};
-    const Tensor *X = tensor_from(shape3(1, 3, 2), x_values);
-    const float b_values[] = {1, 1, 0};
-    const Tensor *b = tensor_from(shape2(1, 3), b_values);
-    const Tensor *mask = repeat(unsqueeze(b, 1), (int[]){1, 3, 1});   // (1, 3, 3)
-    MaskedWeights w;
-    const Tensor *ret = module->forward(&w, net, X, mask);
-
-    double e = exp(1.0 / sqrt(2.0));
-    double w0 = e / (e + 1.0), w1 = 1.0 / (e + 1.0);
-    double e_row1 = exp(1.0 / sqrt(2.0));   // query 1 = [0, 1]: scores [0, 1, 1]/sqrt(2)
-    const float want_w[] = {
-        (float)w0, (float)w1, 0,
-        (float)(1.0 / (1.0 + e_row1)), (float)(e_row1 / (1.0 + e_row1)), 0,
-        0.5f, 0.5f, 0,
-    };
-    assert_close(w.att_weight, tensor_from(shape3(1, 3, 3), want_w), 1e-6f, 1e-6f,
-                 "hand-worked att_weight");
-    const float want_ret[] = {
-        (float)w0, (float)w1,
-        (float)(1.0 / (1.0 + e_row1)), (float)(e_row1 / (1.0 + e_row1)),
-        0.5f, 0.5f,
-    };
-    assert_close(ret, tensor_from(shape3(1, 3, 2), want_ret), 1e-6f, 1e-6f, "hand-worked ret");
-}
-
-START_TEST(test_bad_flags) {
-    static const BadFlags BAD[] = {
-        {{"--dim", "0", NULL}, "--dim"},
-        {{"--seq", "x", NULL}, "--seq"},
-        {{"--batch", "-1", NULL}, "--batch"},
-        {{"--dim", "2.5", NULL}, "--dim"},
-        {{"--seq", "70000", NULL}, "--seq"},
-        {{"--seed", "abc", NULL}, "--seed"},
-        {{"--dim", NULL}, "--dim"},                      // missing value
-        {{"--bogus", "1", NULL}, "--bogus"},
-        {{"--train", "yes", NULL}, "yes"},               // --train takes no value
-        {{"--batch", "65536", "--seq", "65536", NULL}, "att_weight"},   // too big together
-    };
-    check_bad_flags(module_under_test->lesson, module_under_test->program, BAD,
-                    sizeof BAD / sizeof BAD[0]);
-}
-END_TEST
-
-void add_masked_module_tests(Suite *suite, const MaskedModule *module) {
-    module_under_test = module;
-    TCase *pytorch = new_tcase("pytorch");
-    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, N_MASKED_CASES);
-    tcase_add_test(pytorch, test_dropout_matches_pytorch);
-    suite_add_tcase(suite, pytorch);
-    TCase *invariants = new_tcase("invariants");
-    tcase_add_test(invariants, test_rows_sum_to_one_and_masked_are_zero);
-    tcase_add_test(invariants, test_padding_rows);
-    tcase_add_test(invariants, test_all_ones_mask_is_no_mask);
-    tcase_add_test(invariants, test_dropout_scales_survivors);
-    tcase_add_test(invariants, test_fully_masked_row);
-    suite_add_tcase(suite, invariants);
-    TCase *flags = new_tcase("flags");
-    tcase_add_test(flags, test_bad_flags);
-    suite_add_tcase(suite, flags);
-}
-
 // --- bad input and output paths ------------------------------------------------------
-
-RunResult run_program_with(const char *dir, int seconds, const char *program,
-                           const char *const *args) {
-    const char *path = program;   // made absolute, so that it still holds after the chdir
-    if (program[0] != '/') {
-        char here_name[1024];
-        ck_assert(getcwd(here_name, sizeof here_name) != NULL);
-        path = path_join("%s/%s", here_name, program);
-    }
-    const char *argv[256] = {"-s", "TERM", path_join("%d", seconds), path};
-    int n = 4;
-    append_args(argv, &n, 256, args);
-    int here = open(".", O_RDONLY | O_DIRECTORY);
-    ck_assert(here >= 0);
-    ck_assert_msg(dir == NULL || chdir(dir) == 0, "cannot enter %s", dir);
-    // timeout(1) with 0 seconds never times out; run it always, so the
-    // program's argv is built one way.
-    RunResult r = run_program("/usr/bin/timeout", argv);
-    int back = fchdir(here);
-    close(here);
-    ck_assert(back == 0);
-    return r;
-}
 
 void assert_one_line_refusal(RunResult r, const char *prefix, const char *what) {
     ck_assert_msg(r.status == 2, "%s: exit %d, expected 2; stderr: %s", what, r.status, r.err);

@@ -5,7 +5,7 @@
 // the 8-lane vector, with a tail, of one 128-number chunk and of many;
 // BERT's eps; a constant row; GELU on one element (PyTorch's own kernel)
 // and on many (oneDNN's), far enough out that exp(-z^2) underflows.
-// common/layer_norm_exact.c and common/gelu_exact.c do PyTorch's
+// common/exact/layer_norm_exact.c and common/exact/gelu_exact.c do PyTorch's
 // arithmetic, so every output must match to the bit. The textbook forms
 // (sums in double, the C library's erff) are right to within a rounding and
 // differ from PyTorch's in many last bits: the last test shows they would

@@ -1,7 +1,7 @@
-// test_cli.c - the command line every lesson shares (common/lesson.c), run
+// test_cli.c - the command line every lesson shares (common/lesson/flags.c), run
 // for real: the built lesson 1 binary with good and bad flags.
 //
-// The contract (lesson.h): bad input ends the program before any work and
+// The contract (common/lesson/flags.h): bad input ends the program before any work and
 // before any file is made, with ONE line on stderr naming the flag, nothing
 // on stdout, and exit status 2. --help prints the usage and exits 0.
 // Lesson 1 has no size flags, so the shared size parser and check_fits are

@@ -25,28 +25,9 @@
 #define MAX_LESSONS 32
 #define MAX_FILES 4096
 
-static int compare_names(const void *a, const void *b) {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 // The lesson directories ("01-toy-qkv", ...) in order; returns how many.
 static int lesson_dirs(const char **names) {
-    DIR *dir = opendir("lessons");
-    ck_assert_msg(dir != NULL, "no lessons/ directory (run the tests from the project root)");
-    int count = 0;
-    struct dirent *entry;
-    while ((entry = readdir(dir)) != NULL && count < MAX_LESSONS) {
-        const char *n = entry->d_name;
-        if (n[0] >= '0' && n[0] <= '9' && n[1] >= '0' && n[1] <= '9' && n[2] == '-') {
-            char *copy = arena_alloc(strlen(n) + 1, 1);
-            memcpy(copy, n, strlen(n) + 1);
-            names[count] = copy;
-            count += 1;
-        }
-    }
-    closedir(dir);
-    qsort(names, (size_t)count, sizeof *names, compare_names);
-    return count;
+    return find_lesson_dirs(names, MAX_LESSONS);
 }
 
 START_TEST(test_lessons_are_numbered_in_order) {
@@ -73,27 +54,6 @@ START_TEST(test_every_lesson_has_its_page_and_diagram) {
         const char *svg = path_join("docs/diagrams/%s.svg", names[i]);
         ck_assert_msg(access(svg, R_OK) == 0, "%s is missing (make docs draws it)", svg);
     }
-}
-END_TEST
-
-// The committed .dot equals what the lesson draws now (make docs redraws it).
-START_TEST(test_committed_diagrams_match_the_code) {
-    const char *names[MAX_LESSONS];
-    int count = lesson_dirs(names);
-    const char *dir = make_temp_dir();
-    for (int i = 0; i < count; i++) {
-        const char *fresh = path_join("%s/%s.dot", dir, names[i]);
-        const char *args[] = {"--dot", fresh, NULL};
-        RunResult run = run_program(lesson_binary(names[i]), args);
-        ck_assert_msg(run.status == 0, "%s --dot exited %d: %s", names[i], run.status, run.err);
-        const char *committed = path_join("docs/diagrams/%s.dot", names[i]);
-        ck_assert_msg(access(committed, R_OK) == 0, "%s is missing (make docs writes it)",
-                      committed);
-        ck_assert_msg(strcmp(read_text(fresh), read_text(committed)) == 0,
-                      "%s differs from what lesson %s draws now: run make docs and commit",
-                      committed, names[i]);
-    }
-    remove_dir(dir);
 }
 END_TEST
 
@@ -526,12 +486,18 @@ static int block_mismatch(const Lines *block, int from, int to, const Lines *out
     return -1;
 }
 
-static Lines lesson_output(const char *dir, const char *args_text) {
-    const char *args[16];
+// What lesson `dir` prints when run with `args_text` (words split at spaces),
+// and with `dot` not NULL, with --dot `dot` too.
+static Lines lesson_output_with(const char *dir, const char *args_text, const char *dot) {
+    const char *args[18];
     int n = 0;
     char *copy = (char *)path_join("%s", args_text);
     for (char *word = strtok(copy, " "); word != NULL && n < 15; word = strtok(NULL, " ")) {
         args[n++] = word;
+    }
+    if (dot != NULL) {
+        args[n++] = "--dot";
+        args[n++] = dot;
     }
     args[n] = NULL;
     RunResult run = run_program(lesson_binary(dir), args);
@@ -539,13 +505,35 @@ static Lines lesson_output(const char *dir, const char *args_text) {
     return split_lines(run.out);
 }
 
+static Lines lesson_output(const char *dir, const char *args_text) {
+    return lesson_output_with(dir, args_text, NULL);
+}
+
+// The lesson's default run, with --dot: the diagram it draws must be the
+// committed docs/diagrams/<dir>.dot (make docs redraws it). Its output.
+static Lines default_run_and_diagram(Problems *p, const char *dir) {
+    const char *tmp = make_temp_dir();
+    const char *fresh = path_join("%s/%s.dot", tmp, dir);
+    Lines lines = lesson_output_with(dir, "", fresh);
+    const char *committed = path_join("docs/diagrams/%s.dot", dir);
+    if (access(committed, R_OK) != 0) {
+        problem(p, "%s is missing (make docs writes it)", committed);
+    } else if (strcmp(read_text(fresh), read_text(committed)) != 0) {
+        problem(p, "%s differs from what lesson %s draws now: run make docs and commit",
+                committed, dir);
+    }
+    remove_dir(tmp);
+    return lines;
+}
+
 // Every output a page quotes is what the lesson prints now. A quoted output
 // is a plain ``` block with at least one line the lesson prints; it is
 // checked against the default run (and the --train run, where there is one),
 // or against the run its first line names ("$ make lesson-N ARGS=..."; the
 // --bench timings vary and are left alone). Its lines must be the lesson's,
-// in order, consecutive except where a line "..." leaves some out.
-START_TEST(test_quoted_output_is_the_lessons) {
+// in order, consecutive except where a line "..." leaves some out. And the
+// committed diagram is what the default run draws with --dot.
+START_TEST(test_quoted_output_and_diagram_are_the_lessons) {
     const char *names[MAX_LESSONS];
     int count = lesson_dirs(names);
     static Problems p;
@@ -555,7 +543,7 @@ START_TEST(test_quoted_output_is_the_lessons) {
         Lines page = split_lines(read_text(page_path));
         RunResult help =
             run_program(lesson_binary(names[i]), (const char *const[]){"--help", NULL});
-        Lines runs[2] = {lesson_output(names[i], "")};
+        Lines runs[2] = {default_run_and_diagram(&p, names[i])};
         int n_runs = 1;
         if (strstr(help.out, "  --train ") != NULL) {
             runs[n_runs++] = lesson_output(names[i], "--train");
@@ -608,8 +596,9 @@ START_TEST(test_quoted_output_is_the_lessons) {
             }
         }
     }
-    ck_assert_msg(p.count == 0, "%d quoted outputs differ from what the lessons print now "
-                  "(run the lesson and paste its lines):\n%s", p.count, p.text);
+    ck_assert_msg(p.count == 0, "%d quoted outputs or diagrams differ from what the lessons "
+                  "print and draw now (run the lesson and paste its lines):\n%s", p.count,
+                  p.text);
 }
 END_TEST
 
@@ -618,12 +607,11 @@ Suite *docs_suite(void) {
     TCase *tc = new_tcase("docs");
     tcase_add_test(tc, test_lessons_are_numbered_in_order);
     tcase_add_test(tc, test_every_lesson_has_its_page_and_diagram);
-    tcase_add_test(tc, test_committed_diagrams_match_the_code);
     tcase_add_test(tc, test_readme_links_every_lesson);
     tcase_add_test(tc, test_every_page_has_one_compare_block);
     tcase_add_test(tc, test_relative_links_and_paths_stay_inside);
     tcase_add_test(tc, test_nothing_points_at_the_folder_outside);
-    tcase_add_test(tc, test_quoted_output_is_the_lessons);
+    tcase_add_test(tc, test_quoted_output_and_diagram_are_the_lessons);
     suite_add_tcase(suite, tc);
     return suite;
 }

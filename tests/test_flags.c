@@ -1,4 +1,4 @@
-// test_flags.c - every kind of flag common/lesson.c reads, before a lesson
+// test_flags.c - every kind of flag common/lesson/flags.c reads, before a lesson
 // uses them all: sizes, other whole numbers with their own range (IntFlag),
 // probabilities, words from a list (ChoiceFlag) and switches.
 //

@@ -1,4 +1,4 @@
-// test_fuzz_cli.c - every lesson's command line (common/lesson.c), fuzzed.
+// test_fuzz_cli.c - every lesson's command line (common/lesson/flags.c), fuzzed.
 //
 // 1. Bad command lines. A seeded generator (the same cases on every run)
 //    builds argv from noise (good flags, numbers huge, negative and hex,

@@ -1,4 +1,4 @@
-// test_graph.c - common/trace.c and common/graph.c: the hook every
+// test_graph.c - common/lesson/trace.c and common/lesson/graph.c: the hook every
 // operation reports to, and the dataflow that --dot draws from it.
 //
 // A few operations are run with graph_record installed as the trace hook;
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph.h"
+#include "lesson/graph.h"
 #include "harness.h"
 
 // The recorded graph as text (an arena string).

@@ -57,7 +57,8 @@ START_TEST(test_matches_pytorch) {
     // softmax and matmul round differently from PyTorch's kernels by an ulp
     // or two: 1e-6 absolute on values of at most 8 is float rounding.
     static const char *const COMPUTED[] = {"weights", "out", NULL};
-    ReferenceRun run = {LESSON, DATA, NULL, EXACT, COMPUTED, 1e-6f, 1e-6f, false};
+    ReferenceRun run = {.lesson = LESSON, .reference = DATA, .exact = EXACT,
+                        .computed = COMPUTED, .atol = 1e-6f, .rtol = 1e-6f};
     RunResult r = check_against_reference(&run);
     ck_assert_ptr_nonnull(strstr(r.out, "figure's output:   [2.0, 7.0, 1.5]"));
     ck_assert_ptr_nonnull(strstr(r.out, "exact output:      [1.9366, 6.6831, 1.5951]"));

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "family_self_attention.h"
 #include "harness.h"
 
 #define main lesson_main
@@ -16,7 +17,7 @@
 #define LESSON_DIR "02-self-attention-v1"
 #define REF_DIR DATA_DIR "/lesson02"
 
-// The recorded PyTorch runs are V1_CASES (harness.h): test 3 reads them too.
+// The recorded PyTorch runs are listed in REF_DIR/cases.txt; test 3 reads them too.
 
 // Drawn from the generator: must match bit for bit.
 static const char *const INPUTS[] = {"X",          "query_proj.weight", "query_proj.bias",
@@ -28,8 +29,8 @@ static const char *const COMPUTED[] = {"Q", "K", "V", "attention_value", "attent
 
 // A SelfAttV1 holding the parameters PyTorch recorded for case c.
 static SelfAttV1 recorded_net(const RecordedCase *c) {
-    const char *recorded = path_join("%s/%s", REF_DIR, c->dir);
-    SelfAttV1 net = {c->dim, recorded_linear(recorded, "query_proj"),
+    const char *recorded = c->reference;
+    SelfAttV1 net = {(int)case_int(c, "dim"), recorded_linear(recorded, "query_proj"),
                      recorded_linear(recorded, "key_proj"),
                      recorded_linear(recorded, "value_proj")};
     return net;
@@ -42,7 +43,7 @@ static SelfAttV1 recorded_net(const RecordedCase *c) {
 // and the notebook's lines (weights twice, the two profile lines) first and
 // verbatim, so a diff against the notebook shows only the lesson's extras.
 START_TEST(test_matches_pytorch) {
-    check_profiled_run(LESSON_DIR, REF_DIR, &V1_CASES[_i], INPUTS, COMPUTED);
+    check_profiled_run(LESSON_DIR, recorded_case(REF_DIR, _i), INPUTS, COMPUTED);
 }
 END_TEST
 
@@ -51,16 +52,16 @@ END_TEST
 // included). And every row of the (B, T, T) weights sums to 1 (to float
 // rounding) with no weight 0 or negative: nothing is masked in V1.
 START_TEST(test_forward_on_recorded_weights) {
-    for (int i = 0; i < N_V1_CASES; i++) {
-        const RecordedCase *c = &V1_CASES[i];
+    for (int i = 0; i < recorded_case_count(REF_DIR); i++) {
+        const RecordedCase *c = recorded_case(REF_DIR, i);
         SelfAttV1 net = recorded_net(c);
         SelfAttV1Steps steps;
-        const Tensor *X = load_recorded(REF_DIR, c, "X");                   // (B, T, C)
+        const Tensor *X = load_reference(c->reference, "X");                   // (B, T, C)
         const Tensor *output = SelfAttV1_forward(&steps, &net, X);          // (B, T, C)
         const Tensor *w = steps.attention_weight;                           // (B, T, T)
-        assert_close(output, load_recorded(REF_DIR, c, "output"), ROUNDING_ATOL, ROUNDING_RTOL,
+        assert_close(output, load_reference(c->reference, "output"), ROUNDING_ATOL, ROUNDING_RTOL,
                      path_join("%s output", c->dir));
-        assert_close(w, load_recorded(REF_DIR, c, "attention_weight"), ROUNDING_ATOL,
+        assert_close(w, load_reference(c->reference, "attention_weight"), ROUNDING_ATOL,
                      ROUNDING_RTOL, path_join("%s attention_weight", c->dir));
         check_weight_rows(w, NULL, c->dir);
     }
@@ -209,7 +210,7 @@ END_TEST
 static Suite *lesson02_suite(void) {
     Suite *suite = suite_create("lesson02");
     TCase *pytorch = new_tcase("pytorch");
-    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, N_V1_CASES);
+    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, recorded_case_count(REF_DIR));
     tcase_add_test(pytorch, test_forward_on_recorded_weights);
     suite_add_tcase(suite, pytorch);
     TCase *invariants = new_tcase("invariants");

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "family_self_attention.h"
 #include "harness.h"
 
 #define main lesson_main
@@ -16,16 +17,7 @@
 
 #define LESSON_DIR "03-self-attention-v2"
 #define REF_DIR DATA_DIR "/lesson03"
-#define V1_DIR DATA_DIR "/lesson02"
-
-// The recorded PyTorch runs: keep in step with CASES in gen_lesson03.py.
-static const RecordedCase CASES[] = {
-    {"seed0", {NULL}, 0, 3, 2, 4, false},
-    {"seed7", {"--seed", "7", NULL}, 7, 3, 2, 4, false},
-    {"seed1_batch2_seq5_dim8",
-     {"--seed", "1", "--batch", "2", "--seq", "5", "--dim", "8", NULL}, 1, 2, 5, 8, false},
-};
-enum { N_CASES = sizeof CASES / sizeof CASES[0] };
+#define V1_DIR DATA_DIR "/lesson02"   // lesson 2's recorded SelfAttV1 runs
 
 // Drawn from the generator: must match bit for bit.
 static const char *const INPUTS[] = {"X", "proj.weight", "proj.bias", "output_proj.weight",
@@ -36,8 +28,8 @@ static const char *const COMPUTED[] = {"QKV", "Q", "K", "V", "att_weight", "outp
 
 // A SelfAttV2 holding the parameters PyTorch recorded for case c.
 static SelfAttV2 recorded_net(const RecordedCase *c) {
-    const char *recorded = path_join("%s/%s", REF_DIR, c->dir);
-    SelfAttV2 net = {c->dim, recorded_linear(recorded, "proj"),
+    const char *recorded = c->reference;
+    SelfAttV2 net = {(int)case_int(c, "dim"), recorded_linear(recorded, "proj"),
                      recorded_linear(recorded, "output_proj")};
     return net;
 }
@@ -49,7 +41,7 @@ static SelfAttV2 recorded_net(const RecordedCase *c) {
 // and the notebook's three lines ([INFO], the two profile lines with the
 // corrected label) first and verbatim.
 START_TEST(test_matches_pytorch) {
-    RunResult r = check_profiled_run(LESSON_DIR, REF_DIR, &CASES[_i], INPUTS, COMPUTED);
+    RunResult r = check_profiled_run(LESSON_DIR, recorded_case(REF_DIR, _i), INPUTS, COMPUTED);
     // The notebook's label was SelfAttV1; ours must not repeat it.
     ck_assert_ptr_null(strstr(r.out, "SelfAttV1 FLOPs"));
 }
@@ -59,15 +51,15 @@ END_TEST
 // and the weights agree to rounding, and every row of the weights sums to 1
 // with every weight positive.
 START_TEST(test_forward_on_recorded_weights) {
-    for (int i = 0; i < N_CASES; i++) {
-        const RecordedCase *c = &CASES[i];
+    for (int i = 0; i < recorded_case_count(REF_DIR); i++) {
+        const RecordedCase *c = recorded_case(REF_DIR, i);
         SelfAttV2 net = recorded_net(c);
         SelfAttV2Steps steps;
-        const Tensor *X = load_recorded(REF_DIR, c, "X");                   // (B, T, C)
+        const Tensor *X = load_reference(c->reference, "X");                   // (B, T, C)
         const Tensor *ret = SelfAttV2_forward(&steps, &net, X);             // (B, T, C)
-        assert_close(ret, load_recorded(REF_DIR, c, "ret"), ROUNDING_ATOL, ROUNDING_RTOL,
+        assert_close(ret, load_reference(c->reference, "ret"), ROUNDING_ATOL, ROUNDING_RTOL,
                      path_join("%s ret", c->dir));
-        assert_close(steps.att_weight, load_recorded(REF_DIR, c, "att_weight"), ROUNDING_ATOL,
+        assert_close(steps.att_weight, load_reference(c->reference, "att_weight"), ROUNDING_ATOL,
                      ROUNDING_RTOL, path_join("%s att_weight", c->dir));
         check_weight_rows(steps.att_weight, NULL, c->dir);                  // (B, T, T)
     }
@@ -80,28 +72,29 @@ END_TEST
 // output_proj the identity, is V1: its Q, K, V and its output before
 // output_proj equal what PyTorch recorded for SelfAttV1 in lesson 2.
 START_TEST(test_v1_weights_stacked_equal_v1) {
-    for (int i = 0; i < N_V1_CASES; i++) {
-        const RecordedCase *c = &V1_CASES[i];
+    for (int i = 0; i < recorded_case_count(V1_DIR); i++) {
+        const RecordedCase *c = recorded_case(V1_DIR, i);
         const Tensor *weights[3], *biases[3];
         const char *names[] = {"query_proj", "key_proj", "value_proj"};
         for (int p = 0; p < 3; p++) {
-            weights[p] = load_recorded(V1_DIR, c, path_join("%s.weight", names[p]));   // (C, C)
-            biases[p] = load_recorded(V1_DIR, c, path_join("%s.bias", names[p]));      // (C,)
+            weights[p] = load_reference(c->reference, path_join("%s.weight", names[p]));  // (C, C)
+            biases[p] = load_reference(c->reference, path_join("%s.bias", names[p]));     // (C,)
         }
-        Tensor *identity = zeros(shape2(c->dim, c->dim));                              // (C, C)
-        for (int d = 0; d < c->dim; d++) {
+        int C = (int)case_int(c, "dim");
+        Tensor *identity = zeros(shape2(C, C));                                        // (C, C)
+        for (int d = 0; d < C; d++) {
             *at2(identity, d, d) = 1.0f;
         }
-        SelfAttV2 net = {c->dim, linear_from(cat(weights, 3, 0), cat(biases, 3, 0)),
-                         linear_from(identity, zeros(shape1(c->dim)))};
+        SelfAttV2 net = {C, linear_from(cat(weights, 3, 0), cat(biases, 3, 0)),
+                         linear_from(identity, zeros(shape1(C)))};
 
         SelfAttV2Steps steps;
-        const Tensor *ret = SelfAttV2_forward(&steps, &net, load_recorded(V1_DIR, c, "X"));
+        const Tensor *ret = SelfAttV2_forward(&steps, &net, load_reference(c->reference, "X"));
         const char *what = path_join("lesson02 %s", c->dir);
         const Tensor *got[] = {steps.Q, steps.K, steps.V, steps.att_weight, steps.output};
         const char *recorded[] = {"Q", "K", "V", "attention_weight", "output"};
         for (int t = 0; t < 5; t++) {
-            assert_close(got[t], load_recorded(V1_DIR, c, recorded[t]), ROUNDING_ATOL,
+            assert_close(got[t], load_reference(c->reference, recorded[t]), ROUNDING_ATOL,
                          ROUNDING_RTOL, path_join("%s %s", what, recorded[t]));
         }
         // x * 1 + 0 * others + 0 is exact: identity output_proj changes nothing.
@@ -113,10 +106,11 @@ END_TEST
 // split made views: Q, K and V share QKV's storage, keep its strides, start
 // at offsets 0, dim and 2*dim, and a write into QKV shows through them.
 START_TEST(test_split_gives_views) {
-    const RecordedCase *c = &CASES[2];   // dim 8: offsets 0, 8, 16; stride (5*24, 24, 1)
+    // dim 8: offsets 0, 8, 16; stride (5*24, 24, 1)
+    const RecordedCase *c = recorded_case_named(REF_DIR, "seed1_batch2_seq5_dim8");
     SelfAttV2 net = recorded_net(c);
     SelfAttV2Steps steps;
-    SelfAttV2_forward(&steps, &net, load_recorded(REF_DIR, c, "X"));
+    SelfAttV2_forward(&steps, &net, load_reference(c->reference, "X"));
     const Tensor *parts[] = {steps.Q, steps.K, steps.V};
     for (int p = 0; p < 3; p++) {
         ck_assert_ptr_eq(parts[p]->data, steps.QKV->data);
@@ -207,7 +201,7 @@ END_TEST
 static Suite *lesson03_suite(void) {
     Suite *suite = suite_create("lesson03");
     TCase *pytorch = new_tcase("pytorch");
-    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, N_CASES);
+    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, recorded_case_count(REF_DIR));
     tcase_add_test(pytorch, test_forward_on_recorded_weights);
     suite_add_tcase(suite, pytorch);
     TCase *invariants = new_tcase("invariants");

@@ -8,9 +8,10 @@
 //
 // Most checks are the ones test 5 makes of SelfAttV4: this file describes
 // SelfAttV3 as a MaskedModule (V3 below) and add_masked_module_tests
-// (harness.h, which lists them) adds them. What follows V3 is lesson 4's own.
+// (family_masked.h, which lists them) adds them. What follows V3 is lesson 4's own.
 #include <math.h>
 
+#include "family_masked.h"
 #include "harness.h"
 
 #define main lesson_main
@@ -54,15 +55,16 @@ static const MaskedModule V3 = {LESSON_DIR, "lesson-4", REF_DIR, INPUTS, COMPUTE
 // With a mask of all ones V3 is V2 (lesson 3) with the same weights:
 // gen_lesson04.py ran SelfAttV2's forward on V3's proj and output_proj.
 START_TEST(test_all_ones_mask_equals_v2) {
-    for (int i = 0; i < N_MASKED_CASES; i++) {
-        const RecordedCase *c = &MASKED_CASES[i];
-        if (c->train) {
+    for (int i = 0; i < recorded_case_count(REF_DIR); i++) {
+        const RecordedCase *c = recorded_case(REF_DIR, i);
+        if (case_int(c, "train")) {
             continue;
         }
-        MaskedRun run = run_masked_cell(&V3, c, false);
-        const Tensor *all_ones = ones(shape3(c->batch, c->seq, c->seq));            // (B, T, S)
+        MaskedCell cell = masked_cell(c);
+        MaskedRun run = run_masked_cell(&V3, cell, false);
+        const Tensor *all_ones = ones(shape3(cell.batch, cell.seq, cell.seq));      // (B, T, S)
         const Tensor *ret = SelfAttV3_forward(NULL, run.net, run.X, all_ones);      // (B, T, C)
-        assert_close(ret, load_recorded(REF_DIR, c, "v2_ret"), ROUNDING_ATOL, ROUNDING_RTOL,
+        assert_close(ret, load_reference(c->reference, "v2_ret"), ROUNDING_ATOL, ROUNDING_RTOL,
                      path_join("%s V3(all-ones mask) vs V2", c->dir));
     }
 }
@@ -90,7 +92,7 @@ START_TEST(test_masked_softmax_fills) {
 END_TEST
 
 // dim 2, proj made of three identities (Q = K = V = X) and output_proj the
-// identity: the example check_hand_worked works out (harness.c).
+// identity: the example check_hand_worked works out (family_masked.c).
 START_TEST(test_hand_worked) {
     SelfAttV3 net = SelfAttV3_init(2);
     net.training = false;
@@ -123,14 +125,15 @@ END_TEST
 // SelfAttV3 gives each of its queries the mean of its values, projected:
 // output_proj(mean over s of V[0, s]), worked out here in double.
 START_TEST(test_notes_class) {
-    for (int i = 0; i < N_MASKED_CASES; i++) {
-        const RecordedCase *c = &MASKED_CASES[i];
-        MaskedRun run = run_masked_cell(&V3, c, false);
+    for (int i = 0; i < recorded_case_count(REF_DIR); i++) {
+        const RecordedCase *c = recorded_case(REF_DIR, i);
+        MaskedCell cell = masked_cell(c);
+        MaskedRun run = run_masked_cell(&V3, cell, false);
         const SelfAttV3 *net = run.net;
         assert_bitwise_equal(ScaledDotProductAttetion_forward(net, run.X, run.mask), run.ret,
                              path_join("%s: sdpa vs SelfAttV3", c->dir));
 
-        int B = c->batch, T = c->seq, C = c->dim;
+        int B = cell.batch, T = cell.seq, C = cell.dim;
         Tensor *padded = clone(run.mask);                                    // (B, T, S)
         for (int t = 0; t < T; t++) {
             for (int s = 0; s < T; s++) {

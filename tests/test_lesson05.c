@@ -8,9 +8,10 @@
 //
 // Most checks are the ones test 4 makes of SelfAttV3: this file describes
 // SelfAttV4 as a MaskedModule (V4 below) and add_masked_module_tests
-// (harness.h, which lists them) adds them. What follows V4 is lesson 5's own.
+// (family_masked.h, which lists them) adds them. What follows V4 is lesson 5's own.
 #include <math.h>
 
+#include "family_masked.h"
 #include "harness.h"
 
 #define main lesson_main
@@ -59,15 +60,15 @@ static const MaskedModule V4 = {LESSON_DIR, "lesson-5", REF_DIR, INPUTS, COMPUTE
 // PyTorch; linear() reads a view through its offset, so nothing is copied.
 static void load_v3_weights(SelfAttV4 *net, const RecordedCase *v3) {
     int C = net->dim;
-    const Tensor *proj_weight = load_recorded(V3_DIR, v3, "proj.weight");   // (3C, C)
-    const Tensor *proj_bias = load_recorded(V3_DIR, v3, "proj.bias");       // (3C,)
+    const Tensor *proj_weight = load_reference(v3->reference, "proj.weight");   // (3C, C)
+    const Tensor *proj_bias = load_reference(v3->reference, "proj.bias");       // (3C,)
     Linear *parts[3] = {&net->query_proj, &net->key_proj, &net->value_proj};
     for (int p = 0; p < 3; p++) {
         parts[p]->weight = narrow(proj_weight, 0, p * C, C);                // (C, C)
         parts[p]->bias = narrow(proj_bias, 0, p * C, C);                    // (C,)
     }
-    net->output_proj.weight = load_recorded(V3_DIR, v3, "output_proj.weight");   // (C, C)
-    net->output_proj.bias = load_recorded(V3_DIR, v3, "output_proj.bias");       // (C,)
+    net->output_proj.weight = load_reference(v3->reference, "output_proj.weight");   // (C, C)
+    net->output_proj.bias = load_reference(v3->reference, "output_proj.bias");       // (C,)
 }
 
 // V4 with V3's weights split equals V3: lesson 4's recorded PyTorch
@@ -75,27 +76,29 @@ static void load_v3_weights(SelfAttV4 *net, const RecordedCase *v3) {
 // as well: both modules draw the same number of parameters (3C*C + 3C, then
 // output_proj), so after init the generator is at the same place.
 START_TEST(test_v4_with_v3_weights_equals_v3) {
-    for (int i = 0; i < N_MASKED_CASES; i++) {
-        const RecordedCase *v3 = &MASKED_CASES[i];   // lesson 4 recorded the same runs
-        manual_seed(v3->seed);
-        const Tensor *X = rand_tensor(shape3(v3->batch, v3->seq, v3->dim));   // (B, T, C)
-        assert_bitwise_equal(X, load_recorded(V3_DIR, v3, "X"), "X");
-        SelfAttV4 net = SelfAttV4_init(v3->dim);   // draws as many numbers as SelfAttV3
-        net.training = v3->train;
+    for (int i = 0; i < recorded_case_count(V3_DIR); i++) {
+        const RecordedCase *v3 = recorded_case(V3_DIR, i);   // lesson 4 recorded the same runs
+        MaskedCell cell = masked_cell(v3);
+        manual_seed(cell.seed);
+        const Tensor *X = rand_tensor(shape3(cell.batch, cell.seq, cell.dim));   // (B, T, C)
+        assert_bitwise_equal(X, load_reference(v3->reference, "X"), "X");
+        SelfAttV4 net = SelfAttV4_init(cell.dim);   // draws as many numbers as SelfAttV3
+        net.training = case_int(v3, "train");
         load_v3_weights(&net, v3);
-        const Tensor *mask = load_recorded(V3_DIR, v3, "mask");             // (B, T, S)
+        const Tensor *mask = load_reference(v3->reference, "mask");             // (B, T, S)
         SelfAttV4Steps steps;
         const Tensor *ret = SelfAttV4_forward(&steps, &net, X, mask);       // (B, T, C)
         const char *what = path_join("V4 with V3 weights, %s", v3->dir);
-        assert_close(steps.att_weight, load_recorded(V3_DIR, v3, "att_weight"), ROUNDING_ATOL,
-                     ROUNDING_RTOL, what);
-        assert_close(ret, load_recorded(V3_DIR, v3, "ret"), ROUNDING_ATOL, ROUNDING_RTOL, what);
+        assert_close(steps.att_weight, load_reference(v3->reference, "att_weight"),
+                     ROUNDING_ATOL, ROUNDING_RTOL, what);
+        assert_close(ret, load_reference(v3->reference, "ret"), ROUNDING_ATOL, ROUNDING_RTOL,
+                     what);
     }
 }
 END_TEST
 
 // dim 2, every projection the identity (Q = K = V = X, output_proj changes
-// nothing): the example check_hand_worked works out (harness.c).
+// nothing): the example check_hand_worked works out (family_masked.c).
 START_TEST(test_hand_worked) {
     SelfAttV4 net = SelfAttV4_init(2);
     net.training = false;

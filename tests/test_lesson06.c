@@ -3,6 +3,7 @@
 // lesson 5's single-head attention, heads do not see each other, a fully
 // masked row is uniform), a hand-worked two-head case, view()'s refusal of
 // a transposed tensor, and the bad flags.
+#include "family_multi_head.h"
 #include "harness.h"
 
 #include <math.h>
@@ -13,19 +14,6 @@
 
 #define LESSON "06-multi-head"
 #define DATA DATA_DIR "/lesson06"
-
-// The cases tests/reference/gen_lesson06.py recorded, with the flags that
-// make the lesson do the same draws.
-static const RecordedCase CASES[] = {
-    {.dir = "seed0", .args = {NULL}},
-    {.dir = "seed7", .args = {"--seed", "7", NULL}},
-    {.dir = "seed1_train", .args = {"--seed", "1", "--train", NULL}},
-    {.dir = "seed3_batch2_seq5_dim48_heads4",
-     .args = {"--seed", "3", "--batch", "2", "--seq", "5", "--dim", "48", "--heads", "4", NULL}},
-    {.dir = "seed4_batch2_seq3_dim16_heads1",
-     .args = {"--seed", "4", "--batch", "2", "--seq", "3", "--dim", "16", "--heads", "1", NULL}},
-};
-enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 
 // Drawn by the generator: must be PyTorch's bits exactly.
 static const char *const DRAWN[] = {
@@ -49,7 +37,7 @@ START_TEST(test_matches_pytorch) {
     ReferenceRun every_case = {
         .lesson = LESSON, .exact = DRAWN, .computed = COMPUTED, .atol = 2e-6f, .rtol = 1e-5f,
     };
-    check_recorded_case(every_case, DATA, &CASES[_i]);
+    check_recorded_case(every_case, recorded_case(DATA, _i));
 }
 END_TEST
 
@@ -81,12 +69,12 @@ START_TEST(test_one_head_is_single_head_attention) {
     MultiHeadAttention net = make_net(11, dim, 1);
     const Tensor *X = rand_tensor(shape3(batch, seq, dim));                  // (B, T, C)
 
-    const Tensor *Q = linear(X, &net.q_proj);                                // (B, T, C)
-    const Tensor *K = linear(X, &net.k_proj);                                // (B, T, C)
-    const Tensor *V = linear(X, &net.v_proj);                                // (B, T, C)
+    const Tensor *Q = linear(&net.q_proj, X);                                // (B, T, C)
+    const Tensor *K = linear(&net.k_proj, X);                                // (B, T, C)
+    const Tensor *V = linear(&net.v_proj, X);                                // (B, T, C)
     const Tensor *att_weight = softmax(div_scalar(matmul(Q, transpose(K, -1, -2)),
                                             sqrtf((float)dim)), -1);         // (B, T, T)
-    const Tensor *ret = linear(matmul(att_weight, V), &net.o_proj);          // (B, T, C)
+    const Tensor *ret = linear(&net.o_proj, matmul(att_weight, V));          // (B, T, C)
 
     MultiHeadAttentionSteps steps;
     const Tensor *output = MultiHeadAttention_forward(&steps, &net, X, NULL);  // (B, T, C)
@@ -190,8 +178,8 @@ END_TEST
 // same floats; and it is lesson 6's module without a mask: bit for bit when
 // head_dim ** -0.5 is a power of 2 (head_dim 16), to rounding otherwise (12).
 START_TEST(test_post_class) {
-    const RecordedCase *c = &CASES[_i];
-    const char *reference = path_join("%s/%s", DATA, c->dir);
+    const RecordedCase *c = recorded_case(DATA, _i);
+    const char *reference = c->reference;
     const Tensor *x = load_npy(path_join("%s/x.npy", reference));            // (B, T, C)
     int dim = size(x, 2);
     int heads = size(load_npy(path_join("%s/q_state.npy", reference)), 1);
@@ -273,7 +261,7 @@ END_TEST
 Suite *lesson06_suite(void) {
     Suite *suite = suite_create("lesson06");
     TCase *pytorch = new_tcase("pytorch");
-    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, N_CASES);
+    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, recorded_case_count(DATA));
     tcase_add_test(pytorch, test_notebook_shape_lines);
     suite_add_tcase(suite, pytorch);
     TCase *invariants = new_tcase("invariants");
@@ -282,7 +270,7 @@ Suite *lesson06_suite(void) {
     tcase_add_test(invariants, test_hand_worked_two_heads);
     tcase_add_test(invariants, test_fully_masked_row_is_uniform);
     tcase_add_test(invariants, test_view_of_transposed_fails);
-    tcase_add_loop_test(invariants, test_post_class, 0, N_CASES);
+    tcase_add_loop_test(invariants, test_post_class, 0, recorded_case_count(DATA));
     tcase_add_test(invariants, test_commented_out_padding);
     suite_add_tcase(suite, invariants);
     TCase *cli = new_tcase("command line");

@@ -3,6 +3,7 @@
 // K = V = Q input against lesson 6's MultiHeadAttention, unequal lengths
 // against a double-precision reference written out here, queries that do
 // not see each other, a fully masked row, and the bad flags.
+#include "family_multi_head.h"
 #include "harness.h"
 
 #include <math.h>
@@ -18,21 +19,6 @@
 
 #define LESSON "07-cross-attention"
 #define DATA DATA_DIR "/lesson07"
-
-// The cases tests/reference/gen_lesson07.py recorded, with the flags that
-// make the lesson do the same draws.
-static const RecordedCase CASES[] = {
-    {.dir = "seed0", .args = {NULL}},
-    {.dir = "seed7", .args = {"--seed", "7", NULL}},
-    {.dir = "seed1_train", .args = {"--seed", "1", "--train", NULL}},
-    {.dir = "seed3_batch2_seqq6_seqk2_dim48_heads4",
-     .args = {"--seed", "3", "--batch", "2", "--seq-q", "6", "--seq-k", "2", "--dim", "48",
-              "--heads", "4", NULL}},
-    {.dir = "seed5_batch1_seqq2_seqk9_dim12_heads3",
-     .args = {"--seed", "5", "--batch", "1", "--seq-q", "2", "--seq-k", "9", "--dim", "12",
-              "--heads", "3", NULL}},
-};
-enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 
 // Drawn by the generator: must be PyTorch's bits exactly.
 static const char *const DRAWN[] = {
@@ -55,7 +41,7 @@ START_TEST(test_matches_pytorch) {
     ReferenceRun every_case = {
         .lesson = LESSON, .exact = DRAWN, .computed = COMPUTED, .atol = 2e-6f, .rtol = 1e-5f,
     };
-    check_recorded_case(every_case, DATA, &CASES[_i]);
+    check_recorded_case(every_case, recorded_case(DATA, _i));
 }
 END_TEST
 
@@ -296,7 +282,7 @@ END_TEST
 Suite *lesson07_suite(void) {
     Suite *suite = suite_create("lesson07");
     TCase *pytorch = new_tcase("pytorch");
-    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, N_CASES);
+    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, recorded_case_count(DATA));
     tcase_add_test(pytorch, test_notebook_shape_lines);
     suite_add_tcase(suite, pytorch);
     TCase *invariants = new_tcase("invariants");

@@ -19,48 +19,36 @@
 
 #define LESSON "08-gqa"
 #define BINARY lesson_binary(LESSON)
+#define DATA DATA_DIR "/lesson08"   // what gen_lesson08.py recorded, cases.txt lists
 
 // --- reference runs -------------------------------------------------------------
-
-// The cases gen_lesson08.py recorded (tests/data/lesson08/<dir>), with
-// the seed and sizes it used.
-static const RecordedCase CASES[] = {
-    {.dir = "seed0", .args = {"--seed", "0", NULL}},   // the notebook's sizes: 1, 256, 8, 2, 64
-    {.dir = "seed7", .args = {"--seed", "7", "--seq", "16", "--head-dim", "8", NULL}},
-    {.dir = "seed1", .args = {"--seed", "1", "--batch", "2", "--seq", "5", "--heads", "6", "--kv-heads", "3",
-               "--head-dim", "4", NULL}},
-    {.dir = "seed3", .args = {"--seed", "3", "--seq", "2", "--heads", "2", "--kv-heads", "1", "--head-dim", "3",
-               NULL}},
-};
-enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 
 // torch.randn, both of its paths: bit for bit.
 static const char *const INPUTS[] = {"query", "key", "value", NULL};
 
 // The lesson run with the case's flags and --dump against PyTorch's run:
-// inputs bit for bit, `computed` to atol + rtol*|x|, the printed lines
-// (the notebook's, and the tensor values PyTorch prints) in order.
-static void check_case(int i, const char *const *computed, float atol, float rtol) {
-    ReferenceRun every_case = {
-        .lesson = LESSON, .exact = INPUTS, .computed = computed, .atol = atol, .rtol = rtol,
-    };
-    check_recorded_case(every_case, DATA_DIR "/lesson08", &CASES[i]);
-}
-
-// Computed: our loops sum in a different order than PyTorch's einsum
-// (bmm), so they agree to float rounding only. The scores are sums of D
-// products of N(0,1) numbers, up to ~30 in size: a relative rounding of
-// 2^-24 per term gives score errors of ~1e-6 and outputs (weighted means
-// of the values) of a few 1e-7; measured worst: 3.6e-7 at seed 0.
+// inputs bit for bit, the computed tensors to float rounding, the printed
+// lines (the notebook's, and the tensor values PyTorch prints) in order.
+//
+// out: our loops sum in a different order than PyTorch's einsum (bmm), so
+// they agree to float rounding only. The scores are sums of D products of
+// N(0,1) numbers, up to ~30 in size: a relative rounding of 2^-24 per term
+// gives score errors of ~1e-6 and outputs (weighted means of the values) of
+// a few 1e-7; measured worst: 3.6e-7 at seed 0.
+// out_group_sum: the notebook's scores sum G*D products (four times larger
+// logits), so they get a tolerance ten times looser; measured worst: 5.7e-6.
 START_TEST(test_recorded_runs) {
-    check_case(_i, (const char *const[]){"out", NULL}, 2e-6f, 1e-5f);
-}
-END_TEST
-
-// The notebook's scores sum G*D products (four times larger logits), so
-// they get a tolerance ten times looser; measured worst: 5.7e-6.
-START_TEST(test_recorded_group_sum) {
-    check_case(_i, (const char *const[]){"out_group_sum", NULL}, 2e-5f, 1e-4f);
+    ReferenceRun every_case = {
+        .lesson = LESSON,
+        .exact = INPUTS,
+        .computed = (const char *const[]){"out", NULL},
+        .atol = 2e-6f,
+        .rtol = 1e-5f,
+        .loose = (const char *const[]){"out_group_sum", NULL},
+        .loose_atol = 2e-5f,
+        .loose_rtol = 1e-4f,
+    };
+    check_recorded_case(every_case, recorded_case(DATA, _i));
 }
 END_TEST
 
@@ -230,8 +218,8 @@ END_TEST
 // front it is GQA; as the cell calls it, no position sees another: changing
 // token 0's key and value leaves every other position's output bit for bit.
 START_TEST(test_first_cell) {
-    const RecordedCase *c = &CASES[_i];
-    const char *reference = path_join(DATA_DIR "/lesson08/%s", c->dir);
+    const RecordedCase *c = recorded_case(DATA, _i);
+    const char *reference = c->reference;
     Inputs in = {load_npy(path_join("%s/query.npy", reference)),
                  load_npy(path_join("%s/key.npy", reference)),
                  load_npy(path_join("%s/value.npy", reference))};
@@ -386,8 +374,7 @@ END_TEST
 static Suite *lesson08_suite(void) {
     Suite *suite = suite_create("lesson08");
     TCase *recorded = new_tcase("recorded from PyTorch");
-    tcase_add_loop_test(recorded, test_recorded_runs, 0, N_CASES);
-    tcase_add_loop_test(recorded, test_recorded_group_sum, 0, N_CASES);
+    tcase_add_loop_test(recorded, test_recorded_runs, 0, recorded_case_count(DATA));
     tcase_add_test(recorded, test_dump_shapes);
     suite_add_tcase(suite, recorded);
     TCase *invariants = new_tcase("invariants");
@@ -397,7 +384,7 @@ static Suite *lesson08_suite(void) {
     tcase_add_test(invariants, test_query_head_reads_kv_head_i_over_G);
     tcase_add_test(invariants, test_group_sum_is_wrong_as_explained);
     tcase_add_test(invariants, test_rearranges_by_hand);
-    tcase_add_loop_test(invariants, test_first_cell, 0, N_CASES);
+    tcase_add_loop_test(invariants, test_first_cell, 0, recorded_case_count(DATA));
     suite_add_tcase(suite, invariants);
     TCase *command_line = new_tcase("command line");
     tcase_add_test(command_line, test_bad_flags);

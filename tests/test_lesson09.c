@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "family_gqa.h"
 #include "harness.h"
 
 #define main lesson_main
@@ -25,28 +26,30 @@
 #define ATOL 1e-6f
 #define RTOL 1e-5f
 
-// One recorded PyTorch run: keep in step with CASES in gen_lesson09.py.
+// A recorded PyTorch run (REF_DIR/cases.txt lists them), with the sizes
+// the tests use.
 typedef struct {
     const char *dir;   // tests/data/lesson09/<case>: what PyTorch wrote
     int batch, seq, dim, heads, kv_heads;
-    const char *args[16];
+    bool train;
+    const RecordedCase *recorded;   // its line of cases.txt: its flags
 } Case;
 
-static const Case CASES[] = {
-    {REF_DIR "/seed0", 4, 32, 512, 8, 2, {NULL}},
-    {REF_DIR "/seed7", 2, 6, 32, 4, 2,
-     {"--seed", "7", "--batch", "2", "--seq", "6", "--dim", "32", "--heads", "4", NULL}},
-    {REF_DIR "/seed3_tiny", 1, 3, 4, 2, 1,
-     {"--seed", "3", "--batch", "1", "--seq", "3", "--dim", "4", "--heads", "2", "--kv-heads",
-      "1", NULL}},
-    {REF_DIR "/seed5_mha", 2, 5, 16, 4, 4,
-     {"--seed", "5", "--batch", "2", "--seq", "5", "--dim", "16", "--heads", "4", "--kv-heads",
-      "4", NULL}},
-};
-enum { N_CASES = sizeof CASES / sizeof CASES[0] };
+static const Case *case_of(const RecordedCase *r) {
+    Case *c = arena_alloc(1, sizeof *c);
+    *c = (Case){.dir = r->reference,
+                .batch = (int)case_int(r, "batch"),
+                .seq = (int)case_int(r, "seq"),
+                .dim = (int)case_int(r, "dim"),
+                .heads = (int)case_int(r, "heads"),
+                .kv_heads = (int)case_int(r, "kv_heads"),
+                .train = case_int(r, "train"),
+                .recorded = r};
+    return c;
+}
 
 // The command lines this lesson refuses besides those of the module
-// (check_gqa_bad_flags in harness.h runs both).
+// (check_gqa_bad_flags in family_gqa.h runs both).
 static const BadFlags BAD_FLAGS[] = {
     {{"--seq", "0", NULL}, "--seq"},
     {{"--cache", "2", NULL}, "--cache"},
@@ -90,47 +93,38 @@ static Inputs recorded_inputs(const Case *c) {
 // --- against PyTorch --------------------------------------------------------------------
 
 // The binary, run with --dump: parameters, inputs and mask bit for bit,
-// output to float rounding, and every line PyTorch printed, in order.
+// output to float rounding, and every line PyTorch printed, in order. With
+// --train too: the dropout draws are PyTorch's (its generic CPU path), so
+// the output and every printed line match, including the causality check
+// that restarts the generator for both runs.
 START_TEST(test_matches_pytorch) {
-    const Case *c = &CASES[_i];
+    const Case *c = case_of(recorded_case(REF_DIR, _i));
     ReferenceRun recorded = {
         .lesson = LESSON_DIR,
-        .reference = c->dir,
-        .args = c->args,
         .exact = EXACT,
         .computed = (const char *const[]){"output", NULL},
         .atol = ATOL,
         .rtol = RTOL,
     };
-    check_against_reference(&recorded);
-}
-END_TEST
-
-// --train, recorded from PyTorch: the dropout draws are PyTorch's (its
-// generic CPU path), so the output and every printed line match too,
-// including the causality check that restarts the generator for both runs.
-START_TEST(test_train_matches_pytorch) {
-    ReferenceRun recorded = {
-        .lesson = LESSON_DIR,
-        .reference = REF_DIR "/seed7_train",
-        .args = (const char *const[]){"--seed", "7", "--batch", "2", "--seq", "6", "--dim", "32",
-                                      "--heads", "4", "--train", NULL},
-        .exact = EXACT,
-        .computed = (const char *const[]){"output", NULL},
-        .atol = ATOL,
-        .rtol = RTOL,
-    };
-    RunResult run = check_against_reference(&recorded);
-    ck_assert_ptr_nonnull(strstr(run.out, "  max |output2 - output1| at positions 0..4: 0\n"));
+    RunResult run = check_recorded_case(recorded, c->recorded);
+    if (c->train) {
+        const char *line = path_join("  max |output2 - output1| at positions 0..%d: 0\n",
+                                     c->seq - 2);
+        ck_assert_msg(strstr(run.out, line) != NULL, "%s: no line '%s'", c->dir, line);
+    }
 }
 END_TEST
 
 // The forward alone on PyTorch's recorded inputs and weights: the output
 // and the attention weights, and those are causal: row t is exactly 0
 // after column t, the rest is positive and sums to 1, and row 0 is
-// [1, 0, 0, ...].
+// [1, 0, 0, ...]. (In eval mode: a --train run's dropout is checked
+// against PyTorch's by test_matches_pytorch.)
 START_TEST(test_forward_on_recorded_weights) {
-    const Case *c = &CASES[_i];
+    const Case *c = case_of(recorded_case(REF_DIR, _i));
+    if (c->train) {
+        return;
+    }
     GQA gqa = recorded_gqa(c);
     Inputs in = recorded_inputs(c);
     GQASteps steps;
@@ -149,7 +143,7 @@ END_TEST
 // before p, bit for bit, and does change output p (except query
 // and key at 0: see below).
 START_TEST(test_later_token_never_changes_earlier_output) {
-    const Case *c = &CASES[1];   // seq 6
+    const Case *c = case_of(recorded_case_named(REF_DIR, "seed7"));   // seq 6
     GQA gqa = recorded_gqa(c);
     Inputs in = recorded_inputs(c);
     const Tensor *inputs[3] = {in.query, in.key, in.value};                   // (B, T, C) each
@@ -190,7 +184,7 @@ END_TEST
 // equal. Without the restart the second run draws other masks and every
 // position moves, which is what the lesson printed before it reseeded.
 START_TEST(test_causality_check_in_train_mode) {
-    const Case *c = &CASES[1];   // seq 6
+    const Case *c = case_of(recorded_case_named(REF_DIR, "seed7"));   // seq 6
     GQA gqa = recorded_gqa(c);
     gqa.training = true;
     Inputs in = recorded_inputs(c);
@@ -250,7 +244,7 @@ END_TEST
 // equals the GQA with H key/value heads whose key and value weights repeat
 // each of the G heads R times in a row (repeat_interleave, not repeat).
 START_TEST(test_query_head_i_uses_kv_head_i_over_R) {
-    const Case *c = &CASES[1];   // heads 4, kv_heads 2: R = 2
+    const Case *c = case_of(recorded_case_named(REF_DIR, "seed7"));   // R = 4 / 2
     GQA gqa = recorded_gqa(c);
     int H = c->heads, R = c->heads / c->kv_heads, D = c->dim / c->heads;
     GQA mha = gqa;
@@ -280,11 +274,11 @@ END_TEST
 
 // --train: dropout on the weights changes the output; eval is the default.
 START_TEST(test_train_switch) {
-    const Case *c = &CASES[1];
+    const Case *c = case_of(recorded_case_named(REF_DIR, "seed7"));
     const char *args[24];
     int n = 0;
-    for (int i = 0; c->args[i] != NULL; i++) {
-        args[n++] = c->args[i];
+    for (int i = 0; c->recorded->args[i] != NULL; i++) {
+        args[n++] = c->recorded->args[i];
     }
     args[n] = NULL;
     RunResult eval_run = run_program(lesson_binary(LESSON_DIR), args);
@@ -324,9 +318,9 @@ END_TEST
 static Suite *lesson09_suite(void) {
     Suite *suite = suite_create("lesson09");
     TCase *pytorch = new_tcase("pytorch");
-    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, N_CASES);
-    tcase_add_loop_test(pytorch, test_forward_on_recorded_weights, 0, N_CASES);
-    tcase_add_test(pytorch, test_train_matches_pytorch);
+    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, recorded_case_count(REF_DIR));
+    tcase_add_loop_test(pytorch, test_forward_on_recorded_weights, 0,
+                        recorded_case_count(REF_DIR));
     suite_add_tcase(suite, pytorch);
     TCase *causal = new_tcase("causal");
     tcase_add_test(causal, test_later_token_never_changes_earlier_output);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "family_gqa.h"
 #include "harness.h"
 
 #define main lesson_main
@@ -30,29 +31,29 @@
 #define SELF_ATOL 1e-6f
 #define SELF_RTOL 1e-5f
 
-// One recorded PyTorch run: keep in step with CASES in gen_lesson10.py.
+// A recorded PyTorch run (REF_DIR/cases.txt lists them), with the sizes
+// the tests use.
 typedef struct {
     const char *dir;   // tests/data/lesson10/<case>: what PyTorch wrote
     int batch, prompt, new_tokens, dim, heads, kv_heads;
-    const char *args[20];
+    const RecordedCase *recorded;   // its line of cases.txt: its flags
 } Case;
 
-static const Case CASES[] = {
-    {REF_DIR "/seed0", 1, 4, 4, 512, 8, 2, {NULL}},
-    {REF_DIR "/seed7", 2, 3, 3, 32, 4, 2,
-     {"--seed", "7", "--batch", "2", "--prompt", "3", "--new", "3", "--dim", "32", "--heads",
-      "4", NULL}},
-    {REF_DIR "/seed3_tiny", 1, 2, 1, 4, 2, 1,
-     {"--seed", "3", "--batch", "1", "--prompt", "2", "--new", "1", "--dim", "4", "--heads", "2",
-      "--kv-heads", "1", NULL}},
-    {REF_DIR "/seed5_mha", 2, 1, 4, 16, 4, 4,
-     {"--seed", "5", "--batch", "2", "--prompt", "1", "--new", "4", "--dim", "16", "--heads",
-      "4", "--kv-heads", "4", NULL}},
-};
-enum { N_CASES = sizeof CASES / sizeof CASES[0] };
+static const Case *case_of(const RecordedCase *r) {
+    Case *c = arena_alloc(1, sizeof *c);
+    *c = (Case){.dir = r->reference,
+                .batch = (int)case_int(r, "batch"),
+                .prompt = (int)case_int(r, "prompt"),
+                .new_tokens = (int)case_int(r, "new"),
+                .dim = (int)case_int(r, "dim"),
+                .heads = (int)case_int(r, "heads"),
+                .kv_heads = (int)case_int(r, "kv_heads"),
+                .recorded = r};
+    return c;
+}
 
 // The command lines this lesson refuses besides those of the module
-// (check_gqa_bad_flags in harness.h runs both).
+// (check_gqa_bad_flags in family_gqa.h runs both).
 static const BadFlags BAD_FLAGS[] = {
     {{"--prompt", "0", NULL}, "--prompt"},
     {{"--new", "-4", NULL}, "--new"},
@@ -115,22 +116,20 @@ static Tensor *decode(GQA_W_KVcache *gqa, const Tensor *x, int prompt, int chunk
 // --- against PyTorch --------------------------------------------------------------------
 
 START_TEST(test_matches_pytorch) {
-    const Case *c = &CASES[_i];
+    const Case *c = case_of(recorded_case(REF_DIR, _i));
     ReferenceRun recorded = {
         .lesson = LESSON_DIR,
-        .reference = c->dir,
-        .args = c->args,
         .exact = EXACT,
         .computed = COMPUTED,
         .atol = ATOL,
         .rtol = RTOL,
     };
-    check_against_reference(&recorded);
+    check_recorded_case(recorded, c->recorded);
     // The caches: (batch, prompt + new, kv_heads, head_dim). The dumped
     // k_cache has the recorded one's shape (assert_close checks shapes),
     // so checking the recorded shape checks the dumped one too.
     const Tensor *k_cache = load_reference(c->dir, "k_cache");
-    ck_assert_int_eq(k_cache->ndim, 4);
+    ck_assert_int_eq(k_cache->shape.ndim, 4);
     ck_assert_int_eq(size(k_cache, 0), c->batch);
     ck_assert_int_eq(size(k_cache, 1), c->prompt + c->new_tokens);
     ck_assert_int_eq(size(k_cache, 2), c->kv_heads);
@@ -141,7 +140,7 @@ END_TEST
 // The module alone on PyTorch's recorded x and weights: full forward,
 // token-by-token decoding and the final cache.
 START_TEST(test_decoding_on_recorded_weights) {
-    const Case *c = &CASES[_i];
+    const Case *c = case_of(recorded_case(REF_DIR, _i));
     GQA_W_KVcache gqa = recorded_gqa(c);
     const Tensor *x = load_reference(c->dir, "x");                             // (B, N, C)
     const Tensor *full_out = step(NULL, &gqa, x, 0, c->prompt + c->new_tokens);   // (B, N, C)
@@ -178,7 +177,7 @@ START_TEST(test_cached_equals_full_everywhere) {
             const Tensor *full = step(NULL, &gqa, x, 0, N);                   // (B, N, C)
             // The keys each token gives alone, as the cache must hold them.
             Shape kv_shape = shape4(batches[bi], N, kv_heads[ki], dim / heads);
-            const Tensor *keys = view(linear(x, &gqa.w_key), kv_shape);       // (B, N, G, D)
+            const Tensor *keys = view(linear(&gqa.w_key, x), kv_shape);       // (B, N, G, D)
             for (int pi = 0; pi < 2; pi++) {
                 for (int ci = 0; ci < 3; ci++) {
                     for (Forward forward = COPYING; forward <= BY_INDEX; forward++) {
@@ -237,7 +236,7 @@ END_TEST
 // The notebook's cache (stored once, never updated) is right for the first
 // decoded token and wrong from the second on.
 START_TEST(test_the_notebooks_frozen_cache_is_wrong) {
-    const Case *c = &CASES[0];
+    const Case *c = case_of(recorded_case_named(REF_DIR, "seed0"));
     GQA_W_KVcache gqa = recorded_gqa(c);
     const Tensor *x = load_reference(c->dir, "x");                             // (B, N, C)
     const Tensor *full_out = load_reference(c->dir, "full_out");               // (B, N, C)
@@ -474,8 +473,9 @@ END_TEST
 static Suite *lesson10_suite(void) {
     Suite *suite = suite_create("lesson10");
     TCase *pytorch = new_tcase("pytorch");
-    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, N_CASES);
-    tcase_add_loop_test(pytorch, test_decoding_on_recorded_weights, 0, N_CASES);
+    int n_cases = recorded_case_count(REF_DIR);
+    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, n_cases);
+    tcase_add_loop_test(pytorch, test_decoding_on_recorded_weights, 0, n_cases);
     suite_add_tcase(suite, pytorch);
     TCase *cache = new_tcase("cache");
     tcase_add_test(cache, test_cached_equals_full_everywhere);

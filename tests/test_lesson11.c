@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "family_multi_head.h"
 #include "harness.h"
 
 #define main lesson_main
@@ -25,33 +26,6 @@
 // in a plain loop, so the computed tensors are a few float32 roundings apart
 // (LayerNorm, GELU and softmax are PyTorch's arithmetic, bit for bit). The
 // values are O(1): ROUNDING_ATOL near 0, ROUNDING_RTOL (~80 ulps) elsewhere.
-
-// The recorded PyTorch runs: keep in step with CASES in gen_lesson11.py.
-static const RecordedCase CASES[] = {
-    {"seed0", {NULL}, 0, 2, 5, 16, false},
-    {"seed4_qkv_bias",
-     {"--seed", "4", "--batch", "3", "--seq", "7", "--dim", "24", "--heads", "4", "--mlp-ratio",
-      "2", "--qkv-bias", NULL},
-     4, 3, 7, 24, false},
-    {"seed5_train",
-     {"--seed", "5", "--batch", "4", "--seq", "6", "--dim", "32", "--heads", "8", "--mlp-ratio",
-      "3", "--train", "--drop", "0.1", "--attn-drop", "0.2", "--drop-path", "0.25", NULL},
-     5, 4, 6, 32, true},
-    {"seed2_tiny",
-     {"--seed", "2", "--batch", "1", "--seq", "1", "--dim", "1", "--heads", "1", "--mlp-ratio",
-      "1", NULL},
-     2, 1, 1, 1, false},
-};
-enum { N_CASES = sizeof CASES / sizeof CASES[0] };
-
-static bool has_flag(const RecordedCase *c, const char *flag) {
-    for (int i = 0; c->args[i] != NULL; i++) {
-        if (strcmp(c->args[i], flag) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
 
 // Drawn (bit for bit): the input and every parameter, in state_dict order.
 static const char *const EXACT[] = {
@@ -85,29 +59,31 @@ static Drawn draw_block(uint64_t seed, int batch, int seq, int dim, int heads, i
 // --- against PyTorch --------------------------------------------------------------------
 
 START_TEST(test_matches_pytorch) {
-    const RecordedCase *c = &CASES[_i];
+    const RecordedCase *c = recorded_case(REF_DIR, _i);
     ReferenceRun shared = {
         .lesson = LESSON_DIR,
-        .exact = has_flag(c, "--qkv-bias") ? EXACT_WITH_QKV_BIAS : EXACT,
+        .exact = case_int(c, "qkv_bias") ? EXACT_WITH_QKV_BIAS : EXACT,
         .computed = COMPUTED,
         .atol = ROUNDING_ATOL,
         .rtol = ROUNDING_RTOL,
     };
-    check_recorded_case(shared, REF_DIR, c);
+    check_recorded_case(shared, c);
 }
 END_TEST
 
 // The module alone, in this process, on the default case: the same draws
 // give PyTorch's x, and the forward PyTorch's out and weights.
 START_TEST(test_module_matches_pytorch) {
-    const RecordedCase *c = &CASES[0];
-    Drawn d = draw_block(c->seed, c->batch, c->seq, c->dim, 4, 4, false, 0.0, 0.0, 0.0);
+    const RecordedCase *c = recorded_case_named(REF_DIR, "seed0");
+    Drawn d = draw_block((uint64_t)case_int(c, "seed"), (int)case_int(c, "batch"),
+                         (int)case_int(c, "seq"), (int)case_int(c, "dim"), 4, 4, false, 0.0, 0.0,
+                         0.0);
     Block_train(&d.block, false);
     BlockSteps steps;
     const Tensor *out = Block_forward(&steps, &d.block, d.x);                 // (B, N, C)
-    assert_bitwise_equal(d.x, load_recorded(REF_DIR, c, "x"), "x");
-    assert_close(out, load_recorded(REF_DIR, c, "out"), ROUNDING_ATOL, ROUNDING_RTOL, "out");
-    assert_close(steps.attn.attn_probs, load_recorded(REF_DIR, c, "attn_probs"), ROUNDING_ATOL,
+    assert_bitwise_equal(d.x, load_reference(c->reference, "x"), "x");
+    assert_close(out, load_reference(c->reference, "out"), ROUNDING_ATOL, ROUNDING_RTOL, "out");
+    assert_close(steps.attn.attn_probs, load_reference(c->reference, "attn_probs"), ROUNDING_ATOL,
                  ROUNDING_RTOL, "attn_probs");
 }
 END_TEST
@@ -186,7 +162,7 @@ START_TEST(test_layer_norm_rows) {
     Drawn d = draw_block(11, 3, 7, 24, 4, 4, false, 0.0, 0.0, 0.0);
     Tensor *weight = randn(shape1(24)), *bias = randn(shape1(24));           // (C)
     LayerNorm norm = {weight, bias, 1e-5};
-    const Tensor *y = layer_norm_forward(mul_scalar(d.x, 5.0f), &norm);       // (B, N, C)
+    const Tensor *y = layer_norm_forward(&norm, mul_scalar(d.x, 5.0f));       // (B, N, C)
     for (int b = 0; b < 3; b++) {
         for (int t = 0; t < 7; t++) {
             double mean = 0.0, var = 0.0, plain[24];
@@ -215,11 +191,11 @@ END_TEST
 START_TEST(test_fused_qkv_is_three_linears) {
     Drawn d = draw_block(5, 2, 4, 12, 3, 4, true, 0.0, 0.0, 0.0);
     const Linear *qkv = &d.block.attn.qkv;
-    const Tensor *fused = linear(d.x, qkv);                                   // (B, N, 3C)
+    const Tensor *fused = linear(qkv, d.x);                                   // (B, N, 3C)
     for (int i = 0; i < 3; i++) {
         Linear part = linear_from(narrow(qkv->weight, 0, 12 * i, 12),         // (C, C)
                                   narrow(qkv->bias, 0, 12 * i, 12));          // (C)
-        assert_bitwise_equal(narrow(fused, 2, 12 * i, 12), linear(d.x, &part),
+        assert_bitwise_equal(narrow(fused, 2, 12 * i, 12), linear(&part, d.x),
                              i == 0 ? "q" : i == 1 ? "k" : "v");
     }
 }
@@ -235,11 +211,11 @@ static const Tensor *single_head(const Attention *attn, const Tensor *x) {
     for (int i = 0; i < 3; i++) {
         parts[i] = linear_from(narrow(qkv->weight, 0, C * i, C), NULL);
     }
-    const Tensor *Q = linear(x, &parts[0]), *K = linear(x, &parts[1]);
-    const Tensor *V = linear(x, &parts[2]);                                   // (B, N, C)
+    const Tensor *Q = linear(&parts[0], x), *K = linear(&parts[1], x);
+    const Tensor *V = linear(&parts[2], x);                                   // (B, N, C)
     const Tensor *scores = div_scalar(matmul(Q, transpose(K, 1, 2)),
                                       (float)sqrt((double)C));                // (B, N, N)
-    return linear(matmul(softmax(scores, -1), V), &attn->proj);               // (B, N, C)
+    return linear(&attn->proj, matmul(softmax(scores, -1), V));               // (B, N, C)
 }
 
 // One head is lesson 5's attention with the same weights: bit for bit when
@@ -355,7 +331,7 @@ START_TEST(test_numpy_cell_is_per_head_attention) {
     const char *shapes[5] = {"(8, 3, 3)", "(8, 3, 3)", "(8, 3, 96)", "(3, 8, 96)", "(3, 768)"};
     const Tensor *steps[5] = {cell.scores, cell.weights, cell.heads, cell.by_row, cell.out};
     for (int i = 0; i < 5; i++) {
-        ck_assert_str_eq(sizes_str(steps[i]->size, steps[i]->ndim, SIZES_TUPLE), shapes[i]);
+        ck_assert_str_eq(shape_str(steps[i]->shape, SIZES_TUPLE), shapes[i]);
     }
     for (int h = 0; h < 8; h++) {
         for (int t = 0; t < 3; t++) {
@@ -408,7 +384,7 @@ END_TEST
 static Suite *lesson11_suite(void) {
     Suite *suite = suite_create("lesson11");
     TCase *pytorch = new_tcase("pytorch");
-    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, N_CASES);
+    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, recorded_case_count(REF_DIR));
     tcase_add_test(pytorch, test_module_matches_pytorch);
     tcase_add_test(pytorch, test_output_opens_with_the_numpy_cell);
     suite_add_tcase(suite, pytorch);

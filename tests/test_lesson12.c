@@ -26,41 +26,26 @@
 #define ATOL 1e-6f
 #define RTOL 1e-5f
 
-// One recorded PyTorch run: keep in step with CASES in gen_lesson12.py.
+// A recorded PyTorch run (REF_DIR/cases.txt lists them), with what the
+// tests need to know of it.
 typedef struct {
     const char *dir;   // tests/data/lesson12/<case>: what PyTorch wrote
     bool relative;     // a distance table was drawn
     int past, encoder_seq;
     bool train;
-    const char *args[24];
+    const RecordedCase *recorded;   // its line of cases.txt: its flags
 } Case;
 
-static const Case CASES[] = {
-    {REF_DIR "/seed0", false, 0, 0, false, {NULL}},
-    {REF_DIR "/seed1_relative_key_past3", true, 3, 0, false,
-     {"--seed", "1", "--position", "relative_key", "--past", "3", "--seq", "2", NULL}},
-    {REF_DIR "/seed2_relative_key_query_past4_seq1", true, 4, 0, false,
-     {"--seed", "2", "--position", "relative_key_query", "--past", "4", "--seq", "1", "--pad",
-      "2", NULL}},
-    {REF_DIR "/seed3_cross_relative_key", true, 0, 6, false,
-     {"--seed", "3", "--encoder-seq", "6", "--encoder-width", "12", "--position", "relative_key",
-      "--head-mask", "1", NULL}},
-    {REF_DIR "/seed4_cross_same_length", true, 0, 5, false,
-     {"--seed", "4", "--encoder-seq", "5", "--position", "relative_key_query", "--batch", "3",
-      "--pad", "0", NULL}},
-    {REF_DIR "/seed5_chunk2_past2", false, 2, 0, false,
-     {"--seed", "5", "--chunk", "2", "--seq", "4", "--past", "2", "--batch", "1", "--head-mask",
-      "3", "--intermediate", "32", NULL}},
-    {REF_DIR "/seed6_train", true, 2, 3, true,
-     {"--seed", "6", "--train", "--past", "2", "--seq", "3", "--position", "relative_key",
-      "--encoder-seq", "3", "--chunk", "1", "--pad", "2", NULL}},
-    {REF_DIR "/seed7_pad_all", false, 0, 0, false,
-     {"--seed", "7", "--pad", "5", "--heads", "2", "--dim", "8", NULL}},
-    {REF_DIR "/seed9_train_absolute", false, 0, 0, true,
-     {"--seed", "9", "--train", "--batch", "1", "--dim", "32", "--heads", "8", "--intermediate",
-      "128", "--chunk", "5", NULL}},
-};
-enum { N_CASES = sizeof CASES / sizeof CASES[0] };
+static const Case *case_of(const RecordedCase *r) {
+    Case *c = arena_alloc(1, sizeof *c);
+    *c = (Case){.dir = r->reference,
+                .relative = strcmp(case_text(r, "position"), "absolute") != 0,
+                .past = (int)case_int(r, "past"),
+                .encoder_seq = (int)case_int(r, "encoder_seq"),
+                .train = case_int(r, "train"),
+                .recorded = r};
+    return c;
+}
 
 // The parameters of one BertAttention, under their state_dict names.
 static const char *const ATTENTION_PARAMETERS[] = {
@@ -163,28 +148,26 @@ static BertAttention recorded_attention(const char *dir, const char *name, const
 // --- against PyTorch ------------------------------------------------------------------------
 
 START_TEST(test_matches_pytorch) {
-    const Case *c = &CASES[_i];
+    const Case *c = case_of(recorded_case(REF_DIR, _i));
     const char *exact[40], *computed[8];
     exact_names(exact, c);
     computed_names(computed, c);
     ReferenceRun recorded = {
         .lesson = LESSON_DIR,
-        .reference = c->dir,
-        .args = c->args,
         .exact = exact,
         .computed = computed,
         .atol = ATOL,
         .rtol = RTOL,
     };
-    check_against_reference(&recorded);
+    check_recorded_case(recorded, c->recorded);
 }
 END_TEST
 
-// The second recorded case (relative_key, 3 cached, 2 new) rebuilt from
+// A recorded case (relative_key, 3 cached, 2 new) rebuilt from
 // PyTorch's parameters and inputs: the prefix, then the new tokens with
 // the cache, through the module's forward alone.
 START_TEST(test_layer_on_recorded_weights) {
-    const Case *c = &CASES[1];
+    const Case *c = case_of(recorded_case_named(REF_DIR, "seed1_relative_key_past3"));
     BertConfig config = small_config(RELATIVE_KEY, false);
     config.max_position_embeddings = 16;
     config.intermediate_size = 64;
@@ -381,7 +364,7 @@ START_TEST(test_relative_key_with_zero_table_equals_absolute) {
     BertConfig config = small_config(RELATIVE_KEY, false);
     BertLayer relative = eval_layer(32, &config);
     relative.attention.self.distance_embedding =
-        zeros(shape_of(relative.attention.self.distance_embedding));          // (2N-1, D)
+        zeros(relative.attention.self.distance_embedding->shape);          // (2N-1, D)
     BertLayer absolute = relative;
     absolute.attention.self.position_embedding_type = ABSOLUTE;
     const Tensor *x = randn(shape3(2, 5, 16));                                // (B, L, C)
@@ -597,7 +580,7 @@ END_TEST
 static Suite *lesson12_suite(void) {
     Suite *suite = suite_create("lesson12");
     TCase *pytorch = new_tcase("pytorch");
-    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, N_CASES);
+    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, recorded_case_count(REF_DIR));
     tcase_add_test(pytorch, test_layer_on_recorded_weights);
     suite_add_tcase(suite, pytorch);
     TCase *invariants = new_tcase("invariants");

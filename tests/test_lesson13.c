@@ -26,35 +26,26 @@
 #define ATOL 1e-6f
 #define RTOL 1e-5f
 
-// One recorded PyTorch run: keep in step with CASES in gen_lesson13.py.
+// A recorded PyTorch run (REF_DIR/cases.txt lists them), with its sizes.
 typedef struct {
     const char *dir;   // tests/data/lesson13/<case>
     Sizes n;
-    const char *args[24];
+    const RecordedCase *recorded;   // its line of cases.txt: its flags
 } Case;
 
-static const Case CASES[] = {
-    {REF_DIR "/seed0", {1, 256, 8, 8, 64, 64, 64, false}, {NULL}},
-    {REF_DIR "/seed1_causal_mqa", {2, 37, 4, 1, 16, 8, 5, true},
-     {"--seed", "1", "--batch", "2", "--seq", "37", "--heads", "4", "--kv-heads", "1",
-      "--head-dim", "16", "--causal", "--block-q", "8", "--block-k", "5", NULL}},
-    {REF_DIR "/seed2_gqa", {1, 50, 6, 2, 24, 16, 7, false},
-     {"--seed", "2", "--seq", "50", "--heads", "6", "--kv-heads", "2", "--head-dim", "24",
-      "--block-q", "16", "--block-k", "7", NULL}},
-    {REF_DIR "/seed3_seq1", {1, 1, 2, 2, 5, 64, 64, true},
-     {"--seed", "3", "--seq", "1", "--heads", "2", "--kv-heads", "2", "--head-dim", "5",
-      "--causal", NULL}},
-    {REF_DIR "/seed4_blocks1", {1, 7, 3, 3, 4, 1, 1, true},
-     {"--seed", "4", "--seq", "7", "--heads", "3", "--kv-heads", "3", "--head-dim", "4",
-      "--causal", "--block-q", "1", "--block-k", "1", NULL}},
-    {REF_DIR "/seed5_big_blocks", {1, 20, 4, 2, 32, 4096, 4096, false},
-     {"--seed", "5", "--seq", "20", "--heads", "4", "--kv-heads", "2", "--head-dim", "32",
-      "--block-q", "4096", "--block-k", "4096", NULL}},
-    {REF_DIR "/seed6_causal", {1, 100, 8, 4, 64, 64, 64, true},
-     {"--seed", "6", "--seq", "100", "--heads", "8", "--kv-heads", "4", "--head-dim", "64",
-      "--causal", NULL}},
-};
-enum { N_CASES = sizeof CASES / sizeof CASES[0] };
+static const Case *case_of(const RecordedCase *r) {
+    Case *c = arena_alloc(1, sizeof *c);
+    Sizes n = {.batch = (int)case_int(r, "batch"),
+               .seq = (int)case_int(r, "seq"),
+               .heads = (int)case_int(r, "heads"),
+               .kv_heads = (int)case_int(r, "kv_heads"),
+               .head_dim = (int)case_int(r, "head_dim"),
+               .block_q = (int)case_int(r, "block_q"),
+               .block_k = (int)case_int(r, "block_k"),
+               .causal = case_int(r, "causal")};
+    *c = (Case){.dir = r->reference, .n = n, .recorded = r};
+    return c;
+}
 
 static const char *const EXACT[] = {"query", "key", "value", NULL};
 static const char *const COMPUTED[] = {"out", "out_naive", NULL};
@@ -93,17 +84,15 @@ static const Tensor *tiled(FlashAttentionSteps *steps, const Sizes *n, const Ker
 // --- against PyTorch --------------------------------------------------------------------
 
 START_TEST(test_matches_pytorch) {
-    const Case *c = &CASES[_i];
+    const Case *c = case_of(recorded_case(REF_DIR, _i));
     ReferenceRun recorded = {
         .lesson = LESSON_DIR,
-        .reference = c->dir,
-        .args = c->args,
         .exact = EXACT,
         .computed = COMPUTED,
         .atol = ATOL,
         .rtol = RTOL,
     };
-    RunResult run = check_against_reference(&recorded);
+    RunResult run = check_recorded_case(recorded, c->recorded);
     ck_assert_msg(strstr(run.out, "(within 1e-5: float rounding only)") != NULL,
                   "%s: the lesson does not report out within 1e-5 of out_naive", c->dir);
 }
@@ -113,7 +102,7 @@ END_TEST
 // the vector kernels (where this CPU has them) and with the scalar twins.
 // (Not on seed0, the largest, which the run above checks: valgrind is slow.)
 START_TEST(test_forward_on_recorded_inputs) {
-    const Case *c = &CASES[_i];
+    const Case *c = case_of(recorded_case(REF_DIR, _i));
     Inputs in = {load_npy(path_join("%s/query.npy", c->dir)),
                  load_npy(path_join("%s/key.npy", c->dir)),
                  load_npy(path_join("%s/value.npy", c->dir))};
@@ -482,8 +471,8 @@ END_TEST
 Suite *lesson13_suite(void) {
     Suite *suite = suite_create("lesson13");
     TCase *pytorch = new_tcase("pytorch");
-    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, N_CASES);
-    tcase_add_loop_test(pytorch, test_forward_on_recorded_inputs, 1, N_CASES);
+    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, recorded_case_count(REF_DIR));
+    tcase_add_loop_test(pytorch, test_forward_on_recorded_inputs, 1, recorded_case_count(REF_DIR));
     suite_add_tcase(suite, pytorch);
     TCase *invariants = new_tcase("invariants");
     tcase_add_loop_test(invariants, test_tiled_equals_naive_over_block_grid, 0, 2);

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "npy.h"
+#include "lesson/npy.h"
 
 #define BIG INT_MAX
 #define LIMIT ((int)MAX_ELEMENTS)   // 2^26
@@ -54,7 +54,7 @@ static void do_narrow(void *arg) {
 static void do_transpose(void *arg) { transpose(((Call *)arg)->a, ((Call *)arg)->n, 0); }
 static void do_npy_encode(void *arg) {
     size_t length;
-    free(npy_encode(((Call *)arg)->a, &length));
+    free(npy_encode(&length, ((Call *)arg)->a));
 }
 
 START_TEST(test_zeros_at_the_limit) {
@@ -203,7 +203,7 @@ START_TEST(test_npy_int64_at_the_limit) {
     Tensor *edges = tensor_from(shape1(2), (float[]){-9223372036854775808.0f, 9.2e18f});
     edges->dtype = DTYPE_INT64;
     size_t length;
-    unsigned char *bytes = npy_encode(edges, &length);
+    unsigned char *bytes = npy_encode(&length, edges);
     int64_t low;
     memcpy(&low, bytes + 128, 8);
     free(bytes);

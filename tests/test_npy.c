@@ -1,4 +1,4 @@
-// test_npy.c - common/npy.c: the .npy files --dump writes.
+// test_npy.c - common/lesson/npy.c: the .npy files --dump writes.
 //
 // The format (numpy's format.py, version 1.0):
 //   bytes 0-5   "\x93NUMPY"
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "npy.h"
+#include "lesson/npy.h"
 
 #define NPY_DIR DATA_DIR "/npy"
 

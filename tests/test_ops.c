@@ -1,4 +1,4 @@
-// test_ops.c - common/ops.c and common/nn.c: every operation on cases
+// test_ops.c - common/core/ops.c and common/core/nn.c: every operation on cases
 // worked out by hand, the invariants attention relies on (softmax rows sum
 // to 1, masked weights are exactly 0), and every error text.
 //
@@ -320,7 +320,7 @@ START_TEST(test_eq_scalar_masked_fill) {
         float want = s > t ? -INFINITY : (float)e;   // key after query: masked
         ck_assert_msg(*at(filled, index) == want, "filled[%d, %d, %d, %d] = %g, expected %g",
                       index[0], index[1], t, s, (double)*at(filled, index), (double)want);
-        next_index(index, filled->size, 4);
+        next_index(index, filled->shape.size, 4);
     }
     ck_assert_float_eq(scores->data[1], 1.0f);   // input untouched
     // A mask of shape (batch, 1, 1, seq) (padding) broadcasts too.
@@ -567,28 +567,28 @@ static Linear hand_linear(bool with_bias) {
 
 static void do_linear(void *arg) {
     Linear layer = hand_linear(true);
-    linear(((Pair *)arg)->a, &layer);
+    linear(&layer, ((Pair *)arg)->a);
 }
 
 START_TEST(test_linear) {
     Linear with_bias = hand_linear(true);
     Linear no_bias = hand_linear(false);
     const Tensor *x = tensor_from(shape2(2, 3), A23);
-    assert_exact(linear(x, &with_bias), shape2(2, 2), (float[]){-1.5f, 3, -1.5f, 12}, "bias");
-    assert_exact(linear(x, &no_bias), shape2(2, 2), (float[]){-2, 4, -2, 13}, "no bias");
+    assert_exact(linear(&with_bias, x), shape2(2, 2), (float[]){-1.5f, 3, -1.5f, 12}, "bias");
+    assert_exact(linear(&no_bias, x), shape2(2, 2), (float[]){-2, 4, -2, 13}, "no bias");
     // (..., in) -> (..., out): (2, 1, 2, 3) -> (2, 1, 2, 2), each row alone.
     const Tensor *x4 = tensor_from(shape4(2, 1, 2, 3), (float[]){1, 2, 3, 4, 5, 6, 0, 0, 0, 1, 1, 1});
-    assert_exact(linear(x4, &with_bias), shape4(2, 1, 2, 2),
+    assert_exact(linear(&with_bias, x4), shape4(2, 1, 2, 2),
                  (float[]){-1.5f, 3, -1.5f, 12, 0.5f, -1, 0.5f, 2}, "4-D input");
     // A transposed input (x stored as x^T) gives the same numbers.
     const Tensor *x_t = tensor_from(shape2(3, 2), (float[]){1, 4, 2, 5, 3, 6});
-    assert_exact(linear(transpose(x_t, 0, 1), &with_bias), shape2(2, 2),
+    assert_exact(linear(&with_bias, transpose(x_t, 0, 1)), shape2(2, 2),
                  (float[]){-1.5f, 3, -1.5f, 12}, "transposed input");
     // Rows at an offset (the second row alone).
-    assert_exact(linear(narrow(x, 0, 1, 1), &no_bias), shape2(1, 2), (float[]){-2, 13},
+    assert_exact(linear(&no_bias, narrow(x, 0, 1, 1)), shape2(1, 2), (float[]){-2, 13},
                  "narrowed input");
     // A 1-D input is one row.
-    assert_exact(linear(tensor_from(shape1(3), A23), &no_bias), shape1(2), (float[]){-2, 4},
+    assert_exact(linear(&no_bias, tensor_from(shape1(3), A23)), shape1(2), (float[]){-2, 4},
                  "1-D input");
 
     // PyTorch words it with the weight as W^T: (in x out).
@@ -653,7 +653,7 @@ START_TEST(test_linear_init) {
     ck_assert_ptr_null(bare.bias);
     assert_bitwise_equal(bare.weight, proj.weight, "bias=False, weight");
     // Forward on the initialised layer: (3, 4) -> (3, 6).
-    ck_assert_str_eq(size_x_str(linear(zeros(shape2(3, 4)), &proj)), "3x6");
+    ck_assert_str_eq(size_x_str(linear(&proj, zeros(shape2(3, 4)))), "3x6");
 }
 END_TEST
 

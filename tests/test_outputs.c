@@ -1,12 +1,13 @@
-// test_outputs.c - where --dump and --dot write (common/lesson.c), and how
-// (common/files.c, common/graph.c): the paths a reliability probe found
+// test_outputs.c - where --dump and --dot write (common/lesson/outputs.c), and
+// how (common/lesson/files.c, graph.c): the paths a reliability probe found
 // mishandled, each now refused before any work or written all or nothing.
 //
 // Each run of the lesson (lesson 2: it has size flags and 13 dumps) starts
 // in a fresh sandbox directory as its working directory, so "the refused
-// run made nothing" is checked as "the sandbox is still empty". The tests
-// may run as root, whom permissions do not stop; the places no one may
-// write are taken from /proc, /sys and /dev.
+// run made nothing" is checked as "the sandbox is still empty". The places
+// no file can be written are made by the tests (Places below), so nothing
+// is assumed of what /sys or /proc hold; the tests may run as root, whom
+// permissions do not stop.
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <signal.h>
@@ -17,10 +18,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "files.h"
-#include "graph.h"
+#include "lesson/files.h"
+#include "lesson/graph.h"
 #include "harness.h"
-#include "npy.h"
+#include "lesson/npy.h"
 
 #define LESSON "02-self-attention-v1"
 #define PREFIX "lesson-2: "
@@ -59,6 +60,60 @@ static const char *repeated(char c, size_t n) {
 static bool is_fifo(const char *path) {
     struct stat info;
     return lstat(path, &info) == 0 && S_ISFIFO(info.st_mode);
+}
+
+// Can a file be made in `dir`? Try, and leave nothing.
+static bool can_make_file_in(const char *dir) {
+    char *probe = arena_alloc(strlen(dir) + 16, 1);
+    sprintf(probe, "%s/probe-XXXXXX", dir);
+    int fd = mkstemp(probe);
+    if (fd < 0) {
+        return false;
+    }
+    close(fd);
+    unlink(probe);
+    return true;
+}
+
+// Places no file can be written, made in a temporary directory of their
+// own (not the sandbox, which must stay empty):
+typedef struct {
+    const char *root;       // the temporary directory, for remove_tree
+    const char *file;       // a regular file: "<file>/anything" fails with
+                            // ENOTDIR, for everyone, root included
+    const char *fifo;       // a FIFO: --dot must not write into one
+    // An existing directory in which no file can be made: a directory of
+    // mode 0555 where permissions apply; for root, whom they do not stop,
+    // the first of /sys and /proc that refuses a file when tried (either
+    // may be missing or writable, so each is tried, not assumed); NULL if
+    // there is none, and the checks that need one are skipped.
+    const char *read_only;
+} Places;
+
+static Places make_places(void) {
+    Places p;
+    p.root = make_temp_dir();
+    p.file = path_join("%s/file", p.root);
+    ck_assert(save_file(p.file, "x", 1));
+    p.fifo = path_join("%s/fifo", p.root);
+    ck_assert_int_eq(mkfifo(p.fifo, 0666), 0);
+    const char *ro = path_join("%s/ro", p.root);
+    ck_assert_int_eq(mkdir(ro, 0555), 0);
+    const char *const candidates[] = {ro, "/sys", "/proc"};
+    p.read_only = NULL;
+    for (int i = 0; i < 3 && p.read_only == NULL; i++) {
+        struct stat info;
+        if (stat(candidates[i], &info) == 0 && S_ISDIR(info.st_mode) &&
+            !can_make_file_in(candidates[i])) {
+            p.read_only = candidates[i];
+        }
+    }
+    return p;
+}
+
+static void remove_places(Places p) {
+    chmod(path_join("%s/ro", p.root), 0755);
+    remove_tree(p.root);
 }
 
 // --- paths too long: refused before anything is made ---------------------------------
@@ -113,19 +168,29 @@ END_TEST
 
 START_TEST(test_unwritable_places) {
     const char *sandbox = make_temp_dir();
+    Places places = make_places();
     // Both used to be found only after the whole run (exit 1), --dot with no reason.
-    assert_refused(sandbox, (const char *[]){"--dump", "/sys", NULL},
-                   "--dump cannot write in '/sys': ");
-    assert_refused(sandbox, (const char *[]){"--dot", "/dev/full", NULL},
-                   "--dot: '/dev/full' is not a regular file; give a regular file or a new name");
-    assert_refused(sandbox, (const char *[]){"--dump", "/proc/self", NULL},
-                   "--dump cannot write in '/proc/self': ");
-    assert_refused(sandbox, (const char *[]){"--dump", "/proc/attn-test/out", NULL},
-                   "--dump cannot create the directory '/proc/attn-test': ");
-    assert_refused(sandbox, (const char *[]){"--dot", "/proc/version", NULL},
-                   "--dot cannot write '/proc/version': ");
-    assert_refused(sandbox, (const char *[]){"--dot", "/sys/attn-test.dot", NULL},
-                   "--dot cannot write '/sys/attn-test.dot': ");
+    if (places.read_only != NULL) {
+        const char *ro = places.read_only;
+        assert_refused(sandbox, (const char *[]){"--dump", ro, NULL},
+                       path_join("--dump cannot write in '%s': ", ro));
+        const char *dot = path_join("%s/attn-test.dot", ro);
+        assert_refused(sandbox, (const char *[]){"--dot", dot, NULL},
+                       path_join("--dot cannot write '%s': ", dot));
+    }
+    assert_refused(sandbox, (const char *[]){"--dot", places.fifo, NULL},
+                   path_join("--dot: '%s' is not a regular file; give a regular file or a new "
+                             "name", places.fifo));
+    const char *under_file = path_join("%s/attn-test/out", places.file);
+    assert_refused(sandbox, (const char *[]){"--dump", under_file, NULL},
+                   path_join("--dump cannot create the directory '%s/attn-test': Not a "
+                             "directory", places.file));
+    assert_refused(sandbox, (const char *[]){"--dump", places.file, NULL},
+                   path_join("--dump: '%s' is not a directory", places.file));
+    const char *dot_under_file = path_join("%s/g.dot", places.file);
+    assert_refused(sandbox, (const char *[]){"--dot", dot_under_file, NULL},
+                   path_join("--dot cannot write '%s': no directory '%s'", dot_under_file,
+                             places.file));
     assert_refused(sandbox, (const char *[]){"--dot", "/dev/null", NULL},
                    "--dot: '/dev/null' is not a regular file; give a regular file or a new name");
     assert_refused(sandbox, (const char *[]){"--dot", "/", NULL},
@@ -135,6 +200,7 @@ START_TEST(test_unwritable_places) {
     assert_refused(sandbox, (const char *[]){"--dot", "new/", NULL},
                    "--dot: 'new/' ends in '/'; give a file name");
     remove_tree(sandbox);
+    remove_places(places);
 }
 END_TEST
 
@@ -197,12 +263,12 @@ START_TEST(test_dot_onto_links_and_fifos) {
     ck_assert_int_eq(count_entries(sandbox), 2);
 
     // Opening a FIFO to write blocks until someone reads: this used to hang
-    // for ever. timeout(1) would stop it after 20 seconds with status 124.
+    // for ever. run_program_with stops it after 20 seconds (RUN_TIMED_OUT).
     const char *fifo = path_join("%s/fifo", sandbox);
     ck_assert_int_eq(mkfifo(fifo, 0666), 0);
     r = run_program_with(sandbox, 20, lesson_binary(LESSON), (const char *[]){"--dot", "fifo",
                                                                              NULL});
-    ck_assert_msg(r.status != 124, "--dot onto a FIFO blocked");
+    ck_assert_msg(r.status != RUN_TIMED_OUT, "--dot onto a FIFO blocked");
     assert_one_line_refusal(r, PREFIX "--dot: 'fifo' is not a regular file; give a regular "
                             "file or a new name", "FIFO");
     ck_assert(is_fifo(fifo));
@@ -226,8 +292,10 @@ START_TEST(test_arguments_echoed_on_one_line) {
                    "--dim expects a whole number from 1 to 65536, got '4\\n'");
     assert_refused(sandbox, (const char *[]){"--seed", "1\r\n\t2\x7f", NULL},
                    "--seed expects an integer from -2^63 to 2^64-1, got '1\\x0d\\n\\t2\\x7f'");
-    assert_refused(sandbox, (const char *[]){"--dump", "/sys/a\nb", NULL},
-                   "--dump cannot create the directory '/sys/a\\nb': ");
+    Places places = make_places();
+    assert_refused(sandbox, (const char *[]){"--dump", path_join("%s/a\nb", places.file), NULL},
+                   path_join("--dump cannot create the directory '%s/a\\nb': ", places.file));
+    remove_places(places);
     assert_refused(sandbox, (const char *[]){"--dot", "no\ndir/g.dot", NULL},
                    "--dot cannot write 'no\\ndir/g.dot': no directory 'no\\ndir'");
     // At most 60 bytes are echoed, and a UTF-8 character is never cut in two:
@@ -305,12 +373,19 @@ START_TEST(test_save_file) {
     errno = 0;
     ck_assert(!save_file(path_join("%s/%s", sandbox, repeated('n', 300)), "abc", 3));
     ck_assert_int_eq(errno, ENAMETOOLONG);
-    // Where no one may make a file: /proc. The file there is untouched.
-    const char *version = read_text("/proc/version");
+    // Where no one may make a file: under a regular file (ENOTDIR), and in a
+    // read-only directory. What is there is untouched.
+    Places places = make_places();
     errno = 0;
-    ck_assert(!save_file("/proc/version", "abc", 3));
-    ck_assert_msg(errno != 0, "save_file failed without saying why");
-    ck_assert_str_eq(read_text("/proc/version"), version);
+    ck_assert(!save_file(path_join("%s/child", places.file), "abc", 3));
+    ck_assert_int_eq(errno, ENOTDIR);
+    ck_assert_str_eq(read_text(places.file), "x");
+    if (places.read_only != NULL) {
+        errno = 0;
+        ck_assert(!save_file(path_join("%s/attn-test.npy", places.read_only), "abc", 3));
+        ck_assert_msg(errno != 0, "save_file failed without saying why");
+    }
+    remove_places(places);
 
     // A write that fails half way (the file size limit, EFBIG): nothing is
     // left, neither the file nor its temporary name.

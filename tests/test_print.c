@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "print.h"
+#include "exact/print.h"
 
 #define PRINT_DIR DATA_DIR "/print"
 #define FUZZ_CASES 400
@@ -70,8 +70,8 @@ static const Tensor *permuted(const Tensor *t, const char *order) {
         return t;
     }
     int dims[MAX_DIMS];
-    ck_assert_int_eq((int)strlen(order), t->ndim);
-    for (int d = 0; d < t->ndim; d++) {
+    ck_assert_int_eq((int)strlen(order), t->shape.ndim);
+    for (int d = 0; d < t->shape.ndim; d++) {
         dims[d] = order[d] - '0';
     }
     return permute(t, dims);
@@ -163,7 +163,7 @@ START_TEST(test_fuzz) {
         base->dtype = c.dtype;
         used += numel(base);
         ck_assert_int_le(used, numel(values));
-        const Tensor *t = base->ndim >= 2 ? permute(base, c.order) : base;
+        const Tensor *t = base->shape.ndim >= 2 ? permute(base, c.order) : base;
         compare(&tally, path_join("fuzz case %d", k), tensor_str(t, NULL), c.text);
     }
     ck_assert_int_eq(used, numel(values));  // every value used: the file was read in step

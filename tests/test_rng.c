@@ -1,4 +1,4 @@
-// test_rng.c - common/rng.c against numbers recorded from PyTorch 1.13.
+// test_rng.c - common/exact/rng.c against numbers recorded from PyTorch 1.13.
 //
 // The reference files in tests/data/rng/ were written by
 // tests/reference/gen_rng.py on an AVX2 machine. A file called
@@ -31,7 +31,7 @@ enum { N_SEEDS = sizeof SEEDS / sizeof SEEDS[0] };
 
 // "3x2x128", as gen_rng.py names shapes.
 static const char *shape_name(Shape shape) {
-    return sizes_str(shape.size, shape.ndim, SIZES_X);
+    return shape_str(shape, SIZES_X);
 }
 
 static const char *reference_path(const char *what, const char *tag) {

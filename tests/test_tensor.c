@@ -1,4 +1,4 @@
-// test_tensor.c - common/tensor.c: making tensors, asking about them, views
+// test_tensor.c - common/core/tensor.c: making tensors, asking about them, views
 // (which share storage), and the copies contiguous() / reshape() / clone().
 //
 // Expected strides were recorded from PyTorch 1.13 by hand, e.g.
@@ -15,16 +15,18 @@
 // --- helpers ---------------------------------------------------------------------
 
 static void assert_shape(const Tensor *t, Shape want, const char *what) {
-    ck_assert_msg(t->ndim == want.ndim, "%s: %d dims, expected %d", what, t->ndim, want.ndim);
+    ck_assert_msg(t->shape.ndim == want.ndim, "%s: %d dims, expected %d", what, t->shape.ndim,
+                  want.ndim);
     for (int d = 0; d < want.ndim; d++) {
-        ck_assert_msg(t->size[d] == want.size[d], "%s: shape[%d] = %d, expected %d", what, d,
-                      t->size[d], want.size[d]);
+        ck_assert_msg(t->shape.size[d] == want.size[d], "%s: shape[%d] = %d, expected %d", what, d,
+                      t->shape.size[d], want.size[d]);
     }
 }
 
 // Strides as a Shape-like list, to compare in one line.
 static void assert_strides(const Tensor *t, Shape want, const char *what) {
-    ck_assert_msg(t->ndim == want.ndim, "%s: %d dims, expected %d", what, t->ndim, want.ndim);
+    ck_assert_msg(t->shape.ndim == want.ndim, "%s: %d dims, expected %d", what, t->shape.ndim,
+                  want.ndim);
     for (int d = 0; d < want.ndim; d++) {
         ck_assert_msg(t->stride[d] == want.size[d], "%s: stride[%d] = %d, expected %d", what, d,
                       t->stride[d], want.size[d]);
@@ -39,7 +41,7 @@ static void assert_values(const Tensor *t, const float *want, const char *what) 
         float got = *at(t, index);
         ck_assert_msg(got == want[i], "%s: element %ld is %g, expected %g", what, i,
                       (double)got, (double)want[i]);
-        next_index(index, t->size, t->ndim);
+        next_index(index, t->shape.size, t->shape.ndim);
     }
 }
 
@@ -124,7 +126,7 @@ START_TEST(test_numel_size_shape) {
     ck_assert_int_eq(size(t, 2), 4);
     ck_assert_int_eq(size(t, -1), 4);   // -1 is the last dim
     ck_assert_int_eq(size(t, -3), 2);   // -ndim is the first
-    Shape s = shape_of(t);
+    Shape s = t->shape;
     ck_assert_int_eq(s.ndim, 3);
     ck_assert_int_eq(s.size[0], 2);
     ck_assert_int_eq(s.size[1], 3);
@@ -439,7 +441,7 @@ START_TEST(test_clone_of_views) {
         for (long i = 0; i < numel(t); i++) {
             ck_assert_msg(c->data[i] == *at(t, index), "%s: element %ld is %g, expected %g",
                           what, i, (double)c->data[i], (double)*at(t, index));
-            next_index(index, t->size, t->ndim);
+            next_index(index, t->shape.size, t->shape.ndim);
         }
     }
 }
@@ -465,7 +467,7 @@ START_TEST(test_view_contiguous_input) {
     // 0-d to 1-d and back.
     const Tensor *scalar = full((Shape){.ndim = 0}, 3.0f);
     assert_shape(view(scalar, shape2(1, -1)), shape2(1, 1), "view of 0-d");
-    ck_assert_int_eq(view(zeros(shape1(1)), (Shape){.ndim = 0})->ndim, 0);
+    ck_assert_int_eq(view(zeros(shape1(1)), (Shape){.ndim = 0})->shape.ndim, 0);
 }
 END_TEST
 

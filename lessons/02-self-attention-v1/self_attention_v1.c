@@ -41,6 +41,12 @@
 //   - X.T on a 3-D tensor reverses ALL dims: (3, 2, 4) -> (4, 2, 3), which is
 //     not the batch of transposed matrices one usually wants.
 //
+// THE PARTS (each a function below, called from main in this order)
+//   1. the notebook's cell: net(X), then thop's profile(), printed as the
+//      notebook prints them (--heatmap adds the weights as a grid)
+//   2. what thop counted, and what it left out (--batch, --seq, --dim)
+//   3. the aside: X.T on a 3-D tensor
+//
 // Size letters: B = batch, T = seq (query and key positions), C = dim.
 // Index letters: b batch, t query position, s key position.
 
@@ -89,13 +95,13 @@ static Tensor *SelfAttV1_forward(SelfAttV1Steps *steps, const SelfAttV1 *self, c
     // 不同" (can differ from hidden_dim). It cannot: the projections are
     // Linear(hidden_dim, hidden_dim), so X's last dim must be hidden_dim
     // (docs/errata.md, entry 23). Here both are --dim.
-    const Tensor *Q = named("Q", linear(X, &self->query_proj));                   // (B, T, C)
-    const Tensor *K = named("K", linear(X, &self->key_proj));                     // (B, T, C)
-    const Tensor *V = named("V", linear(X, &self->value_proj));                   // (B, T, C)
+    const Tensor *Q = named("Q", linear(&self->query_proj, X));                   // (B, T, C)
+    const Tensor *K = named("K", linear(&self->key_proj, X));                     // (B, T, C)
+    const Tensor *V = named("V", linear(&self->value_proj, X));                   // (B, T, C)
 
     // Every query against every key of the same batch row. K.transpose(-1, -2)
     // swaps only the last two dims, (B, T, C) -> (B, C, T), as a view. (K.T
-    // would reverse all three dims: see show_X_T() below.)
+    // would reverse all three dims: see part 3 below.)
     // attention_value[b, t, s] = q_{b,t} . k_{b,s}
     const Tensor *attention_value =
         named("attention_value", matmul(Q, transpose(K, -1, -2)));                // (B, T, T)
@@ -120,7 +126,7 @@ static Tensor *SelfAttV1_forward(SelfAttV1Steps *steps, const SelfAttV1 *self, c
     return output;
 }
 
-// --- what the notebook prints: net(X), then thop's profile() -------------------------
+// --- part 1: the notebook's cell: net(X), then thop's profile() ---------------------
 
 // The notebook's forward ends with print("attention_weight:", attention_wight).
 // PyTorch adds grad_fn=<SoftmaxBackward0> when autograd recorded the
@@ -175,7 +181,37 @@ static Profile thop_profile(const SelfAttV1 *net, const Tensor *X) {
     return profile;
 }
 
-// --- what thop left out: the whole forward, counted by hand ---------------------------
+// What part 1 made, for the parts after it.
+typedef struct {
+    const Tensor *X;        // (B, T, C)
+    SelfAttV1 net;
+    Profile profile;
+} Cell;
+
+// The notebook's cell, in its order: X first, then the three Linear inits,
+// net(X), profile(net, inputs=(X,)) and its two lines. Its lines come
+// first in the output, unannounced, so the output diffs against the
+// notebook's.
+static Cell part1_the_notebooks_cell(int batch, int seq, int dim, bool heatmap) {
+    Cell cell;
+    cell.X = named("X", rand_tensor(shape3(batch, seq, dim)));                    // (B, T, C)
+    cell.net = SelfAttV1_init(dim);
+    SelfAttV1Steps steps;
+    SelfAttV1_forward(&steps, &cell.net, cell.X);   // net(X); its output (B, T, C) goes unused
+    print_attention_weight(steps.attention_weight, true);   // what the notebook's forward prints
+    cell.profile = thop_profile(&cell.net, cell.X);
+    // f"{flops_v1 / 1e6:.6f}": C's %.6f rounds the same double the same way.
+    printf("SelfAttV1 FLOPs: %.6f MFLOPs\n", (double)cell.profile.flops / 1e6);
+    printf("SelfAttV1 Parameters: %.6f M\n", (double)cell.profile.params / 1e6);
+    // After the notebook's lines, so they still diff cleanly against it.
+    if (heatmap) {
+        printf("\n");
+        print_heatmap("attention_weight", steps.attention_weight);
+    }
+    return cell;
+}
+
+// --- part 2: what thop counted, and what it left out (--batch, --seq, --dim) ----------
 
 // Units: one multiply-add for each term of a dot product (as thop counts),
 // one operation for each elementwise step.
@@ -209,8 +245,11 @@ static FullCount full_count(long long batch, long long seq, long long dim) {
     return c;
 }
 
-static void print_counts(const Profile *profile, const SelfAttV1 *net, int batch, int seq,
-                         int dim) {
+// The sizes come from X: (batch, seq, dim).
+static void part2_what_thop_counted(const Cell *cell) {
+    const Profile *profile = &cell->profile;
+    const SelfAttV1 *net = &cell->net;
+    int batch = size(cell->X, 0), seq = size(cell->X, 1), dim = size(cell->X, 2);
     long long rows = (long long)batch * seq;
     FullCount c = full_count(batch, seq, dim);
     printf("\n-- what thop counted --\n");
@@ -236,7 +275,7 @@ static void print_counts(const Profile *profile, const SelfAttV1 *net, int batch
            c.total / 1e6, 100.0 * (double)(c.total - c.linear) / (double)c.total);
 }
 
-// --- the aside: X.T ------------------------------------------------------------------
+// --- part 3: the aside: X.T ------------------------------------------------------------
 
 // The notebook's aside (its own cell, `X = torch.rand(3, 2, 4);
 // print(X.T.shape)`): .T on a 3-D tensor reverses all its dims, it does
@@ -245,7 +284,7 @@ static void print_counts(const Profile *profile, const SelfAttV1 *net, int batch
 // does; the notebook silenced warnings): use .mT or .transpose(-1, -2)
 // for a batch of matrices. The notebook draws a fresh X for this; only
 // its shape matters, so we reuse ours and draw nothing.
-static void show_X_T(const Tensor *X) {
+static void part3_the_aside_X_T(const Tensor *X) {
     printf("\n-- the aside: X.T on a 3-D tensor reverses all three dims --\n");
     printf("%s\n", size_str(permute(X, (int[]){2, 1, 0})));                       // (C, T, B)
 }
@@ -275,23 +314,8 @@ int main(int argc, char **argv) {
     check_fits(&lesson, "query_proj.weight (dim, dim)", shape2(dim, dim));
     lesson_start(&lesson);
 
-    // The notebook's cell, in its order: X first, then the three Linear inits.
-    const Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));           // (B, T, C)
-    SelfAttV1 net = SelfAttV1_init(dim);
-    SelfAttV1Steps steps;
-    SelfAttV1_forward(&steps, &net, X);           // net(X); its output (B, T, C) goes unused
-    print_attention_weight(steps.attention_weight, true);   // what the notebook's forward prints
-    Profile profile = thop_profile(&net, X);
-    // f"{flops_v1 / 1e6:.6f}": C's %.6f rounds the same double the same way.
-    printf("SelfAttV1 FLOPs: %.6f MFLOPs\n", (double)profile.flops / 1e6);
-    printf("SelfAttV1 Parameters: %.6f M\n", (double)profile.params / 1e6);
-
-    // After the notebook's lines, so they still diff cleanly against it.
-    if (lesson.heatmap) {
-        printf("\n");
-        print_heatmap("attention_weight", steps.attention_weight);
-    }
-    print_counts(&profile, &net, batch, seq, dim);
-    show_X_T(X);
+    Cell cell = part1_the_notebooks_cell(batch, seq, dim, lesson.heatmap);
+    part2_what_thop_counted(&cell);
+    part3_the_aside_X_T(cell.X);
     return lesson_finish(&lesson);
 }

@@ -85,7 +85,7 @@ static SelfAttV2 SelfAttV2_init(int dim) {
 // SelfAttV2.forward(X): X (B, T, C) -> ret = output_proj(output) (B, T, C).
 static Tensor *SelfAttV2_forward(SelfAttV2Steps *steps, const SelfAttV2 *self, const Tensor *X) {
     // X shape is: (batch, seq, dim)
-    const Tensor *QKV = named("QKV", linear(X, &self->proj));                     // (B, T, 3C)
+    const Tensor *QKV = named("QKV", linear(&self->proj, X));                     // (B, T, 3C)
     // torch.split(QKV, self.dim, dim=-1): three windows onto QKV's storage,
     // each dim wide, starting at columns 0, dim and 2*dim. No copy.
     const Tensor *parts[3];                                                       // 3 x (B, T, C)
@@ -104,7 +104,7 @@ static Tensor *SelfAttV2_forward(SelfAttV2Steps *steps, const SelfAttV2 *self, c
     // output_proj mixes the attended values across channels. With one head
     // it is the W^O of "Attention Is All You Need"; with many heads
     // (lesson 6) it is what lets the heads' outputs combine.
-    Tensor *ret = linear(output, &self->output_proj);                             // (B, T, C)
+    Tensor *ret = linear(&self->output_proj, output);                             // (B, T, C)
     named("ret", ret);
 
     if (steps != NULL) {
@@ -223,9 +223,9 @@ static void show_v1_inside_v2(const SelfAttV2 *net, const SelfAttV2Steps *steps,
     printf("stacked biases  %s, max |stacked - proj.bias|   = %g\n", size_str(stacked_bias),
            max_abs_diff(stacked_bias, net->proj.bias));
     // Each query_proj(X), key_proj(X), value_proj(X) below is (B, T, C), like Q.
-    printf("max |query_proj(X) - Q| = %g\n", max_abs_diff(linear(X, &query_proj), steps->Q));
-    printf("max |key_proj(X) - K|   = %g\n", max_abs_diff(linear(X, &key_proj), steps->K));
-    printf("max |value_proj(X) - V| = %g\n", max_abs_diff(linear(X, &value_proj), steps->V));
+    printf("max |query_proj(X) - Q| = %g\n", max_abs_diff(linear(&query_proj, X), steps->Q));
+    printf("max |key_proj(X) - K|   = %g\n", max_abs_diff(linear(&key_proj, X), steps->K));
+    printf("max |value_proj(X) - V| = %g\n", max_abs_diff(linear(&value_proj, X), steps->V));
 }
 
 // The part thop cannot see, counted as in lesson 2: Q @ K^T and

@@ -116,7 +116,7 @@ static Tensor *SelfAttV3_forward(SelfAttV3Steps *steps, const SelfAttV3 *self, c
     // b.unsqueeze(1) without the repeat, broadcasts correctly.
     int C = self->dim;
 
-    const Tensor *QKV = named("QKV", linear(X, &self->proj));                // (B, T, 3C)
+    const Tensor *QKV = named("QKV", linear(&self->proj, X));                // (B, T, 3C)
     // Q, K, V = torch.split(QKV, self.dim, dim=-1): three views, no copy.
     const Tensor *parts[3];                                                  // 3 x (B, T, C)
     split(parts, QKV, C, 3);
@@ -151,7 +151,7 @@ static Tensor *SelfAttV3_forward(SelfAttV3Steps *steps, const SelfAttV3 *self, c
 
     // output[b, t] = sum_s att_weight[b, t, s] * v_s: each query's mix of values.
     const Tensor *output = named("output", matmul(att_weight_dropped, V));   // (B, T, C)
-    Tensor *ret = linear(output, &self->output_proj);                        // (B, T, C)
+    Tensor *ret = linear(&self->output_proj, output);                        // (B, T, C)
     named("ret", ret);
 
     if (steps != NULL) {
@@ -198,7 +198,7 @@ static void show_dropout(const SelfAttV3Steps *steps) {
             }
             kept++;
         }
-        next_index(index, before->size, before->ndim);
+        next_index(index, before->shape.size, before->shape.ndim);
     }
     printf("\n-- what att_drop did (train mode) --\n");
     printf("of the %ld unmasked weights it zeroed %ld and divided the other %ld by 0.9",
@@ -281,7 +281,7 @@ typedef SelfAttV3 ScaledDotProductAttetion;
 static Tensor *ScaledDotProductAttetion_forward(const ScaledDotProductAttetion *self,
                                                 const Tensor *X,
                                                 const Tensor *attention_mask) {
-    const Tensor *QKV = linear(X, &self->proj);                              // (B, T, 3C)
+    const Tensor *QKV = linear(&self->proj, X);                              // (B, T, 3C)
     const Tensor *parts[3];                                                  // 3 x (B, T, C)
     split(parts, QKV, self->dim, 3);
     const Tensor *Q = parts[0], *K = parts[1], *V = parts[2];                // (B, T, C) each
@@ -294,7 +294,7 @@ static Tensor *ScaledDotProductAttetion_forward(const ScaledDotProductAttetion *
     att_weight = softmax(att_weight, -1);                                    // (B, T, S)
     att_weight = dropout(att_weight, self->att_drop, self->training);        // (B, T, S)
     const Tensor *output = matmul(att_weight, V);                            // (B, T, C)
-    return linear(output, &self->output_proj);                               // (B, T, C)
+    return linear(&self->output_proj, output);                               // (B, T, C)
 }
 
 // The notes' class against the notebook's, in eval mode on net's weights:

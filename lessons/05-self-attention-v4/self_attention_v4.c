@@ -111,9 +111,9 @@ static SelfAttV4 SelfAttV4_init(int dim) {
 static Tensor *SelfAttV4_forward(SelfAttV4Steps *steps, const SelfAttV4 *self, const Tensor *X,
                                  const Tensor *attention_mask) {
     int C = self->dim;
-    const Tensor *Q = named("Q", linear(X, &self->query_proj));              // (B, T, C)
-    const Tensor *K = named("K", linear(X, &self->key_proj));                // (B, S, C)
-    const Tensor *V = named("V", linear(X, &self->value_proj));              // (B, S, C)
+    const Tensor *Q = named("Q", linear(&self->query_proj, X));              // (B, T, C)
+    const Tensor *K = named("K", linear(&self->key_proj, X));                // (B, S, C)
+    const Tensor *V = named("V", linear(&self->value_proj, X));              // (B, S, C)
 
     // INTERVIEW (scaling): divide by sqrt(dim). If q and k have entries of
     // variance 1, q . k sums C products and has variance C; dividing by
@@ -138,7 +138,7 @@ static Tensor *SelfAttV4_forward(SelfAttV4Steps *steps, const SelfAttV4 *self, c
         dropout(att_weight, self->att_drop, self->training);                 // (B, T, S)
 
     const Tensor *output = named("output", matmul(att_weight_dropped, V));   // (B, T, C)
-    Tensor *ret = linear(output, &self->output_proj);                        // (B, T, C)
+    Tensor *ret = linear(&self->output_proj, output);                        // (B, T, C)
     named("ret", ret);
 
     if (steps != NULL) {
@@ -176,13 +176,13 @@ static void show_fused_equals_separate(const SelfAttV4 *net, const Tensor *X) {
     const Tensor *biases[3] = {net->query_proj.bias, net->key_proj.bias,
                                net->value_proj.bias};                        // 3 x (C,)
     Linear proj = {cat(weights, 3, 0), cat(biases, 3, 0), C, 3 * C};         // W (3C, C), b (3C)
-    const Tensor *QKV = linear(X, &proj);                                    // (B, T, 3C)
+    const Tensor *QKV = linear(&proj, X);                                    // (B, T, 3C)
     const Tensor *parts[3];                                                  // 3 x (B, T, C)
     split(parts, QKV, C, 3);
     float worst = 0.0f;
-    worst = fmaxf(worst, max_abs_diff(parts[0], linear(X, &net->query_proj)));
-    worst = fmaxf(worst, max_abs_diff(parts[1], linear(X, &net->key_proj)));
-    worst = fmaxf(worst, max_abs_diff(parts[2], linear(X, &net->value_proj)));
+    worst = fmaxf(worst, max_abs_diff(parts[0], linear(&net->query_proj, X)));
+    worst = fmaxf(worst, max_abs_diff(parts[1], linear(&net->key_proj, X)));
+    worst = fmaxf(worst, max_abs_diff(parts[2], linear(&net->value_proj, X)));
     printf("separate or fused: cat(query_proj.weight, key_proj.weight, value_proj.weight) "
            "as one Linear(%d, %d)\n  gives the same Q, K, V (largest difference %g): the same "
            "math in one matmul instead of three.\n", C, 3 * C, (double)worst);

@@ -116,11 +116,11 @@ static Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
     int batch_size = size(X, 0);
     int seq_len = size(X, 1);
 
-    const Tensor *Q = named("Q", linear(X, &self->q_proj));                  // (B, T, C)
-    const Tensor *K = named("K", linear(X, &self->k_proj));                  // (B, T, C)
+    const Tensor *Q = named("Q", linear(&self->q_proj, X));                  // (B, T, C)
+    const Tensor *K = named("K", linear(&self->k_proj, X));                  // (B, T, C)
     // The Attention 介绍 notes' copy of this class writes `V = self.k_proj(X)`: its values
     // are its keys and v_proj is never used. V comes from v_proj.
-    const Tensor *V = named("V", linear(X, &self->v_proj));                  // (B, T, C)
+    const Tensor *V = named("V", linear(&self->v_proj, X));                  // (B, T, C)
 
     // (batch, seq, hidden_dim) -> (batch, seq, heads, head_dim): view only
     // re-reads the same memory with one more axis; element [b, t, h, d] is
@@ -172,8 +172,8 @@ static Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
     // contiguous() copies into that order first. (reshape() would do the
     // copy by itself; main() shows both.)
     output_mid = contiguous(transpose(output_mid, 1, 2));                    // (B, T, H, D)
-    Tensor *output = linear(view(output_mid, shape3(batch_size, seq_len, -1)),
-                            &self->o_proj);                                  // (B, T, C)
+    Tensor *output = linear(&self->o_proj,
+                            view(output_mid, shape3(batch_size, seq_len, -1)));  // (B, T, C)
     named("output", output);
     return output;
 }
@@ -194,9 +194,9 @@ static void print_notebook_shapes(const MultiHeadAttentionSteps *steps, const Te
 
 // t[i]: the i-th slice along dim 0, a view, as PyTorch's indexing gives it.
 static const Tensor *select0(const Tensor *t, int i) {
-    Shape rest = {t->ndim - 1, {0}};
-    for (int d = 1; d < t->ndim; d++) {
-        rest.size[d - 1] = t->size[d];
+    Shape rest = {t->shape.ndim - 1, {0}};
+    for (int d = 1; d < t->shape.ndim; d++) {
+        rest.size[d - 1] = t->shape.size[d];
     }
     return view(narrow(t, 0, i, 1), rest);
 }
@@ -458,9 +458,9 @@ static MyMultiHeadAttention MyMultiHeadAttention_from(const MultiHeadAttention *
 static Tensor *MyMultiHeadAttention_forward(const MyMultiHeadAttention *self, const Tensor *x,
                                             bool use_reshape) {
     int B = size(x, 0), L = size(x, 1);
-    const Tensor *query = linear(x, &self->linear_q);                        // (B, L, D)
-    const Tensor *key = linear(x, &self->linear_k);                          // (B, L, D)
-    const Tensor *value = linear(x, &self->linear_v);                        // (B, L, D)
+    const Tensor *query = linear(&self->linear_q, x);                        // (B, L, D)
+    const Tensor *key = linear(&self->linear_k, x);                          // (B, L, D)
+    const Tensor *value = linear(&self->linear_v, x);                        // (B, L, D)
 
     // (B, L, D) -> (B, L, n_head, head_dim) -> (B, n_head, L, head_dim);
     // -1 is worked out as D / head_dim = n_head.
@@ -484,7 +484,7 @@ static Tensor *MyMultiHeadAttention_forward(const MyMultiHeadAttention *self, co
     } else {
         attn_output = view(contiguous(transpose(attn_output, 1, 2)), shape3(B, L, -1));
     }
-    return linear(attn_output, &self->linear_o);                             // (B, L, D)
+    return linear(&self->linear_o, attn_output);                             // (B, L, D)
 }
 
 // torch.allclose(a, b, atol=1e-6): |a - b| <= 1e-6 + 1e-5 * |b| everywhere. (The
@@ -498,7 +498,7 @@ static bool allclose(const Tensor *a, const Tensor *b) {
         if (!(fabsf(x - y) <= 1e-6f + 1e-5f * fabsf(y))) {
             return false;
         }
-        next_index(index, a->size, a->ndim);
+        next_index(index, a->shape.size, a->shape.ndim);
     }
     return true;
 }
@@ -517,7 +517,7 @@ static void show_post_class(const MultiHeadAttention *net, const Tensor *x) {
     const Tensor *reshaped = MyMultiHeadAttention_forward(&my, x, true);     // (B, L, D)
     const Tensor *output = MultiHeadAttention_forward(NULL, &net_eval, x, NULL);   // (B, L, D)
     Shape split = shape4(B, L, -1, D);
-    const Tensor *query = transpose(view(linear(x, &my.linear_q), split), 1, 2);
+    const Tensor *query = transpose(view(linear(&my.linear_q, x), split), 1, 2);
 
     printf("\n-- the iThome Day 7 post's MyMultiHeadAttention (step 3, aattn_scores read as "
            "attn_scores) --\n");

@@ -108,9 +108,9 @@ static Tensor *CrossAttention_forward(CrossAttentionSteps *steps, const CrossAtt
     int seq_len_k = size(K, 1);
 
     // The notebook reuses the names: Q, K, V are now the projections.
-    Q = linear(Q, &self->q_proj);                                            // (B, T, C)
-    K = linear(K, &self->k_proj);                                            // (B, S, C)
-    V = linear(V, &self->v_proj);                                            // (B, S, C)
+    Q = linear(&self->q_proj, Q);                                            // (B, T, C)
+    K = linear(&self->k_proj, K);                                            // (B, S, C)
+    V = linear(&self->v_proj, V);                                            // (B, S, C)
 
     // Split into heads exactly as in lesson 6, each with its own length:
     // view to (batch, len, heads, head_dim), transpose(1, 2) to
@@ -155,8 +155,8 @@ static Tensor *CrossAttention_forward(CrossAttentionSteps *steps, const CrossAtt
     // Back to (batch, seq_len_q, hidden_dim): transpose, then contiguous()
     // because view() cannot merge the head axes of a transposed tensor.
     output_mid = contiguous(transpose(output_mid, 1, 2));                    // (B, T, H, D)
-    Tensor *output = linear(view(output_mid, shape3(batch_size, seq_len_q, -1)),
-                            &self->o_proj);                                  // (B, T, C)
+    Tensor *output = linear(&self->o_proj,
+                            view(output_mid, shape3(batch_size, seq_len_q, -1)));  // (B, T, C)
     named("output", output);
     return output;
 }
@@ -181,9 +181,9 @@ static void print_forward_shapes(const CrossAttentionSteps *steps, const Tensor 
 
 // t[i]: the i-th slice along dim 0, a view, as PyTorch's indexing gives it.
 static const Tensor *slice0(const Tensor *t, int i) {
-    Shape rest = {t->ndim - 1, {0}};
-    for (int d = 1; d < t->ndim; d++) {
-        rest.size[d - 1] = t->size[d];
+    Shape rest = {t->shape.ndim - 1, {0}};
+    for (int d = 1; d < t->shape.ndim; d++) {
+        rest.size[d - 1] = t->shape.size[d];
     }
     return view(narrow(t, 0, i, 1), rest);
 }
@@ -258,15 +258,15 @@ static void show_post_numpy(const CrossAttention *net, const Tensor *Q, const Te
     Key = transpose(reshape(Key, shape3(values_length_kv, H, D)), 0, 1);     // (H, S, D)
     Value = transpose(reshape(Value, shape3(values_length_kv, H, D)), 0, 1); // (H, S, D)
     const Tensor *scores = matmul(Query, transpose(Key, 1, 2));              // (H, T, S)
-    printf("%s\n", sizes_str(scores->size, scores->ndim, SIZES_TUPLE));
+    printf("%s\n", shape_str(scores->shape, SIZES_TUPLE));
     scores = softmax(scores, -1);                                            // (H, T, S)
-    printf("%s\n", sizes_str(scores->size, scores->ndim, SIZES_TUPLE));
+    printf("%s\n", shape_str(scores->shape, SIZES_TUPLE));
     const Tensor *out = matmul(scores, Value);                               // (H, T, D)
-    printf("%s\n", sizes_str(out->size, out->ndim, SIZES_TUPLE));
+    printf("%s\n", shape_str(out->shape, SIZES_TUPLE));
     out = transpose(out, 0, 1);                                              // (T, H, D)
-    printf("%s\n", sizes_str(out->size, out->ndim, SIZES_TUPLE));
+    printf("%s\n", shape_str(out->shape, SIZES_TUPLE));
     out = reshape(out, shape2(values_length_q, net->hidden_dim));            // (T, C)
-    printf("%s\n", sizes_str(out->size, out->ndim, SIZES_TUPLE));
+    printf("%s\n", shape_str(out->shape, SIZES_TUPLE));
 }
 
 // Lesson 6's MultiHeadAttention.forward(X), no mask, written out with this
@@ -275,9 +275,9 @@ static const Tensor *multi_head_self_attention(const CrossAttention *net, const 
     int batch_size = size(X, 0);
     int seq_len = size(X, 1);
     Shape per_head = shape4(batch_size, seq_len, net->nums_head, net->head_dim);
-    const Tensor *Q = linear(X, &net->q_proj);                               // (B, T, C)
-    const Tensor *K = linear(X, &net->k_proj);                               // (B, T, C)
-    const Tensor *V = linear(X, &net->v_proj);                               // (B, T, C)
+    const Tensor *Q = linear(&net->q_proj, X);                               // (B, T, C)
+    const Tensor *K = linear(&net->k_proj, X);                               // (B, T, C)
+    const Tensor *V = linear(&net->v_proj, X);                               // (B, T, C)
     const Tensor *q_state = transpose(view(Q, per_head), 1, 2);              // (B, H, T, D)
     const Tensor *k_state = transpose(view(K, per_head), 1, 2);              // (B, H, T, D)
     const Tensor *v_state = transpose(view(V, per_head), 1, 2);              // (B, H, T, D)
@@ -288,7 +288,7 @@ static const Tensor *multi_head_self_attention(const CrossAttention *net, const 
     attention_weight = dropout(attention_weight, net->att_dropout, net->training);  // (B, H, T, T)
     const Tensor *output_mid = matmul(attention_weight, v_state);            // (B, H, T, D)
     output_mid = contiguous(transpose(output_mid, 1, 2));                    // (B, T, H, D)
-    return linear(view(output_mid, shape3(batch_size, seq_len, -1)), &net->o_proj);  // (B, T, C)
+    return linear(&net->o_proj, view(output_mid, shape3(batch_size, seq_len, -1)));  // (B, T, C)
 }
 
 // Self-attention is the special case where the "other" sequence is the

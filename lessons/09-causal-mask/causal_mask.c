@@ -129,11 +129,11 @@ static Tensor *GQA_forward(GQASteps *steps, const GQA *self, const Tensor *query
 
     // Project, split the last dim into heads, and move heads before
     // positions so that each head is one (T, D) matrix.
-    query = view(linear(query, &self->w_query), query_heads);                 // (B, T, H, D)
+    query = view(linear(&self->w_query, query), query_heads);                 // (B, T, H, D)
     query = permute(query, heads_first);                                      // (B, H, T, D)
-    key = view(linear(key, &self->w_key), kv_heads);                          // (B, T, G, D)
+    key = view(linear(&self->w_key, key), kv_heads);                          // (B, T, G, D)
     key = permute(key, heads_first);                                          // (B, G, T, D)
-    value = view(linear(value, &self->w_value), kv_heads);                    // (B, T, G, D)
+    value = view(linear(&self->w_value, value), kv_heads);                    // (B, T, G, D)
     value = permute(value, heads_first);                                      // (B, G, T, D)
 
     // Give every query head its key/value head. unsqueeze(2) makes room for
@@ -180,7 +180,7 @@ static Tensor *GQA_forward(GQASteps *steps, const GQA *self, const Tensor *query
     // view is not contiguous, so reshape copies it.
     attn_out = permute(attn_out, heads_first);                                // (B, T, H, D)
     attn_out = reshape(attn_out, shape3(batch_size, seq_len, H * D));         // (B, T, C)
-    return linear(attn_out, &self->o_proj);                                   // (B, T, C)
+    return linear(&self->o_proj, attn_out);                                   // (B, T, C)
 }
 
 // --- part 1: the masks ------------------------------------------------------------------
@@ -234,9 +234,9 @@ static void show_masks(void) {
 // t[0] in PyTorch: the first entry along dim 0, one dim fewer. A narrow()
 // keeps the dim (size 1), so reshape drops it (a view, nothing copied).
 static const Tensor *first(const Tensor *t) {
-    Shape rest = {t->ndim - 1, {0}};
-    for (int d = 1; d < t->ndim; d++) {
-        rest.size[d - 1] = t->size[d];
+    Shape rest = {t->shape.ndim - 1, {0}};
+    for (int d = 1; d < t->shape.ndim; d++) {
+        rest.size[d - 1] = t->shape.size[d];
     }
     return reshape(narrow(t, 0, 0, 1), rest);
 }

@@ -201,14 +201,14 @@ static Tensor *GQA_W_KVcache_forward(GQA_W_KVcacheSteps *steps, GQA_W_KVcache *s
     Shape query_heads = shape4(batch_size, seq_len, H, D);
     Shape kv_heads = shape4(batch_size, seq_len, G, D);
 
-    query = view(linear(query, &self->w_query), query_heads);                 // (B, T, H, D)
+    query = view(linear(&self->w_query, query), query_heads);                 // (B, T, H, D)
     query = permute(query, heads_first);                                      // (B, H, T, D)
     // Keys and values stay (B, T, G, D), positions before heads, while they
     // go into the cache: that is the layout the cache grows along (dim 1).
     // Only G heads are computed and stored, not H: R = H / G times less
     // memory than multi-head attention would cache.
-    key = view(linear(key, &self->w_key), kv_heads);                          // (B, T, G, D)
-    value = view(linear(value, &self->w_value), kv_heads);                    // (B, T, G, D)
+    key = view(linear(&self->w_key, key), kv_heads);                          // (B, T, G, D)
+    value = view(linear(&self->w_value, value), kv_heads);                    // (B, T, G, D)
 
     // The keys before this call's tokens: 0 without a cache.
     int cache_len = 0;
@@ -266,7 +266,7 @@ static Tensor *GQA_W_KVcache_forward(GQA_W_KVcacheSteps *steps, GQA_W_KVcache *s
     const Tensor *attn_out = matmul(attn, value);                             // (B, H, T, D)
     attn_out = permute(attn_out, heads_first);                                // (B, T, H, D)
     attn_out = reshape(attn_out, shape3(batch_size, seq_len, H * D));         // (B, T, C)
-    return linear(attn_out, &self->o_proj);                                   // (B, T, C)
+    return linear(&self->o_proj, attn_out);                                   // (B, T, C)
 }
 
 // gqa(x, x, x) on positions [from, from + count) of x (B, N, C): self-
@@ -510,9 +510,9 @@ static Tensor *GQA_W_KVcache_forward_by_index(GQA_W_KVcacheSteps *steps, GQA_W_K
     }
     Shape query_heads = shape4(batch_size, seq_len, H, D);
     Shape kv_heads = shape4(batch_size, seq_len, G, D);
-    query = view(linear(query, &self->w_query), query_heads);                 // (B, T, H, D)
-    key = view(linear(key, &self->w_key), kv_heads);                          // (B, T, G, D)
-    value = view(linear(value, &self->w_value), kv_heads);                    // (B, T, G, D)
+    query = view(linear(&self->w_query, query), query_heads);                 // (B, T, H, D)
+    key = view(linear(&self->w_key, key), kv_heads);                          // (B, T, G, D)
+    value = view(linear(&self->w_value, value), kv_heads);                    // (B, T, G, D)
     int cache_len = 0;
     if (self->use_cache) {   // as in the forward above: append, then read all of it
         cache_len = self->cache_len;
@@ -562,7 +562,7 @@ static Tensor *GQA_W_KVcache_forward_by_index(GQA_W_KVcacheSteps *steps, GQA_W_K
     if (steps != NULL) {
         *steps = (GQA_W_KVcacheSteps){NULL, NULL, attn};
     }
-    return linear(attn_out, &self->o_proj);                                   // (B, T, C)
+    return linear(&self->o_proj, attn_out);                                   // (B, T, C)
 }
 
 static Tensor *step_by_index(GQA_W_KVcacheSteps *steps, GQA_W_KVcache *self, const Tensor *x,
@@ -685,8 +685,8 @@ static double generate(Tensor *out, GQA_W_KVcache *gqa, const Tensor *x, int P, 
         GQA_W_KVcache_start_cache(gqa, B, N);
     }
     if (how == CACHE_BY_COPY) {
-        k_spare = zeros(shape_of(gqa->k_cache));                              // (B, N, G, D)
-        v_spare = zeros(shape_of(gqa->v_cache));                              // (B, N, G, D)
+        k_spare = zeros(gqa->k_cache->shape);                              // (B, N, G, D)
+        v_spare = zeros(gqa->v_cache->shape);                              // (B, N, G, D)
     }
     double start = now_seconds();
     if (how != RECOMPUTE) {

@@ -170,7 +170,7 @@ static const Tensor *Attention_forward(AttentionSteps *steps, const Attention *s
     // (i = 0 for q, 1 for k, 2 for v). permute(2, 0, 3, 1, 4) then moves i
     // to the front and the heads before the positions, by reordering the
     // strides: still no copy.
-    const Tensor *fused = labeled("self.qkv(x)", linear(x, &self->qkv));      // (B, N, 3C)
+    const Tensor *fused = labeled("self.qkv(x)", linear(&self->qkv, x));      // (B, N, 3C)
     const Tensor *qkv = reshape(fused, shape5(B, N, 3, self->num_heads,
                                               C / self->num_heads));          // (B, N, 3, H, D)
     qkv = labeled("qkv", permute(qkv, (const int[]){2, 0, 3, 1, 4}));         // (3, B, H, N, D)
@@ -198,7 +198,7 @@ static const Tensor *Attention_forward(AttentionSteps *steps, const Attention *s
     // with one head or one position nothing is out of order, and it does not).
     const Tensor *heads = matmul(attn, v);                                    // (B, H, N, D)
     x = reshape(transpose(heads, 1, 2), shape3(B, N, C));                     // (B, N, C)
-    x = labeled("attn(x)", linear(x, &self->proj));                           // (B, N, C)
+    x = labeled("attn(x)", linear(&self->proj, x));                           // (B, N, C)
     x = dropout(x, self->proj_drop, self->training);                          // (B, N, C)
     if (steps != NULL) {
         *steps = (AttentionSteps){fused, qkv, q, k, v, attn_probs};
@@ -235,7 +235,7 @@ static Mlp Mlp_init(int in_features, int hidden_features, double drop) {
 }
 
 static const Tensor *Mlp_forward(MlpSteps *steps, const Mlp *self, const Tensor *x) {
-    const Tensor *hidden = labeled("fc1", linear(x, &self->fc1));             // (B, N, F)
+    const Tensor *hidden = labeled("fc1", linear(&self->fc1, x));             // (B, N, F)
     // self.act: the post's act_layer=GELU, a name it never defines. timm's
     // Mlp, where this class comes from, uses nn.GELU: x * Phi(x), the erf
     // form. (The GitHub repository these classes come from line for line,
@@ -243,7 +243,7 @@ static const Tensor *Mlp_forward(MlpSteps *steps, const Mlp *self, const Tensor 
     // main() prints both forms and how far apart they are.)
     const Tensor *activated = labeled("GELU", gelu(hidden));                  // (B, N, F)
     x = dropout(activated, self->drop1, self->training);                      // (B, N, F)
-    x = labeled("mlp(x)", linear(x, &self->fc2));                             // (B, N, C)
+    x = labeled("mlp(x)", linear(&self->fc2, x));                             // (B, N, C)
     x = dropout(x, self->drop2, self->training);                              // (B, N, C)
     if (steps != NULL) {
         *steps = (MlpSteps){hidden, activated};
@@ -271,7 +271,7 @@ static const Tensor *DropPath_forward(const DropPath *self, const Tensor *x) {
         return x;   // nn.Identity() for drop_path = 0; DropPath in eval mode: no draws
     }
     double keep_prob = 1.0 - self->drop_prob;
-    Shape per_sample = {x->ndim, {size(x, 0), 1, 1, 1, 1}};                   // (B, 1, 1)
+    Shape per_sample = {x->shape.ndim, {size(x, 0), 1, 1, 1, 1}};                   // (B, 1, 1)
     Tensor *random_tensor = bernoulli(per_sample, keep_prob);                 // (B, 1, 1)
     labeled("drop_path mask", random_tensor);
     // div_ by a Python float: a float division by (float)keep_prob, as dropout's.
@@ -335,12 +335,12 @@ static Tensor *Block_forward(BlockSteps *steps, const Block *self, const Tensor 
     BlockSteps kept;
     // x = x + self.drop_path(self.attn(self.norm1(x)))
     // Pre-norm: the sublayer sees a normalised copy; the sum keeps x itself.
-    kept.normed1 = labeled("norm1(x)", layer_norm_forward(x, &self->norm1));  // (B, N, C)
+    kept.normed1 = labeled("norm1(x)", layer_norm_forward(&self->norm1, x));  // (B, N, C)
     const Tensor *attn_out = Attention_forward(&kept.attn, &self->attn, kept.normed1);
     const Tensor *attn_path = DropPath_forward(&self->drop_path, attn_out);   // (B, N, C)
     kept.residual = labeled("x + attn", add(x, attn_path));                   // (B, N, C)
     // x = x + self.drop_path(self.mlp(self.norm2(x)))
-    const Tensor *normed2 = layer_norm_forward(kept.residual, &self->norm2);  // (B, N, C)
+    const Tensor *normed2 = layer_norm_forward(&self->norm2, kept.residual);  // (B, N, C)
     kept.normed2 = labeled("norm2(x)", normed2);
     const Tensor *mlp_out = Mlp_forward(&kept.mlp, &self->mlp, kept.normed2);
     const Tensor *mlp_path = DropPath_forward(&self->drop_path, mlp_out);     // (B, N, C)
@@ -368,7 +368,7 @@ static void print_numpy_cell(const NumpyCellSteps *cell) {
     printf("-- the post's numpy multi-head cell: [3, 768] in 8 heads of 96 --\n");
     const Tensor *shown[5] = {cell->scores, cell->weights, cell->heads, cell->by_row, cell->out};
     for (int i = 0; i < 5; i++) {
-        printf("%s\n", sizes_str(shown[i]->size, shown[i]->ndim, SIZES_TUPLE));
+        printf("%s\n", shape_str(shown[i]->shape, SIZES_TUPLE));
     }
     // Without the scale, a score is a sum of 96 products of numbers in [0, 1):
     // about 24, spread by a few units, and softmax turns a spread of a few
@@ -602,10 +602,10 @@ static void show_pre_and_post_norm(const Block *block, const Tensor *x) {
     Block eval = *block;
     Block_train(&eval, false);
     const Tensor *pre = Block_forward(NULL, &eval, x);                        // (B, N, C)
-    const Tensor *h = layer_norm_forward(add(x, Attention_forward(NULL, &eval.attn, x)),
-                                         &eval.norm1);                        // (B, N, C)
-    const Tensor *post = layer_norm_forward(add(h, Mlp_forward(NULL, &eval.mlp, h)),
-                                            &eval.norm2);                     // (B, N, C)
+    const Tensor *h = layer_norm_forward(
+        &eval.norm1, add(x, Attention_forward(NULL, &eval.attn, x)));        // (B, N, C)
+    const Tensor *post = layer_norm_forward(
+        &eval.norm2, add(h, Mlp_forward(NULL, &eval.mlp, h)));               // (B, N, C)
     print_row_variances("x", x);
     print_row_variances("pre-norm out", pre);
     print_row_variances("post-norm out", post);
@@ -619,7 +619,7 @@ static void show_pre_and_post_norm(const Block *block, const Tensor *x) {
 
 // One parameter's line: "attn.qkv.weight: (48, 16) 768", as Python prints it.
 static void print_parameter(const char *name, const Tensor *p) {
-    printf("%s: %s %ld\n", name, sizes_str(p->size, p->ndim, SIZES_TUPLE), numel(p));
+    printf("%s: %s %ld\n", name, shape_str(p->shape, SIZES_TUPLE), numel(p));
 }
 
 static void print_linear_parameters(const char *name, const Linear *layer) {

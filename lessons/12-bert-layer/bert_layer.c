@@ -322,7 +322,7 @@ static const Tensor *BertSelfAttention_forward(BertSelfAttentionSteps *steps, Ke
     int D = self->attention_head_size;
     // "query特征来自于本Blocks的hidden_states": the queries come from this
     // block's own hidden_states, in self- and cross-attention alike.
-    const Tensor *mixed_query_layer = linear(hidden_states, &self->query);    // (B, T, C)
+    const Tensor *mixed_query_layer = linear(&self->query, hidden_states);    // (B, T, C)
 
     // "如果我们使用了来自于其它Blocks的特征进行特征融合": with features from
     // another block (the image encoder), keys and values come from there.
@@ -331,8 +331,8 @@ static const Tensor *BertSelfAttention_forward(BertSelfAttentionSteps *steps, Ke
     const Tensor *key_layer, *value_layer;
     if (is_cross_attention) {
         const Tensor *image = args->encoder_hidden_states;                    // (B, M, E)
-        key_layer = transpose_for_scores(self, linear(image, &self->key));    // (B, H, M, D)
-        value_layer = transpose_for_scores(self, linear(image, &self->value));   // (B, H, M, D)
+        key_layer = transpose_for_scores(self, linear(&self->key, image));    // (B, H, M, D)
+        value_layer = transpose_for_scores(self, linear(&self->value, image));   // (B, H, M, D)
         // The text's padding mask means nothing over image features; the
         // layer passes its attention_mask, and it is replaced here.
         attention_mask = args->encoder_attention_mask;
@@ -340,15 +340,15 @@ static const Tensor *BertSelfAttention_forward(BertSelfAttentionSteps *steps, Ke
         // Only this call's T tokens are projected; the cached P positions'
         // keys and values are joined in front of them along the positions
         // (dim 2 of (B, H, S, D)). torch.cat copies both into a new tensor.
-        key_layer = transpose_for_scores(self, linear(hidden_states, &self->key));   // (B, H, T, D)
-        value_layer = transpose_for_scores(self, linear(hidden_states, &self->value));
+        key_layer = transpose_for_scores(self, linear(&self->key, hidden_states));   // (B, H, T, D)
+        value_layer = transpose_for_scores(self, linear(&self->value, hidden_states));
         const Tensor *keys[2] = {args->past_key_value->key, key_layer};
         const Tensor *values[2] = {args->past_key_value->value, value_layer};
         key_layer = cat(keys, 2, 2);                                          // (B, H, P+T, D)
         value_layer = cat(values, 2, 2);                                      // (B, H, P+T, D)
     } else {
-        key_layer = transpose_for_scores(self, linear(hidden_states, &self->key));   // (B, H, T, D)
-        value_layer = transpose_for_scores(self, linear(hidden_states, &self->value));
+        key_layer = transpose_for_scores(self, linear(&self->key, hidden_states));   // (B, H, T, D)
+        value_layer = transpose_for_scores(self, linear(&self->value, hidden_states));
     }
     const Tensor *query_layer = transpose_for_scores(self, mixed_query_layer);   // (B, H, T, D)
     // "保留past_key_value": keep them, for the next call to extend.
@@ -448,9 +448,9 @@ static BertSelfOutput BertSelfOutput_init(const BertConfig *config, const char *
 // not PyTorch's default 1e-5: what Google's BERT checkpoints were trained with.
 static Tensor *BertSelfOutput_forward(const BertSelfOutput *self, const Tensor *hidden_states,
                                       const Tensor *input_tensor) {
-    hidden_states = linear(hidden_states, &self->dense);                      // (B, T, C)
+    hidden_states = linear(&self->dense, hidden_states);                      // (B, T, C)
     hidden_states = dropout(hidden_states, self->dropout, self->training);    // (B, T, C)
-    return layer_norm_forward(add(hidden_states, input_tensor), &self->LayerNorm);   // (B, T, C)
+    return layer_norm_forward(&self->LayerNorm, add(hidden_states, input_tensor));   // (B, T, C)
 }
 
 // BertAttention: the attention and its output block. (The post's
@@ -494,7 +494,7 @@ static BertIntermediate BertIntermediate_init(const BertConfig *config, const ch
 }
 
 static Tensor *BertIntermediate_forward(const BertIntermediate *self, const Tensor *hidden_states) {
-    return gelu(linear(hidden_states, &self->dense));                        // (B, T, I)
+    return gelu(linear(&self->dense, hidden_states));                        // (B, T, I)
 }
 
 // BertOutput: BertSelfOutput's three steps, from I back to C.
@@ -517,9 +517,9 @@ static BertOutput BertOutput_init(const BertConfig *config, const char *name) {
 
 static Tensor *BertOutput_forward(const BertOutput *self, const Tensor *hidden_states,
                                   const Tensor *input_tensor) {
-    hidden_states = linear(hidden_states, &self->dense);                      // (B, T, C)
+    hidden_states = linear(&self->dense, hidden_states);                      // (B, T, C)
     hidden_states = dropout(hidden_states, self->dropout, self->training);    // (B, T, C)
-    return layer_norm_forward(add(hidden_states, input_tensor), &self->LayerNorm);   // (B, T, C)
+    return layer_norm_forward(&self->LayerNorm, add(hidden_states, input_tensor));   // (B, T, C)
 }
 
 // --- the module: BertLayer ----------------------------------------------------------------
@@ -604,7 +604,7 @@ static Tensor *apply_chunking_to_forward(ChunkForward forward_fn, const BertLaye
              chunk_size);
     }
     int num_chunks = length / chunk_size;
-    Tensor *output = zeros(shape_of(input));                                  // (B, T, C)
+    Tensor *output = zeros(input->shape);                                  // (B, T, C)
     // The diagram draws the whole call as one step: the chunks' own
     // tensors are freed, and with them the nodes they would have drawn.
     bool was_paused = trace_pause(true);
@@ -757,7 +757,7 @@ static const char *call_text(const Run *run, const char *tokens, const char *mas
 
 // t[..., :6]: the first (at most) 6 columns, so a row fits a line.
 static const Tensor *first_columns(const Tensor *t) {
-    int last = t->ndim - 1;
+    int last = t->shape.ndim - 1;
     return narrow(t, last, 0, size(t, last) < 6 ? size(t, last) : 6);
 }
 
@@ -833,7 +833,7 @@ static void print_self_attention(const Run *run, int P, int N) {
             rows->data[i] += (float)(N - 1);
         }
         printf("  distance + %d, the rows of distance_embedding.weight %s it picks:\n%s\n", N - 1,
-               sizes_str(self->distance_embedding->size, 2, SIZES_TUPLE), tensor_str(rows, NULL));
+               shape_str(self->distance_embedding->shape, SIZES_TUPLE), tensor_str(rows, NULL));
         printf("  positional_embedding = self.distance_embedding(distance + %d): %s\n", N - 1,
                sizes_str((const int[]){T, L, D}, 3, SIZES_TORCH));
         printf("  attention_scores += torch.einsum(\"bhld,lrd->bhlr\", query_layer, "
@@ -1078,7 +1078,7 @@ static void show_relative_positions(const Run *run, const Flags *f) {
     const Tensor *table = run->layer.attention.self.distance_embedding;       // (2N-1, D)
     int N = f->max_positions, D = f->dim / f->heads, P = f->past;
     printf("distance_embedding.weight %s: one row of %d numbers per distance -%d .. %d, row "
-           "distance + %d\n", sizes_str(table->size, 2, SIZES_TUPLE), D, N - 1, N - 1, N - 1);
+           "distance + %d\n", shape_str(table->shape, SIZES_TUPLE), D, N - 1, N - 1, N - 1);
     // Score (l, r) of batch row 0, head 0, for the last query and the first key.
     int l = f->seq - 1, r = 0;
     int row = (int)*at2(s->distance, l, r) + N - 1;
@@ -1234,10 +1234,10 @@ static void show_cross_attention(const Run *run, const Flags *f) {
         return;
     }
     printf("queries from the text %s, keys and values from encoder_hidden_states %s:\n",
-           sizes_str(run->steps.attention_output->size, 3, SIZES_TUPLE),
-           sizes_str(run->encoder_hidden_states->size, 3, SIZES_TUPLE));
+           shape_str(run->steps.attention_output->shape, SIZES_TUPLE),
+           shape_str(run->encoder_hidden_states->shape, SIZES_TUPLE));
     printf("probabilities (batch, heads, %d, %d), output %s: one row per text token, as in "
-           "lesson 7\n", T, M, sizes_str(run->layer_output->size, 3, SIZES_TUPLE));
+           "lesson 7\n", T, M, shape_str(run->layer_output->shape, SIZES_TUPLE));
     printf("no mask: BertSelfAttention replaces attention_mask by encoder_attention_mask "
            "(None) for cross-attention\n");
     if (f->position == ABSOLUTE) {
@@ -1328,12 +1328,12 @@ static void show_chunking(const Run *run, const Flags *f, uint64_t seed) {
 //   h = x + dense(attention(LayerNorm(x))); out = h + output.dense(intermediate(LayerNorm(h))).
 static Tensor *pre_norm_layer(const BertLayer *layer, const Tensor *x, const BertArgs *args) {
     const BertAttention *attention = &layer->attention;
-    const Tensor *normed = layer_norm_forward(x, &attention->output.LayerNorm);        // (B, T, C)
+    const Tensor *normed = layer_norm_forward(&attention->output.LayerNorm, x);        // (B, T, C)
     const Tensor *context = BertSelfAttention_forward(NULL, NULL, &attention->self, normed, args);
-    const Tensor *h = add(x, linear(context, &attention->output.dense));               // (B, T, C)
+    const Tensor *h = add(x, linear(&attention->output.dense, context));               // (B, T, C)
     const Tensor *inner = BertIntermediate_forward(&layer->intermediate,
-                                                   layer_norm_forward(h, &layer->output.LayerNorm));
-    return add(h, linear(inner, &layer->output.dense));                                // (B, T, C)
+                                                   layer_norm_forward(&layer->output.LayerNorm, h));
+    return add(h, linear(&layer->output.dense, inner));                                // (B, T, C)
 }
 
 // Each row's standard deviation over the last dim (biased, as LayerNorm's),
@@ -1518,12 +1518,12 @@ int main(int argc, char **argv) {
     BertLayer_train(&run.layer, f.train);
     printf("%s\n", f.train ? "layer.train()" : "layer.eval()");
     if (f.past > 0) {
-        printf("prefix = torch.randn%s\n", sizes_str(run.prefix->size, 3, SIZES_TUPLE));
+        printf("prefix = torch.randn%s\n", shape_str(run.prefix->shape, SIZES_TUPLE));
     }
-    printf("hidden_states = torch.randn%s\n", sizes_str(run.hidden_states->size, 3, SIZES_TUPLE));
+    printf("hidden_states = torch.randn%s\n", shape_str(run.hidden_states->shape, SIZES_TUPLE));
     if (f.encoder_seq > 0) {
         printf("encoder_hidden_states = torch.randn%s  (an image encoder's features)\n",
-               sizes_str(run.encoder_hidden_states->size, 3, SIZES_TUPLE));
+               shape_str(run.encoder_hidden_states->shape, SIZES_TUPLE));
     }
 
     run.keep = labeled("keep", keep_rows(f.batch, L, f.pad));                 // (B, L)

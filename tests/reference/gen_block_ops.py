@@ -9,8 +9,8 @@ Writes tests/data/block_ops/:
       y = F.layer_norm(x, (n,), weight, bias, eps) on rows of n numbers
   gelu_<case>_{x,y}.npy: y = F.gelu(x) (the erf form, nn.GELU())
 test_block_ops.c runs the helper's layer_norm and gelu on each input and
-requires PyTorch's output bit for bit (common/layer_norm_exact.c and
-common/gelu_exact.c do PyTorch's arithmetic).
+requires PyTorch's output bit for bit (common/exact/layer_norm_exact.c and
+common/exact/gelu_exact.c do PyTorch's arithmetic).
 """
 import os
 

@@ -21,7 +21,8 @@ import math
 import torch
 import torch.nn as nn
 
-from reference import MASKED_CASES, padding_rows, record_cases, save, save_all, stdout_txt
+from reference import (MASKED_CASES, MASKED_DEFAULTS, MASKED_NAMES, listed_by_values,
+                       padding_rows, record_cases, save, save_all, stdout_txt)
 
 # case directory -> (seed, batch, seq, dim, train): the five runs lessons 4
 # and 5 share (tests/harness.c keeps the same list).
@@ -82,7 +83,8 @@ def record(directory, seed, batch, seq, dim, train):
 
 
 def main():
-    record_cases("lesson05", CASES, record)
+    record_cases("lesson05", CASES, record,
+                 listed_by_values(MASKED_NAMES, MASKED_DEFAULTS, CASES))
 
 
 if __name__ == "__main__":

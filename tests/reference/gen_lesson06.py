@@ -39,9 +39,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from reference import record_cases, save, save_all, say, stdout_txt
+from reference import listed_by_values, record_cases, save, save_all, say, stdout_txt
 
-# case directory -> (seed, batch, seq, dim, heads, train)
+# case directory -> (seed, batch, seq, dim, heads, train); the lesson's defaults are seed0's
+NAMES = ("seed", "batch", "seq", "dim", "heads", "train")
 CASES = {
     "seed0": (0, 3, 2, 128, 8, False),                   # the notebook's sizes
     "seed7": (7, 3, 2, 128, 8, False),
@@ -269,7 +270,7 @@ def record(directory, seed, batch, seq, dim, heads, train):
 
 
 def main():
-    record_cases("lesson06", CASES, record)
+    record_cases("lesson06", CASES, record, listed_by_values(NAMES, CASES["seed0"], CASES))
 
 
 if __name__ == "__main__":

@@ -36,9 +36,11 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from reference import record_cases, save, save_all, say, stdout_txt
+from reference import listed_by_values, record_cases, save, save_all, say, stdout_txt
 
-# case directory -> (seed, batch, seq_q, seq_k, dim, heads, train)
+# case directory -> (seed, batch, seq_q, seq_k, dim, heads, train); the lesson's
+# defaults are seed0's
+NAMES = ("seed", "batch", "seq_q", "seq_k", "dim", "heads", "train")
 CASES = {
     "seed0": (0, 3, 4, 6, 128, 8, False),                  # the notebook's sizes
     "seed7": (7, 3, 4, 6, 128, 8, False),
@@ -210,7 +212,7 @@ def record(directory, seed, batch, seq_q, seq_k, dim, heads, train):
 
 
 def main():
-    record_cases("lesson07", CASES, record)
+    record_cases("lesson07", CASES, record, listed_by_values(NAMES, CASES["seed0"], CASES))
 
 
 if __name__ == "__main__":

@@ -17,15 +17,16 @@ The GQA class is the GQA notebook's In[10], unchanged except that it keeps its
 attention weights in self.attn so they can be printed.
 """
 import math
-import os
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from reference import record_cases, save_all, stdout_txt
+from reference import listed_by_values, record_cases, save_all, stdout_txt
 
-# case directory -> (seed, batch, seq, dim, heads, kv_heads, train)
+# case directory -> (seed, batch, seq, dim, heads, kv_heads, train); the lesson's
+# defaults are seed0's
+NAMES = ("seed", "batch", "seq", "dim", "heads", "kv_heads", "train")
 CASES = {
     "seed0": (0, 4, 32, 512, 8, 2, False),        # the notebook's sizes
     "seed7": (7, 2, 6, 32, 4, 2, False),          # small: randn of 384 elements
@@ -164,13 +165,10 @@ def record(directory, seed, batch, seq, dim, heads, kv_heads, train):
     with stdout_txt(directory):
         tensors = lesson(seed, batch, seq, dim, heads, kv_heads, train)
     save_all(directory, tensors)
-    with open(os.path.join(directory, "args.txt"), "w") as f:
-        f.write(f"--seed {seed} --batch {batch} --seq {seq} --dim {dim} "
-                f"--heads {heads} --kv-heads {kv_heads}{' --train' if train else ''}\n")
 
 
 def main():
-    record_cases("lesson09", CASES, record)
+    record_cases("lesson09", CASES, record, listed_by_values(NAMES, CASES["seed0"], CASES))
 
 
 if __name__ == "__main__":

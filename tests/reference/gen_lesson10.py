@@ -10,7 +10,6 @@ torch.manual_seed(seed) and writes tests/data/lesson10/<case>/:
   <name>.npy   every name the lesson's --dump writes, '<f4': the parameters,
                x, full_out, cached_out, k_cache and v_cache (the final caches,
                (batch, prompt + new, kv_heads, head_dim))
-  args.txt     the lesson's flags for this case
   stdout.txt   the lines this script prints, which the lesson must print in
                the same order, except the lines with "max |": those are
                differences of float rounding, which depend on the order in
@@ -19,15 +18,16 @@ torch.manual_seed(seed) and writes tests/data/lesson10/<case>/:
 GQA_W_KVcache is the GQA notebook's last cell with its three bugs fixed (see FIX below).
 """
 import math
-import os
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from reference import drop_rounding_lines, record_cases, save_all, stdout_txt
+from reference import drop_rounding_lines, listed_by_values, record_cases, save_all, stdout_txt
 
-# case directory -> (seed, batch, prompt, new, dim, heads, kv_heads)
+# case directory -> (seed, batch, prompt, new, dim, heads, kv_heads); the lesson's
+# defaults are seed0's
+NAMES = ("seed", "batch", "prompt", "new", "dim", "heads", "kv_heads")
 CASES = {
     "seed0": (0, 1, 4, 4, 512, 8, 2),        # the notebook's sizes
     "seed7": (7, 2, 3, 3, 32, 4, 2),         # batch 2
@@ -178,13 +178,10 @@ def record(directory, seed, batch, prompt, new, dim, heads, kv_heads):
         tensors = lesson(seed, batch, prompt, new, dim, heads, kv_heads)
     drop_rounding_lines(directory)
     save_all(directory, tensors)
-    with open(os.path.join(directory, "args.txt"), "w") as f:
-        f.write(f"--seed {seed} --batch {batch} --prompt {prompt} --new {new} --dim {dim} "
-                f"--heads {heads} --kv-heads {kv_heads}\n")
 
 
 def main():
-    record_cases("lesson10", CASES, record)
+    record_cases("lesson10", CASES, record, listed_by_values(NAMES, CASES["seed0"], CASES))
 
 
 if __name__ == "__main__":

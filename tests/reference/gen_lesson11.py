@@ -16,15 +16,17 @@ tests/data/lesson11/<case>/:
                (norm1.*, attn.qkv.weight [attn.qkv.bias], attn.proj.*,
                norm2.*, mlp.fc1.*, mlp.fc2.*), attn_probs (batch, heads, seq,
                seq), out (batch, seq, dim), np_out (3, 768); '<f4'
-  args.txt     the lesson's flags for this case
   stdout.txt   what the code printed: the lesson prints the same lines in
                the same order (and its remarks between them).
 The build and the tests never run Python.
 """
-import os
 
-from reference import page_block, record_cases, save_all, stdout_txt
+from reference import listed_by_flags, page_block, record_cases, save_all, stdout_txt
 
+
+# The lesson's defaults: a case's flags change them.
+DEFAULTS = {"seed": 0, "batch": 2, "seq": 5, "dim": 16, "heads": 4, "mlp_ratio": 4,
+            "qkv_bias": False, "drop": 0.0, "attn_drop": 0.0, "drop_path": 0.0, "train": False}
 
 # case directory -> the lesson's flags. The Linear layers are PyTorch's BLAS
 # (OpenBLAS) against the lesson's plain loops: a float rounding apart, which
@@ -53,12 +55,10 @@ def record(directory, *args):
     with stdout_txt(directory):
         tensors = page["run"](page["parse_args"](list(args)))
     save_all(directory, tensors)
-    with open(os.path.join(directory, "args.txt"), "w") as f:
-        f.write(" ".join(args) + "\n")
 
 
 def main():
-    record_cases("lesson11", CASES, record)
+    record_cases("lesson11", CASES, record, listed_by_flags(DEFAULTS, CASES))
 
 
 if __name__ == "__main__":

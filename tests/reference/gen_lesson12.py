@@ -17,19 +17,22 @@ gets:
                attention_mask attention_probs cross_attention_probs
                present_key present_value attention_output layer_output
                (those that exist for the case), '<f4'
-  args.txt     the lesson's flags for this case
   stdout.txt   what the block printed, which the lesson must print in the
                same order, except the lines with "max |": those are
                differences of float rounding, which depend on the order in
                which each implementation adds (PyTorch's are about 1e-7, the
                lesson's often 0), so they are printed here but not recorded.
 """
-import os
 import sys
 
-from reference import drop_rounding_lines, page_block, record_cases, stdout_txt
+from reference import drop_rounding_lines, listed_by_flags, page_block, record_cases, stdout_txt
 
-# case directory -> the lesson's flags (keep in step with CASES in tests/test_lesson12.c)
+# The lesson's defaults: a case's flags change them.
+DEFAULTS = {"seed": 0, "batch": 2, "seq": 5, "dim": 16, "heads": 4, "intermediate": 64,
+            "position": "absolute", "max_positions": 16, "pad": 1, "head_mask": -1, "past": 0,
+            "encoder_seq": 0, "encoder_width": 16, "chunk": 0, "train": False}
+
+# case directory -> the lesson's flags
 CASES = {
     "seed0": [],
     "seed1_relative_key_past3": ["--seed", "1", "--position", "relative_key", "--past", "3", "--seq", "2"],
@@ -63,12 +66,11 @@ def record(directory, flags):
     finally:
         sys.argv = saved_argv
     drop_rounding_lines(directory)
-    with open(os.path.join(directory, "args.txt"), "w") as f:
-        f.write(" ".join(flags) + "\n")
 
 
 def main():
-    record_cases("lesson12", {name: (flags,) for name, flags in CASES.items()}, record)
+    record_cases("lesson12", {name: (flags,) for name, flags in CASES.items()}, record,
+                 listed_by_flags(DEFAULTS, CASES))
 
 
 if __name__ == "__main__":

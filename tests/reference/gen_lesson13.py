@@ -26,11 +26,14 @@ import sys
 
 import torch
 
-from reference import page_block, record_cases, save_all, stdout_txt
+from reference import listed_by_flags, page_block, record_cases, save_all, stdout_txt
 
 
-# case directory -> (seed, the lesson's flags). Keep in step with CASES in
-# tests/test_lesson13.c. Seed 0 is the lesson's defaults; the others are
+# The lesson's defaults: a case's flags change them.
+DEFAULTS = {"seed": 0, "batch": 1, "seq": 256, "heads": 8, "kv_heads": 8, "head_dim": 64,
+            "causal": False, "block_q": 64, "block_k": 64}
+
+# case directory -> (seed, the lesson's flags). Seed 0 is the lesson's defaults; the others are
 # small on purpose (the data is committed) and cover: causal and not;
 # kv_heads 1, between, and heads; seq 1; a seq that is a multiple of neither
 # block; blocks larger than seq; blocks of 1; a head_dim that is not a
@@ -73,7 +76,10 @@ def record(directory, seed, flags):
 
 def main():
     torch.set_num_threads(1)
-    record_cases("lesson13", CASES, record)
+    # The C test runs seed 0 without flags: the lesson's defaults.
+    flags = {name: (["--seed", str(seed)] if seed != 0 else []) + case_flags
+             for name, (seed, case_flags) in CASES.items()}
+    record_cases("lesson13", CASES, record, listed_by_flags(DEFAULTS, flags))
 
 
 if __name__ == "__main__":

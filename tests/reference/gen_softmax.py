@@ -5,7 +5,7 @@ Run from the project root with Debian's python3-torch:
     /usr/bin/python3 tests/reference/gen_softmax.py
 Writes tests/data/softmax/<case>_in.npy and <case>_out.npy. test_ops.c runs
 the helper's softmax on each input and requires PyTorch's output bit for bit
-(common/softmax_exact.c reproduces the kernel PyTorch runs on an x86-64 CPU
+(common/exact/softmax_exact.c reproduces the kernel PyTorch runs on an x86-64 CPU
 with AVX2, whatever the machine the test runs on).
 """
 import os

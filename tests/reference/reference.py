@@ -17,8 +17,10 @@ import numpy as np
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
 
 # The five runs of lessons 4 and 5 (the same draws for SelfAttV3 and
-# SelfAttV4): case directory -> (seed, batch, seq, dim, train). Keep in step
-# with MASKED_CASES in tests/harness.c.
+# SelfAttV4): case directory -> (seed, batch, seq, dim, train), the lessons'
+# defaults first (MASKED_DEFAULTS).
+MASKED_NAMES = ("seed", "batch", "seq", "dim", "train")
+MASKED_DEFAULTS = {"seed": 0, "batch": 3, "seq": 4, "dim": 2, "train": False}
 MASKED_CASES = {
     "seed0": (0, 3, 4, 2, False),
     "seed0-train": (0, 3, 4, 2, True),
@@ -51,14 +53,79 @@ def stdout_txt(directory):
         f.write(text.getvalue())
 
 
-def record_cases(lesson, cases, record):
+def record_cases(lesson, cases, record, listed):
     """For each case name -> parameters: record(directory, *parameters) into a
-    fresh-or-existing tests/data/<lesson>/<name>/."""
-    for name, parameters in cases.items():
-        directory = os.path.join(DATA, lesson, name)
-        os.makedirs(directory, exist_ok=True)
-        record(directory, *parameters)
-        print("wrote", directory)
+    fresh-or-existing tests/data/<lesson>/<name>/; then write the list of the
+    cases, `listed` (write_cases). With --cases-only on the command line,
+    only the list: the recorded data stays as it is."""
+    if "--cases-only" not in sys.argv[1:]:
+        for name, parameters in cases.items():
+            directory = os.path.join(DATA, lesson, name)
+            os.makedirs(directory, exist_ok=True)
+            record(directory, *parameters)
+            print("wrote", directory)
+    write_cases(lesson, listed)
+
+
+# --- tests/data/<lesson>/cases.txt: the list of recorded runs the C test reads ---------
+
+def write_cases(lesson, listed):
+    """tests/data/<lesson>/cases.txt, read by the C test (tests/harness.h:
+    recorded_case): one line a case, `name -> (values, flags)` of `listed`:
+    its directory, then each value as name=value (a switch as 0 or 1), then
+    the lesson's flags that make the same run."""
+    path = os.path.join(DATA, lesson, "cases.txt")
+    script = os.path.basename(sys.argv[0])
+    with open(path, "w") as f:
+        f.write("# The runs tests/reference/%s recorded here, one a line: its directory,\n"
+                "# its seed and sizes as name=value, then the lesson's flags that make the same\n"
+                "# run. Written by that script (--cases-only writes this file alone); the C\n"
+                "# test reads it (tests/harness.h: recorded_case).\n" % script)
+        for name, (values, flags) in listed.items():
+            words = [name] + ["%s=%s" % (key, int(value) if isinstance(value, bool) else value)
+                              for key, value in values.items()] + flags
+            assert all(" " not in word and word for word in words), words
+            f.write(" ".join(words) + "\n")
+    print("wrote", path)
+
+
+def listed_by_values(names, defaults, cases):
+    """`listed` for write_cases from cases given as tuples of values, in the
+    order of `names`: each case's flags are --seed and every value that
+    differs from the lesson's default (a switch alone, when true). `defaults`
+    is a dict, or a tuple like the cases'."""
+    if not isinstance(defaults, dict):
+        defaults = dict(zip(names, defaults))
+    listed = {}
+    for case, parameters in cases.items():
+        values = dict(zip(names, parameters))
+        flags = []
+        for key, value in values.items():
+            if value == defaults[key]:
+                continue
+            flag = "--" + key.replace("_", "-")
+            flags += [flag] if isinstance(value, bool) else [flag, str(value)]
+        listed[case] = (values, flags)
+    return listed
+
+
+def listed_by_flags(defaults, cases):
+    """`listed` for write_cases from cases given as the lesson's flags: each
+    case's values are the defaults with its flags applied."""
+    listed = {}
+    for case, flags in cases.items():
+        values = dict(defaults)
+        i = 0
+        while i < len(flags):
+            key = flags[i][2:].replace("-", "_")
+            if isinstance(defaults[key], bool):
+                values[key] = True
+                i += 1
+            else:
+                values[key] = type(defaults[key])(flags[i + 1])
+                i += 2
+        listed[case] = (values, list(flags))
+    return listed
 
 
 def page_block(lesson):

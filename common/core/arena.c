@@ -1,0 +1,57 @@
+// arena.c - one list of every allocation the program made.
+//
+// The arena is just a growing array of pointers. arena_alloc() appends,
+// arena_release(mark) frees from the end back to `mark`. Simple on purpose:
+// the point is the ownership rule (see arena.h), not speed.
+#include "core/arena.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "core/error.h"
+
+static void **blocks = NULL;    // every live allocation, oldest first
+static size_t n_blocks = 0;
+static size_t capacity = 0;
+
+void *arena_alloc(size_t count, size_t item_size) {
+    if (item_size != 0 && count > SIZE_MAX / item_size) {
+        fail("arena_alloc: %zu items of %zu bytes overflow size_t", count, item_size);
+    }
+    if (n_blocks == capacity) {
+        size_t new_capacity = capacity == 0 ? 256 : 2 * capacity;
+        void **grown = realloc(blocks, new_capacity * sizeof *grown);
+        if (grown == NULL) {
+            fail("arena_alloc: out of memory growing the arena");
+        }
+        blocks = grown;
+        capacity = new_capacity;
+    }
+    // calloc zeroes the memory and checks count * item_size itself;
+    // asking for at least 1 byte keeps zero-sized tensors non-NULL.
+    void *memory = calloc(count == 0 ? 1 : count, item_size == 0 ? 1 : item_size);
+    if (memory == NULL) {
+        fail("arena_alloc: out of memory (%zu x %zu bytes)", count, item_size);
+    }
+    blocks[n_blocks] = memory;
+    n_blocks += 1;
+    return memory;
+}
+
+size_t arena_mark(void) {
+    return n_blocks;
+}
+
+void arena_release(size_t mark) {
+    while (n_blocks > mark) {
+        n_blocks -= 1;
+        free(blocks[n_blocks]);
+    }
+}
+
+void arena_free_all(void) {
+    arena_release(0);
+    free(blocks);
+    blocks = NULL;
+    capacity = 0;
+}

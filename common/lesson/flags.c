@@ -1,0 +1,313 @@
+// flags.c - the command line every lesson shares: reading the flags, --help,
+// and the one-line refusal (exit 2) of anything else, before any work.
+#define _POSIX_C_SOURCE 200809L
+#include "lesson/flags.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/arena.h"
+#include "core/error.h"
+#include "lesson/run.h"
+
+// --- messages -------------------------------------------------------------------
+
+_Noreturn void usage_error(const Lesson *lesson, const char *format, ...) {
+    fflush(stdout);
+    fprintf(stderr, "%s: ", lesson->program);
+    va_list args;
+    va_start(args, format);
+    vfprintf(stderr, format, args);
+    va_end(args);
+    fprintf(stderr, "\n");
+    exit(2);
+}
+
+const char *shown(const char *arg) {
+    enum { SHOWN = 60 };
+    char *text = arena_alloc(SHOWN * 4 + 4, 1);
+    size_t used = 0;
+    size_t i = 0;
+    for (; arg[i] != '\0' && i < SHOWN; i++) {
+        unsigned char c = (unsigned char)arg[i];
+        if (c == '\n') {
+            used += (size_t)sprintf(text + used, "\\n");
+        } else if (c == '\t') {
+            used += (size_t)sprintf(text + used, "\\t");
+        } else if (c < 0x20 || c == 0x7f) {
+            used += (size_t)sprintf(text + used, "\\x%02x", c);
+        } else {
+            text[used++] = (char)c;
+        }
+    }
+    if (arg[i] != '\0') {
+        // arg[i] is the first byte left out; if it continues a UTF-8
+        // character (10xxxxxx), leave out that character's first bytes too.
+        // Bytes from 0x80 up were copied one for one, so `used` backs up with i.
+        while (i > 0 && ((unsigned char)arg[i] & 0xC0) == 0x80) {
+            i -= 1;
+            used -= 1;
+        }
+        sprintf(text + used, "...");
+    }
+    return text;
+}
+
+// --- --help -----------------------------------------------------------------------
+
+// One line of --help: the flag and its value, then what it does, in columns.
+static void help_line(const char *flag, const char *value, const char *text) {
+    char left[48];
+    snprintf(left, sizeof left, "%s %s", flag, value);
+    printf("  %-16s %s\n", left, text);
+}
+
+static void print_help(const Lesson *lesson) {
+    printf("usage: %s [flags]\n%s\n\nflags:\n", lesson->program, lesson->summary);
+    char text[256];
+    for (int i = 0; i < lesson->n_sizes; i++) {
+        const SizeFlag *f = &lesson->sizes[i];
+        snprintf(text, sizeof text, "%s (default %d)", f->help, *f->value);
+        help_line(f->flag, "N", text);
+    }
+    for (int i = 0; i < lesson->n_ints; i++) {
+        const IntFlag *f = &lesson->ints[i];
+        snprintf(text, sizeof text, "%s (default %d)", f->help, *f->value);
+        help_line(f->flag, "N", text);
+    }
+    for (int i = 0; i < lesson->n_probabilities; i++) {
+        const ProbabilityFlag *f = &lesson->probabilities[i];
+        snprintf(text, sizeof text, "%s (default %g)", f->help, *f->value);
+        help_line(f->flag, "P", text);
+    }
+    for (int i = 0; i < lesson->n_choices; i++) {
+        const ChoiceFlag *f = &lesson->choices[i];
+        snprintf(text, sizeof text, "%s (default %s)", f->help, *f->value);
+        help_line(f->flag, "WORD", text);
+    }
+    for (int i = 0; i < lesson->n_switches; i++) {
+        help_line(lesson->switches[i].flag, "", lesson->switches[i].help);
+    }
+    help_line("--seed", "N", "PyTorch seed: torch.manual_seed(N) (default 0)");
+    help_line("--dump", "DIR", "write each named tensor as DIR/<name>.npy");
+    help_line("--dot", "FILE", "write the dataflow as a Graphviz graph");
+    help_line("--heatmap", "", "draw the attention weights as shaded grids");
+    help_line("--help", "", "this text");
+}
+
+// --- reading values -----------------------------------------------------------------
+
+// The word after a flag, or a usage error if there is none.
+static const char *value_of(const Lesson *lesson, int argc, char **argv, int i,
+                            const char *expected) {
+    if (i + 1 >= argc || argv[i + 1][0] == '\0' ||
+        (argv[i + 1][0] == '-' && argv[i + 1][1] == '-')) {
+        usage_error(lesson, "%s expects %s after it", argv[i], expected);
+    }
+    return argv[i + 1];
+}
+
+// True if text is one or more decimal digits, optionally after a '-'
+// (when negative_ok), and nothing else: no '+', spaces, hex or exponent.
+static bool is_whole_number(const char *text, bool negative_ok) {
+    if (negative_ok && text[0] == '-') {
+        text += 1;
+    }
+    if (text[0] == '\0') {
+        return false;
+    }
+    for (; *text != '\0'; text++) {
+        if (*text < '0' || *text > '9') {
+            return false;
+        }
+    }
+    return true;
+}
+
+// --seed takes any 64-bit integer; a negative one becomes 2^64 + N, as
+// Python passes it to torch.manual_seed.
+static uint64_t parse_seed(const Lesson *lesson, const char *text) {
+    bool ok = is_whole_number(text, true);
+    errno = 0;
+    uint64_t seed = 0;
+    if (ok && text[0] == '-') {
+        seed = (uint64_t)strtoll(text, NULL, 10);
+    } else if (ok) {
+        seed = strtoull(text, NULL, 10);
+    }
+    if (!ok || errno == ERANGE) {
+        usage_error(lesson, "--seed expects an integer from -2^63 to 2^64-1, got '%s'",
+                    shown(text));
+    }
+    return seed;
+}
+
+// A whole number from min to max (strtol's range is checked first, so a
+// huge number is refused, never wrapped).
+static int parse_int(const Lesson *lesson, const char *flag, const char *text, int min, int max) {
+    bool ok = is_whole_number(text, min < 0);
+    errno = 0;
+    long value = ok ? strtol(text, NULL, 10) : 0;
+    if (!ok || errno == ERANGE || value < min || value > max) {
+        usage_error(lesson, "%s expects a whole number from %d to %d, got '%s'", flag, min, max,
+                    shown(text));
+    }
+    return (int)value;
+}
+
+// A probability: digits with at most one '.', at least one digit, value < 1.
+static double parse_probability(const Lesson *lesson, const char *flag, const char *text) {
+    int digits = 0, dots = 0;
+    bool ok = true;
+    for (const char *c = text; *c != '\0'; c++) {
+        if (*c >= '0' && *c <= '9') {
+            digits += 1;
+        } else if (*c == '.') {
+            dots += 1;
+        } else {
+            ok = false;
+        }
+    }
+    double value = ok && digits > 0 && dots <= 1 ? strtod(text, NULL) : -1.0;
+    if (!(value >= 0.0 && value < 1.0)) {
+        usage_error(lesson, "%s expects a probability from 0 to below 1 (such as 0.1), got '%s'",
+                    flag, shown(text));
+    }
+    return value;
+}
+
+static const char *parse_choice(const Lesson *lesson, const ChoiceFlag *f, const char *text) {
+    for (int c = 0; f->choices[c] != NULL; c++) {
+        if (strcmp(text, f->choices[c]) == 0) {
+            return f->choices[c];
+        }
+    }
+    char list[256] = "";
+    for (int c = 0; f->choices[c] != NULL; c++) {
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s%s", c == 0 ? "" : ", ", f->choices[c]);
+    }
+    usage_error(lesson, "%s expects one of %s, got '%s'", f->flag, list, shown(text));
+}
+
+// --- the flags -------------------------------------------------------------------------
+
+// If argv[i] is one of the lesson's own flags, read it (and its value) and
+// return how many words it took; otherwise return 0.
+static int lesson_flag(Lesson *lesson, int argc, char **argv, int i) {
+    const char *arg = argv[i];
+    for (int f = 0; f < lesson->n_sizes; f++) {
+        if (strcmp(arg, lesson->sizes[f].flag) == 0) {
+            const char *text = value_of(lesson, argc, argv, i, "a whole number");
+            *lesson->sizes[f].value = parse_int(lesson, arg, text, 1, MAX_SIZE_FLAG);
+            return 2;
+        }
+    }
+    for (int f = 0; f < lesson->n_ints; f++) {
+        const IntFlag *flag = &lesson->ints[f];
+        if (strcmp(arg, flag->flag) == 0) {
+            const char *text = value_of(lesson, argc, argv, i, "a whole number");
+            *flag->value = parse_int(lesson, arg, text, flag->min, flag->max);
+            return 2;
+        }
+    }
+    for (int f = 0; f < lesson->n_probabilities; f++) {
+        if (strcmp(arg, lesson->probabilities[f].flag) == 0) {
+            const char *text = value_of(lesson, argc, argv, i, "a probability");
+            *lesson->probabilities[f].value = parse_probability(lesson, arg, text);
+            return 2;
+        }
+    }
+    for (int f = 0; f < lesson->n_choices; f++) {
+        if (strcmp(arg, lesson->choices[f].flag) == 0) {
+            const char *text = value_of(lesson, argc, argv, i, "a word");
+            *lesson->choices[f].value = parse_choice(lesson, &lesson->choices[f], text);
+            return 2;
+        }
+    }
+    for (int f = 0; f < lesson->n_switches; f++) {
+        if (strcmp(arg, lesson->switches[f].flag) == 0) {
+            *lesson->switches[f].value = true;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void parse_lesson_args(Lesson *lesson, int argc, char **argv) {
+    release_at_exit();   // a refusal below frees what parsing took from the arena
+    lesson->seed = 0;
+    lesson->dump_dir = NULL;
+    lesson->dot_file = NULL;
+    lesson->heatmap = false;
+    for (int i = 0; i < lesson->n_switches; i++) {
+        *lesson->switches[i].value = false;
+    }
+    // The flags read so far. An unknown flag ends the program, so this
+    // holds each known flag at most once and stays short.
+    const char **seen = arena_alloc((size_t)argc, sizeof *seen);
+    int n_seen = 0;
+    int i = 1;
+    while (i < argc) {
+        const char *arg = argv[i];
+        for (int s = 0; s < n_seen; s++) {   // a flag given twice is a mistake, not an override
+            if (strcmp(arg, seen[s]) == 0) {
+                usage_error(lesson, "%s is given twice", arg);
+            }
+        }
+        int used = 2;
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            print_help(lesson);
+            exit(0);
+        } else if (strcmp(arg, "--seed") == 0) {
+            lesson->seed = parse_seed(lesson, value_of(lesson, argc, argv, i, "an integer"));
+        } else if (strcmp(arg, "--dump") == 0) {
+            lesson->dump_dir = value_of(lesson, argc, argv, i, "a directory");
+        } else if (strcmp(arg, "--heatmap") == 0) {
+            lesson->heatmap = true;
+            used = 1;
+        } else if (strcmp(arg, "--dot") == 0) {
+            lesson->dot_file = value_of(lesson, argc, argv, i, "a file name");
+        } else {
+            used = lesson_flag(lesson, argc, argv, i);
+            if (used == 0) {
+                usage_error(lesson, "unknown flag '%s' (try --help)", shown(arg));
+            }
+        }
+        seen[n_seen++] = arg;
+        i += used;
+    }
+}
+
+void check_divides(const Lesson *lesson, const char *divisor_flag, int divisor,
+                   const char *flag, int value) {
+    if (value % divisor != 0) {
+        usage_error(lesson, "%s %d does not divide %s %d", divisor_flag, divisor, flag, value);
+    }
+}
+
+void check_fits(const Lesson *lesson, const char *what, Shape shape) {
+    int64_t count = 1;
+    bool too_big = false;
+    for (int d = 0; d < shape.ndim; d++) {
+        if (shape.size[d] < 0) {   // the lesson multiplied sizes as int, and it overflowed
+            fail("check_fits: %s %s has a negative size", what,
+                 shape_str(shape, SIZES_TUPLE));
+        }
+        if (shape.size[d] > 0 && count > MAX_ELEMENTS / shape.size[d]) {
+            too_big = true;   // the product would pass the limit: stop multiplying
+            break;
+        }
+        count *= shape.size[d];
+    }
+    if (too_big) {
+        usage_error(lesson, "these sizes make %s %s, more than the %ld elements allowed "
+                    "(%ld MiB of floats); choose smaller sizes", what,
+                    shape_str(shape, SIZES_TUPLE), MAX_ELEMENTS,
+                    MAX_ELEMENTS * (long)sizeof(float) >> 20);
+    }
+}

@@ -1,0 +1,90 @@
+// lesson.h - the shape every lesson file has, and what its main() calls.
+//
+// HOW A LESSON FILE READS (lessons/NN-name/name.c), top to bottom. The file
+// a learner opens teaches, and reads in one sitting (under about 800
+// lines). lessons/02-self-attention-v1/self_attention_v1.c is the worked
+// example.
+//
+//   1. The header comment: what this lesson adds over the last one, the
+//      math in three to five lines, the PyTorch it mirrors, how to run it
+//      (make lesson-N and its flags), what to look for in the output, and
+//      the legend of the size and index letters.
+//
+//   2. The module and its forward, as the notebook's class: a struct with
+//      the notebook's field names, Name_init() (its __init__), and
+//
+//          Tensor *Name_forward(NameSteps *steps, const Name *self, inputs...);
+//
+//      in the order of every signature here (attention.h): outputs, the
+//      module, the inputs, the numbers. It returns what the notebook's
+//      forward returns. `steps` may be NULL; when it is not, the forward
+//      keeps there the notebook's local variables the lesson prints
+//      afterwards (Q, K, V, att_weight, ...). `self` is const unless the
+//      forward changes the module itself, as a KV cache does. The forward
+//      follows the notebook line by line and prints nothing. Two forwards
+//      a reader should compare (a copy and an index) sit next to each other.
+//
+//   3. The demonstrations, in numbered parts, each one function (or a few)
+//      under a heading comment, called from main in order:
+//
+//          // --- part 2: what thop counted, and what it left out ------------
+//
+//      Part 1 is the notebook's cell: it prints the notebook's own lines
+//      first, verbatim and unannounced, so that the output diffs cleanly
+//      against the notebook's. Every later part prints one opening line
+//      that says what it shows and which flag varies it, then shows it (a
+//      bug shown running, an invariant checked, a cost counted):
+//
+//          -- part 3: the mask at work (--seq and --pad change it) --
+//
+//   4. main(), about 30 lines: declare the flags, parse them, the lesson's
+//      own checks, lesson_start, the parts in order, lesson_finish:
+//
+//          int main(int argc, char **argv) {
+//              int batch = 3, seq = 2, dim = 4;             // the notebook's sizes
+//              SizeFlag sizes[] = {
+//                  {"--batch", &batch, "batch size"},
+//                  {"--seq", &seq, "sequence length"},
+//                  {"--dim", &dim, "hidden dimension"},
+//              };
+//              Lesson lesson = {
+//                  .program = "lesson-2", .summary = "self-attention V1: ...",
+//                  .sizes = sizes, .n_sizes = 3,
+//              };
+//              parse_lesson_args(&lesson, argc, argv);  // flags (exit 2 if bad)
+//              check_fits(&lesson, ...);                // the lesson's own checks
+//              lesson_start(&lesson);                   // seed; --dump and --dot
+//              Cell cell = part1_the_notebooks_cell(batch, seq, dim);
+//              part2_...(&cell);
+//              return lesson_finish(&lesson);           // write the files, free all
+//          }
+//
+//   5. What serves speed or measurement rather than the idea (vector
+//      kernels, CPU dispatch, timers, benches) comes after main, under
+//      appendix headings:
+//
+//          // === appendix A: the AVX2 kernel and its dispatch =================
+//
+//      or, when it is long, in a sibling file of the lesson's directory
+//      (lessons/13-flash-attention/bench.c), the way llama2.c keeps runq.c
+//      beside run.c. make compiles every .c of a lesson's directory into
+//      the lesson, so a sibling needs no Makefile change. What the files
+//      share is declared in the sibling's header (bench.h), included by
+//      both, and is not static; each file's own helpers are static, with
+//      names the other file does not use (a test sees both files at once).
+//
+// A TEST THAT CALLS A LESSON'S FUNCTIONS includes the lesson's .c files
+// into itself: the lesson file first, with its main() renamed, then each
+// sibling (tests/harness.h shows the lines).
+//
+// The helper that main() calls is in three files, one job each: flags.h
+// (the command line, and refusing bad input with exit 2), run.h
+// (lesson_start, lesson_finish) and, behind them, outputs.h (the files
+// --dump and --dot write).
+#ifndef LESSON_H
+#define LESSON_H
+
+#include "lesson/flags.h"
+#include "lesson/run.h"
+
+#endif
