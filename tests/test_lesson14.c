@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -30,35 +31,19 @@
 #define ATOL 1e-6f
 #define RTOL 1e-5f
 
-// One recorded PyTorch run: keep in step with CASES in gen_lesson14.py.
-typedef struct {
-    const char *dir;   // tests/data/lesson14/<case>
-    Sizes n;           // batch seq dim heads kv_heads head_dim block_q block_k causal train
-    const char *args[24];
-} Case;
+// The recorded runs: tests/data/lesson14/cases.txt, written by gen_lesson14.py.
+static int n_cases(void) {
+    return recorded_case_count(REF_DIR);
+}
 
-static const Case CASES[] = {
-    {REF_DIR "/seed0", {3, 4, 2, 2, 2, 4, 2, 2, false, false}, {NULL}},
-    {REF_DIR "/seed1_causal", {3, 6, 2, 2, 2, 4, 4, 3, true, false},
-     {"--seed", "1", "--causal", "--seq", "6", "--block-q", "4", "--block-k", "3", NULL}},
-    {REF_DIR "/seed2_train", {2, 5, 4, 2, 2, 4, 2, 2, false, true},
-     {"--seed", "2", "--train", "--batch", "2", "--seq", "5", "--dim", "4", NULL}},
-    {REF_DIR "/seed3_mqa", {3, 9, 2, 4, 1, 8, 4, 5, true, false},
-     {"--seed", "3", "--causal", "--seq", "9", "--heads", "4", "--kv-heads", "1", "--head-dim",
-      "8", "--block-q", "4", "--block-k", "5", NULL}},
-    {REF_DIR "/seed4_gqa", {2, 7, 2, 6, 2, 20, 3, 4, false, false},
-     {"--seed", "4", "--batch", "2", "--seq", "7", "--heads", "6", "--kv-heads", "2",
-      "--head-dim", "20", "--block-q", "3", "--block-k", "4", NULL}},
-    {REF_DIR "/seed5_seq1", {3, 1, 2, 2, 2, 4, 2, 2, true, false},
-     {"--seed", "5", "--seq", "1", "--causal", NULL}},
-    {REF_DIR "/seed6_blocks1", {3, 5, 2, 2, 2, 4, 1, 1, true, true},
-     {"--seed", "6", "--train", "--causal", "--seq", "5", "--block-q", "1", "--block-k", "1",
-      NULL}},
-    {REF_DIR "/seed7_mha", {1, 33, 8, 4, 4, 32, 16, 16, false, false},
-     {"--seed", "7", "--batch", "1", "--seq", "33", "--dim", "8", "--heads", "4", "--head-dim",
-      "32", "--block-q", "16", "--block-k", "16", NULL}},
-};
-enum { N_CASES = sizeof CASES / sizeof CASES[0] };
+// A recorded run's sizes, as the lesson's Sizes.
+static Sizes case_sizes(const RecordedCase *c) {
+    return (Sizes){(int)case_int(c, "batch"), (int)case_int(c, "seq"), (int)case_int(c, "dim"),
+                   (int)case_int(c, "heads"), (int)case_int(c, "kv_heads"),
+                   (int)case_int(c, "head_dim"), (int)case_int(c, "block_q"),
+                   (int)case_int(c, "block_k"), case_int(c, "causal") != 0,
+                   case_int(c, "train") != 0};
+}
 
 // Drawn: equal to PyTorch's bit for bit.
 static const char *const EXACT[] = {
@@ -80,24 +65,23 @@ static const char *const COMPUTED[] = {COMPUTED_COMMON, NULL};
 static const char *const COMPUTED_TRAIN[] = {COMPUTED_COMMON, "att_weight_dropped",
                                              "att_weight_dropped.grad", NULL};
 
-static Tensor *recorded(const Case *c, const char *name) {
-    return load_npy(path_join("%s/%s.npy", c->dir, name));
+static Tensor *recorded(const RecordedCase *c, const char *name) {
+    return load_npy(path_join("%s/%s.npy", c->reference, name));
 }
 
 // --- against PyTorch --------------------------------------------------------------------
 
 START_TEST(test_matches_pytorch) {
-    const Case *c = &CASES[_i];
+    const RecordedCase *c = recorded_case(REF_DIR, _i);
+    bool train = case_int(c, "train") != 0;
     ReferenceRun run = {
         .lesson = LESSON_DIR,
-        .reference = c->dir,
-        .args = c->args,
-        .exact = c->n.train ? EXACT_TRAIN : EXACT,
-        .computed = c->n.train ? COMPUTED_TRAIN : COMPUTED,
+        .exact = train ? EXACT_TRAIN : EXACT,
+        .computed = train ? COMPUTED_TRAIN : COMPUTED,
         .atol = ATOL,
         .rtol = RTOL,
     };
-    RunResult result = check_against_reference(&run);
+    RunResult result = check_recorded_case(run, c);
     const char *claims[] = {
         "scores.grad is exactly 0 at every masked score: True\n",
         "their rows of K.grad and V.grad are exactly 0: True\n",
@@ -113,12 +97,13 @@ END_TEST
 // Part 1 in this process, on PyTorch's recorded inputs and parameters, in
 // eval mode (the train cases' noise comes from the run above).
 START_TEST(test_part1_on_recorded_inputs) {
-    const Case *c = &CASES[_i];
-    if (c->n.train) {
+    const RecordedCase *c = recorded_case(REF_DIR, _i);
+    Sizes n = case_sizes(c);
+    if (n.train) {
         return;
     }
     SelfAttV4 net;
-    net.dim = c->n.dim;
+    net.dim = n.dim;
     net.query_proj = linear_from(recorded(c, "query_proj.weight"), recorded(c, "query_proj.bias"));
     net.key_proj = linear_from(recorded(c, "key_proj.weight"), recorded(c, "key_proj.bias"));
     net.value_proj = linear_from(recorded(c, "value_proj.weight"), recorded(c, "value_proj.bias"));
@@ -128,7 +113,7 @@ START_TEST(test_part1_on_recorded_inputs) {
     net.training = false;
     const Tensor *X = recorded(c, "X");
     const Tensor *mask = recorded(c, "mask");
-    assert_bitwise_equal(cell_mask(c->n.batch, c->n.seq, c->n.causal), mask, "the mask");
+    assert_bitwise_equal(cell_mask(n.batch, n.seq, n.causal), mask, "the mask");
     SelfAttV4Steps f;
     assert_close(SelfAttV4_forward(&f, &net, X, mask), recorded(c, "ret"), ATOL, RTOL, "ret");
     SelfAttV4Grads g = SelfAttV4_backward(&net, &f, X, recorded(c, "grad_out"));
@@ -168,7 +153,8 @@ static FlashAttention flash_for(const Sizes *n, const Kernels *kernels) {
 // Part 2 in this process, on the recorded inputs: the tiled forward and
 // backward with every kernel set this CPU has, and the naive backward.
 START_TEST(test_part2_on_recorded_inputs) {
-    const Case *c = &CASES[_i];
+    const RecordedCase *c = recorded_case(REF_DIR, _i);
+    Sizes n = case_sizes(c);
     const Tensor *query = recorded(c, "query"), *key = recorded(c, "key");
     const Tensor *value = recorded(c, "value"), *grad = recorded(c, "grad_attn_out");
     const char *names[3] = {"query.grad", "key.grad", "value.grad"};
@@ -176,7 +162,7 @@ START_TEST(test_part2_on_recorded_inputs) {
         if (available(k) == NULL) {
             continue;
         }
-        FlashAttention flash = flash_for(&c->n, available(k));
+        FlashAttention flash = flash_for(&n, available(k));
         Tensor *lse;
         const Tensor *out = FlashAttention_forward(&lse, &flash, query, key, value);
         assert_close(out, recorded(c, "attn_out"), ATOL, RTOL, path_join("%s attn_out", c->dir));
@@ -189,7 +175,7 @@ START_TEST(test_part2_on_recorded_inputs) {
         }
     }
     const Tensor *P;
-    naive_attention(&P, query, key, value, c->n.causal);
+    naive_attention(&P, query, key, value, n.causal);
     QKVGrads naive = naive_backward(P, query, key, value, grad);
     const Tensor *got[3] = {naive.query, naive.key, naive.value};
     for (int i = 0; i < 3; i++) {
@@ -283,6 +269,12 @@ START_TEST(test_one_key_query_gets_zero_dq) {
     for (int d = 0; d < n.head_dim; d++) {
         ck_assert(*at4(naive.query, 1, 3, 0, d) == 0.0f);
     }
+    // Its recomputed P is exactly 1: S is the forward's score to the bit, and
+    // lse = m + log(1) = that score.
+    FlashAttention flash = flash_for(&n, kernels_best());
+    Tensor *lse;
+    FlashAttention_forward(&lse, &flash, in.query, in.key, in.value);
+    ck_assert(*at2(first_tile_P(&flash, in.query, in.key, lse), 0, 0) == 1.0f);
 }
 END_TEST
 
@@ -314,7 +306,7 @@ START_TEST(test_rows_of_dS_sum_to_zero) {
     net.training = _i == 1;
     SelfAttV4Steps f;
     const Tensor *ret = SelfAttV4_forward(&f, &net, X, mask);
-    SelfAttV4Grads p1 = SelfAttV4_backward(&net, &f, X, randn(shape_of(ret)));
+    SelfAttV4Grads p1 = SelfAttV4_backward(&net, &f, X, randn(ret->shape));
     for (int b = 0; b < 3; b++) {
         for (int t = 0; t < 7; t++) {
             double sum = 0.0;
@@ -343,7 +335,7 @@ START_TEST(test_masked_get_exactly_zero) {
     net.training = _i == 1;
     SelfAttV4Steps f;
     const Tensor *ret = SelfAttV4_forward(&f, &net, X, mask);
-    SelfAttV4Grads g = SelfAttV4_backward(&net, &f, X, randn(shape_of(ret)));
+    SelfAttV4Grads g = SelfAttV4_backward(&net, &f, X, randn(ret->shape));
     int unseen = 0, dropped = 0;
     for (int b = 0; b < B; b++) {
         for (int s = 0; s < T; s++) {
@@ -383,7 +375,7 @@ START_TEST(test_central_differences) {
     net.training = train;
     SelfAttV4Steps f;
     const Tensor *ret = SelfAttV4_forward(&f, &net, X, mask);
-    const Tensor *grad_out = randn(shape_of(ret));
+    const Tensor *grad_out = randn(ret->shape);
     SelfAttV4Grads g = SelfAttV4_backward(&net, &f, X, grad_out);
     const Tensor *values[9] = {X, net.query_proj.weight, net.query_proj.bias,
                                net.key_proj.weight, net.key_proj.bias, net.value_proj.weight,
@@ -428,8 +420,8 @@ START_TEST(test_extra_memory) {
         delta[i] = steps.delta_bytes;
     }
     ck_assert_uint_eq(blocks[0], blocks[1]);
-    // (2 D + 2 Bq) ldk floats, ldk = Bk rounded up to 16: K_j^T, V_j^T, P, dS
-    ck_assert_uint_eq(blocks[0], (2 * 16 + 2 * 16) * 32 * sizeof(float));
+    // (2 D + 2 Bq) ldk + Bq D floats, ldk = Bk rounded up to 16: K_j^T, V_j^T, P, dS, Q_i / sqrt(D)
+    ck_assert_uint_eq(blocks[0], ((2 * 16 + 2 * 16) * 32 + 16 * 16) * sizeof(float));
     ck_assert_uint_eq(delta[0], 32 * sizeof(float));
     ck_assert_uint_eq(delta[1], 256 * sizeof(float));
     ck_assert_uint_eq(allocations[0], allocations[1]);   // the three gradients and the scratch
@@ -485,6 +477,12 @@ END_TEST
 // forward does lesson 13's arithmetic (the same matrix products, exp, max and
 // rescaling, in the same order), so attn_out is lesson 13's out bit for bit.
 START_TEST(test_forwards_are_lessons_5_and_13) {
+    if (access(lesson_binary("05-self-attention-v4"), X_OK) != 0 ||
+        access(lesson_binary("13-flash-attention"), X_OK) != 0) {
+        printf("(lessons 5 and 13 are not built: make test-14 builds lesson 14 alone; make test "
+               "compares them)\n");
+        return;
+    }
     const char *dir = make_temp_dir();
     const char *mine = path_join("%s/14", dir), *five = path_join("%s/5", dir);
     const char *thirteen = path_join("%s/13", dir);
@@ -569,10 +567,10 @@ START_TEST(test_matmul_vector_equals_scalar) {
                         memcpy(got, c0->data, sizeof got);
                         memcpy(want, c0->data, sizeof want);
                         int a_row = by_rows ? 64 : 1, a_col = by_rows ? 1 : 64;
-                        vector->matmul(ms[mi], ns[ni], ks[ki], a->data, a_row, a_col, b->data,
-                                       48, got, 48, accumulate);
-                        matmul_scalar(ms[mi], ns[ni], ks[ki], a->data, a_row, a_col, b->data, 48,
-                                      want, 48, accumulate);
+                        vector->matmul(got, 48, a->data, a_row, a_col, b->data, 48, ms[mi],
+                                       ns[ni], ks[ki], accumulate);
+                        matmul_scalar(want, 48, a->data, a_row, a_col, b->data, 48, ms[mi],
+                                      ns[ni], ks[ki], accumulate);
                         assert_same_bits(got, want, 17 * 48,
                                          path_join("%s matmul %d x %d, k %d, form %d",
                                                    vector->name, ms[mi], ns[ni], ks[ki], form));
@@ -603,10 +601,10 @@ START_TEST(test_elementwise_vector_equals_scalar) {
                 memcpy(ds, ds0->data, sizeof ds);
                 memcpy(s_twin, s0->data, sizeof s);
                 memcpy(ds_twin, ds0->data, sizeof ds);
-                vector->softmax_backward(s, ds, rows, cols, lds, lse->data, delta->data, 0.25f,
+                vector->softmax_backward(s, ds, lse->data, delta->data, rows, cols, lds, 0.25f,
                                          diagonal);
-                softmax_backward_scalar(s_twin, ds_twin, rows, cols, lds, lse->data,
-                                        delta->data, 0.25f, diagonal);
+                softmax_backward_scalar(s_twin, ds_twin, lse->data, delta->data, rows, cols, lds,
+                                        0.25f, diagonal);
                 const char *what = path_join("%s, %d columns, diagonal %d", vector->name, cols,
                                              diagonal);
                 assert_same_bits(s, s_twin, rows * lds, path_join("P: %s", what));
@@ -618,6 +616,12 @@ START_TEST(test_elementwise_vector_equals_scalar) {
             vector->row_dots(got, s0->data, ds0->data, rows, D);
             row_dots_scalar(want, s0->data, ds0->data, rows, D);
             assert_same_bits(got, want, rows, path_join("%s row_dots, D %d", vector->name, D));
+        }
+        for (long count = 1; vector != NULL && count <= 40; count++) {
+            float got[40], want[40];
+            vector->scale(got, s0->data, count, 0.125f);
+            scale_scalar(want, s0->data, count, 0.125f);
+            assert_same_bits(got, want, count, path_join("%s scale, %ld", vector->name, count));
         }
     }
 }
@@ -652,7 +656,7 @@ START_TEST(test_exp) {
         static float s[COUNT], ds[COUNT];
         float zero = 0.0f;
         memcpy(s, x, sizeof x);
-        available(k)->softmax_backward(s, ds, 1, COUNT, COUNT, &zero, &zero, 1.0f, COUNT);
+        available(k)->softmax_backward(s, ds, &zero, &zero, 1, COUNT, COUNT, 1.0f, COUNT);
         assert_same_bits(s, scalar_out, COUNT, path_join("%s exp", available(k)->name));
     }
 }
@@ -750,9 +754,9 @@ END_TEST
 Suite *lesson14_suite(void) {
     Suite *suite = suite_create("lesson14");
     TCase *pytorch = new_tcase("pytorch");
-    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, N_CASES);
-    tcase_add_loop_test(pytorch, test_part1_on_recorded_inputs, 0, N_CASES);
-    tcase_add_loop_test(pytorch, test_part2_on_recorded_inputs, 0, N_CASES);
+    tcase_add_loop_test(pytorch, test_matches_pytorch, 0, n_cases());
+    tcase_add_loop_test(pytorch, test_part1_on_recorded_inputs, 0, n_cases());
+    tcase_add_loop_test(pytorch, test_part2_on_recorded_inputs, 0, n_cases());
     suite_add_tcase(suite, pytorch);
     TCase *invariants = new_tcase("invariants");
     tcase_add_loop_test(invariants, test_tiled_equals_naive_over_block_grid, 0, 2);

@@ -89,22 +89,24 @@ typedef struct {
     // C (m x n) = (accumulate ? C : 0) + A (m x k) @ B (k x n), each element
     // summed over p = 0 .. k-1 in order, one fused multiply-add a step:
     //     C[i][j] = fma(A[i][p], B[p][j], C[i][j])
-    // A[i][p] = a[i*a_row + p*a_col], B[p][j] = b[p*ldb + j], C[i][j] = c[i*ldc + j].
-    void (*matmul)(int m, int n, int k, const float *a, int a_row, int a_col, const float *b,
-                   int ldb, float *c, int ldc, bool accumulate);
+    // C[i][j] = c[i*ldc + j], A[i][p] = a[i*a_row + p*a_col], B[p][j] = b[p*ldb + j].
+    void (*matmul)(float *c, int ldc, const float *a, int a_row, int a_col, const float *b,
+                   int ldb, int m, int n, int k, bool accumulate);
     // The forward's online softmax (lesson 13), columns = queries, cols a multiple of 8:
     // m[j] = max(m[j], s[p][j]) over p; then s[p][j] = exp(s[p][j] - m[j]), sums[j] their sum.
     void (*column_max)(float *m, const float *s, int rows, int cols, int lds);
     void (*exp_columns)(float *s, float *sums, const float *m, int rows, int cols, int lds);
-    // The backward's, rows = queries, in place: s[j][p] becomes P = exp(s[j][p] * scale -
-    // lse[j]), or 0 where key p comes after query j (p > j + diagonal); then ds[j][p]
-    // becomes dS = (P * (ds[j][p] - delta[j])) * scale.
-    void (*softmax_backward)(float *s, float *ds, int rows, int cols, int lds, const float *lse,
-                             const float *delta, float scale, int diagonal);
+    // The backward's, rows = queries, in place: s[j][p] becomes P = exp(s[j][p] - lse[j]),
+    // or 0 where key p comes after query j (p > j + diagonal); then ds[j][p] becomes
+    // dS = (P * (ds[j][p] - delta[j])) * scale.
+    void (*softmax_backward)(float *s, float *ds, const float *lse, const float *delta, int rows,
+                             int cols, int lds, float scale, int diagonal);
     // delta[j] = sum over d of x[j][d] * y[j][d], rows of length D, summed in matmul's
     // order (d = 0, 1, ..., one fma a step), so that a dot product of the same
     // two rows comes out the same whichever of the two computes it.
     void (*row_dots)(float *delta, const float *x, const float *y, int rows, int D);
+    // y[i] = x[i] * s for i < count: a query block times 1/sqrt(D), as the forward scales it.
+    void (*scale)(float *y, const float *x, long count, float s);
 } Kernels;
 
 static const Kernels *kernels_best(void);   // ATTN_KERNELS if set, else the fastest this CPU has
@@ -114,7 +116,7 @@ static int min_int(int a, int b) {
     return a < b ? a : b;
 }
 
-// --- part 1's module: lesson 5's SelfAttV4, its forward keeping what the backward needs -----
+// --- the module of part 1: lesson 5's SelfAttV4, its forward keeping what its backward needs ----
 
 typedef struct {
     int dim;
@@ -154,21 +156,21 @@ static SelfAttV4 SelfAttV4_init(int dim) {
 static Tensor *SelfAttV4_forward(SelfAttV4Steps *steps, const SelfAttV4 *self, const Tensor *X,
                                  const Tensor *attention_mask) {
     int C = self->dim;
-    const Tensor *Q = named("Q", linear(X, &self->query_proj));              // (B, T, C)
-    const Tensor *K = named("K", linear(X, &self->key_proj));                // (B, S, C)
-    const Tensor *V = named("V", linear(X, &self->value_proj));              // (B, S, C)
+    const Tensor *Q = named("Q", linear(&self->query_proj, X));              // (B, T, C)
+    const Tensor *K = named("K", linear(&self->key_proj, X));                // (B, S, C)
+    const Tensor *V = named("V", linear(&self->value_proj, X));              // (B, S, C)
     const Tensor *scores =
         div_scalar(matmul(Q, transpose(K, -1, -2)), sqrtf((float)C));        // (B, T, S)
     scores = named("scores", masked_fill(scores, eq_scalar(attention_mask, 0), MASK_FILL));
     const Tensor *att_weight = named("att_weight", softmax(scores, -1));     // (B, T, S)
     const Tensor *noise = NULL, *att_weight_dropped = att_weight;            // (B, T, S)
     if (self->training && self->att_drop > 0.0) {
-        Tensor *keep = bernoulli(shape_of(att_weight), 1.0 - self->att_drop);   // 1 or 0
+        Tensor *keep = bernoulli(att_weight->shape, 1.0 - self->att_drop);   // 1 or 0
         noise = named("noise", div_scalar(keep, (float)(1.0 - self->att_drop)));
         att_weight_dropped = named("att_weight_dropped", mul(att_weight, noise));
     }
     const Tensor *output = named("output", matmul(att_weight_dropped, V));   // (B, T, C)
-    Tensor *ret = linear(output, &self->output_proj);                        // (B, T, C)
+    Tensor *ret = linear(&self->output_proj, output);                        // (B, T, C)
     named("ret", ret);
     if (steps != NULL) {
         *steps = (SelfAttV4Steps){Q, K, V, scores, att_weight, noise, att_weight_dropped, output};
@@ -192,7 +194,7 @@ static const Tensor *cell_mask(int batch, int seq, bool causal) {
     return mask;
 }
 
-// --- part 1: the backward, one step at a time, by loops --------------------------------
+// --- its backward, one step at a time, by loops -------------------------------------------------
 
 // Every .grad of part 1. The Linears hold their parameters' gradients
 // (grad.query_proj.weight is query_proj.weight.grad).
@@ -212,7 +214,7 @@ typedef struct {
 //   dW[o, i] = sum_r dy[r, o] x[r, i]     db[o] = sum_r dy[r, o]
 //   dx[r, i] += sum_o dy[r, o] W[o, i]
 // dx is ADDED to (X feeds three Linears, and its gradient is the sum of theirs).
-static Linear linear_backward(Tensor *dx, const Tensor *dy, const Tensor *x, const Linear *layer) {
+static Linear linear_backward(Tensor *dx, const Linear *layer, const Tensor *dy, const Tensor *x) {
     int in = layer->in_features, out = layer->out_features;
     long rows = numel(x) / in;
     const float *x_r = at2(view(contiguous(x), shape2((int)rows, in)), 0, 0);    // (rows, in)
@@ -249,7 +251,7 @@ static SelfAttV4Grads SelfAttV4_backward(const SelfAttV4 *self, const SelfAttV4S
     SelfAttV4Grads g;
     // 1. ret = output_proj(output): a Linear.
     g.output = zeros(shape3(B, T, C));
-    g.output_proj = linear_backward(g.output, grad_out, f->output, &self->output_proj);
+    g.output_proj = linear_backward(g.output, &self->output_proj, grad_out, f->output);
     trace2("grad_out @ W", g.output, grad_out, self->output_proj.weight);
     // 2. output = W @ V, W = att_weight_dropped (B, T, S):
     //    dV[b, s, c] = sum_t W[b, t, s] dO[b, t, c]     dW[b, t, s] = sum_c dO[b, t, c] V[b, s, c]
@@ -314,16 +316,16 @@ static SelfAttV4Grads SelfAttV4_backward(const SelfAttV4 *self, const SelfAttV4S
     trace2("dS^T @ Q / sqrt(C)", g.K, g.scores, f->Q);
     // 6. Q, K, V = three Linears of X: X.grad is the sum of the three dx.
     g.X = zeros(shape3(B, T, C));
-    g.query_proj = linear_backward(g.X, g.Q, X, &self->query_proj);
-    g.key_proj = linear_backward(g.X, g.K, X, &self->key_proj);
-    g.value_proj = linear_backward(g.X, g.V, X, &self->value_proj);
+    g.query_proj = linear_backward(g.X, &self->query_proj, g.Q, X);
+    g.key_proj = linear_backward(g.X, &self->key_proj, g.K, X);
+    g.value_proj = linear_backward(g.X, &self->value_proj, g.V, X);
     const Tensor *sources[] = {g.Q, g.K, g.V, self->query_proj.weight, self->key_proj.weight,
                                self->value_proj.weight};
     trace("dQ Wq + dK Wk + dV Wv", g.X, 6, sources, 0, NULL);
     return g;
 }
 
-// --- part 2's module: lesson 13's tiled attention, forward (keeping lse) and backward ----
+// --- the module of part 2: lesson 13's tiled attention, forward (keeping lse), backward ---------
 
 typedef struct {
     int num_heads;             // H
@@ -380,6 +382,7 @@ typedef struct {
     int ldk;       // Bk rounded up to 16: a row of k_t, v_t, p, ds
     float *k_t;    // (D, ldk)  K_j^T, for S = Q_i K_j^T
     float *v_t;    // (D, ldk)  V_j^T, for dP = dO_i V_j^T
+    float *q_s;    // (Bq, D)   Q_i / sqrt(D), as the forward's query block
     float *p;      // (Bq, ldk) S_ij, then P_ij in place
     float *ds;     // (Bq, ldk) dP_ij, then dS_ij in place
     float *delta;  // (N)       D = rowsum(dO * O) of one head
@@ -401,20 +404,23 @@ static void backward_tile(const BackwardScratch *w, const Kernels *kern, const H
     float scale = 1.0f / sqrtf((float)D);
     int ldk = w->ldk;
     int diagonal = kind == TILE_DIAGONAL ? qs - ks : nk;   // key p masked if p > j + diagonal
-    // The two products that need only the inputs: S = Q_i K_j^T (nq, nk), the
-    // forward's scores again, and dP = dO_i V_j^T (nq, nk).
-    kern->matmul(nq, nk, D, q_i, D, 1, w->k_t, ldk, w->p, ldk, false);
-    kern->matmul(nq, nk, D, do_i, D, 1, w->v_t, ldk, w->ds, ldk, false);
-    // One pass over the tile: P = exp(S / sqrt(D) - lse_i), the forward's
-    // probabilities (exp(S - m) / l = exp(S - m - log l)), 0 where masked; and
-    // dS = P * (dP - D_i) / sqrt(D), the 1/sqrt(D) being the scores' scale.
-    kern->softmax_backward(w->p, w->ds, nq, nk, ldk, x->lse + qs, w->delta + qs, scale, diagonal);
+    // The two products that need only the inputs: S = (Q_i / sqrt(D)) K_j^T (nq, nk),
+    // the forward's scores to the bit (the same products, summed in the same
+    // order), and dP = dO_i V_j^T (nq, nk).
+    kern->scale(w->q_s, q_i, (long)nq * D, scale);
+    kern->matmul(w->p, ldk, w->q_s, D, 1, w->k_t, ldk, nq, nk, D, false);
+    kern->matmul(w->ds, ldk, do_i, D, 1, w->v_t, ldk, nq, nk, D, false);
+    // One pass over the tile: P = exp(S - lse_i), the forward's probabilities
+    // (exp(S - m) / l = exp(S - m - log l)), 0 where masked; and dS = P * (dP -
+    // D_i) / sqrt(D), the 1/sqrt(D) being the scores' scale.
+    kern->softmax_backward(w->p, w->ds, x->lse + qs, w->delta + qs, nq, nk, ldk, scale,
+                           diagonal);
     // The three products that add into the gradients:
     // dV_j (nk, D) += P^T (nk, nq) @ dO_i (nq, D)
-    kern->matmul(nk, D, nq, w->p, 1, ldk, do_i, D, dv_j, D, true);
+    kern->matmul(dv_j, D, w->p, 1, ldk, do_i, D, nk, D, nq, true);
     // dQ_i (nq, D) += dS (nq, nk) @ K_j (nk, D);  dK_j (nk, D) += dS^T (nk, nq) @ Q_i (nq, D)
-    kern->matmul(nq, D, nk, w->ds, ldk, 1, k_j, D, dq_i, D, true);
-    kern->matmul(nk, D, nq, w->ds, 1, ldk, q_i, D, dk_j, D, true);
+    kern->matmul(dq_i, D, w->ds, ldk, 1, k_j, D, nq, D, nk, true);
+    kern->matmul(dk_j, D, w->ds, 1, ldk, q_i, D, nk, D, nq, true);
 }
 
 // FlashAttention-2's backward: for each head, D = rowsum(dO * O) first; then
@@ -435,10 +441,11 @@ static QKVGrads FlashAttention_backward(BackwardSteps *steps, const FlashAttenti
                       zeros(shape4(B, KV, N, D))};
     BackwardScratch w;
     w.ldk = (Bk + 15) / 16 * 16;
-    size_t blocks = (2 * (size_t)D + 2 * (size_t)Bq) * (size_t)w.ldk;
+    size_t blocks = (2 * (size_t)D + 2 * (size_t)Bq) * (size_t)w.ldk + (size_t)Bq * D;
     w.k_t = arena_alloc(blocks + (size_t)N, sizeof(float));
     w.v_t = w.k_t + (size_t)D * w.ldk;
-    w.p = w.v_t + (size_t)D * w.ldk;
+    w.q_s = w.v_t + (size_t)D * w.ldk;
+    w.p = w.q_s + (size_t)Bq * D;
     w.ds = w.p + (size_t)Bq * w.ldk;
     w.delta = w.ds + (size_t)Bq * w.ldk;
     BackwardSteps counts = {{0, 0, 0}, 0.0, blocks * sizeof(float), (size_t)N * sizeof(float)};
@@ -481,7 +488,7 @@ static QKVGrads FlashAttention_backward(BackwardSteps *steps, const FlashAttenti
     return grads;
 }
 
-// --- part 2's naive path: P kept whole, as autograd keeps it -------------------------------
+// --- part 2's naive path: P kept whole, as autograd keeps it ------------------------------------
 
 // Lesson 13's naive forward (appendix C): the helper's matmul and softmax,
 // the whole weights kept. Returns out (B, H, N, D) and *P (B, H, N, N).
@@ -499,7 +506,7 @@ static size_t naive_extra_bytes(int B, int H, int N) {
 static QKVGrads naive_backward(const Tensor *P, const Tensor *query, const Tensor *key,
                                const Tensor *value, const Tensor *grad_out);
 
-// --- the demonstrations -------------------------------------------------------------------
+// --- what both parts print with -----------------------------------------------------------------
 
 typedef struct {
     int batch, seq, dim, heads, kv_heads, head_dim, block_q, block_k;
@@ -529,6 +536,8 @@ static Tensor *sum_last(const Tensor *t) {
     }
     return sums;
 }
+
+// --- part 1: lesson 5's module backward, every .grad by hand ------------------------------------
 
 // Part 1's checks: masked scores and masked keys get exactly 0, the rows of
 // scores.grad sum to 0, and central differences agree with the formulas.
@@ -573,8 +582,8 @@ static void part1_by_hand(const Sizes *n, bool heatmap) {
                "%ld elements --\n", B, T, T, MAX_ELEMENTS);
         return;
     }
-    printf("-- part 1. lesson 5's SelfAttV4 backward by hand, one step at a time (--batch --seq "
-           "--dim,\n   --causal, --train) --\n");
+    printf("-- part 1: lesson 5's module backward, every .grad by hand (--batch --seq --dim "
+           "--causal --train) --\n");
     printf("X = torch.rand(%d, %d, %d, requires_grad=True); net = SelfAttV4(%d), %s mode\n",
            B, T, C, C, n->train ? "train" : "eval");
     const Tensor *X = named("X", rand_tensor(shape3(B, T, C)));              // (B, T, C)
@@ -586,7 +595,7 @@ static void part1_by_hand(const Sizes *n, bool heatmap) {
     SelfAttV4Steps f;
     const Tensor *ret = SelfAttV4_forward(&f, &net, X, mask);                // (B, T, C)
     printf("att_weight:\n%s\n", tensor_str(f.att_weight, "grad_fn=<SoftmaxBackward0>"));
-    const Tensor *grad_out = named("grad_out", randn(shape_of(ret)));        // (B, T, C)
+    const Tensor *grad_out = named("grad_out", randn(ret->shape));        // (B, T, C)
     printf("ret = net(X, mask); grad_out = torch.randn(%d, %d, %d); ret.backward(grad_out)\n",
            B, T, C);
     print_grad("grad_out", grad_out);
@@ -660,6 +669,8 @@ static void part1_by_hand(const Sizes *n, bool heatmap) {
     trace_pause(was_paused);
 }
 
+// --- part 2: FlashAttention-2's backward on lesson 13's tiles -----------------------------------
+
 // The tiles of one head in the order the backward visits them: a column per
 // key block (the outer loop), a row per query block (the inner loop).
 static void show_tile_visits(const Sizes *n, const BackwardSteps *steps) {
@@ -703,33 +714,34 @@ static void show_tile_visits(const Sizes *n, const BackwardSteps *steps) {
 }
 
 // P of the first tile of batch 0, head 0, made as the backward makes it:
-// S = Q_i K_j^T, then exp(S / sqrt(D) - lse). (nq, nk).
+// S = (Q_i / sqrt(D)) K_j^T, then exp(S - lse). (nq, nk).
 static Tensor *first_tile_P(const FlashAttention *flash, const Tensor *query, const Tensor *key,
                             const Tensor *lse) {
     int N = size(query, 2), D = size(query, 3);
     int nq = min_int(flash->block_q, N), nk = min_int(flash->block_k, N);
-    Tensor *P = zeros(shape2(nq, nk));                                       // (nq, nk)
-    Tensor *k_t = zeros(shape2(D, nk));                                      // (D, nk)
+    Tensor *P = zeros(shape2(nq, nk)), *unused = zeros(shape2(nq, nk));      // (nq, nk)
+    const Tensor *no_delta = zeros(shape1(nq));                              // dS is not shown
+    Tensor *q_s = zeros(shape2(nq, D)), *k_t = zeros(shape2(D, nk));         // (nq, D), (D, nk)
     for (int d = 0; d < D; d++) {
+        for (int j = 0; j < nq; j++) {
+            *at2(q_s, j, d) = *at4(query, 0, 0, j, d) * (1.0f / sqrtf((float)D));
+        }
         for (int p = 0; p < nk; p++) {
             *at2(k_t, d, p) = *at4(key, 0, 0, p, d);
         }
     }
-    const Tensor *q = contiguous(query);
-    flash->kernels->matmul(nq, nk, D, at4(q, 0, 0, 0, 0), D, 1, k_t->data, nk, P->data, nk, false);
+    flash->kernels->matmul(P->data, nk, q_s->data, D, 1, k_t->data, nk, nq, nk, D, false);
     TileKind kind = tile_kind(flash->causal, 0, nq, 0, nk);
-    Tensor *unused = zeros(shape2(nq, nk)), *no_delta = zeros(shape1(nq));   // dS is not shown
-    flash->kernels->softmax_backward(P->data, unused->data, nq, nk, nk, at3(lse, 0, 0, 0),
-                                     no_delta->data, 1.0f / sqrtf((float)D),
-                                     kind == TILE_DIAGONAL ? 0 : nk);
+    flash->kernels->softmax_backward(P->data, unused->data, at3(lse, 0, 0, 0), no_delta->data,
+                                     nq, nk, nk, 1.0f, kind == TILE_DIAGONAL ? 0 : nk);
     return P;
 }
 
 // Part 2: lesson 13's attention, forward keeping lse, backward by tiles.
 static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
     int B = n->batch, H = n->heads, KV = n->kv_heads, N = n->seq, D = n->head_dim;
-    printf("\n-- part 2. FlashAttention-2's backward on lesson 13's tiles (--heads --kv-heads "
-           "--head-dim,\n   --block-q --block-k, --causal) --\n");
+    printf("\n-- part 2: FlashAttention-2's tiled backward (--heads --kv-heads --block-q --block-k "
+           "--causal) --\n");
     manual_seed(seed);
     printf("torch.manual_seed(seed) again: lesson 13's draws, then the upstream gradient\n");
     printf("query = torch.randn(%d, %d, %d, %d, requires_grad=True)\n", B, H, N, D);
@@ -812,7 +824,7 @@ static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
     trace_pause(was_paused);
 }
 
-// --- the lesson -------------------------------------------------------------------------
+// --- the lesson ---------------------------------------------------------------------------------
 
 static void check_kernels_variable(const Lesson *lesson);
 // --bench: check its flags, time, print (appendix B).
@@ -878,8 +890,7 @@ int main(int argc, char **argv) {
     return lesson_finish(&lesson);
 }
 
-// ===========================================================================================
-// APPENDIX A. THE KERNELS: the one place in this lesson that leaves portable C.
+// === appendix A: the kernels, the one place in this lesson that leaves portable C ===============
 //
 // Every function of Kernels exists three times with the same contract and
 // the same results, bit for bit:
@@ -895,7 +906,6 @@ int main(int argc, char **argv) {
 // project's, and kernels_best() uses it only where the CPU has it (and the
 // compiler is GCC or Clang on x86-64). ATTN_KERNELS=scalar, avx2 or avx512
 // chooses one (make valgrind forces scalar: valgrind 3.19 has no AVX-512).
-// ===========================================================================================
 
 // --- exp (lesson 13's): exp(x) = 2^n e^r, n = round(x / ln 2), |r| <= ln(2)/2,
 // e^r by seven Taylor terms; within 1 ulp of expf; 0 below FLT_MIN, for -inf and NaN.
@@ -950,8 +960,8 @@ static float max_float(float a, float b) {
 
 // --- the scalar twins ---
 
-static void matmul_scalar(int m, int n, int k, const float *a, int a_row, int a_col,
-                          const float *b, int ldb, float *c, int ldc, bool accumulate) {
+static void matmul_scalar(float *c, int ldc, const float *a, int a_row, int a_col,
+                          const float *b, int ldb, int m, int n, int k, bool accumulate) {
     for (int i = 0; i < m; i++) {
         for (int j = 0; j < n; j++) {
             float acc = accumulate ? c[(long)i * ldc + j] : 0.0f;
@@ -984,13 +994,11 @@ static void exp_columns_scalar(float *s, float *sums, const float *m, int rows, 
     }
 }
 
-static void softmax_backward_scalar(float *s, float *ds, int rows, int cols, int lds,
-                                    const float *lse, const float *delta, float scale,
-                                    int diagonal) {
+static void softmax_backward_scalar(float *s, float *ds, const float *lse, const float *delta,
+                                    int rows, int cols, int lds, float scale, int diagonal) {
     for (int j = 0; j < rows; j++) {
         for (int p = 0; p < cols; p++) {
-            float x = fmaf(s[(long)j * lds + p], scale, -lse[j]);
-            float P = p > j + diagonal ? 0.0f : flash_expf(x);
+            float P = p > j + diagonal ? 0.0f : flash_expf(s[(long)j * lds + p] - lse[j]);
             float g = P * (ds[(long)j * lds + p] - delta[j]);
             s[(long)j * lds + p] = P;
             ds[(long)j * lds + p] = g * scale;
@@ -1005,6 +1013,12 @@ static void row_dots_scalar(float *delta, const float *x, const float *y, int ro
             acc = fmaf(x[(long)j * D + d], y[(long)j * D + d], acc);
         }
         delta[j] = acc;
+    }
+}
+
+static void scale_scalar(float *y, const float *x, long count, float s) {
+    for (long i = 0; i < count; i++) {
+        y[i] = x[i] * s;
     }
 }
 
@@ -1028,7 +1042,7 @@ static float fma_chains_scalar(long steps) {
 
 static const Kernels SCALAR_KERNELS = {"scalar", matmul_scalar, column_max_scalar,
                                        exp_columns_scalar, softmax_backward_scalar,
-                                       row_dots_scalar};
+                                       row_dots_scalar, scale_scalar};
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_VECTOR_KERNELS 1
@@ -1073,8 +1087,8 @@ AVX2 static inline __m256i lanes8(int count) {
 // and stores (slow ones: full tiles take plain loads and stores).
 enum { MR2 = 6, NR2 = 16 };
 
-AVX2 static void tile_avx2(int mr, int nr, int kc, const float *a, int a_row, int a_col,
-                           const float *b, int ldb, float *c, int ldc, bool accumulate) {
+AVX2 static void tile_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
+                           const float *b, int ldb, int mr, int nr, int kc, bool accumulate) {
     __m256i m0 = lanes8(nr), m1 = lanes8(nr - 8);
     const float *a_rows[MR2];
     __m256 c0[MR2], c1[MR2];
@@ -1127,12 +1141,12 @@ AVX2 static void tile_avx2(int mr, int nr, int kc, const float *a, int a_row, in
     }
 }
 
-AVX2 static void matmul_avx2(int m, int n, int k, const float *a, int a_row, int a_col,
-                             const float *b, int ldb, float *c, int ldc, bool accumulate) {
+AVX2 static void matmul_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
+                             const float *b, int ldb, int m, int n, int k, bool accumulate) {
     for (int i0 = 0; i0 < m; i0 += MR2) {
         for (int j0 = 0; j0 < n; j0 += NR2) {
-            tile_avx2(min_int(MR2, m - i0), min_int(NR2, n - j0), k, a + (long)i0 * a_row,
-                      a_row, a_col, b + j0, ldb, c + (long)i0 * ldc + j0, ldc, accumulate);
+            tile_avx2(c + (long)i0 * ldc + j0, ldc, a + (long)i0 * a_row, a_row, a_col, b + j0,
+                      ldb, min_int(MR2, m - i0), min_int(NR2, n - j0), k, accumulate);
         }
     }
 }
@@ -1160,24 +1174,23 @@ AVX2 static void exp_columns_avx2(float *s, float *sums, const float *m, int row
     }
 }
 
-AVX2 static void softmax_backward_avx2(float *s, float *ds, int rows, int cols, int lds,
-                                       const float *lse, const float *delta, float scale,
-                                       int diagonal) {
+AVX2 static void softmax_backward_avx2(float *s, float *ds, const float *lse, const float *delta,
+                                       int rows, int cols, int lds, float scale, int diagonal) {
     __m256 scale8 = _mm256_set1_ps(scale);
     __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (int j = 0; j < rows; j++) {
         float *s_j = s + (long)j * lds, *ds_j = ds + (long)j * lds;
-        __m256 minus_lse = _mm256_set1_ps(-lse[j]), delta8 = _mm256_set1_ps(delta[j]);
+        __m256 lse8 = _mm256_set1_ps(lse[j]), delta8 = _mm256_set1_ps(delta[j]);
         int p = 0;
         for (; p + 8 <= cols; p += 8) {
-            __m256 e = exp8(_mm256_fmadd_ps(_mm256_loadu_ps(s_j + p), scale8, minus_lse));
+            __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s_j + p), lse8));
             __m256i seen = _mm256_cmpgt_epi32(_mm256_set1_epi32(j + diagonal - p + 1), index);
             __m256 P = _mm256_and_ps(e, _mm256_castsi256_ps(seen));
             __m256 g = _mm256_mul_ps(P, _mm256_sub_ps(_mm256_loadu_ps(ds_j + p), delta8));
             _mm256_storeu_ps(s_j + p, P);
             _mm256_storeu_ps(ds_j + p, _mm256_mul_ps(g, scale8));
         }
-        softmax_backward_scalar(s_j + p, ds_j + p, 1, cols - p, lds, lse + j, delta + j, scale,
+        softmax_backward_scalar(s_j + p, ds_j + p, lse + j, delta + j, 1, cols - p, lds, scale,
                                 j + diagonal - p);
     }
 }
@@ -1205,6 +1218,14 @@ AVX2 static void row_dots_avx2(float *delta, const float *x, const float *y, int
     }
 }
 
+AVX2 static void scale_avx2(float *y, const float *x, long count, float s) {
+    long i = 0;
+    for (; i + 8 <= count; i += 8) {
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(s)));
+    }
+    scale_scalar(y + i, x + i, count - i, s);
+}
+
 AVX2 __attribute__((noinline)) static float fma_chains_avx2(long steps) {
     __m256 acc[12], a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-3f);
 #pragma GCC unroll 12
@@ -1225,7 +1246,7 @@ AVX2 __attribute__((noinline)) static float fma_chains_avx2(long steps) {
 }
 
 static const Kernels AVX2_KERNELS = {"avx2", matmul_avx2, column_max_avx2, exp_columns_avx2,
-                                     softmax_backward_avx2, row_dots_avx2};
+                                     softmax_backward_avx2, row_dots_avx2, scale_avx2};
 
 // --- AVX-512: 16 floats per register ---
 
@@ -1261,8 +1282,8 @@ static inline __mmask16 lanes16(int count) {
 // tiles of fewer than 32 columns, masked ones (the masks cost about a tenth).
 enum { MR3 = 8, NR3 = 32 };
 
-AVX512 static void tile_avx512(int mr, int nr, int kc, const float *a, int a_row, int a_col,
-                               const float *b, int ldb, float *c, int ldc, bool accumulate) {
+AVX512 static void tile_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
+                               const float *b, int ldb, int mr, int nr, int kc, bool accumulate) {
     __mmask16 m0 = lanes16(nr), m1 = lanes16(nr - 16);
     const float *a_rows[MR3];
     __m512 c0[MR3], c1[MR3];
@@ -1309,26 +1330,26 @@ AVX512 static void tile_avx512(int mr, int nr, int kc, const float *a, int a_row
     }
 }
 
-AVX512 static void matmul_avx512(int m, int n, int k, const float *a, int a_row, int a_col,
-                                 const float *b, int ldb, float *c, int ldc, bool accumulate) {
+AVX512 static void matmul_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
+                                 const float *b, int ldb, int m, int n, int k, bool accumulate) {
     for (int i0 = 0; i0 < m; i0 += MR3) {
         for (int j0 = 0; j0 < n; j0 += NR3) {
-            tile_avx512(min_int(MR3, m - i0), min_int(NR3, n - j0), k, a + (long)i0 * a_row,
-                        a_row, a_col, b + j0, ldb, c + (long)i0 * ldc + j0, ldc, accumulate);
+            tile_avx512(c + (long)i0 * ldc + j0, ldc, a + (long)i0 * a_row, a_row, a_col,
+                        b + j0, ldb, min_int(MR3, m - i0), min_int(NR3, n - j0), k, accumulate);
         }
     }
 }
 
-AVX512 static void softmax_backward_avx512(float *s, float *ds, int rows, int cols, int lds,
-                                           const float *lse, const float *delta, float scale,
-                                           int diagonal) {
+AVX512 static void softmax_backward_avx512(float *s, float *ds, const float *lse,
+                                           const float *delta, int rows, int cols, int lds,
+                                           float scale, int diagonal) {
     __m512 scale16 = _mm512_set1_ps(scale);
     for (int j = 0; j < rows; j++) {
         float *s_j = s + (long)j * lds, *ds_j = ds + (long)j * lds;
-        __m512 minus_lse = _mm512_set1_ps(-lse[j]), delta16 = _mm512_set1_ps(delta[j]);
+        __m512 lse16 = _mm512_set1_ps(lse[j]), delta16 = _mm512_set1_ps(delta[j]);
         for (int p = 0; p < cols; p += 16) {
             __mmask16 inside = lanes16(cols - p), seen = lanes16(j + diagonal - p + 1);
-            __m512 x = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(inside, s_j + p), scale16, minus_lse);
+            __m512 x = _mm512_sub_ps(_mm512_maskz_loadu_ps(inside, s_j + p), lse16);
             __m512 P = _mm512_maskz_mov_ps(seen, exp16(x));
             __m512 g = _mm512_mul_ps(P, _mm512_sub_ps(_mm512_maskz_loadu_ps(inside, ds_j + p),
                                                       delta16));
@@ -1359,7 +1380,7 @@ AVX512 __attribute__((noinline)) static float fma_chains_avx512(long steps) {
 
 static const Kernels AVX512_KERNELS = {"avx512", matmul_avx512, column_max_avx2,
                                        exp_columns_avx2, softmax_backward_avx512,
-                                       row_dots_avx2};
+                                       row_dots_avx2, scale_avx2};
 #endif   // x86-64 with GCC or Clang
 
 // --- choosing: what this CPU runs, and ATTN_KERNELS ---
@@ -1408,9 +1429,7 @@ static void check_kernels_variable(const Lesson *lesson) {
     }
 }
 
-// ===========================================================================================
-// APPENDIX B. THE BENCH: the tiled backward against the naive one, on one core.
-// ===========================================================================================
+// === appendix B: the bench, the tiled backward against the naive one on one core ================
 
 #define BENCH_HEADS 8
 #define BENCH_HEAD_DIM 64
@@ -1659,9 +1678,7 @@ static void refuse_with_bench(const Lesson *lesson, int argc, char **argv) {
     }
 }
 
-// ===========================================================================================
-// APPENDIX C. THE FORWARD: lesson 13's tiled loop, keeping lse.
-// ===========================================================================================
+// === appendix C: the forward, lesson 13's tiled loop keeping lse, and its naive path ============
 
 // The forward's scratch (lesson 13's): scores kept transposed, a column per query.
 typedef struct {
@@ -1697,7 +1714,7 @@ static void attend_query_block(const Tiling *w, const float *q, const float *k, 
         }
         int visible = kind == TILE_DIAGONAL ? min_int(nk, qs + nq - ks) : nk;
         // s_t (visible, ldS) = k_block (visible, D) @ q_t (D, ldS), masked on the diagonal
-        w->kernels->matmul(visible, ldS, D, k + (long)ks * D, D, 1, w->q_t, ldS, w->s_t, ldS,
+        w->kernels->matmul(w->s_t, ldS, k + (long)ks * D, D, 1, w->q_t, ldS, visible, ldS, D,
                            false);
         for (int p = 0; kind == TILE_DIAGONAL && p < visible; p++) {
             for (int j = 0; j < nq; j++) {
@@ -1718,7 +1735,7 @@ static void attend_query_block(const Tiling *w, const float *q, const float *k, 
             }
         }
         // o (nq, D) += P (nq, visible) @ v_block (visible, D), P[j][p] = s_t[p][j]
-        w->kernels->matmul(nq, D, visible, w->s_t, 1, ldS, v + (long)ks * D, D, o, D, true);
+        w->kernels->matmul(o, D, w->s_t, 1, ldS, v + (long)ks * D, D, nq, D, visible, true);
     }
     for (int j = 0; j < nq; j++) {
         for (int d = 0; d < D; d++) {
@@ -1827,9 +1844,7 @@ static QKVGrads naive_backward(const Tensor *P, const Tensor *query, const Tenso
     return g;
 }
 
-// ===========================================================================================
-// APPENDIX D. PART 1'S MODULE IN DOUBLE, for the central differences.
-// ===========================================================================================
+// === appendix D: part 1's module in double, for the central differences =========================
 
 // sum(ret * grad_out) computed in double from the float inputs and
 // parameters, with one number moved by h: element `index` (row-major) of
@@ -1916,8 +1931,8 @@ static void print_central_differences(const SelfAttV4 *net, const SelfAttV4Steps
     for (int e = 0; e < 5; e++) {
         const Tensor *w = entries[e].value;
         const int *i = entries[e].index;
-        long flat = w->ndim == 1   ? i[0]
-                    : w->ndim == 2 ? (long)i[0] * size(w, 1) + i[1]
+        long flat = w->shape.ndim == 1   ? i[0]
+                    : w->shape.ndim == 2 ? (long)i[0] * size(w, 1) + i[1]
                                    : ((long)i[0] * size(w, 1) + i[1]) * C + i[2];
         double up = loss_in_double(net, X, mask, f->noise, grad_out, w, flat, CHECK_STEP);
         double down = loss_in_double(net, X, mask, f->noise, grad_out, w, flat, -CHECK_STEP);
@@ -1926,7 +1941,7 @@ static void print_central_differences(const SelfAttV4 *net, const SelfAttV4Steps
         double analytic = grad->data[grad->offset + flat];
         char where[64];
         int used = snprintf(where, sizeof where, "%s[", entries[e].name);
-        for (int d = 0; d < w->ndim; d++) {
+        for (int d = 0; d < w->shape.ndim; d++) {
             used += snprintf(where + used, sizeof where - (size_t)used, d ? ", %d" : "%d", i[d]);
         }
         snprintf(where + used, sizeof where - (size_t)used, "]");

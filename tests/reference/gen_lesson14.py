@@ -32,11 +32,14 @@ import sys
 
 import torch
 
-from reference import page_block, record_cases, save, save_all, stdout_txt
+from reference import listed_by_flags, page_block, record_cases, save, save_all, stdout_txt
+
+DEFAULTS = {"seed": 0, "batch": 3, "seq": 4, "dim": 2, "heads": 2, "kv_heads": 2, "head_dim": 4,
+            "block_q": 2, "block_k": 2, "causal": False, "train": False}
 
 
-# case directory -> (seed, the lesson's flags). Keep in step with CASES in
-# tests/test_lesson14.c. Small on purpose (the data is committed); together
+# case directory -> (seed, the lesson's flags); tests/data/lesson14/cases.txt
+# lists them for the C test. Small on purpose (the data is committed); together
 # they cover: the padding mask and the causal one; dropout in train mode;
 # kv_heads 1, between and heads; seq 1; a seq that is a multiple of neither
 # block; blocks of 1; a head_dim that is not a multiple of 16.
@@ -51,8 +54,8 @@ CASES = {
     "seed5_seq1": (5, ["--seq", "1", "--causal"]),
     "seed6_blocks1": (6, ["--train", "--causal", "--seq", "5", "--block-q", "1", "--block-k",
                           "1"]),
-    "seed7_mha": (7, ["--batch", "1", "--seq", "33", "--dim", "8", "--heads", "4", "--head-dim",
-                      "32", "--block-q", "16", "--block-k", "16"]),
+    "seed7_mha": (7, ["--batch", "1", "--seq", "33", "--dim", "8", "--heads", "4", "--kv-heads",
+                      "4", "--head-dim", "32", "--block-q", "16", "--block-k", "16"]),
 }
 
 
@@ -91,7 +94,10 @@ def record(directory, seed, flags):
 
 def main():
     torch.set_num_threads(1)
-    record_cases("lesson14", CASES, record)
+    # The C test runs seed 0 without flags: the lesson's defaults.
+    flags = {name: (["--seed", str(seed)] if seed != 0 else []) + case_flags
+             for name, (seed, case_flags) in CASES.items()}
+    record_cases("lesson14", CASES, record, listed_by_flags(DEFAULTS, flags))
 
 
 if __name__ == "__main__":
