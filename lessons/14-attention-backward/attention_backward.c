@@ -816,7 +816,8 @@ static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
            "8*B*H*N*N*D = %.0f\n", steps.flops, 10 * BHND, 4 * BHND, 8 * BHND);
     printf("extra memory: naive, P (kept by its forward), dP and dS, (B, H, N, N) each: %.2f KiB;"
            "\n  tiled, lse (B, H, N), kept by the forward, and D (N) of one head: %.2f KiB; its "
-           "blocks,\n  K_j^T and V_j^T (D, Bk) and two (Bq, Bk): %.2f KiB, whatever N is\n",
+           "blocks,\n  K_j^T and V_j^T (D, Bk), two (Bq, Bk) and Q_i / sqrt(D) (Bq, D): %.2f KiB, "
+           "whatever N is\n",
            naive_extra_bytes(B, H, N) / 1024.0,
            ((double)numel(lse) * sizeof(float) + steps.delta_bytes) / 1024.0,
            steps.scratch_bytes / 1024.0);
