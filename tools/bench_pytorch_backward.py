@@ -48,13 +48,17 @@ LESSON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build",
 
 # What runs in the PyTorch process: argv = [seqs, calls]; one line per case.
 WORKER = r'''
-import math, resource, sys, time
+import math, sys, time
 import torch
 import torch.nn.functional as F
 torch.set_num_threads(1)
 torch.manual_seed(0)
 seqs, calls = [int(n) for n in sys.argv[1].split(",")], int(sys.argv[2])
-print(f"# torch {torch.__version__}, {torch.get_num_threads()} thread", flush=True)
+blas = sorted({line.split()[-1] for line in open("/proc/self/maps")
+               if "blas" in line.lower() or "dnnl" in line.lower()})
+print(f"# torch {torch.__version__}, {torch.get_num_threads()} thread, CPU capability "
+      f"{torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, 'cpu') else '?'}, "
+      f"libraries loaded: {' '.join(blas) or 'none found'}", flush=True)
 
 
 def manual(q, k, v, causal, mask):
@@ -75,19 +79,16 @@ for n in seqs:
         for name, forward in ways.items():
             if name == "manual" and n > 4096:
                 continue                       # its (N, N) weights: gigabytes
-            best, grown = math.inf, 0.0
+            best = math.inf
             for call in range(calls + 1):      # the first call warms up
                 out = forward(bool(causal))
-                before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
                 start = time.perf_counter()
                 out.backward(g)
                 seconds = time.perf_counter() - start
-                grown = max(grown, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
                 q.grad = k.grad = v.grad = None
                 if call > 0:
                     best = min(best, seconds)
-            print(f"torch {name} seq={n} causal={causal} ms={best * 1e3:.1f} "
-                  f"maxrss_growth_mib={grown / 1024:.0f}", flush=True)
+            print(f"torch {name} seq={n} causal={causal} ms={best * 1e3:.1f}", flush=True)
 '''
 
 
@@ -116,17 +117,15 @@ def main():
     args = parser.parse_args()
     seqs = [int(n) for n in args.seqs.split(",")]
     pin = ["taskset", "-c", args.cpu] if args.cpu else []
-    torch_ms, growth, tiled_ms, naive_ms, peak, notes = {}, {}, {}, {}, 0.0, []
+    torch_ms, tiled_ms, naive_ms, peak, notes = {}, {}, {}, 0.0, []
     for r in range(args.rounds):
         text = run(pin + shlex.split(args.python) + ["-", args.seqs, str(args.calls)],
                    stdin=WORKER, env=one_thread_env())
         if r == 0:
             notes = [line for line in text.splitlines() if line.startswith("#")]
-        for m in re.finditer(r"torch (\w+) seq=(\d+) causal=(\d) ms=([\d.]+) "
-                             r"maxrss_growth_mib=(\d+)", text):
+        for m in re.finditer(r"torch (\w+) seq=(\d+) causal=(\d) ms=([\d.]+)", text):
             key = (m.group(1), int(m.group(2)), int(m.group(3)))
             torch_ms[key] = min(torch_ms.get(key, math.inf), float(m.group(4)))
-            growth[key] = max(growth.get(key, 0), int(m.group(5)))
         for n in seqs:
             text = run(pin + [LESSON, "--bench", "--seq", str(n)])
             for m in re.finditer(r"bench seq=(\d+) causal=(\d) naive_ms=(\S+) tiled_ms=([\d.]+)",
@@ -143,9 +142,8 @@ def main():
     print(f"# best of {args.rounds} interleaved rounds{', taskset -c ' + args.cpu if pin else ''}; "
           f"lesson kernels {kernels}, its FMA peak {peak:.1f} GFLOP/s")
     print("| seq | causal | PyTorch SDPA ms | PyTorch manual ms | lesson naive ms "
-          "| lesson tiled ms | tiled faster than SDPA by | tiled GFLOP/s | % of peak "
-          "| SDPA / manual MiB grown |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| lesson tiled ms | tiled faster than SDPA by | tiled GFLOP/s | % of peak |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in seqs:
         for causal in (0, 1):
             t = tiled_ms[(n, causal)]
@@ -161,9 +159,7 @@ def main():
 
             print(f"| {n} | {causal} | {cell(sdpa)} | {cell(manual)} | {cell(naive)} | {t:.1f} "
                   f"| {cell(sdpa and sdpa / t, '{:.2f}x')} | {gflops:.1f} "
-                  f"| {100 * gflops / peak:.0f}% "
-                  f"| {cell(growth.get(('sdpa', n, causal)), '{}')} / "
-                  f"{cell(growth.get(('manual', n, causal)), '{}')} |")
+                  f"| {100 * gflops / peak:.0f}% |")
 
 
 if __name__ == "__main__":
