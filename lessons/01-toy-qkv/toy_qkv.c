@@ -37,8 +37,9 @@
 //   - The post's soft_max overflows for large scores; subtracting the row's
 //     max first does not.
 //
-// Size letters: T = number of queries, S = number of keys (both 3 here), C = channels.
-// Index letters: t query position, s key position, c channel.
+// Size letters (the repository's, docs/README.md): T = number of queries,
+// S = number of keys (both 3 here), C = numbers per vector.
+// Index letters: t query position, s key position, c one of the C numbers.
 
 #include <math.h>
 #include <stdio.h>

@@ -8,10 +8,10 @@
 //   It also adds `output_proj`, a Linear(dim, dim) after the attention,
 //   which every real transformer block has.
 //
-// THE MATH (B = batch, T = seq, C = dim)
+// THE MATH (B = batch, T = seq as queries, S = seq as keys, C = dim)
 //   QKV = X Wp^T + bp,  Wp = [Wq; Wk; Wv] (3C, C), bp = [bq; bk; bv]  (B, T, 3C)
 //   Q, K, V = QKV[..., 0:C], QKV[..., C:2C], QKV[..., 2C:3C]        (B, T, C) each
-//   att_weight = softmax(Q @ K^T / sqrt(C), dim=-1)                  (B, T, T)
+//   att_weight = softmax(Q @ K^T / sqrt(C), dim=-1)                  (B, T, S)
 //   output = att_weight @ V;   ret = output Wo^T + bo                (B, T, C)
 //
 // THE PYTORCH IT MIRRORS (the notebook's cell; docs/03-self-attention-v2.md has it whole)
@@ -37,7 +37,8 @@
 //   - Cutting proj.weight into three (dim, dim) blocks and running them as
 //     V1 does gives Q, K and V again, to the last bit.
 //
-// Size letters: B = batch, T = seq (query and key positions), C = dim.
+// Size letters (the repository's, docs/README.md): B = batch, T = seq as query
+// positions, S = seq as key positions (S = T: self-attention), C = dim.
 // Index letters: b batch, t query position, s key position.
 
 #include <math.h>
@@ -60,7 +61,7 @@ typedef struct {
 typedef struct {
     const Tensor *QKV;          // (B, T, 3C)
     const Tensor *Q, *K, *V;    // (B, T, C), views into QKV
-    const Tensor *att_weight;   // (B, T, T)
+    const Tensor *att_weight;   // (B, T, S)
     const Tensor *output;       // (B, T, C), before output_proj
 } SelfAttV2Steps;
 
@@ -97,9 +98,9 @@ static Tensor *SelfAttV2_forward(SelfAttV2Steps *steps, const SelfAttV2 *self, c
     // As in V1: scores scaled by 1/sqrt(dim) so their size does not grow
     // with dim, then a softmax over the keys (the last dim).
     float scale = (float)sqrt((double)self->dim);   // math.sqrt, rounded to float
-    const Tensor *scores = matmul(Q, transpose(K, -1, -2));                       // (B, T, T)
+    const Tensor *scores = matmul(Q, transpose(K, -1, -2));                       // (B, T, S)
     const Tensor *att_weight =
-        named("att_weight", softmax(div_scalar(scores, scale), -1));              // (B, T, T)
+        named("att_weight", softmax(div_scalar(scores, scale), -1));              // (B, T, S)
     const Tensor *output = named("output", matmul(att_weight, V));                // (B, T, C)
     // output_proj mixes the attended values across channels. With one head
     // it is the W^O of "Attention Is All You Need"; with many heads
@@ -280,7 +281,7 @@ int main(int argc, char **argv) {
         .n_sizes = 3,
     };
     parse_lesson_args(&lesson, argc, argv);
-    // The biggest tensors: QKV (B, T, 3C), att_weight (B, T, T), proj.weight (3C, C).
+    // The biggest tensors: QKV (B, T, 3C), att_weight (B, T, S), proj.weight (3C, C).
     check_fits(&lesson, "QKV (batch, seq, 3*dim)", shape3(batch, seq, 3 * dim));
     check_fits(&lesson, "att_weight (batch, seq, seq)", shape3(batch, seq, seq));
     check_fits(&lesson, "proj.weight (3*dim, dim)", shape2(3 * dim, dim));

@@ -11,12 +11,12 @@
 //   The GQA notebook writes GQA with einops; every einops step below is
 //   a plain nested loop whose index letters are the einsum's letters.
 //
-// THE MATH (G = H / KV query heads per key/value head, i = h*G + g)
-//   scores[b, g, h, n, s] = query[b, n, h*G + g, :] . key[b, s, h, :]
+// THE MATH (R = H / KV query heads per key/value head, i = h*R + g)
+//   scores[b, g, h, n, s] = query[b, n, h*R + g, :] . key[b, s, h, :]
 //   attention = softmax(scores / sqrt(D), over s)
-//   out[b, n, h*G + g, :] = sum over s of attention[b, g, h, n, s] * value[b, s, h, :]
-//   So query head i uses key/value head h = i / G (integer division), the same
-//   pairing as repeat_interleave(G) of the keys and values (the Attention
+//   out[b, n, h*R + g, :] = sum over s of attention[b, g, h, n, s] * value[b, s, h, :]
+//   So query head i uses key/value head h = i / R (integer division), the same
+//   pairing as repeat_interleave(R) of the keys and values (the Attention
 //   介绍 notes).
 //
 // THE PYTORCH IT MIRRORS (the notebook's cells 7-11 with the group sum fixed; the
@@ -42,7 +42,7 @@
 //     scores shape, which is (1, 4, 2, 256, 256) here: one score matrix per
 //     query head, 4 x 2 = 8 of them.
 //   - The table of which key/value head each query head reads: the einops
-//     grouping "(h g)" and repeat_interleave agree, head i reads head i / G.
+//     grouping "(h g)" and repeat_interleave agree, head i reads head i / R.
 //   - The notebook's einsum "b g h n d, b h s d -> b h n s" sums the scores
 //     over g and gives (1, 256, 2, 64): two heads where there should be eight.
 //   - The loops equal the Attention 介绍 notes' repeat_interleave + matmul
@@ -53,16 +53,17 @@
 //     (b, n, h, d) tensors: the shape it prints is right, the numbers are
 //     not (heads attend to heads); with the heads in front it is GQA.
 //
-// Size letters: B batch, N query positions, S key positions (N = S = --seq,
-//   the same tokens), H query heads (--heads), KV key/value heads
-//   (--kv-heads), G = H / KV query heads per key/value head (the notebook's
-//   num_head_groups), D head_dim.
-// Index letters are the einsum's: b batch, n query position, s key position,
-//   h key/value head (and so the group), g query head inside its group,
-//   d inside a head; i = h*G + g is a query head's number from 0 to H-1.
-// Careful in lessons 9 and 10: they follow the notebook's GQA module, whose
-//   num_groups is the NUMBER of key/value heads (our KV), and whose
-//   expand_ratio R is the size of a group (our G). Same model, other names.
+// Size letters (the repository's, docs/README.md): B batch, N query positions,
+//   S key positions (N = S = --seq, the same tokens), H query heads (--heads),
+//   KV key/value heads (--kv-heads), R = H / KV query heads per key/value head
+//   (the notebook's num_head_groups), D head_dim.
+// Index letters: the einsum's, as the notebook writes it ("b g h n d"), an
+//   exception to the repository's letters: b batch, n query position, s key
+//   position, h a key/value head (and so the group), g a query head INSIDE
+//   its group (0..R-1; elsewhere g is a key/value head), d inside a head;
+//   i = h*R + g is a query head's number from 0 to H-1.
+// Lessons 9 and 10 follow the notebook's GQA module: its num_groups is our KV
+//   (the number of groups), its expand_ratio our R. Same model, same letters.
 
 #include <math.h>
 #include <stdio.h>
@@ -74,17 +75,17 @@
 // What the notebook prints between its steps, kept so main() and the tests
 // can look inside.
 typedef struct {
-    int num_head_groups;       // G
-    const Tensor *query;       // (B, G, KV, N, D) the query heads split into groups
+    int num_head_groups;       // R
+    const Tensor *query;       // (B, R, KV, N, D) the query heads split into groups
     const Tensor *key;         // (B, KV, S, D) heads in front (cell 8)
     const Tensor *value;       // (B, KV, S, D)
-    const Tensor *scores;      // (B, G, KV, N, S)
-    const Tensor *attention;   // (B, G, KV, N, S) softmax(scores / sqrt(D)) over s
+    const Tensor *scores;      // (B, R, KV, N, S)
+    const Tensor *attention;   // (B, R, KV, N, S) softmax(scores / sqrt(D)) over s
 } GroupedQueryAttentionSteps;
 
 // The einops steps, each a loop, written out after the function that uses them.
 static Tensor *rearrange_heads_first(const Tensor *x, const char *pattern);
-static Tensor *rearrange_split_groups(const Tensor *query, int G);
+static Tensor *rearrange_split_groups(const Tensor *query, int R);
 static Tensor *einsum_scores(const Tensor *query, const Tensor *key);
 static Tensor *einsum_mix_values(const Tensor *attention, const Tensor *value);
 static Tensor *rearrange_merge_groups(const Tensor *out);
@@ -96,15 +97,15 @@ static Tensor *rearrange_merge_groups(const Tensor *out);
 // main() prints them.
 static Tensor *grouped_query_attention(GroupedQueryAttentionSteps *steps, const Tensor *query,
                                        const Tensor *key, const Tensor *value) {
-    int num_head_groups = size(query, 2) / size(key, 2);                     // G, 4 by default
+    int num_head_groups = size(query, 2) / size(key, 2);                     // R, 4 by default
     // Cell 8: heads in front of positions, then split the query heads.
     query = rearrange_heads_first(query, "b n h d -> b h n d");              // (B, H, N, D)
     key = rearrange_heads_first(key, "b s h d -> b h s d");                  // (B, KV, S, D)
     value = rearrange_heads_first(value, "b s h d -> b h s d");              // (B, KV, S, D)
-    query = rearrange_split_groups(query, num_head_groups);                  // (B, G, KV, N, D)
+    query = rearrange_split_groups(query, num_head_groups);                  // (B, R, KV, N, D)
     // Cell 9, with g kept in the output: one score matrix per query head.
     // (The notebook's "-> b h n s" sums over g: see group_sum_attention.)
-    const Tensor *scores = labeled("scores", einsum_scores(query, key));     // (B, G, KV, N, S)
+    const Tensor *scores = labeled("scores", einsum_scores(query, key));     // (B, R, KV, N, S)
     // Cell 11. Why divide by sqrt(head_dim): a dot product of D numbers of
     // variance 1 has variance D, so unscaled scores grow with D and push the
     // softmax towards one-hot, where its gradient vanishes. The notebook
@@ -112,8 +113,8 @@ static Tensor *grouped_query_attention(GroupedQueryAttentionSteps *steps, const 
     // the float32 scores by that number rounded to float, as we do.
     float scale = (float)sqrt((double)size(query, -1));
     const Tensor *attention =
-        labeled("attention", softmax(div_scalar(scores, scale), -1));        // (B, G, KV, N, S)
-    const Tensor *out = einsum_mix_values(attention, value);                 // (B, G, KV, N, D)
+        labeled("attention", softmax(div_scalar(scores, scale), -1));        // (B, R, KV, N, S)
+    const Tensor *out = einsum_mix_values(attention, value);                 // (B, R, KV, N, D)
     if (steps != NULL) {
         *steps = (GroupedQueryAttentionSteps){num_head_groups, query, key, value, scores,
                                               attention};
@@ -159,38 +160,38 @@ static Tensor *rearrange_heads_first(const Tensor *x, const char *pattern) {
     return out;
 }
 
-// "b (h g) n d -> b g h n d": split the H query heads into KV groups of G.
+// "b (h g) n d -> b g h n d": split the H query heads into KV groups of R.
 // In einops a composed axis "(h g)" is counted in C order: the LAST letter
 // moves fastest, exactly like the digits of a number. So query head number
-// i = h*G + g, that is h = i / G and g = i % G: heads 0..G-1 form group
-// h = 0, heads G..2G-1 group h = 1, and so on. The scores einsum below pairs
-// group h with key/value head h, so query head i reads key/value head i / G.
+// i = h*R + g, that is h = i / R and g = i % R: heads 0..R-1 form group
+// h = 0, heads R..2R-1 group h = 1, and so on. The scores einsum below pairs
+// group h with key/value head h, so query head i reads key/value head i / R.
 // (Written "(g h)" instead, i = g*KV + h and head i would read i % KV: heads
 // 0, KV, 2*KV, ... would share a key. An early version of the code the
 // notebook copied had that grouping; it is a different model, not GQA as
 // Llama, llama2.c and repeat_interleave pair them.)
 // The notebook's comments name the letters wrongly: "g stands for the number
-// of groups" - g runs over the G = 4 query heads INSIDE one group (G is the
+// of groups" - g runs over the R = 4 query heads INSIDE one group (R is the
 // group's size; there are KV = 2 groups), and "h stands for the hidden dim"
 // - h is the key/value head, which is also the group's number.
-static Tensor *rearrange_split_groups(const Tensor *query, int G) {
+static Tensor *rearrange_split_groups(const Tensor *query, int R) {
     int B = size(query, 0), H = size(query, 1), N = size(query, 2), D = size(query, 3);
-    int KV = H / G;
-    Tensor *out = zeros(shape5(B, G, KV, N, D));                             // (B, G, KV, N, D)
+    int KV = H / R;
+    Tensor *out = zeros(shape5(B, R, KV, N, D));                             // (B, R, KV, N, D)
     // b (h g) n d -> b g h n d
     for (int b = 0; b < B; b++) {
-        for (int g = 0; g < G; g++) {
+        for (int g = 0; g < R; g++) {
             for (int h = 0; h < KV; h++) {
                 for (int n = 0; n < N; n++) {
                     for (int d = 0; d < D; d++) {
-                        *at5(out, b, g, h, n, d) = *at4(query, b, h * G + g, n, d);
+                        *at5(out, b, g, h, n, d) = *at4(query, b, h * R + g, n, d);
                     }
                 }
             }
         }
     }
     char label[64];
-    snprintf(label, sizeof label, "b (h g) n d -> b g h n d, g=%d", G);
+    snprintf(label, sizeof label, "b (h g) n d -> b g h n d, g=%d", R);
     trace1(label, out, query);
     return out;
 }
@@ -205,13 +206,13 @@ static Tensor *rearrange_split_groups(const Tensor *query, int G) {
 // level seeks a pointer to the start of its row once ("query_n", "key_s")
 // and the inner d loop steps along the row by the tensor's last stride.
 static Tensor *einsum_scores(const Tensor *query, const Tensor *key) {
-    int B = size(query, 0), G = size(query, 1), KV = size(query, 2);
+    int B = size(query, 0), R = size(query, 1), KV = size(query, 2);
     int N = size(query, 3), D = size(query, 4), S = size(key, 2);
-    Tensor *scores = zeros(shape5(B, G, KV, N, S));                          // (B, G, KV, N, S)
+    Tensor *scores = zeros(shape5(B, R, KV, N, S));                          // (B, R, KV, N, S)
     int query_d = query->stride[4], key_d = key->stride[3];   // one step along d
     // b g h n d, b h s d -> b g h n s
     for (int b = 0; b < B; b++) {
-        for (int g = 0; g < G; g++) {
+        for (int g = 0; g < R; g++) {
             for (int h = 0; h < KV; h++) {
                 for (int n = 0; n < N; n++) {
                     const float *query_n = at5(query, b, g, h, n, 0);        // (D) one query
@@ -234,13 +235,13 @@ static Tensor *einsum_scores(const Tensor *query, const Tensor *key) {
 // "b g h n s, b h s d -> b g h n d": each query head mixes the values of its
 // key/value head h with its own weights; s is summed.
 static Tensor *einsum_mix_values(const Tensor *attention, const Tensor *value) {
-    int B = size(attention, 0), G = size(attention, 1), KV = size(attention, 2);
+    int B = size(attention, 0), R = size(attention, 1), KV = size(attention, 2);
     int N = size(attention, 3), S = size(attention, 4), D = size(value, 3);
-    Tensor *out = zeros(shape5(B, G, KV, N, D));                             // (B, G, KV, N, D)
+    Tensor *out = zeros(shape5(B, R, KV, N, D));                             // (B, R, KV, N, D)
     int attention_s = attention->stride[4], value_s = value->stride[2];  // one step along s
     // b g h n s, b h s d -> b g h n d
     for (int b = 0; b < B; b++) {
-        for (int g = 0; g < G; g++) {
+        for (int g = 0; g < R; g++) {
             for (int h = 0; h < KV; h++) {
                 for (int n = 0; n < N; n++) {
                     const float *attention_n = at5(attention, b, g, h, n, 0);  // (S) weights
@@ -260,20 +261,20 @@ static Tensor *einsum_mix_values(const Tensor *attention, const Tensor *value) {
     return out;
 }
 
-// "b g h n d -> b n (h g) d": undo the split. Query head i = h*G + g goes
+// "b g h n d -> b n (h g) d": undo the split. Query head i = h*R + g goes
 // back to slot i, so out[:, :, i] is the output of query head i, in the same
 // order as the query heads came in.
 static Tensor *rearrange_merge_groups(const Tensor *out) {
-    int B = size(out, 0), G = size(out, 1), KV = size(out, 2);
+    int B = size(out, 0), R = size(out, 1), KV = size(out, 2);
     int N = size(out, 3), D = size(out, 4);
-    Tensor *merged = zeros(shape4(B, N, KV * G, D));                         // (B, N, H, D)
+    Tensor *merged = zeros(shape4(B, N, KV * R, D));                         // (B, N, H, D)
     // b g h n d -> b n (h g) d
     for (int b = 0; b < B; b++) {
         for (int n = 0; n < N; n++) {
             for (int h = 0; h < KV; h++) {
-                for (int g = 0; g < G; g++) {
+                for (int g = 0; g < R; g++) {
                     for (int d = 0; d < D; d++) {
-                        *at4(merged, b, n, h * G + g, d) = *at5(out, b, g, h, n, d);
+                        *at4(merged, b, n, h * R + g, d) = *at5(out, b, g, h, n, d);
                     }
                 }
             }
@@ -323,7 +324,7 @@ static const Tensor *multi_head_attention(const Tensor *q_in, const Tensor *k_in
 // Which key/value head each query head reads, worked out by running the
 // lesson's own index code on head NUMBERS instead of data.
 static void show_head_pairing(int heads, int kv_heads) {
-    int G = heads / kv_heads;
+    int R = heads / kv_heads;
     printf("-- which key/value head each query head reads --\n");
     // einops: put i into query head slot i, split with "b (h g) n d -> b g h n d"
     // and see at which h it lands.
@@ -331,18 +332,18 @@ static void show_head_pairing(int heads, int kv_heads) {
     for (int i = 0; i < heads; i++) {
         *at4(head_numbers, 0, i, 0, 0) = (float)i;
     }
-    const Tensor *grouped = rearrange_split_groups(head_numbers, G);         // (1, G, KV, 1, 1)
-    // repeat_interleave: put h into key/value slot h, repeat G times along
+    const Tensor *grouped = rearrange_split_groups(head_numbers, R);         // (1, R, KV, 1, 1)
+    // repeat_interleave: put h into key/value slot h, repeat R times along
     // the head axis and read which h lands in slot i.
     Tensor *kv_numbers = zeros(shape4(1, kv_heads, 1, 1));                   // (1, KV, 1, 1)
     for (int h = 0; h < kv_heads; h++) {
         *at4(kv_numbers, 0, h, 0, 0) = (float)h;
     }
-    const Tensor *repeated = repeat_interleave(kv_numbers, G, 1);            // (1, H, 1, 1)
+    const Tensor *repeated = repeat_interleave(kv_numbers, R, 1);            // (1, H, 1, 1)
 
     int shown = heads < 64 ? heads : 64;   // the table shows at most 64 heads
     int kv_of_einops[64];
-    for (int g = 0; g < G; g++) {
+    for (int g = 0; g < R; g++) {
         for (int h = 0; h < kv_heads; h++) {
             int i = (int)*at5(grouped, 0, g, h, 0, 0);
             if (i < shown) {
@@ -367,8 +368,8 @@ static void show_head_pairing(int heads, int kv_heads) {
         printf(" %d", i % kv_heads);
     }
     printf(")\n%s", shown < heads ? "(first 64 heads shown)\n" : "");
-    printf("Both read key/value head i / G = i / %d: (h g) counts i = h*G + g, g fastest,\n"
-           "and repeat_interleave copies head h into slots h*G .. h*G + %d.\n", G, G - 1);
+    printf("Both read key/value head i / R = i / %d: (h g) counts i = h*R + g, g fastest,\n"
+           "and repeat_interleave copies head h into slots h*R .. h*R + %d.\n", R, R - 1);
 }
 
 // --- the notebook's einsum: the group sum, shown as the error it is -----------
@@ -378,14 +379,14 @@ static void show_head_pairing(int heads, int kv_heads) {
 // it sums over d (the dot product, wanted) AND over g (not wanted):
 //     scores[b, h, n, s] = sum over g of (query_g . key_s)
 //                        = (sum over g of query_g) . key_s
-// The G query heads of a group are added into ONE query before they meet
+// The R query heads of a group are added into ONE query before they meet
 // the keys. What is left is multi-head attention with KV heads whose
-// queries are those sums: G - 1 of every G query heads are gone. The
+// queries are those sums: R - 1 of every R query heads are gone. The
 // notebook took these einsums from fkodom/grouped-query-attention-pytorch,
 // where this was a known bug, fixed upstream (commit a80f538, May 2024)
 // the way einsum_scores above does it: keep g in the output.
 static Tensor *einsum_scores_group_sum(const Tensor *query, const Tensor *key) {
-    int B = size(query, 0), G = size(query, 1), KV = size(query, 2);
+    int B = size(query, 0), R = size(query, 1), KV = size(query, 2);
     int N = size(query, 3), D = size(query, 4), S = size(key, 2);
     Tensor *scores = zeros(shape4(B, KV, N, S));                             // (B, KV, N, S)
     // b g h n d, b h s d -> b h n s
@@ -395,7 +396,7 @@ static Tensor *einsum_scores_group_sum(const Tensor *query, const Tensor *key) {
                 for (int s = 0; s < S; s++) {
                     const float *key_s = at4(key, b, h, s, 0);               // (D) one key
                     float sum = 0.0f;
-                    for (int g = 0; g < G; g++) {   // the sum the notebook did not mean
+                    for (int g = 0; g < R; g++) {   // the sum the notebook did not mean
                         const float *query_n = at5(query, b, g, h, n, 0);    // (D)
                         for (int d = 0; d < D; d++) {
                             sum += query_n[d * query->stride[4]] * key_s[d * key->stride[3]];
@@ -462,7 +463,7 @@ typedef struct {
 
 // What the notebook computes (cells 9 and 11 as written, after cell 8,
 // which grouped_query_attention runs and keeps in its steps): the scores
-// summed over g. query (B, G, KV, N, D) is cell 8's grouped query heads,
+// summed over g. query (B, R, KV, N, D) is cell 8's grouped query heads,
 // key and value (B, KV, S, D) cell 8's keys and values, heads in front.
 // Returns (B, N, KV, D): one output per KEY/VALUE head, where GQA has one
 // per query head. `steps` may be NULL.
@@ -485,7 +486,7 @@ static Tensor *group_sum_attention(GroupSumSteps *steps, const Tensor *query, co
 static void show_group_sum(const GroupSumSteps *steps, const Tensor *query, const Tensor *key,
                            const Tensor *value, const Tensor *out, const Tensor *out_group_sum) {
     int B = size(query, 0), N = size(query, 1), H = size(query, 2), D = size(query, 3);
-    int KV = size(key, 2), G = H / KV;
+    int KV = size(key, 2), R = H / KV;
     printf("\n-- the notebook's einsum sums the scores over g --\n");
     printf("scores = einsum(query, key, \"b g h n d, b h s d -> b h n s\")\n%s\n",
            size_str(steps->scores));
@@ -502,9 +503,9 @@ static void show_group_sum(const GroupSumSteps *steps, const Tensor *query, cons
     for (int b = 0; b < B; b++) {
         for (int n = 0; n < N; n++) {
             for (int h = 0; h < KV; h++) {
-                for (int g = 0; g < G; g++) {
+                for (int g = 0; g < R; g++) {
                     for (int d = 0; d < D; d++) {
-                        *at4(summed_query, b, n, h, d) += *at4(query, b, n, h * G + g, d);
+                        *at4(summed_query, b, n, h, d) += *at4(query, b, n, h * R + g, d);
                     }
                 }
             }
@@ -513,7 +514,7 @@ static void show_group_sum(const GroupSumSteps *steps, const Tensor *query, cons
     const Tensor *summed_attention =
         multi_head_attention(summed_query, key, value);                      // (B, N, KV, D)
     printf("max |out_group_sum - attention(sum of each group's %d queries, key, value)| = "
-           "%.3g\n", G, max_abs_diff(out_group_sum, summed_attention));
+           "%.3g\n", R, max_abs_diff(out_group_sum, summed_attention));
     // Where the einsum came from: fkodom/grouped-query-attention-pytorch
     // (scaled_dot_product_gqa) had exactly these strings and this bug; its
     // commit a80f538 (May 2024) kept g, as grouped_query_attention does.
@@ -526,8 +527,8 @@ static void show_group_sum(const GroupSumSteps *steps, const Tensor *query, cons
 
 // The middle of GroupQueryAttention.forward in the Attention 介绍 notes,
 // without its projections: q (B, N, H, D), k and v (B, S, KV, D) -> output
-// (B, N, H, D). repeat_interleave(G, dim=1) copies key/value head h into
-// slots h*G .. h*G + G-1, so slot i holds head i / G: the same pairing as
+// (B, N, H, D). repeat_interleave(R, dim=1) copies key/value head h into
+// slots h*R .. h*R + R-1, so slot i holds head i / R: the same pairing as
 // the einops "(h g)" grouping. After that it is lesson 6's attention.
 static const Tensor *repeat_interleave_attention(const Tensor *q_in, const Tensor *k_in,
                                                  const Tensor *v_in) {
@@ -536,9 +537,9 @@ static const Tensor *repeat_interleave_attention(const Tensor *q_in, const Tenso
     const Tensor *q = transpose(q_in, 1, 2);                                 // (B, H, N, D)
     const Tensor *k = transpose(k_in, 1, 2);                                 // (B, KV, S, D)
     const Tensor *v = transpose(v_in, 1, 2);                                 // (B, KV, S, D)
-    int G = nums_head / nums_key_value_head;
-    k = repeat_interleave(k, G, 1);                                          // (B, H, S, D)
-    v = repeat_interleave(v, G, 1);                                          // (B, H, S, D)
+    int R = nums_head / nums_key_value_head;
+    k = repeat_interleave(k, R, 1);                                          // (B, H, S, D)
+    v = repeat_interleave(v, R, 1);                                          // (B, H, S, D)
     const Tensor *attention_score =
         div_scalar(matmul(q, transpose(k, 2, 3)), (float)sqrt((double)head_dim));  // (B, H, N, S)
     const Tensor *attention_weight = softmax(attention_score, -1);           // (B, H, N, S)
@@ -559,18 +560,18 @@ static void show_repeat_interleave(const Tensor *out, const Tensor *output) {
 // `output` is the notes' result above.
 static void show_two_ends(const Tensor *query, const Tensor *key, const Tensor *value,
                           const Tensor *out, const Tensor *output) {
-    int H = size(query, 2), G = H / size(key, 2);
+    int H = size(query, 2), R = H / size(key, 2);
     printf("\n-- the two ends: kv_heads = heads is MHA, kv_heads = 1 is MQA --\n");
     // MHA: give every query head its own copy of its key/value head. The
-    // same loops then run with G = 1 and must reproduce `out` exactly, and
+    // same loops then run with R = 1 and must reproduce `out` exactly, and
     // agree with lesson 6's attention.
-    const Tensor *key_mha = repeat_interleave(key, G, 2);                    // (B, S, H, D)
-    const Tensor *value_mha = repeat_interleave(value, G, 2);                // (B, S, H, D)
+    const Tensor *key_mha = repeat_interleave(key, R, 2);                    // (B, S, H, D)
+    const Tensor *value_mha = repeat_interleave(value, R, 2);                // (B, S, H, D)
     const Tensor *out_mha =
         grouped_query_attention(NULL, query, key_mha, value_mha);            // (B, N, H, D)
     // Lesson 6's attention on these copied heads is exactly what the notes
     // computed (`output`), so that is what the loops are held against.
-    printf("kv_heads = %d, G = 1: max |loops - out| = %.3g, max |loops - multi-head "
+    printf("kv_heads = %d, R = 1: max |loops - out| = %.3g, max |loops - multi-head "
            "attention| = %.3g\n", H, max_abs_diff(out_mha, out),
            max_abs_diff(out_mha, output));
     // MQA: only key/value head 0, shared by all H query heads.
@@ -579,7 +580,7 @@ static void show_two_ends(const Tensor *query, const Tensor *key, const Tensor *
     const Tensor *out_mqa =
         grouped_query_attention(NULL, query, key_mqa, value_mqa);            // (B, N, H, D)
     const Tensor *mqa = multi_head_attention(query, key_mqa, value_mqa);     // (B, N, H, D)
-    printf("kv_heads = 1, G = %d: max |loops - multi-query attention (one K/V head, "
+    printf("kv_heads = 1, R = %d: max |loops - multi-query attention (one K/V head, "
            "broadcast)| = %.3g\n", H, max_abs_diff(out_mqa, mqa));
 }
 
@@ -626,13 +627,13 @@ static const Tensor *scaled_dot_product_attention(const Tensor **weights, const 
 // there is the HEADS, so at each position the heads attend to each other
 // and no position ever sees another. The printed shape is right either way.
 // Here it runs on this lesson's query, and on key and value with each
-// key/value head repeated for its G query heads (the cell has a key head
+// key/value head repeated for its R query heads (the cell has a key head
 // per query head), against the call with the heads in front, which is GQA.
 static void show_first_cell(const Tensor *query, const Tensor *key, const Tensor *value,
                             const Tensor *out) {
-    int H = size(query, 2), G = H / size(key, 2);
-    const Tensor *key_h = repeat_interleave(key, G, 2);                      // (B, S, H, D)
-    const Tensor *value_h = repeat_interleave(value, G, 2);                  // (B, S, H, D)
+    int H = size(query, 2), R = H / size(key, 2);
+    const Tensor *key_h = repeat_interleave(key, R, 2);                      // (B, S, H, D)
+    const Tensor *value_h = repeat_interleave(value, R, 2);                  // (B, S, H, D)
     const Tensor *weights_wrong, *weights;
     const Tensor *wrong =
         scaled_dot_product_attention(&weights_wrong, query, key_h, value_h);  // (B, N, H, D)
@@ -641,7 +642,7 @@ static void show_first_cell(const Tensor *query, const Tensor *key, const Tensor
     printf("\n-- the notebook's first cell: scaled_dot_product_attention on (b, n, h, d) --\n");
     printf("(in PyTorch 1.13: F._scaled_dot_product_attention; public from 2.0)\n");
     printf("key, value: each head repeated for its %d query heads, repeat_interleave(%d, dim=2)"
-           "\n%s\n", G, G, size_str(key_h));
+           "\n%s\n", R, R, size_str(key_h));
     printf("the notebook's call: scaled_dot_product_attention(query, key, value)\n%s\n",
            size_str(wrong));
     printf("weights %s: at each position, heads attend to heads\n",
@@ -715,7 +716,7 @@ int main(int argc, char **argv) {
     if (lesson.heatmap) {
         // One grid per key/value head h: batch 0, the first query head (g = 0)
         // of each group, as attention[:1, :1] keeps them (the indices stay
-        // the tensor's own). All B*G*KV grids would run to hundreds of lines.
+        // the tensor's own). All B*R*KV grids would run to hundreds of lines.
         const Tensor *first_heads = narrow(narrow(steps.attention, 0, 0, 1), 1, 0, 1);
         printf("(batch 0, query head g = 0 of each group h: attention[:1, :1])\n");
         print_heatmap("attention (b, g, h)", first_heads);                   // (1, 1, KV, N, S)

@@ -59,9 +59,12 @@
 //     (mlp_ratio - 2) * dim positions.
 //   - DropPath drops a whole sample's branch; dropout drops single numbers.
 //
-// Size letters: B batch, N sequence length (the post's N; lessons 6-10 call it
-// T), C dim (channels), H heads, D head_dim = C / H, F hidden = C * mlp_ratio.
-// Index letters: b batch, h head, t query position, s key position, c channel.
+// Size letters (the repository's, docs/README.md): B batch, N positions of the
+// sequence, queries and keys alike (the post's N; with queries and keys apart
+// they are T and S), C dim, H heads, D head_dim = C / H, F the MLP's hidden
+// size int(C * mlp_ratio).
+// Index letters: b batch, h head, t query position, s key position, c one of
+// the C channels.
 
 #include <math.h>
 #include <stdbool.h>
@@ -779,7 +782,7 @@ int main(int argc, char **argv) {
         {"--drop-path", &drop_path, "stochastic depth: drop a sample's whole branch"},
     };
     SwitchFlag switches[] = {
-        {"--qkv-bias", &qkv_bias, "give the qkv Linear a bias (ViT: no, BERT: yes)"},
+        {"--qkv-bias", &qkv_bias, "give the qkv Linear a bias (the post's default: no)"},
         {"--train", &train, "train mode: dropout and drop path on"},
     };
     Lesson lesson = {
