@@ -375,9 +375,9 @@ typedef struct {
 } BackwardSteps;
 
 // The backward's scratch: one key block transposed and one tile's two score
-// blocks, whose size depends on Bq, Bk and D, not on N; and D = rowsum(dO * O)
-// of the head at hand, one float per query (the paper keeps it for every
-// head, (B, H, N), like lse).
+// blocks, whose size depends on Bq, Bk and D, not on N; and delta = rowsum(dO *
+// O) of the head at hand, one float per query (the paper's D, which it keeps
+// for every head, (B, H, N), like lse).
 typedef struct {
     int ldk;       // Bk rounded up to 16: a row of k_t, v_t, p, ds
     float *k_t;    // (D, ldk)  K_j^T, for S = Q_i K_j^T
@@ -385,7 +385,7 @@ typedef struct {
     float *q_s;    // (Bq, D)   Q_i / sqrt(D), as the forward's query block
     float *p;      // (Bq, ldk) S_ij, then P_ij in place
     float *ds;     // (Bq, ldk) dP_ij, then dS_ij in place
-    float *delta;  // (N)       D = rowsum(dO * O) of one head
+    float *delta;  // (N)       delta = rowsum(dO * O) of one head
 } BackwardScratch;
 
 // One head's rows, where they lie: q, o, dO, dq of query head h, k, v, dk, dv
@@ -412,7 +412,7 @@ static void backward_tile(const BackwardScratch *w, const Kernels *kern, const H
     kern->matmul(w->ds, ldk, do_i, D, 1, w->v_t, ldk, nq, nk, D, false);
     // One pass over the tile: P = exp(S - lse_i), the forward's probabilities
     // (exp(S - m) / l = exp(S - m - log l)), 0 where masked; and dS = P * (dP -
-    // D_i) / sqrt(D), the 1/sqrt(D) being the scores' scale.
+    // delta_i) / sqrt(D), the 1/sqrt(D) being the scores' scale.
     kern->softmax_backward(w->p, w->ds, x->lse + qs, w->delta + qs, nq, nk, ldk, scale,
                            diagonal);
     // The three products that add into the gradients:
@@ -423,7 +423,7 @@ static void backward_tile(const BackwardScratch *w, const Kernels *kern, const H
     kern->matmul(dk_j, D, w->ds, 1, ldk, q_i, D, nk, D, nq, true);
 }
 
-// FlashAttention-2's backward: for each head, D = rowsum(dO * O) first; then
+// FlashAttention-2's backward: for each head, delta = rowsum(dO * O) first; then
 // for each block of keys, walk the query blocks. dK_j and dV_j gather in their
 // rows of key.grad and value.grad (the R query heads of a key/value head add
 // into the same rows), dQ_i adds into query.grad. out and lse are the tiled
@@ -456,7 +456,7 @@ static QKVGrads FlashAttention_backward(BackwardSteps *steps, const FlashAttenti
                           at4(o, b, h, 0, 0), at4(dO, b, h, 0, 0), at3(l, b, h, 0),
                           at4(grads.query, b, h, 0, 0), at4(grads.key, b, g, 0, 0),
                           at4(grads.value, b, g, 0, 0)};
-            // D = rowsum(dO * O), the softmax's row term: N numbers for this head
+            // delta = rowsum(dO * O), the softmax's row term: N numbers for this head
             self->kernels->row_dots(w.delta, x.dO, x.o, N, D);
             for (int ks = 0; ks < N; ks += Bk) {   // outer: a block of keys and values
                 int nk = min_int(Bk, N - ks);
@@ -770,9 +770,9 @@ static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
            "query;\nlse[0, 0], what torch.logsumexp(scores, -1) gives:\n%s\n",
            tensor_str(reshape(narrow(narrow(lse, 0, 0, 1), 1, 0, 1), shape1(N)), NULL));
     show_tile_visits(n, &steps);
-    printf("first, per head, D = (dO * O).sum(-1); then each visited tile: S = Q_i K_j^T and\n"
+    printf("first, per head, delta = (dO * O).sum(-1); then each visited tile: S = Q_i K_j^T and\n"
            "  P = exp(S / sqrt(%d) - lse_i), recomputed; dV_j += P^T dO_i; dP = dO_i V_j^T;\n"
-           "  dS = P * (dP - D_i); dQ_i += dS K_j / sqrt(%d); dK_j += dS^T Q_i / sqrt(%d)\n",
+           "  dS = P * (dP - delta_i); dQ_i += dS K_j / sqrt(%d); dK_j += dS^T Q_i / sqrt(%d)\n",
            D, D, D);
     const Tensor *P_tile = first_tile_P(&flash, query, key, lse);            // (nq, nk)
     int nq = size(P_tile, 0), nk = size(P_tile, 1);
@@ -815,7 +815,7 @@ static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
            "S and P recomputed;\n  the naive backward keeps P and does 4 products, "
            "8*B*H*N*N*D = %.0f\n", steps.flops, 10 * BHND, 4 * BHND, 8 * BHND);
     printf("extra memory: naive, P (kept by its forward), dP and dS, (B, H, N, N) each: %.2f KiB;"
-           "\n  tiled, lse (B, H, N), kept by the forward, and D (N) of one head: %.2f KiB; its "
+           "\n  tiled, lse (B, H, N), kept by the forward, and delta (N) of one head: %.2f KiB; its "
            "blocks,\n  K_j^T and V_j^T (D, Bk), two (Bq, Bk) and Q_i / sqrt(D) (Bq, D): %.2f KiB, "
            "whatever N is\n",
            naive_extra_bytes(B, H, N) / 1024.0,
@@ -1625,8 +1625,8 @@ static void bench(const Lesson *lesson, const Sizes *n, int argc, char **argv) {
         last = cases[2 * i].seq == 2048 ? &cases[2 * i] : last;
     }
     printf("- tiled: %.0f%% of the measured peak at seq %d: its five products are FMAs; the "
-           "exp, D, the\n  copies of K_j and V_j and the edges of the tiles are not. Its blocks "
-           "stay %.1f KiB at any seq;\n  with lse and D (4 bytes a query) it needs %.2f MiB "
+           "exp, delta,\n  the copies of K_j and V_j and the edges of the tiles are not. Its blocks "
+           "stay %.1f KiB at any seq;\n  with lse and delta (4 bytes a query) it needs %.2f MiB "
            "here.\n",
            100.0 * bench_flops(last->seq, false) / (last->tiled.best * 1e6) / peak, last->seq,
            (last->tiled_extra - 4.0 * (BENCH_HEADS + 1) * last->seq) / 1024.0,
