@@ -713,29 +713,10 @@ static void show_tile_visits(const Sizes *n, const BackwardSteps *steps) {
            steps->tiles[TILE_DIAGONAL] / heads, steps->tiles[TILE_SKIPPED] / heads);
 }
 
-// P of the first tile of batch 0, head 0, made as the backward makes it:
-// S = (Q_i / sqrt(D)) K_j^T, then exp(S - lse). (nq, nk).
+// P of the first tile of batch 0, head 0, made as the backward makes it
+// (appendix C): S = (Q_i / sqrt(D)) K_j^T, then exp(S - lse). (nq, nk).
 static Tensor *first_tile_P(const FlashAttention *flash, const Tensor *query, const Tensor *key,
-                            const Tensor *lse) {
-    int N = size(query, 2), D = size(query, 3);
-    int nq = min_int(flash->block_q, N), nk = min_int(flash->block_k, N);
-    Tensor *P = zeros(shape2(nq, nk)), *unused = zeros(shape2(nq, nk));      // (nq, nk)
-    const Tensor *no_delta = zeros(shape1(nq));                              // dS is not shown
-    Tensor *q_s = zeros(shape2(nq, D)), *k_t = zeros(shape2(D, nk));         // (nq, D), (D, nk)
-    for (int d = 0; d < D; d++) {
-        for (int j = 0; j < nq; j++) {
-            *at2(q_s, j, d) = *at4(query, 0, 0, j, d) * (1.0f / sqrtf((float)D));
-        }
-        for (int p = 0; p < nk; p++) {
-            *at2(k_t, d, p) = *at4(key, 0, 0, p, d);
-        }
-    }
-    flash->kernels->matmul(P->data, nk, q_s->data, D, 1, k_t->data, nk, nq, nk, D, false);
-    TileKind kind = tile_kind(flash->causal, 0, nq, 0, nk);
-    flash->kernels->softmax_backward(P->data, unused->data, at3(lse, 0, 0, 0), no_delta->data,
-                                     nq, nk, nk, 1.0f, kind == TILE_DIAGONAL ? 0 : nk);
-    return P;
-}
+                            const Tensor *lse);
 
 // Part 2: lesson 13's attention, forward keeping lse, backward by tiles.
 static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
@@ -1846,6 +1827,30 @@ static QKVGrads naive_backward(const Tensor *P, const Tensor *query, const Tenso
         }
     }
     return g;
+}
+
+// P of the first tile of batch 0, head 0, made as the backward makes it:
+// S = (Q_i / sqrt(D)) K_j^T, then exp(S - lse). (nq, nk).
+static Tensor *first_tile_P(const FlashAttention *flash, const Tensor *query, const Tensor *key,
+                            const Tensor *lse) {
+    int N = size(query, 2), D = size(query, 3);
+    int nq = min_int(flash->block_q, N), nk = min_int(flash->block_k, N);
+    Tensor *P = zeros(shape2(nq, nk)), *unused = zeros(shape2(nq, nk));      // (nq, nk)
+    const Tensor *no_delta = zeros(shape1(nq));                              // dS is not shown
+    Tensor *q_s = zeros(shape2(nq, D)), *k_t = zeros(shape2(D, nk));         // (nq, D), (D, nk)
+    for (int d = 0; d < D; d++) {
+        for (int j = 0; j < nq; j++) {
+            *at2(q_s, j, d) = *at4(query, 0, 0, j, d) * (1.0f / sqrtf((float)D));
+        }
+        for (int p = 0; p < nk; p++) {
+            *at2(k_t, d, p) = *at4(key, 0, 0, p, d);
+        }
+    }
+    flash->kernels->matmul(P->data, nk, q_s->data, D, 1, k_t->data, nk, nq, nk, D, false);
+    TileKind kind = tile_kind(flash->causal, 0, nq, 0, nk);
+    flash->kernels->softmax_backward(P->data, unused->data, at3(lse, 0, 0, 0), no_delta->data,
+                                     nq, nk, nk, 1.0f, kind == TILE_DIAGONAL ? 0 : nk);
+    return P;
 }
 
 // === appendix D: part 1's module in double, for the central differences =========================
