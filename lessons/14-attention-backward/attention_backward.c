@@ -1416,8 +1416,10 @@ static void check_kernels_variable(const Lesson *lesson) {
 #define BENCH_HEADS 8
 #define BENCH_HEAD_DIM 64
 #define BENCH_BLOCK 64         // Bq = Bk unless --block-q or --block-k says otherwise
-#define BENCH_REPEATS 3        // each case runs this many times, the two paths taking turns
-#define BENCH_SLOW_MS 1000.0   // ... except the naive path: twice if a run takes longer
+#define BENCH_REPEATS 3        // each case runs at least this many times, the paths taking turns,
+#define BENCH_MAX_REPEATS 10   // ... and again while the tiled path has had less than
+#define BENCH_MIN_SECONDS 1.0  //     a second, up to 10 times;
+#define BENCH_SLOW_MS 1000.0   // the naive path 3 times at most, twice if a run takes longer
 #define BENCH_MAX_SEQ 16384    // --bench --seq beyond this would take minutes a run
 #define BENCH_SPREAD_NOTE 0.2  // a spread above 20%: say the machine is busy
 
@@ -1499,12 +1501,16 @@ static void bench_case(BenchCase *c, int N, bool causal, int block_q, int block_
     *c = (BenchCase){N, causal, {0, 0, 0}, {0, 0, 0}, 0.0, naive_extra_bytes(1, BENCH_HEADS, N),
                      0, NAN};
     Tensor *tiled_grads[3], *naive_grads[3];   // the first run's, kept; later runs' are freed
-    for (int r = 0; r < BENCH_REPEATS; r++) {
+    double spent = 0.0;   // seconds the tiled path has run
+    for (int r = 0; r < BENCH_REPEATS || (spent < BENCH_MIN_SECONDS && r < BENCH_MAX_REPEATS);
+         r++) {
         size_t run_mark = arena_mark();
         BackwardSteps steps;
         double start = now_seconds();
         QKVGrads g = FlashAttention_backward(&steps, &flash, query, key, value, out, lse, grad_out);
-        add_run(&c->tiled, (now_seconds() - start) * 1e3);
+        double seconds = now_seconds() - start;
+        add_run(&c->tiled, seconds * 1e3);
+        spent += seconds;
         c->flops = steps.flops;
         c->tiled_extra =
             steps.scratch_bytes + steps.delta_bytes + (size_t)numel(lse) * sizeof(float);
@@ -1513,7 +1519,7 @@ static void bench_case(BenchCase *c, int N, bool causal, int block_q, int block_
         } else {
             arena_release(run_mark);
         }
-        if (naive_fits && (r < 2 || c->naive.best < BENCH_SLOW_MS)) {
+        if (naive_fits && r < BENCH_REPEATS && (r < 2 || c->naive.best < BENCH_SLOW_MS)) {
             run_mark = arena_mark();
             start = now_seconds();
             QKVGrads n = naive_backward(P, query, key, value, grad_out);
@@ -1569,10 +1575,11 @@ static void bench(const Lesson *lesson, const Sizes *n, int argc, char **argv) {
     double peak_after = fma_peak(kernels);   // the machine may be shared: keep the higher
     peak = peak_after > peak ? peak_after : peak;
     printf("FMA peak of this core, measured: 12 independent chains of FMAs, %.1f GFLOP/s\n", peak);
-    printf("each time is the best of %d runs (the naive path: 2 when one takes over a second), "
-           "the naive and\nthe tiled backward taking turns; spread = slowest / best - 1; "
-           "GFLOP/s count 10*B*H*N*N*D\n(causal 5*B*H*N*(N+1)*D), the tiled backward's five "
-           "products\n", BENCH_REPEATS);
+    printf("each time is the best of its runs, the naive and the tiled backward taking turns: the "
+           "tiled one\n%d to %d runs (a second's worth), the naive one %d (2 when one takes over a "
+           "second);\nspread = slowest / best - 1; GFLOP/s count 10*B*H*N*N*D (causal "
+           "5*B*H*N*(N+1)*D),\nthe tiled backward's five products\n", BENCH_REPEATS,
+           BENCH_MAX_REPEATS, BENCH_REPEATS);
     printf("  seq causal naive ms spread tiled ms spread speedup GFLOP/s  %%peak naive MiB "
            "tiled MiB max|diff|\n");
     bool noisy = false;
