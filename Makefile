@@ -140,14 +140,13 @@ sanitize:
 # valgrind: every lesson, then every test in one process (CK_FORK=no; the
 # lessons a test runs are not under valgrind, and the fuzz test runs fewer
 # cases), then each lesson's error paths (tests/valgrind-error-paths.sh).
-# ATTN_KERNELS=scalar: lesson 14 takes its portable kernels (valgrind 3.19
-# cannot run AVX-512).
+# ATTN_KERNELS=scalar: lessons 14 and 16 take their portable kernels (valgrind
+# 3.19 cannot run AVX-512).
 VALGRIND = env ATTN_KERNELS=scalar valgrind -q --error-exitcode=3 --leak-check=full \
            --show-leak-kinds=all --errors-for-leak-kinds=all
 # Lesson 16 trains for 300 steps by default, minutes under valgrind: 3 steps take every
 # path of its code. VALGRIND_SHORT names such runs, `lesson-directory:flags` with commas
-# for spaces; tests/valgrind-error-paths.sh reads it too. (Lesson 16 reads ATTN_KERNELS
-# as lesson 14 does.)
+# for spaces; tests/valgrind-error-paths.sh reads it too.
 VALGRIND_SHORT = 16-train:--steps,3
 valgrind: $(LESSON_BINS) $(TEST_BINS)
 	@for bin in $(LESSON_BINS); do \

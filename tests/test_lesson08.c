@@ -353,7 +353,7 @@ START_TEST(test_heatmap_fits_80_columns) {
     RunResult run = run_program(BINARY, (const char *const[]){"--heatmap", NULL});
     ck_assert_int_eq(run.status, 0);
     const char *start = strstr(run.out, "attention (b, g, h): heatmap\n");
-    const char *end = strstr(run.out, "-- which key/value head each query head reads --");
+    const char *end = strstr(run.out, "-- part 2: which key/value head each query head reads");
     ck_assert(start != NULL && end != NULL && start < end);
     for (const char *line = start; line < end; line = strchr(line, '\n') + 1) {
         ck_assert_msg(line_width(line) <= 80, "a heatmap line of %d columns: %.100s",

@@ -14,8 +14,9 @@ float sleef_expf(float d);
 void softmax_exact_lastdim(float *data, long rows, int n);
 
 // The row term of softmax's backward along the last dim, sum_i grad[i] * out[i]
-// (out the softmax's output, grad the gradient that reaches it), with each
-// product rounded and the sum added in the order PyTorch's kernel adds it.
+// (out the softmax's output, grad the gradient that reaches it), added in the
+// order PyTorch's kernel adds it: 8 lanes, the first 8 products rounded, each
+// later one fused into its lane (one rounding), then the lanes summed.
 // The backward is then grad_input[i] = (grad[i] - this) * out[i].
 float softmax_exact_backward_row(const float *grad, const float *out, int n);
 

@@ -253,7 +253,8 @@ static void part2_what_thop_counted(const Cell *cell) {
     int batch = size(cell->X, 0), seq = size(cell->X, 1), dim = size(cell->X, 2);
     long long rows = (long long)batch * seq;
     FullCount c = full_count(batch, seq, dim);
-    printf("\n-- what thop counted --\n");
+    printf("\n-- part 2: what thop counted, and what it left out (--batch, --seq and --dim change "
+           "it) --\n");
     printf("thop adds in_features x (elements of the output) for every nn.Linear call:\n");
     const Linear *layers[] = {&net->query_proj, &net->key_proj, &net->value_proj};
     const char *names[] = {"query_proj", "key_proj", "value_proj"};
@@ -286,7 +287,8 @@ static void part2_what_thop_counted(const Cell *cell) {
 // for a batch of matrices. The notebook draws a fresh X for this; only
 // its shape matters, so we reuse ours and draw nothing.
 static void part3_the_aside_X_T(const Tensor *X) {
-    printf("\n-- the aside: X.T on a 3-D tensor reverses all three dims --\n");
+    printf("\n-- part 3: the aside: X.T on a 3-D tensor reverses all three dims (--batch, --seq, "
+           "--dim) --\n");
     printf("%s\n", size_str(permute(X, (int[]){2, 1, 0})));                       // (C, T, B)
 }
 

@@ -53,6 +53,16 @@
 //     (b, n, h, d) tensors: the shape it prints is right, the numbers are
 //     not (heads attend to heads); with the heads in front it is GQA.
 //
+// THE PARTS (each a function below, called from main in this order)
+//   1. the notebook's cells 7-11, the group sum fixed: its lines and out[0, 0, :, :4]
+//      (--heatmap draws the weights)
+//   2. which key/value head each query head reads (--heads, --kv-heads)
+//   3. the notebook's einsum sums the scores over g (--kv-heads)
+//   4. the Attention 介绍 notes' repeat_interleave, then multi-head attention
+//   5. the two ends: kv_heads = heads is MHA, kv_heads = 1 is MQA
+//   6. the KV cache per token per layer (--kv-heads, --head-dim)
+//   7. the notebook's first cell: scaled_dot_product_attention on (b, n, h, d)
+//
 // Size letters (the repository's, docs/README.md): B batch, N query positions,
 //   S key positions (N = S = --seq, the same tokens), H query heads (--heads),
 //   KV key/value heads (--kv-heads), R = H / KV query heads per key/value head
@@ -284,95 +294,7 @@ static Tensor *rearrange_merge_groups(const Tensor *out) {
     return merged;
 }
 
-// --- the demonstrations: what main() prints -----------------------------------
-
-// What the notebook prints between the steps of grouped_query_attention.
-static void print_notebook_lines(const GroupedQueryAttentionSteps *steps, const Tensor *out) {
-    printf("num_head_groups = query.shape[2] // key.shape[2]\n%d\n", steps->num_head_groups);
-    printf("query = rearrange(query, \"b (h g) n d -> b g h n d\", g=num_head_groups)\n"
-           "%s\n", size_str(steps->query));
-    printf("scores = einsum(query, key, \"b g h n d, b h s d -> b g h n s\")\n%s\n",
-           size_str(steps->scores));
-    printf("out = rearrange(out, \"b g h n d -> b n (h g) d\")\n%s\n", size_str(out));
-}
-
-// The first row of the first batch, first 4 numbers of each head:
-// PyTorch's out[0, 0, :, :4].
-static const char *first_token_str(const Tensor *out) {
-    int heads = size(out, 2), width = size(out, 3) < 4 ? size(out, 3) : 4;
-    const Tensor *row = narrow(narrow(narrow(out, 0, 0, 1), 1, 0, 1), 3, 0, width);  // (1, 1, H, 4)
-    return tensor_str(reshape(row, shape2(heads, width)), NULL);             // (H, 4)
-}
-
-// Lesson 6's multi-head attention core, no mask, by library ops: every
-// query head against the key head with the same number. For multi-query
-// attention the key and value have ONE head, (B, 1, S, D), and matmul's
-// broadcasting hands that one head to all H query heads.
-static const Tensor *multi_head_attention(const Tensor *q_in, const Tensor *k_in,
-                                          const Tensor *v_in) {
-    const Tensor *q_state = transpose(q_in, 1, 2);                           // (B, H, N, D)
-    const Tensor *k_state = transpose(k_in, 1, 2);                           // (B, H or 1, S, D)
-    const Tensor *v_state = transpose(v_in, 1, 2);                           // (B, H or 1, S, D)
-    const Tensor *attention_weight =
-        div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
-                   (float)sqrt((double)size(q_in, 3)));                      // (B, H, N, S)
-    attention_weight = softmax(attention_weight, -1);                        // (B, H, N, S)
-    const Tensor *output_mid = matmul(attention_weight, v_state);            // (B, H, N, D)
-    return contiguous(transpose(output_mid, 1, 2));                          // (B, N, H, D)
-}
-
-// Which key/value head each query head reads, worked out by running the
-// lesson's own index code on head NUMBERS instead of data.
-static void show_head_pairing(int heads, int kv_heads) {
-    int R = heads / kv_heads;
-    printf("-- which key/value head each query head reads --\n");
-    // einops: put i into query head slot i, split with "b (h g) n d -> b g h n d"
-    // and see at which h it lands.
-    Tensor *head_numbers = zeros(shape4(1, heads, 1, 1));                    // (1, H, 1, 1)
-    for (int i = 0; i < heads; i++) {
-        *at4(head_numbers, 0, i, 0, 0) = (float)i;
-    }
-    const Tensor *grouped = rearrange_split_groups(head_numbers, R);         // (1, R, KV, 1, 1)
-    // repeat_interleave: put h into key/value slot h, repeat R times along
-    // the head axis and read which h lands in slot i.
-    Tensor *kv_numbers = zeros(shape4(1, kv_heads, 1, 1));                   // (1, KV, 1, 1)
-    for (int h = 0; h < kv_heads; h++) {
-        *at4(kv_numbers, 0, h, 0, 0) = (float)h;
-    }
-    const Tensor *repeated = repeat_interleave(kv_numbers, R, 1);            // (1, H, 1, 1)
-
-    int shown = heads < 64 ? heads : 64;   // the table shows at most 64 heads
-    int kv_of_einops[64];
-    for (int g = 0; g < R; g++) {
-        for (int h = 0; h < kv_heads; h++) {
-            int i = (int)*at5(grouped, 0, g, h, 0, 0);
-            if (i < shown) {
-                kv_of_einops[i] = h;
-            }
-        }
-    }
-    printf("query head i:                      ");
-    for (int i = 0; i < shown; i++) {
-        printf(" %d", i);
-    }
-    printf("\nreads kv head, einops \"(h g)\":     ");
-    for (int i = 0; i < shown; i++) {
-        printf(" %d", kv_of_einops[i]);
-    }
-    printf("\nreads kv head, repeat_interleave:  ");
-    for (int i = 0; i < shown; i++) {
-        printf(" %d", (int)*at4(repeated, 0, i, 0, 0));
-    }
-    printf("\n(\"(g h)\" instead would read i %% KV: ");
-    for (int i = 0; i < shown; i++) {
-        printf(" %d", i % kv_heads);
-    }
-    printf(")\n%s", shown < heads ? "(first 64 heads shown)\n" : "");
-    printf("Both read key/value head i / R = i / %d: (h g) counts i = h*R + g, g fastest,\n"
-           "and repeat_interleave copies head h into slots h*R .. h*R + %d.\n", R, R - 1);
-}
-
-// --- the notebook's einsum: the group sum, shown as the error it is -----------
+// --- the notebook's einsum as written: the group sum, a forward to compare with -------
 
 // "b g h n d, b h s d -> b h n s", the notebook's cell 9. The output has no
 // g, and einsum sums over every letter that is missing from the output: so
@@ -480,14 +402,186 @@ static Tensor *group_sum_attention(GroupSumSteps *steps, const Tensor *query, co
     return rearrange_heads_back(out);                                        // (B, N, KV, D)
 }
 
+// --- the Attention 介绍 notes' forward: repeat_interleave, then multi-head attention --
+
+// The middle of GroupQueryAttention.forward in the Attention 介绍 notes,
+// without its projections: q (B, N, H, D), k and v (B, S, KV, D) -> output
+// (B, N, H, D). repeat_interleave(R, dim=1) copies key/value head h into
+// slots h*R .. h*R + R-1, so slot i holds head i / R: the same pairing as
+// the einops "(h g)" grouping. After that it is lesson 6's attention.
+static const Tensor *repeat_interleave_attention(const Tensor *q_in, const Tensor *k_in,
+                                                 const Tensor *v_in) {
+    int nums_head = size(q_in, 2), nums_key_value_head = size(k_in, 2);
+    int head_dim = size(q_in, 3);
+    const Tensor *q = transpose(q_in, 1, 2);                                 // (B, H, N, D)
+    const Tensor *k = transpose(k_in, 1, 2);                                 // (B, KV, S, D)
+    const Tensor *v = transpose(v_in, 1, 2);                                 // (B, KV, S, D)
+    int R = nums_head / nums_key_value_head;
+    k = repeat_interleave(k, R, 1);                                          // (B, H, S, D)
+    v = repeat_interleave(v, R, 1);                                          // (B, H, S, D)
+    const Tensor *attention_score =
+        div_scalar(matmul(q, transpose(k, 2, 3)), (float)sqrt((double)head_dim));  // (B, H, N, S)
+    const Tensor *attention_weight = softmax(attention_score, -1);           // (B, H, N, S)
+    const Tensor *output = matmul(attention_weight, v);                      // (B, H, N, D)
+    return contiguous(transpose(output, 1, 2));                              // (B, N, H, D)
+}
+
+// --- part 1: the notebook's cells, the group sum fixed ---------------------------
+
+// What the notebook prints between the steps of grouped_query_attention.
+static void print_notebook_lines(const GroupedQueryAttentionSteps *steps, const Tensor *out) {
+    printf("num_head_groups = query.shape[2] // key.shape[2]\n%d\n", steps->num_head_groups);
+    printf("query = rearrange(query, \"b (h g) n d -> b g h n d\", g=num_head_groups)\n"
+           "%s\n", size_str(steps->query));
+    printf("scores = einsum(query, key, \"b g h n d, b h s d -> b g h n s\")\n%s\n",
+           size_str(steps->scores));
+    printf("out = rearrange(out, \"b g h n d -> b n (h g) d\")\n%s\n", size_str(out));
+}
+
+// The first row of the first batch, first 4 numbers of each head:
+// PyTorch's out[0, 0, :, :4].
+static const char *first_token_str(const Tensor *out) {
+    int heads = size(out, 2), width = size(out, 3) < 4 ? size(out, 3) : 4;
+    const Tensor *row = narrow(narrow(narrow(out, 0, 0, 1), 1, 0, 1), 3, 0, width);  // (1, 1, H, 4)
+    return tensor_str(reshape(row, shape2(heads, width)), NULL);             // (H, 4)
+}
+
+// Lesson 6's multi-head attention core, no mask, by library ops: every
+// query head against the key head with the same number. For multi-query
+// attention the key and value have ONE head, (B, 1, S, D), and matmul's
+// broadcasting hands that one head to all H query heads.
+static const Tensor *multi_head_attention(const Tensor *q_in, const Tensor *k_in,
+                                          const Tensor *v_in) {
+    const Tensor *q_state = transpose(q_in, 1, 2);                           // (B, H, N, D)
+    const Tensor *k_state = transpose(k_in, 1, 2);                           // (B, H or 1, S, D)
+    const Tensor *v_state = transpose(v_in, 1, 2);                           // (B, H or 1, S, D)
+    const Tensor *attention_weight =
+        div_scalar(matmul(q_state, transpose(k_state, -1, -2)),
+                   (float)sqrt((double)size(q_in, 3)));                      // (B, H, N, S)
+    attention_weight = softmax(attention_weight, -1);                        // (B, H, N, S)
+    const Tensor *output_mid = matmul(attention_weight, v_state);            // (B, H, N, D)
+    return contiguous(transpose(output_mid, 1, 2));                          // (B, N, H, D)
+}
+
+// What part 1 made, for the parts after it.
+typedef struct {
+    const Tensor *query;           // (B, N, H, D)
+    const Tensor *key, *value;     // (B, S, KV, D)
+    GroupedQueryAttentionSteps steps;
+    const Tensor *out;             // (B, N, H, D) GQA
+    GroupSumSteps summed;
+    const Tensor *out_group_sum;   // (B, N, KV, D) the notebook's einsum as written
+    const Tensor *output;          // (B, N, H, D) the notes' repeat_interleave
+} Cell;
+
+// The notebook's cell 7 (the three draws, in this order) and its cells
+// 8-11: GQA with the group sum fixed; then the two other ways the lesson
+// holds it against: the notebook's einsum as written, and the notes'
+// repeat_interleave. These three are the --dot diagram. Cell 8 runs once,
+// in grouped_query_attention; cells 9 and 11 then run fixed there and as
+// written in group_sum_attention, from the same grouped heads.
+static Cell part1_the_notebooks_cells(int batch, int seq, int heads, int kv_heads, int head_dim,
+                                      bool heatmap) {
+    Cell cell;
+    Shape query_shape = shape4(batch, seq, heads, head_dim);
+    Shape kv_shape = shape4(batch, seq, kv_heads, head_dim);
+    cell.query = named("query", randn(query_shape));                         // (B, N, H, D)
+    cell.key = named("key", randn(kv_shape));                                // (B, S, KV, D)
+    cell.value = named("value", randn(kv_shape));                            // (B, S, KV, D)
+    cell.out = named("out", grouped_query_attention(&cell.steps, cell.query, cell.key,
+                                                    cell.value));            // (B, N, H, D)
+    cell.out_group_sum = named("out_group_sum",
+        group_sum_attention(&cell.summed, cell.steps.query, cell.steps.key,
+                            cell.steps.value));                              // (B, N, KV, D)
+    // The notes' way is drawn as one step: its inside is lesson 6's.
+    bool was_paused = trace_pause(true);
+    cell.output = repeat_interleave_attention(cell.query, cell.key, cell.value);   // (B, N, H, D)
+    trace_pause(was_paused);
+    trace("repeat_interleave K, V\nthen multi-head attention", cell.output, 3,
+          (const Tensor *const[]){cell.query, cell.key, cell.value}, 0, NULL);
+    labeled("output (repeat_interleave)", cell.output);
+
+    // The rest prints them; it adds nothing to the diagram.
+    was_paused = trace_pause(true);
+    printf("-- grouped-query attention, the notebook's einops steps as loops --\n");
+    print_notebook_lines(&cell.steps, cell.out);
+    if (heatmap) {
+        // One grid per key/value head h: batch 0, the first query head (g = 0)
+        // of each group, as attention[:1, :1] keeps them (the indices stay
+        // the tensor's own). All B*R*KV grids would run to hundreds of lines.
+        const Tensor *first_heads = narrow(narrow(cell.steps.attention, 0, 0, 1), 1, 0, 1);
+        printf("(batch 0, query head g = 0 of each group h: attention[:1, :1])\n");
+        print_heatmap("attention (b, g, h)", first_heads);                   // (1, 1, KV, N, S)
+    }
+    printf("out[0, 0, :, :4]\n%s\n\n", first_token_str(cell.out));
+    trace_pause(was_paused);
+    return cell;
+}
+
+// --- part 2: which key/value head each query head reads (--heads, --kv-heads) -------
+
+// Which key/value head each query head reads, worked out by running the
+// lesson's own index code on head NUMBERS instead of data.
+static void part2_head_pairing(int heads, int kv_heads) {
+    int R = heads / kv_heads;
+    printf("-- part 2: which key/value head each query head reads (--heads and --kv-heads change "
+           "it) --\n");
+    // einops: put i into query head slot i, split with "b (h g) n d -> b g h n d"
+    // and see at which h it lands.
+    Tensor *head_numbers = zeros(shape4(1, heads, 1, 1));                    // (1, H, 1, 1)
+    for (int i = 0; i < heads; i++) {
+        *at4(head_numbers, 0, i, 0, 0) = (float)i;
+    }
+    const Tensor *grouped = rearrange_split_groups(head_numbers, R);         // (1, R, KV, 1, 1)
+    // repeat_interleave: put h into key/value slot h, repeat R times along
+    // the head axis and read which h lands in slot i.
+    Tensor *kv_numbers = zeros(shape4(1, kv_heads, 1, 1));                   // (1, KV, 1, 1)
+    for (int h = 0; h < kv_heads; h++) {
+        *at4(kv_numbers, 0, h, 0, 0) = (float)h;
+    }
+    const Tensor *repeated = repeat_interleave(kv_numbers, R, 1);            // (1, H, 1, 1)
+
+    int shown = heads < 64 ? heads : 64;   // the table shows at most 64 heads
+    int kv_of_einops[64];
+    for (int g = 0; g < R; g++) {
+        for (int h = 0; h < kv_heads; h++) {
+            int i = (int)*at5(grouped, 0, g, h, 0, 0);
+            if (i < shown) {
+                kv_of_einops[i] = h;
+            }
+        }
+    }
+    printf("query head i:                      ");
+    for (int i = 0; i < shown; i++) {
+        printf(" %d", i);
+    }
+    printf("\nreads kv head, einops \"(h g)\":     ");
+    for (int i = 0; i < shown; i++) {
+        printf(" %d", kv_of_einops[i]);
+    }
+    printf("\nreads kv head, repeat_interleave:  ");
+    for (int i = 0; i < shown; i++) {
+        printf(" %d", (int)*at4(repeated, 0, i, 0, 0));
+    }
+    printf("\n(\"(g h)\" instead would read i %% KV: ");
+    for (int i = 0; i < shown; i++) {
+        printf(" %d", i % kv_heads);
+    }
+    printf(")\n%s", shown < heads ? "(first 64 heads shown)\n" : "");
+    printf("Both read key/value head i / R = i / %d: (h g) counts i = h*R + g, g fastest,\n"
+           "and repeat_interleave copies head h into slots h*R .. h*R + %d.\n", R, R - 1);
+}
+
+// --- part 3: the notebook's einsum sums the scores over g (--kv-heads) ----------------
+
 // The notebook's lines for its version, its numbers, and what it is: the
 // group sum is attention with each group's queries ADDED into one query,
 // shown by doing exactly that with ordinary multi-head attention.
-static void show_group_sum(const GroupSumSteps *steps, const Tensor *query, const Tensor *key,
-                           const Tensor *value, const Tensor *out, const Tensor *out_group_sum) {
+static void part3_group_sum(const GroupSumSteps *steps, const Tensor *query, const Tensor *key,
+                            const Tensor *value, const Tensor *out, const Tensor *out_group_sum) {
     int B = size(query, 0), N = size(query, 1), H = size(query, 2), D = size(query, 3);
     int KV = size(key, 2), R = H / KV;
-    printf("\n-- the notebook's einsum sums the scores over g --\n");
+    printf("\n-- part 3: the notebook's einsum sums the scores over g (--kv-heads) --\n");
     printf("scores = einsum(query, key, \"b g h n d, b h s d -> b h n s\")\n%s\n",
            size_str(steps->scores));
     printf("out = rearrange(out, \"b h n d -> b n h d\")\n%s\n", size_str(out_group_sum));
@@ -523,45 +617,24 @@ static void show_group_sum(const GroupSumSteps *steps, const Tensor *query, cons
            "fixed there in May 2024 by keeping g: \"-> b g h n s\", then \"b n (h g) d\".\n");
 }
 
-// --- the notes' way: repeat the keys and values, then multi-head attention ---
+// --- part 4: the notes' way: repeat the keys and values, then multi-head attention ------
 
-// The middle of GroupQueryAttention.forward in the Attention 介绍 notes,
-// without its projections: q (B, N, H, D), k and v (B, S, KV, D) -> output
-// (B, N, H, D). repeat_interleave(R, dim=1) copies key/value head h into
-// slots h*R .. h*R + R-1, so slot i holds head i / R: the same pairing as
-// the einops "(h g)" grouping. After that it is lesson 6's attention.
-static const Tensor *repeat_interleave_attention(const Tensor *q_in, const Tensor *k_in,
-                                                 const Tensor *v_in) {
-    int nums_head = size(q_in, 2), nums_key_value_head = size(k_in, 2);
-    int head_dim = size(q_in, 3);
-    const Tensor *q = transpose(q_in, 1, 2);                                 // (B, H, N, D)
-    const Tensor *k = transpose(k_in, 1, 2);                                 // (B, KV, S, D)
-    const Tensor *v = transpose(v_in, 1, 2);                                 // (B, KV, S, D)
-    int R = nums_head / nums_key_value_head;
-    k = repeat_interleave(k, R, 1);                                          // (B, H, S, D)
-    v = repeat_interleave(v, R, 1);                                          // (B, H, S, D)
-    const Tensor *attention_score =
-        div_scalar(matmul(q, transpose(k, 2, 3)), (float)sqrt((double)head_dim));  // (B, H, N, S)
-    const Tensor *attention_weight = softmax(attention_score, -1);           // (B, H, N, S)
-    const Tensor *output = matmul(attention_weight, v);                      // (B, H, N, D)
-    return contiguous(transpose(output, 1, 2));                              // (B, N, H, D)
-}
-
-static void show_repeat_interleave(const Tensor *out, const Tensor *output) {
-    printf("\n-- the Attention 介绍 notes' way: repeat_interleave K and V, then multi-head "
-           "attention --\n");
+static void part4_repeat_interleave(const Tensor *out, const Tensor *output) {
+    printf("\n-- part 4: the Attention 介绍 notes' repeat_interleave, then multi-head attention "
+           "(--kv-heads) --\n");
     printf("output: %s\nmax |out - output| = %.3g\n", size_str(output),
            max_abs_diff(out, output));
 }
 
-// --- the two ends of the family: MHA and MQA ----------------------------------
+// --- part 5: the two ends of the family: MHA and MQA (--heads) -----------------------
 
 // kv_heads = heads is MHA, kv_heads = 1 is MQA: the same loops at both ends.
 // `output` is the notes' result above.
-static void show_two_ends(const Tensor *query, const Tensor *key, const Tensor *value,
-                          const Tensor *out, const Tensor *output) {
+static void part5_two_ends(const Tensor *query, const Tensor *key, const Tensor *value,
+                           const Tensor *out, const Tensor *output) {
     int H = size(query, 2), R = H / size(key, 2);
-    printf("\n-- the two ends: kv_heads = heads is MHA, kv_heads = 1 is MQA --\n");
+    printf("\n-- part 5: the two ends: kv_heads = heads is MHA, kv_heads = 1 is MQA (--heads) "
+           "--\n");
     // MHA: give every query head its own copy of its key/value head. The
     // same loops then run with R = 1 and must reproduce `out` exactly, and
     // agree with lesson 6's attention.
@@ -584,7 +657,7 @@ static void show_two_ends(const Tensor *query, const Tensor *key, const Tensor *
            "broadcast)| = %.3g\n", H, max_abs_diff(out_mqa, mqa));
 }
 
-// --- what GQA saves: the KV cache ---------------------------------------------
+// --- part 6: what GQA saves: the KV cache (--kv-heads, --head-dim) -------------------
 
 // KV-cache bytes per token per layer: one key and one value vector (the 2)
 // per key/value head, head_dim floats of 4 bytes each.
@@ -593,9 +666,10 @@ static void print_kv_cache_bytes(const char *name, int kv_heads, int head_dim) {
            head_dim, 2LL * kv_heads * head_dim * 4);
 }
 
-static void show_kv_cache_bytes(int heads, int kv_heads, int head_dim) {
-    printf("\n-- KV cache per token per layer: 2 (K and V) * kv_heads * head_dim * 4 bytes "
+static void part6_kv_cache_bytes(int heads, int kv_heads, int head_dim) {
+    printf("\n-- part 6: the KV cache per token per layer (--kv-heads and --head-dim change it) "
            "--\n");
+    printf("2 (K and V) * kv_heads * head_dim * 4 bytes:\n");
     print_kv_cache_bytes("MHA", heads, head_dim);
     print_kv_cache_bytes("GQA", kv_heads, head_dim);
     print_kv_cache_bytes("MQA", 1, head_dim);
@@ -603,7 +677,7 @@ static void show_kv_cache_bytes(int heads, int kv_heads, int head_dim) {
            heads / kv_heads);
 }
 
-// --- the notebook's first cell: the heads in the wrong place --------------------
+// --- part 7: the notebook's first cell: the heads in the wrong place (--seq) -----------
 
 // F.scaled_dot_product_attention(q, k, v), no mask, no dropout, as PyTorch
 // 1.13 computes it: softmax((q * (1 / sqrt(E))) @ k^T) @ v over the LAST TWO
@@ -629,8 +703,8 @@ static const Tensor *scaled_dot_product_attention(const Tensor **weights, const 
 // Here it runs on this lesson's query, and on key and value with each
 // key/value head repeated for its R query heads (the cell has a key head
 // per query head), against the call with the heads in front, which is GQA.
-static void show_first_cell(const Tensor *query, const Tensor *key, const Tensor *value,
-                            const Tensor *out) {
+static void part7_first_cell(const Tensor *query, const Tensor *key, const Tensor *value,
+                             const Tensor *out) {
     int H = size(query, 2), R = H / size(key, 2);
     const Tensor *key_h = repeat_interleave(key, R, 2);                      // (B, S, H, D)
     const Tensor *value_h = repeat_interleave(value, R, 2);                  // (B, S, H, D)
@@ -639,7 +713,8 @@ static void show_first_cell(const Tensor *query, const Tensor *key, const Tensor
         scaled_dot_product_attention(&weights_wrong, query, key_h, value_h);  // (B, N, H, D)
     const Tensor *right = transpose(scaled_dot_product_attention(&weights,
         transpose(query, 1, 2), transpose(key_h, 1, 2), transpose(value_h, 1, 2)), 1, 2);
-    printf("\n-- the notebook's first cell: scaled_dot_product_attention on (b, n, h, d) --\n");
+    printf("\n-- part 7: the notebook's first cell: scaled_dot_product_attention on (b, n, h, d) "
+           "(--seq) --\n");
     printf("(in PyTorch 1.13: F._scaled_dot_product_attention; public from 2.0)\n");
     printf("key, value: each head repeated for its %d query heads, repeat_interleave(%d, dim=2)"
            "\n%s\n", R, R, size_str(key_h));
@@ -682,52 +757,13 @@ int main(int argc, char **argv) {
                shape4(batch, seq, heads, head_dim));
     lesson_start(&lesson);
 
-    // The notebook's cell 7: the three draws, in this order.
-    Shape query_shape = shape4(batch, seq, heads, head_dim);
-    Shape kv_shape = shape4(batch, seq, kv_heads, head_dim);
-    const Tensor *query = named("query", randn(query_shape));                // (B, N, H, D)
-    const Tensor *key = named("key", randn(kv_shape));                       // (B, S, KV, D)
-    const Tensor *value = named("value", randn(kv_shape));                   // (B, S, KV, D)
-
-    // GQA, the notebook's cells with the group sum fixed; then the two other
-    // ways the lesson holds it against: the notebook's einsum as written,
-    // and the notes' repeat_interleave. These three are the --dot diagram.
-    // Cell 8 runs once, in grouped_query_attention; cells 9 and 11 then run
-    // fixed there and as written here, from the same grouped heads.
-    GroupedQueryAttentionSteps steps;
-    const Tensor *out =
-        named("out", grouped_query_attention(&steps, query, key, value));    // (B, N, H, D)
-    GroupSumSteps summed;
-    const Tensor *out_group_sum = named("out_group_sum",
-        group_sum_attention(&summed, steps.query, steps.key, steps.value));  // (B, N, KV, D)
-    // The notes' way is drawn as one step: its inside is lesson 6's.
-    bool was_paused = trace_pause(true);
-    const Tensor *output = repeat_interleave_attention(query, key, value);   // (B, N, H, D)
-    trace_pause(was_paused);
-    trace("repeat_interleave K, V\nthen multi-head attention", output, 3,
-          (const Tensor *const[]){query, key, value}, 0, NULL);
-    labeled("output (repeat_interleave)", output);
-
-    // The rest prints them and checks the claims made about them; it adds
-    // nothing to the diagram.
-    was_paused = trace_pause(true);
-    printf("-- grouped-query attention, the notebook's einops steps as loops --\n");
-    print_notebook_lines(&steps, out);
-    if (lesson.heatmap) {
-        // One grid per key/value head h: batch 0, the first query head (g = 0)
-        // of each group, as attention[:1, :1] keeps them (the indices stay
-        // the tensor's own). All B*R*KV grids would run to hundreds of lines.
-        const Tensor *first_heads = narrow(narrow(steps.attention, 0, 0, 1), 1, 0, 1);
-        printf("(batch 0, query head g = 0 of each group h: attention[:1, :1])\n");
-        print_heatmap("attention (b, g, h)", first_heads);                   // (1, 1, KV, N, S)
-    }
-    printf("out[0, 0, :, :4]\n%s\n\n", first_token_str(out));
-    show_head_pairing(heads, kv_heads);
-    show_group_sum(&summed, query, key, value, out, out_group_sum);
-    show_repeat_interleave(out, output);
-    show_two_ends(query, key, value, out, output);
-    show_kv_cache_bytes(heads, kv_heads, head_dim);
-    show_first_cell(query, key, value, out);
-    trace_pause(was_paused);
+    Cell c = part1_the_notebooks_cells(batch, seq, heads, kv_heads, head_dim, lesson.heatmap);
+    trace_pause(true);   // the parts check the claims made about them: not drawn
+    part2_head_pairing(heads, kv_heads);
+    part3_group_sum(&c.summed, c.query, c.key, c.value, c.out, c.out_group_sum);
+    part4_repeat_interleave(c.out, c.output);
+    part5_two_ends(c.query, c.key, c.value, c.out, c.output);
+    part6_kv_cache_bytes(heads, kv_heads, head_dim);
+    part7_first_cell(c.query, c.key, c.value, c.out);
     return lesson_finish(&lesson);
 }

@@ -53,6 +53,12 @@
 //   - A fully masked row gives NaN with -inf and a uniform row with -1e20;
 //     a causal row is never fully masked, because its diagonal is visible.
 //
+// THE PARTS (each a function below, called from main in this order)
+//   1. the notebook's masks (its In[12]), and the general mask with a cache
+//   2. the notebook's GQA module, causal (its In[11]): the output, the weights
+//      and a check that no position sees the future (--seq, --kv-heads, --train)
+//   3. two conventions for the same mask: -inf where 1, or -1e20 where 0
+//
 // Size letters (the repository's, docs/README.md): B = batch_size,
 // T = seq_len (query positions), S = key positions (here S = T: the module
 // reshapes its keys with the queries' seq_len, so the code writes T for
@@ -184,7 +190,7 @@ static Tensor *GQA_forward(GQASteps *steps, const GQA *self, const Tensor *query
     return linear(&self->o_proj, attn_out);                                   // (B, T, C)
 }
 
-// --- part 1: the masks ------------------------------------------------------------------
+// --- part 1: the notebook's masks, and the general one -----------------------------------
 
 // torch.triu(torch.ones(q_len, cache_len + q_len), diagonal=1 + cache_len):
 // 1 marks a key the query may NOT see. Query row t is the token at absolute
@@ -198,7 +204,7 @@ static Tensor *causal_mask(int q_len, int cache_len) {
     return triu(all, 1 + cache_len);                        // (q_len, cache_len + q_len)
 }
 
-static void show_masks(void) {
+static void part1_the_masks(void) {
     // In[12]: the plain causal mask for 4 tokens. Row t has 1s (forbidden)
     // after column t.
     int seq_len = 4;
@@ -230,7 +236,7 @@ static void show_masks(void) {
            tensor_str(no_cache, NULL), tensor_str(one_query, NULL));
 }
 
-// --- part 2: what the notebook's example does not print ---------------------------------
+// --- part 2: the notebook's GQA module, and what its example does not print --------------
 
 // t[0] in PyTorch: the first entry along dim 0, one dim fewer. A narrow()
 // keeps the dim (size 1), so reshape drops it (a view, nothing copied).
@@ -307,14 +313,38 @@ static void check_causality(const GQA *gqa, uint64_t seed, const Tensor *query,
            (double)diff_of_positions(output2, output, T - 1, T));
 }
 
+// In[11], the notebook's example usage: gqa = GQA(embed_dim, num_heads,
+// num_groups).eval(); the weights are drawn first, then the three inputs.
+// Then what it does not print: the weights, the output, and causality
+// checked. The diagram is the module's dataflow: the parts after the
+// forward are not drawn.
+static void part2_the_module(int batch, int seq, int dim, int heads, int kv_heads, bool train,
+                             uint64_t seed, bool heatmap) {
+    printf("-- part 2: the notebook's GQA module, causal (--seq, --kv-heads and --train change it) "
+           "--\n");
+    GQA gqa = GQA_init(dim, heads, kv_heads);
+    gqa.training = train;   // .eval() unless --train
+    const Tensor *query = named("query", randn(shape3(batch, seq, dim)));     // (B, T, C)
+    const Tensor *key = named("key", randn(shape3(batch, seq, dim)));         // (B, T, C)
+    const Tensor *value = named("value", randn(shape3(batch, seq, dim)));     // (B, T, C)
+    GQASteps steps;
+    const Tensor *output = GQA_forward(&steps, &gqa, query, key, value);      // (B, T, C)
+    named("output", output);
+    printf("%s\n", size_str(output));   // print(output.shape)
+    bool was_paused = trace_pause(true);
+    show_weights(steps.attn, output, heatmap);
+    check_causality(&gqa, seed, query, key, value, output);
+    trace_pause(was_paused);
+}
+
 // --- part 3: two conventions for a mask -------------------------------------------------
 
 // The same causal pattern on fixed 3x3 scores, written both ways, and what
 // happens to a row that is masked entirely.
-static void compare_conventions(void) {
+static void part3_conventions(void) {
     const float score_values[] = {1, 2, 3,  4, 5, 6,  7, 8, 9};
     const Tensor *scores = tensor_from(shape2(3, 3), score_values);           // (3, 3)
-    printf("-- two conventions for the same mask --\n");
+    printf("-- part 3: two conventions for the same mask (fixed 3 x 3 scores) --\n");
     printf("scores = torch.tensor([[1., 2., 3.], [4., 5., 6.], [7., 8., 9.]])\n");
 
     // Here (the GQA notebook): 1 = forbidden, fill where mask == 1, with -inf.
@@ -387,27 +417,11 @@ int main(int argc, char **argv) {
     // The masks are printed to be read; the --dot diagram is the module's
     // dataflow, which builds its own mask.
     bool was_paused = trace_pause(true);
-    show_masks();
+    part1_the_masks();
     trace_pause(was_paused);
 
-    // In[11], the notebook's example usage: gqa = GQA(embed_dim, num_heads,
-    // num_groups).eval(); the weights are drawn first, then the three inputs.
-    printf("-- the notebook's GQA module, causal --\n");
-    GQA gqa = GQA_init(dim, heads, kv_heads);
-    gqa.training = train;   // .eval() unless --train
-    const Tensor *query = named("query", randn(shape3(batch, seq, dim)));     // (B, T, C)
-    const Tensor *key = named("key", randn(shape3(batch, seq, dim)));         // (B, T, C)
-    const Tensor *value = named("value", randn(shape3(batch, seq, dim)));     // (B, T, C)
-    GQASteps steps;
-    const Tensor *output = GQA_forward(&steps, &gqa, query, key, value);      // (B, T, C)
-    named("output", output);
-    printf("%s\n", size_str(output));   // print(output.shape)
-
-    // What follows looks at the results and runs asides: the diagram shows
-    // the masks and the module's dataflow only.
+    part2_the_module(batch, seq, dim, heads, kv_heads, train, lesson.seed, lesson.heatmap);
     trace_pause(true);
-    show_weights(steps.attn, output, lesson.heatmap);
-    check_causality(&gqa, lesson.seed, query, key, value, output);
-    compare_conventions();
+    part3_conventions();
     return lesson_finish(&lesson);
 }
