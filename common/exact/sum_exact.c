@@ -53,12 +53,20 @@ static int ceil_log2(long n) {
 // The four running sums of `count` groups of 4 "values" (a value: `width` floats side by
 // side, 1 or LANES), with the cascade above: sums[k * width + l] gets lane l of value k of
 // every group. Group g starts at x[g * group_stride], its value k at + k * value_stride.
-static void multi_row_sum(float *sums, const float *x, long count, int width, long group_stride,
-                          long value_stride) {
+// Only what is used is zeroed, and with fewer than `step` groups the higher levels, which
+// would stay 0, are left out: adding +0 to a sum that started at +0 changes no bit.
+static inline __attribute__((always_inline)) void multi_row_sum(
+    float *sums, const float *x, long count, int width, long group_stride, long value_stride) {
     int power = ceil_log2(count) / LEVELS;
     power = power > 4 ? power : 4;
     long step = 1L << power, mask = step - 1;
-    float acc[LEVELS][ROWS * LANES] = {{0.0f}};
+    float acc[LEVELS][ROWS * LANES];
+    int levels = count >= step ? LEVELS : 1;
+    for (int level = 0; level < levels; level++) {
+        for (int i = 0; i < ROWS * width; i++) {
+            acc[level][i] = 0.0f;
+        }
+    }
     long g = 0;
     while (g + step <= count) {
         for (long j = 0; j < step; j++, g++) {
@@ -85,7 +93,7 @@ static void multi_row_sum(float *sums, const float *x, long count, int width, lo
             }
         }
     }
-    for (int level = 1; level < LEVELS; level++) {
+    for (int level = 1; level < levels; level++) {
         for (int i = 0; i < ROWS * width; i++) {
             acc[0][i] += acc[level][i];
         }
@@ -97,7 +105,8 @@ static void multi_row_sum(float *sums, const float *x, long count, int width, lo
 
 // row_sum: `count` values of `width` floats, value v at x[v * stride], into one value
 // (width floats): four running sums, value v going into sum v % 4.
-static void row_sum(float *sum, const float *x, long count, int width, long stride) {
+static inline __attribute__((always_inline)) void row_sum(float *sum, const float *x, long count,
+                                                         int width, long stride) {
     float sums[ROWS * LANES];
     multi_row_sum(sums, x, count / ROWS, width, ROWS * stride, stride);
     for (long v = count / ROWS * ROWS; v < count; v++) {   // the values left over
