@@ -540,7 +540,9 @@ START_TEST(test_kernels_match_their_scalar_twins) {
         if (set == NULL) {
             continue;
         }
-        for (int m = 1; m <= 9; m += 2) {
+        const int ms[] = {1, 3, 4, 5, 9, 12, 16, 17, 27, 40};   // blocks of 4 and 12 rows, rests
+        for (int mi = 0; mi < 10; mi++) {
+            int m = ms[mi];
             for (int n = 1; n <= 41; n += 5) {
                 for (int kk = 1; kk <= 17; kk += 8) {
                     for (int variant = 0; variant < 4; variant++) {   // a transposed, accumulate
@@ -573,6 +575,25 @@ START_TEST(test_kernels_match_their_scalar_twins) {
             scalar->silu_backward(want, b, a, n);
             set->silu_backward(got, b, a, n);
             ck_assert_msg(memcmp(want, got, sizeof(float) * (size_t)n) == 0, "%s silu' %d",
+                          names[k], n);
+            float norm_want = scalar->norm(a, n), norm_got = set->norm(a, n);
+            ck_assert_msg(memcmp(&norm_want, &norm_got, sizeof(float)) == 0, "%s norm %d",
+                          names[k], n);
+        }
+        AdamWStep step = {0.9997f, 0.9f, 0.1f, 0.99f, 0.01f, 0.141067f, 1e-8f, -0.0173f};
+        for (int n = 1; n <= 100; n += 3) {   // value, exp_avg, exp_avg_sq: a, b, b squared
+            float state[2][3][100] = {{{0}}};
+            for (int copy = 0; copy < 2; copy++) {
+                for (int j = 0; j < n; j++) {
+                    state[copy][0][j] = a[j];
+                    state[copy][1][j] = b[j];
+                    state[copy][2][j] = b[j] * b[j];
+                }
+            }
+            const float *grad = a + 200;
+            scalar->adamw(state[0][0], state[0][1], state[0][2], grad, n, &step);
+            set->adamw(state[1][0], state[1][1], state[1][2], grad, n, &step);
+            ck_assert_msg(memcmp(state[0], state[1], sizeof state[0]) == 0, "%s adamw %d",
                           names[k], n);
         }
     }

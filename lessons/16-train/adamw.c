@@ -1,6 +1,5 @@
-// adamw.c - the optimizer: clip_grad_norm_, the schedule and torch.optim.AdamW, step by step.
-//
-// draft
+// adamw.c - the optimizer's side of a step: the parameters in state_dict order with their
+// gradients and moments, clip_grad_norm_, the learning-rate schedule, torch.optim.AdamW.
 #include "adamw.h"
 
 #include <math.h>
@@ -47,31 +46,8 @@ AdamW adamw_init(const Model *model, const Grads *grads, double beta1, double be
     return opt;
 }
 
-// torch.norm(x, 2) over n floats as PyTorch's vectorised kernel adds: 8 lanes of running
-// sums of squares, each step a fused multiply-add, the lanes added in order; then the
-// n % 8 left over, as the compiler built that loop: 4 at a time while 4 remain (each square
-// rounded, then added), the last 1 to 3 fused; then the square root.
 float norm_of(const float *x, long n) {
-    float lane[8] = {0};
-    long i = 0;
-    for (; i + 8 <= n; i += 8) {
-        for (int l = 0; l < 8; l++) {
-            lane[l] = fmaf(x[i + l], x[i + l], lane[l]);
-        }
-    }
-    float sum = lane[0];
-    for (int l = 1; l < 8; l++) {
-        sum = sum + lane[l];
-    }
-    for (; i + 4 <= n; i += 4) {
-        for (int k = 0; k < 4; k++) {
-            sum = sum + x[i + k] * x[i + k];
-        }
-    }
-    for (; i < n; i++) {
-        sum = fmaf(x[i], x[i], sum);
-    }
-    return sqrtf(sum);
+    return kernels->norm(x, n);   // kernels.c: norm_scalar says in which order it adds
 }
 
 const char *grad_name(const char *name) {

@@ -26,7 +26,7 @@ typedef struct {
 // The parameters in the order model.parameters() lists them, each with its gradient.
 AdamW adamw_init(const Model *model, const Grads *grads, double beta1, double beta2,
                  double eps, double weight_decay);
-// torch.norm(x, 2) of n floats, added as PyTorch adds them (adamw.c).
+// torch.norm(x, 2) of n floats, added as PyTorch adds them (kernels.c, norm_scalar).
 float norm_of(const float *x, long n);
 // "<name>.grad": the name --dump gives a parameter's gradient (an arena string).
 const char *grad_name(const char *name);

@@ -273,7 +273,8 @@ static void layer_backward(LayerGrads *lg, BackwardScratch *w, const DecoderLaye
 // -1/asked at each label asked and 0 everywhere else (nll_loss's backward); then
 // log_probs = logits - log(sum(exp(logits))) gives, row by row,
 // d_logits = d_log_probs - softmax(logits) * sum(d_log_probs): on an asked row,
-// (softmax - one_hot(label)) / asked, the famous "prediction minus target".
+// (softmax - one_hot(label)) / asked, the famous "prediction minus target". A row that asks
+// nothing stays 0 (PyTorch computes 0 - softmax * 0 there, +0 too).
 static void cross_entropy_backward(float *d_logits, const float *log_probs, const Tensor *labels,
                                    int rows, int NV, int asked) {
     memset(d_logits, 0, (size_t)rows * NV * sizeof(float));
@@ -281,10 +282,11 @@ static void cross_entropy_backward(float *d_logits, const float *log_probs, cons
     for (int r = 0; r < rows; r++) {
         int label = (int)labels->data[r];
         if (label != IGNORE_INDEX) {
-            d_logits[(long)r * NV + label] = d_label;
+            float *row = &d_logits[(long)r * NV];
+            row[label] = d_label;
+            log_softmax_exact_backward_lastdim(row, row, &log_probs[(long)r * NV], 1, NV);
         }
     }
-    log_softmax_exact_backward_lastdim(d_logits, d_logits, log_probs, rows, NV);
 }
 
 void model_backward(Grads *grads, BackwardScratch *w, const Model *model,

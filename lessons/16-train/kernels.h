@@ -38,6 +38,9 @@ typedef struct {
     // place from grad, with torch.optim.AdamW's roundings and fused multiply-adds.
     void (*adamw)(float *value, float *exp_avg, float *exp_avg_sq, const float *grad, long n,
                   const AdamWStep *step);
+    // torch.norm(x, 2) of n floats: the square root of their sum of squares, added in
+    // PyTorch's order (norm_scalar says which).
+    float (*norm)(const float *x, long n);
 } Kernels;
 
 // The kernels this run uses: ATTN_KERNELS=scalar, avx2 or avx512 if set (make valgrind sets

@@ -74,7 +74,7 @@ typedef struct {
     float *rstd_final;                    // (B, N)
     float *h_final;                       // (B, N, C) norm(x_final)
     float *logits;                        // (B, N, NV) lm_head(h_final)
-    float *log_probs;                     // (B, N, NV) log_softmax(logits)
+    float *log_probs;                     // (B, N, NV) log_softmax(logits), rows that ask
     float *cos, *sin;                     // (N, D/2) RoPE's table, position t, pair i
     float *scratch;                       // a weight or a head transposed, a row of squares
 } Activations;

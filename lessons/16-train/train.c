@@ -335,11 +335,12 @@ static void model_forward(Activations *acts, const Model *model, const float *id
 // F.cross_entropy(logits.view(-1, NV), labels.view(-1)): log_softmax, then the mean of
 // -log p(label) over the rows that ask (label -100 asks nothing). PyTorch's nll_loss adds
 // those terms in a cascade (8 levels; a level moves up every 16 rows or more) instead of
-// one after the other, and so does this, so that the loss is PyTorch's to the bit.
+// one after the other, and so does this, so that the loss is PyTorch's to the bit. PyTorch
+// takes the log_softmax of every row; only the rows that ask reach the loss, so only theirs
+// are computed here (the others' log_probs are left unset).
 static float cross_entropy(float *log_probs, int *asked, const float *logits,
                            const Tensor *labels, int NV) {
     long rows = numel(labels);
-    log_softmax_exact_lastdim(log_probs, logits, rows, NV);
     int power = 0;
     while ((1L << power) < rows) {
         power += 1;   // ceil(log2(rows))
@@ -354,6 +355,7 @@ static float cross_entropy(float *log_probs, int *asked, const float *logits,
             continue;
         }
         *asked += 1;
+        log_softmax_exact_lastdim(&log_probs[r * NV], &logits[r * NV], 1, NV);
         level_sums[0] -= log_probs[r * NV + label];
         for (int level = 0; level < 7 && (r & (mask << (level * power))) == 0; level++) {
             level_sums[level + 1] += level_sums[level];
