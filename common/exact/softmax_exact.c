@@ -16,7 +16,8 @@
 //                                              softmax_lastdim_kernel, else softmax_kernel
 //   aten/src/ATen/native/cpu/SoftMaxKernel.cpp _vec_softmax_lastdim (steps 1-4),
 //                                              _vec_softmax (other dims),
-//                                              _vec_host_softmax_backward_lastdim (the backward's sum)
+//                                              _vec_host_softmax_backward_lastdim
+//                                              (the backward's sum)
 //   aten/src/ATen/cpu/vec/functional_base.h    vec::reduce_all, vec_reduce_all, vec::map
 //   aten/src/ATen/cpu/vec/vec256/vec256_float.h  Vectorized<float>::exp() = Sleef_expf8_u10
 //   Sleef 3.5.1, src/libm/sleefsimdsp.c        xexpf; src/arch/helperavx2.h (fma)

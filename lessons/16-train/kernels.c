@@ -8,11 +8,11 @@
 // That order forbids splitting a sum over k, but every element of c is its own sum: the
 // vector gemm computes 8 or 16 neighbouring elements of a row of c at once, one lane per
 // element, each lane doing exactly what gemm_scalar does for its element, with a multiply
-// and an add (a fused multiply-add rounds once and would change the last bit). Four rows of
-// c share each loaded row of b. The exps are Sleef's (what PyTorch's vector code calls),
-// the scalar sleef_expf of common/exact/softmax_exact.c written for 8 lanes: the same
-// operations, the same fused multiply-adds. The project builds with -ffp-contract=off, so
-// the compiler fuses nothing on its own.
+// and an add (a fused multiply-add rounds once and would change the last bit). Several rows
+// of c (4 with AVX2, 12 with AVX-512) share each loaded row of b. The exps are Sleef's (what
+// PyTorch's vector code calls), the scalar sleef_expf of common/exact/softmax_exact.c
+// written for 8 lanes: the same operations, the same fused multiply-adds. The project builds
+// with -ffp-contract=off, so the compiler fuses nothing on its own.
 #include "kernels.h"
 
 #include <math.h>
@@ -169,7 +169,7 @@ AVX2 static void block_1x8_avx2(float *c, const float *a, int a_col, const float
     _mm256_storeu_ps(c, accumulate ? _mm256_add_ps(_mm256_loadu_ps(c), s) : s);
 }
 
-// What the blocks of 4 rows left: rows i .. m-1 whole, and in rows 0 .. i-1 the columns
+// What the blocks of rows left: rows i .. m-1 whole, and in rows 0 .. i-1 the columns
 // from `done` on: 8 at a time, then one by one.
 AVX2 static void gemm_rest_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
                                 const float *b, int ldb, int m, int n, int k, bool accumulate,
