@@ -10,7 +10,8 @@
 // AdamW's first two steps, clipping and the schedule worked by hand; the vector kernels
 // against their scalar twins; cached decoding against the full forward; a small model
 // trained, saved and loaded again reaching the accuracy the page documents; checkpoints
-// that are missing, cut short or of another shape refused before anything runs; bad flags.
+// that are missing, cut short or of another shape refused before anything runs; bad flags;
+// the format of --bench's lines.
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 
@@ -754,6 +755,33 @@ static const BadFlags BAD[] = {
     {{"--load", "/nonexistent-dir", NULL}, "--load"},
 };
 
+// --bench on a tiny model (it times nothing a test could check): its two cases, the larger
+// one twice the width and the sequence with 4 layers, each ending in one line of the format
+// tools/bench_pytorch_train.py reads.
+START_TEST(test_bench_lines) {
+    const char *args[] = {"--bench", "--layers", "1", "--dim", "16", "--heads", "2",
+                          "--kv-heads", "1", "--seq", "8", "--batch", "2", NULL};
+    RunResult r = run_program(lesson_binary(LESSON), args);
+    ck_assert_msg(r.status == 0, "--bench exited %d: %s", r.status, r.err);
+    const char *want[2] = {"bench task=recall layers=1 dim=16 seq=8 batch=2 ms_per_step=",
+                           "bench task=recall layers=4 dim=32 seq=16 batch=2 ms_per_step="};
+    const char *cursor = r.out;
+    int found = 0;
+    for (const char *line = next_line(&cursor); line != NULL; line = next_line(&cursor)) {
+        if (strncmp(line, "bench ", 6) != 0) {
+            continue;
+        }
+        ck_assert_int_lt(found, 2);
+        ck_assert_msg(strncmp(line, want[found], strlen(want[found])) == 0, "%s", line);
+        double ms = 0, tokens = 0;
+        ck_assert_msg(sscanf(line + strlen(want[found]), "%lf tokens_per_s=%lf", &ms, &tokens) == 2
+                      && ms > 0 && tokens > 0, "%s", line);
+        found += 1;
+    }
+    ck_assert_int_eq(found, 2);
+}
+END_TEST
+
 START_TEST(test_bad_flags) {
     check_bad_flags(LESSON, "lesson-16", BAD, (int)(sizeof BAD / sizeof BAD[0]));
 }
@@ -782,6 +810,7 @@ static Suite *lesson16_suite(void) {
     tcase_add_test(runs, test_a_saved_model_loads_and_answers);
     tcase_add_test(runs, test_bad_checkpoints_are_refused);
     tcase_add_test(runs, test_save_leaves_nothing_half_written);
+    tcase_add_test(runs, test_bench_lines);
     tcase_add_test(runs, test_bad_flags);
     suite_add_tcase(suite, runs);
     return suite;

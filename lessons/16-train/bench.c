@@ -38,6 +38,18 @@ static Settings larger(const Settings *base) {
     return s;
 }
 
+// The multiply-adds of one step's matrix products, times 2 (a multiply and an add): every
+// Linear's forward, dx and dW (3 products of rows x in x out), attention's 2 forward and 4
+// backward products of N x N x D per head.
+static double step_flops(const Settings *s) {
+    const Config *c = &s->config;
+    double C = c->hidden_size, D = c->head_dim, F = c->intermediate_size, N = c->seq;
+    double H = c->num_attention_heads, KV = c->num_key_value_heads, L = c->num_hidden_layers;
+    double rows = (double)s->batch * N;
+    double linear = L * (2 * C * H * D + 2 * C * KV * D + 3 * C * F) + C * c->vocab_size;
+    return 2 * (3 * rows * linear + 6 * L * s->batch * H * N * N * D);
+}
+
 int bench_training(const Lesson *lesson, const Settings *settings) {
     (void)lesson;
     Settings cases[CASES] = {*settings, larger(settings)};
@@ -75,8 +87,11 @@ int bench_training(const Lesson *lesson, const Settings *settings) {
     printf("training steps on one core, kernels %s: best of %d rounds, each case in turn\n",
            kernels->name, ROUNDS);
     for (int i = 0; i < CASES; i++) {
-        printf("  case %d: %d steps a round, best %.3f ms, worst %.3f ms (spread %.0f%%)\n", i + 1,
-               steps_per_round[i], best[i], worst[i], 100.0 * (worst[i] - best[i]) / best[i]);
+        double gflop = step_flops(&cases[i]) * 1e-9;
+        printf("  case %d: %d steps a round, best %.3f ms, worst %.3f ms (spread %.0f%%)\n"
+               "          %.2f GFLOP of matrix products a step: %.1f GFLOP/s at the best\n",
+               i + 1, steps_per_round[i], best[i], worst[i],
+               100.0 * (worst[i] - best[i]) / best[i], gflop, gflop / (best[i] * 1e-3));
     }
     for (int i = 0; i < CASES; i++) {
         const Config *c = &cases[i].config;
