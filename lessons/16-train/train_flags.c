@@ -100,9 +100,11 @@ Settings read_flags(Lesson *lesson, int argc, char **argv) {
             usage_error(lesson, "these sizes need about %.0f MiB of activations; the lesson "
                         "allows 1024", floats * 4 / (1 << 20));
         }
-        if (flops > 2e12) {
-            usage_error(lesson, "these sizes and --steps %d make about %.0f GFLOP, minutes of "
-                        "training on one core; the lesson allows 2000", steps, flops / 1e9);
+        if (flops > 2e12) {   // a step runs at about 70 GFLOP/s here (--bench)
+            double minutes = flops / 7e10 / 60;
+            usage_error(lesson, "about %.0f GFLOP of training (%.0f %s on one core); the lesson "
+                        "allows 2000", flops / 1e9, minutes < 120 ? minutes : minutes / 60,
+                        minutes < 120 ? "minutes" : "hours");
         }
     }
     Settings s = {
