@@ -41,7 +41,7 @@ enum { MAX_LESSONS = 32, MAX_FLAGS = 48, MAX_WORDS = 64 };
 
 // --- the lessons and their flags, from lessons/ and --help --------------------------
 
-typedef enum { SWITCH, NUMBER, PROBABILITY, CHOICE, DIRECTORY, FILE_NAME } Kind;
+typedef enum { SWITCH, NUMBER, FLOAT, PROBABILITY, CHOICE, DIRECTORY, FILE_NAME } Kind;
 
 typedef struct {
     const char *flag;            // "--dim"
@@ -59,9 +59,9 @@ typedef struct {
 } LessonCli;
 
 static Kind kind_of(const char *value_word) {
-    const char *words[] = {"N", "P", "WORD", "DIR", "FILE"};
-    const Kind kinds[] = {NUMBER, PROBABILITY, CHOICE, DIRECTORY, FILE_NAME};
-    for (int i = 0; i < 5; i++) {
+    const char *words[] = {"N", "F", "P", "WORD", "DIR", "FILE"};
+    const Kind kinds[] = {NUMBER, FLOAT, PROBABILITY, CHOICE, DIRECTORY, FILE_NAME};
+    for (int i = 0; i < 6; i++) {
         if (strcmp(value_word, words[i]) == 0) {
             return kinds[i];
         }
@@ -181,12 +181,16 @@ static const char *noise_value(uint64_t *state, const HelpFlag *f, const char *s
                              "-9223372036854775808", "0x10", "010", "1e3", "+3", " 3", "3 ", ""};
     const char *probabilities[] = {"0", "0.1", "0.5", "0.999", "1", "1.5", "-0.5", ".5", "5.",
                                    "nan", "inf", "0x0.8p0", "1e-1", ""};
+    const char *floats[] = {"0", "0.5", "2.5", "4", "4.3636363636363636", "64", "64.5", "-1",
+                            "1e1", "nan", ".", ""};
     const char *choices[] = {"no-such-choice", "ABSOLUTE", "", "a\nb"};
     const char *dirs[] = {"dump", "a/b/c", "dump/", "./dump", "d\nx", "d\x1b[1m"};
     const char *files[] = {"graph.dot", "dump/g.dot", "g\tdot", "./g.dot"};
     switch (f->kind) {
     case NUMBER:
         return below(state, 4) == 0 ? random_word(state) : PICK(state, numbers);
+    case FLOAT:
+        return PICK(state, floats);
     case PROBABILITY:
         return PICK(state, probabilities);
     case CHOICE:
@@ -208,10 +212,14 @@ static const char *bad_value(uint64_t *state, Kind kind) {
                              "\t", "\xd9\xa3", "0 0", "1,000", "4=4"};
     const char *probabilities[] = {"", "1", "1.0", "-0.1", "abc", "0.5.5", "nan", "inf", "1e-3",
                                    "0,5", ".", "2", "+0.5", "--0.1"};
+    const char *floats[] = {"", "abc", "-1", "1e3", "nan", "inf", "+2", " 2", "2 ", "1.2.3", "2,5",
+                            ".", "0x1", "--1"};
     const char *choices[] = {"", "no-such-choice", "x\ny", "--absolute"};
     switch (kind) {
     case NUMBER:
         return PICK(state, numbers);
+    case FLOAT:
+        return PICK(state, floats);
     case PROBABILITY:
         return PICK(state, probabilities);
     case CHOICE:
@@ -251,6 +259,11 @@ static Part flag_part(const HelpFlag *f, const char *value) {
     return f->kind == SWITCH ? part1(f->flag) : part2(f->flag, value);
 }
 
+// The same as one word, `--flag=value`, as argparse also takes it.
+static Part equals_part(const HelpFlag *f, const char *value) {
+    return f->kind == SWITCH ? part1(f->flag) : part1(path_join("%s=%s", f->flag, value));
+}
+
 // Noise: a flag not used yet in this argv, with its default value (so the
 // poison is often what is reported) or a value that may be good or bad.
 // Whether it is good does not matter: the poison alone guarantees the
@@ -265,7 +278,8 @@ static Part noise_part(uint64_t *state, const LessonCli *cli, bool *used, const 
         used[i] = true;
         const HelpFlag *f = &cli->flags[i];
         bool plain = f->default_value != NULL && below(state, 5) < 3;
-        return flag_part(f, plain ? f->default_value : noise_value(state, f, sandbox));
+        const char *value = plain ? f->default_value : noise_value(state, f, sandbox);
+        return below(state, 4) == 0 ? equals_part(f, value) : flag_part(f, value);
     }
     return (Part){{NULL, NULL}, 0};
 }
@@ -280,20 +294,23 @@ static Part noise_part(uint64_t *state, const LessonCli *cli, bool *used, const 
 static Part poison_part(uint64_t *state, const LessonCli *cli, Argv *repeat_later) {
     const HelpFlag *f = &cli->flags[below(state, cli->n_flags)];
     switch (below(state, 5)) {
-    case 0: {   // an unknown flag, often one letter or one '=' away from a known one
+    case 0: {   // an unknown flag, often one letter away from a known one, or a known
+                // one with nothing after its '=' (a switch takes no value at all)
         const char *forms[] = {
             "--bogus", "--", "---", "--=", "--help=1", "--he", "--h",
-            path_join("%s=%s", f->flag, f->default_value != NULL ? f->default_value : "1"),
-            path_join("%s=", f->flag), path_join("-%s", f->flag), path_join("%s-", f->flag),
+            path_join("%s=", f->flag), path_join("%s=", f->flag),
+            path_join("-%s", f->flag), path_join("%s-", f->flag),
             path_join("%s ", f->flag), path_join("%s\n", f->flag), path_join("%sx", f->flag),
             path_join("--%s", random_word(state)), path_join("--%s", long_word('u')),
         };
         const char *word = PICK(state, forms);
         return part1(is_flag_of(cli, word) ? "--bogus" : word);
     }
-    case 1:     // a bad value
+    case 1:     // a bad value, after the flag or its '='
         if (f->kind != SWITCH) {
-            return part2(f->flag, bad_value(state, f->kind));
+            const char *value = bad_value(state, f->kind);
+            return below(state, 3) == 0 && value[0] != '\0' ? equals_part(f, value)
+                                                             : part2(f->flag, value);
         }
         return part2(f->flag, PICK(state, ((const char *[]){"yes", "1", "on", "=1", "-x", ""})));
     case 2:     // a word where a flag must be
@@ -410,6 +427,44 @@ START_TEST(test_fuzzed_command_lines) {
 }
 END_TEST
 
+// --- --flag=value, in every lesson ------------------------------------------------------
+
+// Each lesson run with every flag that takes a value given at its default,
+// once as `--flag value` and once as `--flag=value`: the same output. And
+// `--heads=4` (issue 17's example) wherever there is a --heads: the same
+// as `--heads 4`, run or refusal.
+START_TEST(test_equals_form_everywhere) {
+    const char *dirs[MAX_LESSONS];
+    int n_lessons = find_lesson_dirs(dirs, MAX_LESSONS);
+    for (int l = 0; l < n_lessons; l++) {
+        LessonCli cli = read_cli(dirs[l], lesson_binary(dirs[l]), NULL);
+        Argv spaced = {.n = 0}, joined = {.n = 0};
+        bool has_heads = false;
+        for (int i = 0; i < cli.n_flags; i++) {
+            const HelpFlag *f = &cli.flags[i];
+            has_heads = has_heads || strcmp(f->flag, "--heads") == 0;
+            if (f->kind != SWITCH && f->default_value != NULL) {
+                push(&spaced, f->flag);
+                push(&spaced, f->default_value);
+                push(&joined, path_join("%s=%s", f->flag, f->default_value));
+            }
+        }
+        RunResult a = run_program_with(NULL, 120, cli.binary, spaced.words);
+        RunResult b = run_program_with(NULL, 120, cli.binary, joined.words);
+        ck_assert_msg(a.status == 0 && b.status == 0, "%s: exit %d and %d: %s%s", cli.dir,
+                      a.status, b.status, a.err, b.err);
+        ck_assert_msg(strcmp(a.out, b.out) == 0, "%s: --flag=value printed otherwise", cli.dir);
+        if (has_heads) {
+            a = run_program_with(NULL, 120, cli.binary, (const char *[]){"--heads", "4", NULL});
+            b = run_program_with(NULL, 120, cli.binary, (const char *[]){"--heads=4", NULL});
+            ck_assert_msg(a.status == b.status && strcmp(a.out, b.out) == 0 &&
+                          strcmp(a.err, b.err) == 0, "%s: --heads=4 (exit %d: %s) is not --heads "
+                          "4 (exit %d: %s)", cli.dir, b.status, b.err, a.status, a.err);
+        }
+    }
+}
+END_TEST
+
 // --- sizes at the limit ----------------------------------------------------------------------
 
 // The lessons whose limits are known to run in reasonable time, and the
@@ -521,6 +576,7 @@ static Suite *fuzz_cli_suite(void) {
     Suite *suite = suite_create("fuzz_cli");
     TCase *tc = new_tcase("fuzz");
     tcase_add_test(tc, test_fuzzed_command_lines);
+    tcase_add_test(tc, test_equals_form_everywhere);
     tcase_add_test(tc, test_sizes_at_the_limit);
     suite_add_tcase(suite, tc);
     return suite;
