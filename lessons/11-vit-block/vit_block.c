@@ -19,7 +19,7 @@
 //   The post uses GELU and DropPath without defining them; the lesson takes
 //   nn.GELU() (the erf form) and timm's DropPath, and says so.
 //
-// THE MATH (per sample; C = dim, H heads, D = C / H, hidden = C * mlp_ratio)
+// THE MATH (per sample; C = dim, H heads, D = C / H, hidden = int(C * mlp_ratio))
 //   LayerNorm(x) = (x - mean(x)) / sqrt(var(x) + 1e-5) * weight + bias, over a row's C numbers
 //   attn(h)  = proj(concat_h softmax(q_h k_h^T * D^-0.5) v_h),  [q, k, v] = h W_qkv^T
 //   mlp(h)   = fc2(GELU(fc1(h))),  GELU(z) = z * Phi(z) = z/2 * (1 + erf(z / sqrt 2))
@@ -60,7 +60,7 @@
 //   - DropPath drops a whole sample's branch; dropout drops single numbers.
 //
 // Size letters: B batch, N sequence length (the post's N; lessons 6-10 call it
-// T), C dim (channels), H heads, D head_dim = C / H, F hidden = C * mlp_ratio.
+// T), C dim (channels), H heads, D head_dim = C / H, F hidden = int(C * mlp_ratio).
 // Index letters: b batch, h head, t query position, s key position, c channel.
 
 #include <math.h>
@@ -354,7 +354,9 @@ static Tensor *Block_forward(BlockSteps *steps, const Block *self, const Tensor 
 // --- the demonstrations: what main() prints ---------------------------------------------------
 
 typedef struct {
-    int batch, seq, dim, heads, mlp_ratio, hidden;
+    int batch, seq, dim, heads;
+    double mlp_ratio;
+    int hidden;
     bool qkv_bias, train;
     double drop, attn_drop, drop_path;
 } Sizes;
@@ -397,7 +399,7 @@ static void print_numpy_cell(const NumpyCellSteps *cell) {
 
 // The block's line, as Python prints Block(...)'s arguments.
 static void print_block_header(const Sizes *s, const Tensor *x) {
-    printf("\n-- Block(%d, %d, mlp_ratio=%d, qkv_bias=%s, drop=%g, attn_drop=%g, drop_path=%g), "
+    printf("\n-- Block(%d, %d, mlp_ratio=%g, qkv_bias=%s, drop=%g, attn_drop=%g, drop_path=%g), "
            "%s mode --\n", s->dim, s->heads, s->mlp_ratio, python_bool(s->qkv_bias), s->drop,
            s->attn_drop, s->drop_path, s->train ? "train" : "eval");
     printf("x: %s\n", size_str(x));
@@ -759,8 +761,8 @@ static void show_drop_path_against_dropout(uint64_t seed) {
 }
 
 int main(int argc, char **argv) {
-    int batch = 2, seq = 5, dim = 16, heads = 4, mlp_ratio = 4;
-    double drop = 0.0, attn_drop = 0.0, drop_path = 0.0;   // the post's defaults
+    int batch = 2, seq = 5, dim = 16, heads = 4;
+    double mlp_ratio = 4.0, drop = 0.0, attn_drop = 0.0, drop_path = 0.0;   // the post's defaults
     bool qkv_bias = false, train = false;
     SizeFlag sizes[] = {
         {"--batch", &batch, "batch size"},
@@ -768,10 +770,10 @@ int main(int argc, char **argv) {
         {"--dim", &dim, "embedding dimension (the post's C)"},
         {"--heads", &heads, "number of heads (num_heads); must divide --dim"},
     };
-    // A whole number: int(dim * mlp_ratio) is then simply dim * mlp_ratio.
-    // ViT and BERT use 4; no model uses more than 64.
-    IntFlag ints[] = {
-        {"--mlp-ratio", &mlp_ratio, "MLP hidden size = dim * mlp-ratio", 1, 64},
+    // A float, as the post's Block(dim, num_heads, mlp_ratio=4., ...): ViT
+    // and BERT use 4, ViT-g 48/11, EVA 4*2/3; no model uses more than 64.
+    FloatFlag floats[] = {
+        {"--mlp-ratio", &mlp_ratio, "MLP hidden size = int(dim * mlp-ratio)", 0.0, 64.0},
     };
     ProbabilityFlag probabilities[] = {
         {"--drop", &drop, "dropout after attn.proj and in the MLP (proj_drop, drop1, drop2)"},
@@ -788,8 +790,8 @@ int main(int argc, char **argv) {
                    "numpy multi-head",
         .sizes = sizes,
         .n_sizes = 4,
-        .ints = ints,
-        .n_ints = 1,
+        .floats = floats,
+        .n_floats = 1,
         .probabilities = probabilities,
         .n_probabilities = 3,
         .switches = switches,
@@ -797,7 +799,13 @@ int main(int argc, char **argv) {
     };
     parse_lesson_args(&lesson, argc, argv);
     check_divides(&lesson, "--heads", heads, "--dim", dim);
-    int hidden = dim * mlp_ratio;   // at most 65536 * 64 = 2^22: no overflow
+    // int(dim * mlp_ratio) as Python works it out: the product in double,
+    // truncated toward 0. At most 65536 * 64 = 2^22: no overflow.
+    int hidden = (int)((double)dim * mlp_ratio);
+    if (hidden < 1) {
+        usage_error(&lesson, "--mlp-ratio %g makes the MLP's hidden size int(%d * %g) = 0; "
+                    "choose a larger ratio", mlp_ratio, dim, mlp_ratio);
+    }
     // The largest tensor of each kind the run builds.
     check_fits(&lesson, "attn_probs (batch, heads, seq, seq)", shape4(batch, heads, seq, seq));
     check_fits(&lesson, "qkv (batch, seq, 3*dim)", shape3(batch, seq, 3 * dim));
