@@ -176,7 +176,7 @@ RunResult check_recorded_case(ReferenceRun shared, const RecordedCase *c);
 
 // A command line the lesson must refuse.
 typedef struct {
-    const char *args[8];   // NULL-terminated
+    const char *args[10];  // NULL-terminated
     const char *named;     // text the one stderr line must contain (the flag)
 } BadFlags;
 // Each case, run with "--dump DIR" in front, must exit 2 with nothing on

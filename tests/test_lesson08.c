@@ -299,6 +299,9 @@ START_TEST(test_bad_flags) {
         {{"--batch", NULL}, "--batch"},
         {{"--groups", "2", NULL}, "--groups"},
         {{"--seq", "60000", "--heads", "64", "--kv-heads", "8", NULL}, "scores"},
+        // The first cell's (batch, seq, heads, heads) weights were not checked.
+        {{"--seq", "1", "--heads", "16384", "--kv-heads", "1", "--head-dim", "1", NULL},
+         "the first cell's weights (batch, seq, heads, heads) (1, 1, 16384, 16384)"},
     };
     check_bad_flags(LESSON, "lesson-8", BAD, sizeof BAD / sizeof BAD[0]);
     // The exact text for the usual mistake.

@@ -375,6 +375,10 @@ static const BadFlags BAD_FLAGS[] = {
     {{"--train", "yes", NULL}, "unknown flag 'yes'"},
     {{"--seq", "65536", "--heads", "64", "--dim", "64", NULL}, "attn_probs"},
     {{"--dim", "65536", "--mlp-ratio", "64", NULL}, "mlp.fc1.weight"},
+    // The qkv weight (3*dim, dim) was not checked: this one died with exit 1.
+    {{"--dim", "4732", "--mlp-ratio", "2", NULL},
+     "these sizes make attn.qkv.weight (3*dim, dim) (14196, 4732), more than the 67108864 "
+     "elements allowed"},
 };
 enum { N_BAD_FLAGS = sizeof BAD_FLAGS / sizeof BAD_FLAGS[0] };
 

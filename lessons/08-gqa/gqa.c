@@ -679,6 +679,8 @@ int main(int argc, char **argv) {
     check_fits(&lesson, "scores (batch, heads, seq, seq)", shape4(batch, heads, seq, seq));
     check_fits(&lesson, "query (batch, seq, heads, head_dim)",
                shape4(batch, seq, heads, head_dim));
+    check_fits(&lesson, "the first cell's weights (batch, seq, heads, heads)",
+               shape4(batch, seq, heads, heads));
     lesson_start(&lesson);
 
     // The notebook's cell 7: the three draws, in this order.

@@ -812,6 +812,7 @@ int main(int argc, char **argv) {
     check_fits(&lesson, "the MLP's hidden layer (batch, seq, dim*mlp-ratio)",
                shape3(batch, seq, hidden));
     check_fits(&lesson, "mlp.fc1.weight (dim*mlp-ratio, dim)", shape2(hidden, dim));
+    check_fits(&lesson, "attn.qkv.weight (3*dim, dim)", shape2(3 * dim, dim));
     lesson_start(&lesson);
 
     // The draws, in PyTorch's order: the block's parameters, x, the dropout

@@ -1483,6 +1483,8 @@ int main(int argc, char **argv) {
                    shape2(f.dim, f.encoder_width));
         check_fits(&lesson, "encoder_hidden_states (batch, encoder-seq, encoder-width)",
                    shape3(f.batch, f.encoder_seq, f.encoder_width));
+        check_fits(&lesson, "the cross-attention's keys and values (batch, encoder-seq, dim)",
+                   shape3(f.batch, f.encoder_seq, f.dim));
     }
     lesson_start(&lesson);
 
