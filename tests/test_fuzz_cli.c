@@ -17,12 +17,16 @@
 //    lesson (some are slow to run), so lesson directories not listed below
 //    are skipped.
 //
+// 3. Sizes at the budget's edge: each size flag alone raised to the largest
+//    value a lowered budget admits runs, and one more is refused.
+//
 // ATTN_FUZZ_CASES=N runs N cases per lesson (default 100, or 30 under
 // AddressSanitizer, where each run starts ten times slower), ATTN_FUZZ_SEED=S
 // another seed (default 9); ATTN_FUZZ_SHOW=1 prints every case and its
 // answer; ATTN_SLOW_LIMITS=1 adds the limit runs that take many seconds each.
 // A long run needs more than check's 120 s: CK_TIMEOUT_MULTIPLIER=20, say.
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,10 +179,13 @@ static const char *noise_value(uint64_t *state, const HelpFlag *f, const char *s
     if (f->default_value != NULL && below(state, 3) == 0) {
         return f->default_value;
     }
+    // Sizes near the budget too (lesson/budget.h): a few thousand is where
+    // the (seq, seq) tensors of most lessons pass 512 MiB.
     const char *numbers[] = {"0", "1", "2", "-1", "7", "65535", "65536", "65537", "46341",
                              "2147483647", "2147483648", "-2147483648", "4294967296",
                              "18446744073709551615", "18446744073709551616",
-                             "-9223372036854775808", "0x10", "010", "1e3", "+3", " 3", "3 ", ""};
+                             "-9223372036854775808", "0x10", "010", "1e3", "+3", " 3", "3 ", "",
+                             "1448", "2048", "2896", "4096", "5793", "8192", "11585"};
     const char *probabilities[] = {"0", "0.1", "0.5", "0.999", "1", "1.5", "-0.5", ".5", "5.",
                                    "nan", "inf", "0x0.8p0", "1e-1", ""};
     const char *floats[] = {"0", "0.5", "2.5", "4", "4.3636363636363636", "64", "64.5", "-1",
@@ -467,18 +474,18 @@ END_TEST
 
 // --- sizes at the limit ----------------------------------------------------------------------
 
-// The lessons whose limits are known to run in reasonable time, and the
-// runs that take many seconds (measured on 2 cores: gcc -O2; the
-// sanitizers make them 3-5 times slower), run only with ATTN_SLOW_LIMITS=1.
+// The lessons whose limits are known to run in reasonable time: each checks
+// its budget (lesson/budget.h), so what it admits finishes within about a
+// minute. Runs that still take many seconds (measured on 2 cores: gcc -O2;
+// the sanitizers make them 3-5 times slower) would be listed in SLOW and run
+// only with ATTN_SLOW_LIMITS=1; since the budget there are none.
 static const char *const KNOWN[] = {
     "01-toy-qkv", "02-self-attention-v1", "03-self-attention-v2", "04-self-attention-v3",
     "05-self-attention-v4", "06-multi-head", "07-cross-attention", "08-gqa", "09-causal-mask",
-    "10-kv-cache",
+    "10-kv-cache", "11-vit-block", "12-bert-layer",
 };
 static const char *const SLOW[] = {
-    "06-multi-head --batch 65536",        // 4 s
-    "07-cross-attention --batch 65536",   // 39 s
-    "07-cross-attention --seq-k 65536",   // 8 s
+    "(none)",
 };
 
 // The probe's own command lines.
@@ -572,12 +579,119 @@ START_TEST(test_sizes_at_the_limit) {
 }
 END_TEST
 
+// --- sizes at the budget's edge ------------------------------------------------------------
+
+// ATTN_COST=check under `budget` (ATTN_MAX_MIB and ATTN_MAX_SECONDS): 0 when
+// the lesson would run, 2 when it is refused (by the budget, when
+// *by_budget).
+static int checked(const LessonCli *cli, const Argv *argv, const char *const budget[2],
+                   bool *by_budget) {
+    setenv("ATTN_MAX_MIB", budget[0], 1);
+    setenv("ATTN_MAX_SECONDS", budget[1], 1);
+    setenv("ATTN_COST", "check", 1);
+    RunResult r = run_program_with(NULL, 30, cli->binary, argv->words);
+    unsetenv("ATTN_COST");
+    unsetenv("ATTN_MAX_MIB");
+    unsetenv("ATTN_MAX_SECONDS");
+    *by_budget = r.status == 2 && strstr(r.err, "ATTN_MAX_") != NULL;
+    ck_assert_msg(r.status == 0 || r.status == 2, "%s: exit %d: %s", plain_text(cli->dir, argv),
+                  r.status, r.err);
+    return r.status;
+}
+
+// Each size flag of each lesson alone (--dim with one head, so any value
+// divides), under a budget lowered to four times what the lesson's defaults
+// cost (so the runs stay short): find by bisection the largest value the
+// budget admits; one more must be refused by the budget, and that largest
+// value must run (exit 0, nothing on stderr: no "held more than predicted"
+// warning). So each prediction is checked where it matters, at the edge,
+// stretched along each flag in turn.
+START_TEST(test_sizes_at_the_budgets_edge) {
+    const char *dirs[MAX_LESSONS];
+    int n_lessons = find_lesson_dirs(dirs, MAX_LESSONS);
+    const char *report = "";
+    int edges = 0;
+    for (int l = 0; l < n_lessons; l++) {
+        if (!listed(dirs[l], KNOWN, (int)(sizeof KNOWN / sizeof KNOWN[0]))) {
+            continue;
+        }
+        LessonCli cli = read_cli(dirs[l], lesson_binary(dirs[l]), NULL);
+        // What the defaults cost, times four (at least 8 MiB and half a second).
+        setenv("ATTN_COST", "check", 1);
+        RunResult r = run_program(cli.binary, (const char *[]){NULL});
+        unsetenv("ATTN_COST");
+        double bytes = 0, seconds = 0;
+        const char *line = strstr(r.err, "cost: predicted bytes=");
+        ck_assert_msg(line != NULL, "%s: no prediction: %s", cli.dir, r.err);
+        sscanf(line, "cost: predicted bytes=%lf seconds=%lf", &bytes, &seconds);
+        const char *budget[2] = {path_join("%.3f", fmax(4 * bytes / 1048576.0, 8.0)),
+                                 path_join("%.3f", fmax(4 * seconds, 0.5))};
+        for (int i = 0; i < cli.n_flags; i++) {
+            const HelpFlag *f = &cli.flags[i];
+            if (f->kind != NUMBER || strcmp(f->flag, "--seed") == 0 || f->default_value == NULL) {
+                continue;
+            }
+            long low = atol(f->default_value), high = 65536;   // low admitted, high not
+            bool by_budget;
+            Argv argv = {.n = 0};
+            push(&argv, f->flag);
+            push(&argv, "65536");
+            if (strcmp(f->flag, "--dim") == 0) {   // one head, so that any --dim divides
+                for (int k = 0; k < cli.n_flags; k++) {
+                    if (strcmp(cli.flags[k].flag, "--heads") == 0 ||
+                        strcmp(cli.flags[k].flag, "--kv-heads") == 0) {
+                        push(&argv, cli.flags[k].flag);
+                        push(&argv, "1");
+                    }
+                }
+            }
+            if (low < 0 || checked(&cli, &argv, budget, &by_budget) == 0) {
+                continue;   // admitted however big, alone: no edge along this flag
+            }
+            while (high - low > 1) {
+                long middle = (low + high) / 2;
+                argv.words[1] = path_join("%ld", middle);
+                if (checked(&cli, &argv, budget, &by_budget) == 0) {
+                    low = middle;
+                } else {
+                    high = middle;
+                }
+            }
+            argv.words[1] = path_join("%ld", high);
+            checked(&cli, &argv, budget, &by_budget);
+            if (!by_budget) {
+                continue;   // refused by another check there (a size that must divide another)
+            }
+            edges += 1;
+            argv.words[1] = path_join("%ld", low);
+            if (getenv("ATTN_FUZZ_SHOW") != NULL) {
+                fprintf(stderr, "edge: %s (ATTN_MAX_MIB=%s ATTN_MAX_SECONDS=%s)\n",
+                        plain_text(cli.dir, &argv), budget[0], budget[1]);
+            }
+            setenv("ATTN_MAX_MIB", budget[0], 1);
+            setenv("ATTN_MAX_SECONDS", budget[1], 1);
+            r = run_program_with(NULL, 120, cli.binary, argv.words);
+            unsetenv("ATTN_MAX_MIB");
+            unsetenv("ATTN_MAX_SECONDS");
+            if (r.status != 0 || r.err[0] != '\0') {
+                report = path_join("%s\n  %s (ATTN_MAX_MIB=%s ATTN_MAX_SECONDS=%s): exit %d: "
+                                   "%.300s", report, plain_text(cli.dir, &argv), budget[0],
+                                   budget[1], r.status, r.err);
+            }
+        }
+    }
+    ck_assert_msg(edges >= 36, "only %d flags have an edge", edges);
+    ck_assert_msg(report[0] == '\0', "at the budget's edge:%s", report);
+}
+END_TEST
+
 static Suite *fuzz_cli_suite(void) {
     Suite *suite = suite_create("fuzz_cli");
     TCase *tc = new_tcase("fuzz");
     tcase_add_test(tc, test_fuzzed_command_lines);
     tcase_add_test(tc, test_equals_form_everywhere);
     tcase_add_test(tc, test_sizes_at_the_limit);
+    tcase_add_test(tc, test_sizes_at_the_budgets_edge);
     suite_add_tcase(suite, tc);
     return suite;
 }

@@ -656,6 +656,25 @@ static void show_first_cell(const Tensor *query, const Tensor *key, const Tensor
            (double)max_abs_diff(wrong, out));
 }
 
+// --- the budget: what a run of these sizes holds and does (lesson/budget.h) ----------
+
+// Counted from the code above, in units of the query (B, N, H, D), a key
+// (B, S, KV, D), the scores (B, H, N, S) and the group-summed scores
+// (B, KV, N, S): the einops steps copy the query four times, the checks
+// after them (repeat_interleave, MHA, MQA, the first cell) make their own
+// copies of the query and keys and three score tensors each, and the first
+// cell's wrong layout makes (B, N, H, H) weights.
+static Cost gqa_cost(double B, double N, double H, double KV, double D) {
+    double Q = B * N * H * D, K = B * N * KV * D, SC = B * H * N * N, SC_KV = B * KV * N * N;
+    return (Cost){
+        .bytes = 4 * (29 * Q + 2 * Q / H + 9 * K + 17 * SC + 6 * SC_KV + 2 * B * N * H * H),
+        .dumped = 4 * (2 * Q + 3 * K),
+        .multiply_adds = 13 * SC * D + 3 * SC_KV * D + 2 * B * N * H * H * D,
+        .exps = 6 * SC + 2 * SC_KV + B * N * H * H + Q + 2 * K,
+        .elements = 29 * Q + 9 * K + 11 * SC + 4 * SC_KV,
+    };
+}
+
 int main(int argc, char **argv) {
     int batch = 1, seq = 256, heads = 8, kv_heads = 2, head_dim = 64;   // the notebook's sizes
     SizeFlag sizes[] = {
@@ -681,6 +700,7 @@ int main(int argc, char **argv) {
                shape4(batch, seq, heads, head_dim));
     check_fits(&lesson, "the first cell's weights (batch, seq, heads, heads)",
                shape4(batch, seq, heads, heads));
+    check_budget(&lesson, gqa_cost(batch, seq, heads, kv_heads, head_dim));
     lesson_start(&lesson);
 
     // The notebook's cell 7: the three draws, in this order.

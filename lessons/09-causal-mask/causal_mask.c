@@ -354,6 +354,27 @@ static void compare_conventions(void) {
 
 // --- the lesson -------------------------------------------------------------------------
 
+// --- the budget: what a run of these sizes holds and does (lesson/budget.h) ----------
+
+// Counted from the code above (KD = kv_heads * head_dim, the width of w_key
+// and w_value): the four layers, query, key and value (B, T, C) and their
+// changed copies; two forwards (three in train mode: the causality check
+// runs the first again), each projecting, copying the expanded keys and
+// values to every head, and making four (B, H, T, T) (scores, scaled,
+// filled, weights; the dropped weights in train mode) and the (T, T) mask.
+static Cost causal_mask_cost(double B, double T, double C, double H, double KV, bool train) {
+    double KD = KV * (C / H), BTC = B * T * C, BHTT = B * H * T * T, F = 2 + train;
+    double forward = 6 * BTC + 2 * B * T * KD + (4 + train) * BHTT + 3 * T * T;
+    double layers = 2 * C * C + 2 * C * KD + 2 * C + 2 * KD;
+    return (Cost){
+        .bytes = 4 * (layers + 6 * BTC + F * forward),
+        .dumped = 4 * (layers + 4 * BTC + T * T),
+        .multiply_adds = F * (2 * BTC * C + 2 * BTC * KD + 2 * BHTT * (C / H)),
+        .exps = F * BHTT + 3 * BTC,
+        .elements = layers + 3 * BTC + F * forward,
+    };
+}
+
 int main(int argc, char **argv) {
     int batch = 4, seq = 32, dim = 512, heads = 8, kv_heads = 2;   // the notebook's sizes
     bool train = false;
@@ -381,6 +402,7 @@ int main(int argc, char **argv) {
     check_fits(&lesson, "attn (batch, heads, seq, seq)", shape4(batch, heads, seq, seq));
     check_fits(&lesson, "query (batch, seq, dim)", shape3(batch, seq, dim));
     check_fits(&lesson, "w_query.weight (dim, dim)", shape2(dim, dim));
+    check_budget(&lesson, causal_mask_cost(batch, seq, dim, heads, kv_heads, train));
     lesson_start(&lesson);
 
     // The masks are printed to be read; the --dot diagram is the module's

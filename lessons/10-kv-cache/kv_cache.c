@@ -947,6 +947,82 @@ static void use_bench_sizes(Sizes *n, int argc, char **argv) {
     n->kv_heads = flag_given(argc, argv, "--kv-heads") ? n->kv_heads : BENCH_KV_HEADS;
 }
 
+// --- the budget: what a run of these sizes holds and does (lesson/budget.h) ----------
+
+// One forward of T new tokens against L keys (the cache's and theirs): the
+// floats it makes (the tokens copied out of x for each projection when
+// batch > 1, Q, K, V, the keys and values copied to every head, four
+// (B, H, T, L), the (T, L) mask, the output and its copies), and its
+// multiply-adds; and the same for the forward that reads the cache by index.
+static double forward_floats(const Sizes *n, double T, double L) {
+    double B = n->batch, C = n->dim, KD = n->kv_heads * (double)(n->dim / n->heads);
+    return 7 * B * T * C + 2 * B * T * KD + 2 * B * L * C + 4 * B * n->heads * T * L + 3 * T * L;
+}
+
+static double by_index_floats(const Sizes *n, double T, double L) {
+    double B = n->batch, C = n->dim, KD = n->kv_heads * (double)(n->dim / n->heads);
+    return 6 * B * T * C + 2 * B * T * KD + B * n->heads * T * L;
+}
+
+static double forward_multiply_adds(const Sizes *n, double T, double L) {
+    double B = n->batch, C = n->dim, KD = n->kv_heads * (double)(n->dim / n->heads);
+    return B * T * (2 * C * C + 2 * C * KD) + 2 * B * T * L * C;
+}
+
+// Counted from the code above (N = prompt + new): what stays (x, the
+// layers, the caches, the full forward, the prefills the parts keep, the
+// outputs they collect) and the largest of what one decoding step makes and
+// drops; the multiply-adds of every forward the parts run (each new token's
+// step reads at most N keys).
+static Cost kv_cache_cost(const Sizes *n) {
+    double B = n->batch, C = n->dim, H = n->heads, P = n->prompt, M = n->new_tokens;
+    double N = P + M, KD = n->kv_heads * (C / H);
+    double layers = 2 * C * C + 2 * C * KD + 2 * C + 2 * KD;
+    double kept = layers + 2 * B * N * C + (M - 1) * B * C + 6 * B * N * KD +
+                  forward_floats(n, N, N) + 2 * forward_floats(n, P, P) +
+                  forward_floats(n, 1, P + 1);
+    double step = fmax(forward_floats(n, P, P) + by_index_floats(n, P, P),
+                       forward_floats(n, 2, N) + by_index_floats(n, 1, N));
+    double steps = forward_floats(n, 1, N) + by_index_floats(n, 1, N);
+    return (Cost){
+        .bytes = 4 * (kept + step),
+        .dumped = 4 * (layers + 2 * B * N * C + 2 * B * N * KD),
+        .multiply_adds = forward_multiply_adds(n, N, N) + 4 * forward_multiply_adds(n, P, P) +
+                         5 * M * forward_multiply_adds(n, 1, N),
+        .exps = B * H * (N * N + 4 * P * P + 5 * M * N) + B * N * C,
+        .elements = kept + step + 5 * M * steps,
+    };
+}
+
+// --bench (bench() above, at the sizes it takes): what stays (x, the layers,
+// the four outputs, the caches each way of decoding starts, the long cache
+// and its random fill) and the largest step it drops; the work of the four
+// ways of decoding (recomputing everything for each new token costs a
+// forward of t + 1 tokens at each step t), the appends, and the long
+// cache's steps.
+static Cost kv_cache_bench_cost(const Sizes *n) {
+    double B = n->batch, C = n->dim, H = n->heads, P = n->prompt, M = n->new_tokens;
+    double N = P + M, KD = n->kv_heads * (C / H), A = BENCH_APPENDS, LONG = BENCH_LONG_CACHE;
+    double layers = 2 * C * C + 2 * C * KD + 2 * C + 2 * KD;
+    double kept = layers + B * N * C + 4 * B * M * C + 8 * B * N * KD + 4 * B * LONG * KD;
+    double recompute_macs = 0, recompute_floats = 0, recompute_exps = 0;
+    for (double t = P; t < N; t++) {   // at most 2^17 steps
+        recompute_macs += forward_multiply_adds(n, t + 1, t + 1);
+        recompute_floats += forward_floats(n, t + 1, t + 1);
+        recompute_exps += B * H * (t + 1) * (t + 1);
+    }
+    double cached_macs = forward_multiply_adds(n, P, P) + M * forward_multiply_adds(n, 1, N);
+    double long_macs = 2 * BENCH_LONG_STEPS * forward_multiply_adds(n, 1, LONG);
+    return (Cost){
+        .bytes = 4 * (kept + fmax(forward_floats(n, N, N),
+                                  fmax(forward_floats(n, 1, LONG), 4 * A * KD))),
+        .multiply_adds = recompute_macs + 3 * cached_macs + long_macs,
+        .exps = recompute_exps + 3 * B * H * (P * P + M * N) + 2 * B * LONG * KD,
+        .elements = recompute_floats + 3 * M * forward_floats(n, 1, N) +
+                    A * A * KD + 3 * BENCH_LONG_STEPS * forward_floats(n, 1, LONG),
+    };
+}
+
 int main(int argc, char **argv) {
     Sizes n = {.batch = 1, .prompt = 4, .new_tokens = 4, .dim = 512, .heads = 8, .kv_heads = 2};
     bool run_bench = false;
@@ -993,6 +1069,7 @@ int main(int argc, char **argv) {
         check_fits(&lesson, "the bench's long cache for every head (batch, heads, 2048, head_dim)",
                    shape4(n.batch, n.heads, BENCH_LONG_CACHE, n.dim / n.heads));
     }
+    check_budget(&lesson, run_bench ? kv_cache_bench_cost(&n) : kv_cache_cost(&n));
     lesson_start(&lesson);
 
     if (run_bench) {

@@ -760,6 +760,29 @@ static void show_drop_path_against_dropout(uint64_t seed) {
     printf("%s\n", tensor_str(reshape(dropout(ones_x, 0.5, true), shape2(4, 6)), NULL));
 }
 
+// --- the budget: what a run of these sizes holds and does (lesson/budget.h) ----------
+
+// Counted from the code above (F = hidden): x and the block's parameters;
+// three blocks' worth of forwards (the block, then the pre/post-norm part's
+// block and its post-norm attention and MLP), each making about eleven
+// (B, N, C), two (B, N, F) and three (B, H, N, N), and in train mode the
+// dropout and drop-path copies; a view's header (64 bytes, 16 floats) for
+// each row the variance checks read, four times over; the numpy cell, the
+// GELU grid and the 2^23 floats show_scale tries are the same at any size.
+static Cost vit_block_cost(double B, double N, double C, double H, double F, bool train) {
+    double BNC = B * N * C, BNF = B * N * F, BHNN = B * H * N * N;
+    double parameters = 4 * C * C + 2 * C * F + F + 9 * C;
+    double floats = parameters + 35 * BNC + 6 * BNF + 9 * BHNN + 4 * 16 * B * N + 70000 +
+                    train * (4 * BNC + BNF + BHNN + 2 * B);
+    return (Cost){
+        .bytes = 4 * floats,
+        .dumped = 4 * (parameters + 2 * BNC + BHNN + 3 * 768),
+        .multiply_adds = 3 * (4 * BNC * C + 2 * BHNN * (C / H) + 2 * BNC * F),
+        .exps = 3 * BHNN + 3 * BNF + BNC,
+        .elements = floats + (1 << 23),
+    };
+}
+
 int main(int argc, char **argv) {
     int batch = 2, seq = 5, dim = 16, heads = 4;
     double mlp_ratio = 4.0, drop = 0.0, attn_drop = 0.0, drop_path = 0.0;   // the post's defaults
@@ -813,6 +836,7 @@ int main(int argc, char **argv) {
                shape3(batch, seq, hidden));
     check_fits(&lesson, "mlp.fc1.weight (dim*mlp-ratio, dim)", shape2(hidden, dim));
     check_fits(&lesson, "attn.qkv.weight (3*dim, dim)", shape2(3 * dim, dim));
+    check_budget(&lesson, vit_block_cost(batch, seq, dim, heads, hidden, train));
     lesson_start(&lesson);
 
     // The draws, in PyTorch's order: the block's parameters, x, the dropout

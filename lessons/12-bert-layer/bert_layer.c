@@ -1392,6 +1392,120 @@ static void show_post_norm(const Run *run, const Flags *f) {
 
 // --- the lesson -----------------------------------------------------------------------------
 
+// --- the budget: what a run of these sizes holds and does (lesson/budget.h) ----------
+
+// The floats a step makes, its multiply-adds and the elements that go
+// through exp or erf, added up part by part.
+typedef struct {
+    double floats, multiply_adds, exps;
+} Work;
+
+static Work plus(Work a, Work b) {
+    return (Work){a.floats + b.floats, a.multiply_adds + b.multiply_adds, a.exps + b.exps};
+}
+
+static Work times(double n, Work a) {
+    return (Work){n * a.floats, n * a.multiply_adds, n * a.exps};
+}
+
+// BertSelfAttention_forward: Tq queries against Lk keys, the keys and values
+// projected from the image (cross), or from the tokens and joined to a cache
+// (past); with the relative position terms (relative). Dropout (train mode)
+// and the head mask are counted whether or not this call has them.
+static Work self_attention_work(const Flags *f, double Tq, double Lk, bool cross, bool past,
+                                bool relative) {
+    double B = f->batch, C = f->dim, D = C / f->heads, scores = B * f->heads * Tq * Lk;
+    double kv_tokens = cross ? f->encoder_seq : Tq, width = cross ? f->encoder_width : C;
+    double both = f->position == RELATIVE_KEY_QUERY ? 2 : 1;
+    double per_score = 4 + f->train + (f->head_mask >= 0);   // scores, scaled, masked, probs
+    Work w = {3 * B * Tq * C + 2 * B * kv_tokens * C + past * 2 * B * Lk * C + per_score * scores,
+              B * Tq * C * C + 2 * B * kv_tokens * width * C + 2 * scores * D, scores};
+    if (relative) {   // the distances, the embedding (Tq, Lk, D), the einsums and their adds
+        w = plus(w, (Work){Tq * Lk * (1 + D) + both * 2 * scores, both * scores * D, 0});
+    }
+    return w;
+}
+
+// BertSelfOutput (and BertOutput after its input): dense, dropout, add, LayerNorm.
+static Work output_work(const Flags *f, double Tq, double in_features) {
+    double B = f->batch, C = f->dim;
+    return (Work){4 * B * Tq * C, B * Tq * in_features * C, 0};
+}
+
+// BertIntermediate then BertOutput.
+static Work feed_forward_work(const Flags *f, double Tq) {
+    double B = f->batch, I = f->intermediate;
+    return plus((Work){2 * B * Tq * I, B * Tq * f->dim * I, B * Tq * I}, output_work(f, Tq, I));
+}
+
+// BertLayer_forward; chunked or not, the feed-forward makes at most one
+// output more than unchunked.
+static Work layer_work(const Flags *f, double Tq, double Lk, bool past, bool multimodal) {
+    bool relative = f->position != ABSOLUTE;
+    Work w = plus(self_attention_work(f, Tq, Lk, false, past, relative),
+                  output_work(f, Tq, f->dim));
+    if (multimodal) {
+        w = plus(w, plus(self_attention_work(f, Tq, f->encoder_seq, true, false, false),
+                         output_work(f, Tq, f->dim)));
+    }
+    return plus(w, plus(feed_forward_work(f, Tq), (Work){f->batch * Tq * f->dim, 0, 0}));
+}
+
+// Counted from the code above, part by part (everything a part makes stays
+// until the end, but for the chunks the feed-forward drops): the layer's
+// parameters and inputs, the prefix's call and the layer's, the checks of
+// the mask, the head mask, the cache (one call against two, and the post's
+// positions), the post's cross-attention, the chunks (one output for each
+// chunk size that divides --seq), and twelve post-norm and pre-norm layers.
+static Cost bert_layer_cost(const Flags *f) {
+    double B = f->batch, T = f->seq, C = f->dim, H = f->heads, I = f->intermediate;
+    double P = f->past, M = f->encoder_seq, E = f->encoder_width, L = P + T, D = C / H;
+    bool multimodal = M > 0, relative = f->position != ABSOLUTE;
+    double table = relative * (2.0 * f->max_positions - 1) * D;
+    double parameters = 4 * C * C + 6 * C + table + 2 * I * C + I + 3 * C +
+                        multimodal * (2 * C * C + 2 * E * C + 6 * C + table);
+    Work w = {parameters + B * L * C + B * M * E + 2 * B * L + H, 0, B * L * C + B * M * E};
+    if (P > 0) {
+        w = plus(w, layer_work(f, P, P, false, multimodal));
+    }
+    w = plus(w, layer_work(f, T, L, P > 0, multimodal));
+    w = plus(w, (Work){2 * T * L + T * M + B * L + 2 * B * H * T * L, 0, B * H * T * L});
+    w = plus(w, times(2, self_attention_work(f, T, L, false, P > 0, relative)));
+    if (L >= 2) {
+        double cached = P > 0 ? P : L - (L - 1 < 2 ? L - 1 : 2);
+        Work two_calls = plus(layer_work(f, L - 1, L - 1, false, multimodal),
+                              layer_work(f, 1, L, true, multimodal));
+        w = plus(w, plus(layer_work(f, L, L, false, multimodal),
+                         plus(layer_work(f, cached, cached, false, multimodal),
+                              layer_work(f, L - cached, L, true, multimodal))));
+        w = plus(w, (Work){B * L * C, 0, 0});
+        if (relative) {
+            w = plus(w, times(f->position == RELATIVE_KEY ? 3 : 2, two_calls));
+        }
+    }
+    if (multimodal && relative) {
+        w = plus(w, plus(self_attention_work(f, T, L, false, P > 0, true),
+                         times(2, self_attention_work(f, T, M, true, false, true))));
+        w = plus(w, times(3, output_work(f, T, C)));
+    }
+    double divisors = 0;
+    for (int c = 1; c <= f->seq; c++) {
+        divisors += f->seq % c == 0;
+    }
+    w = plus(w, plus(times(4, feed_forward_work(f, T)), (Work){(divisors + 4) * B * T * C, 0, 0}));
+    Work pre_norm = plus(self_attention_work(f, T, T, false, false, relative),
+                         plus(times(2, output_work(f, T, C)), feed_forward_work(f, T)));
+    w = plus(w, times(DEPTH, plus(layer_work(f, T, T, false, false), pre_norm)));
+    return (Cost){
+        .bytes = 4 * w.floats,
+        .dumped = 4 * (parameters + B * L * C + B * M * E + B * L + B * H * T * L +
+                       multimodal * B * H * T * M + 2 * B * H * L * D + 2 * B * T * C),
+        .multiply_adds = w.multiply_adds,
+        .exps = w.exps,
+        .elements = w.floats,
+    };
+}
+
 int main(int argc, char **argv) {
     Flags f = {.batch = 2, .seq = 5, .dim = 16, .heads = 4, .intermediate = 64,
                .max_positions = 16, .pad = 1, .head_mask = -1, .past = 0, .encoder_seq = 0,
@@ -1486,6 +1600,7 @@ int main(int argc, char **argv) {
         check_fits(&lesson, "the cross-attention's keys and values (batch, encoder-seq, dim)",
                    shape3(f.batch, f.encoder_seq, f.dim));
     }
+    check_budget(&lesson, bert_layer_cost(&f));
     lesson_start(&lesson);
 
     BertConfig config = {
