@@ -58,6 +58,9 @@ static int made_up_lesson(int argc, char **argv) {
     if (ratio != 4.0) {   // printed only when given, so the lines above stay as they were
         printf(" ratio=%.17g", ratio);
     }
+    if (flag_given(&lesson, "--pad")) {   // either form: --pad 0 or --pad=0
+        printf(" pad given");
+    }
     printf("\n");
     return lesson_finish(&lesson);
 }
@@ -102,9 +105,10 @@ START_TEST(test_good_values) {
                                    "--position", "relative_key_query", "--qkv-bias", "--seed",
                                    "-1", NULL},
                   "batch=3 pad=4 head_mask=7 drop=0.10000000000000001 "
-                  "position=relative_key_query qkv_bias=1 seed=18446744073709551615");
+                  "position=relative_key_query qkv_bias=1 seed=18446744073709551615 pad given");
     assert_parsed((const char *[]){"--head-mask", "-1", "--drop", ".5", "--pad", "0", NULL},
-                  "batch=3 pad=0 head_mask=-1 drop=0.5 position=absolute qkv_bias=0 seed=0");
+                  "batch=3 pad=0 head_mask=-1 drop=0.5 position=absolute qkv_bias=0 seed=0 "
+                  "pad given");
     assert_parsed((const char *[]){"--drop", "0", "--head-mask", "0", NULL},
                   "batch=3 pad=0 head_mask=0 drop=0 position=absolute qkv_bias=0 seed=0");
     assert_parsed((const char *[]){"--drop", "0.99999", "--head-mask", "-0", NULL},
@@ -129,7 +133,7 @@ START_TEST(test_equals_form) {
     assert_parsed((const char *[]){"--batch=5", "--pad=4", "--head-mask=-1", "--drop=0.1",
                                    "--position=relative_key", "--seed=-1", "--ratio=2.5", NULL},
                   "batch=5 pad=4 head_mask=-1 drop=0.10000000000000001 position=relative_key "
-                  "qkv_bias=0 seed=18446744073709551615 ratio=2.5");
+                  "qkv_bias=0 seed=18446744073709551615 ratio=2.5 pad given");
     // Only the first '=' splits: the rest is the value (and here a bad one).
     assert_refused((const char *[]){"--batch=4=4", NULL},
                    "--batch expects a whole number from 1 to 65536, got '4=4'");

@@ -461,6 +461,27 @@ START_TEST(test_equals_form_everywhere) {
         ck_assert_msg(a.status == 0 && b.status == 0, "%s: exit %d and %d: %s%s", cli.dir,
                       a.status, b.status, a.err, b.err);
         ck_assert_msg(strcmp(a.out, b.out) == 0, "%s: --flag=value printed otherwise", cli.dir);
+        // A bench takes the flags given and its own sizes for the others, or
+        // refuses them: it must see either form. ATTN_COST=check stops a run
+        // the budget admits before it starts timing; in a lesson without a
+        // budget yet, a bench still running after 3 seconds took the flag.
+        bool has_bench = is_flag_of(&cli, "--bench");
+        for (int i = 0; has_bench && i < cli.n_flags; i++) {
+            const HelpFlag *f = &cli.flags[i];
+            if (f->kind != NUMBER || f->default_value == NULL) {
+                continue;
+            }
+            setenv("ATTN_COST", "check", 1);
+            a = run_program_with(NULL, 3, cli.binary,
+                                 (const char *[]){"--bench", f->flag, f->default_value, NULL});
+            b = a.status == RUN_TIMED_OUT ? a : run_program_with(NULL, 3, cli.binary,
+                (const char *[]){"--bench", path_join("%s=%s", f->flag, f->default_value), NULL});
+            unsetenv("ATTN_COST");
+            ck_assert_msg(a.status == b.status && strcmp(a.err, b.err) == 0,
+                          "%s --bench: %s=%s (exit %d: %s) is not %s %s (exit %d: %s)", cli.dir,
+                          f->flag, f->default_value, b.status, b.err, f->flag, f->default_value,
+                          a.status, a.err);
+        }
         if (has_heads) {
             a = run_program_with(NULL, 120, cli.binary, (const char *[]){"--heads", "4", NULL});
             b = run_program_with(NULL, 120, cli.binary, (const char *[]){"--heads=4", NULL});

@@ -380,6 +380,17 @@ void parse_lesson_args(Lesson *lesson, int argc, char **argv) {
         seen[n_seen++] = flag;
         i += used;
     }
+    lesson->given = seen;
+    lesson->n_given = n_seen;
+}
+
+bool flag_given(const Lesson *lesson, const char *flag) {
+    for (int i = 0; i < lesson->n_given; i++) {
+        if (strcmp(lesson->given[i], flag) == 0) {
+            return true;
+        }
+    }
+    return false;
 }
 
 void check_divides(const Lesson *lesson, const char *divisor_flag, int divisor,

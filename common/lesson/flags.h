@@ -91,9 +91,15 @@ typedef struct {
     const char *raised;      // the numbers given above their defaults, "--seq 8192"
     const char *changed;     // the numbers given other than their defaults (budget.h
                              // names them when a run is too big)
+    const char **given;      // every flag given, "--seq" for --seq 8 or --seq=8
+    int n_given;
 } Lesson;
 
 void parse_lesson_args(Lesson *lesson, int argc, char **argv);
+
+// Was `flag` ("--seq") on the command line, in either form? For a mode that
+// takes its own sizes for the flags not given (a bench), or refuses them.
+bool flag_given(const Lesson *lesson, const char *flag);
 
 // The lesson's own consistency checks, made after parsing and before
 // lesson_start(). Each exits 2 with one line when the check fails.

@@ -685,7 +685,7 @@ static void part5_no_copy(const Cell *cell) {
 // --- the lesson -------------------------------------------------------------------------
 
 // Appendix A, after main: --bench.
-static void use_bench_sizes(const Lesson *lesson, Sizes *n, int argc, char **argv);
+static void use_bench_sizes(const Lesson *lesson, Sizes *n);
 static void bench(const Sizes *n);
 static Cost kv_cache_bench_cost(const Sizes *n);   // appendix A
 
@@ -774,7 +774,7 @@ int main(int argc, char **argv) {
     };
     parse_lesson_args(&lesson, argc, argv);
     if (run_bench) {
-        use_bench_sizes(&lesson, &n, argc, argv);   // its own sizes for the flags not given
+        use_bench_sizes(&lesson, &n);   // its own sizes for the flags not given
     }
     check_sizes(&lesson, &n);
     check_budget(&lesson, run_bench ? kv_cache_bench_cost(&n) : kv_cache_cost(&n));
@@ -815,21 +815,6 @@ enum { BENCH_BATCH = 1, BENCH_DIM = 256, BENCH_HEADS = 8, BENCH_KV_HEADS = 2, BE
 // is too uncertain to compare with the ratio expected.
 #define BENCH_NOISY 0.25
 
-// Is `flag` on the command line, as `--dim 64` or `--dim=64`?
-// parse_lesson_args has accepted every word, and no value may start with
-// "--" unless after an '=', so a word that is the flag, or the flag and an
-// '=', is the flag.
-static bool flag_given(int argc, char **argv, const char *flag) {
-    size_t length = strlen(flag);
-    for (int i = 1; i < argc; i++) {
-        if (strncmp(argv[i], flag, length) == 0 &&
-            (argv[i][length] == '\0' || argv[i][length] == '=')) {
-            return true;
-        }
-    }
-    return false;
-}
-
 // --bench's sizes: the flags given, and the bench's defaults for the rest.
 // A learner who types --bench --dim 64 expects a bench at dim 64, not a
 // silent one at 256; and one who types --bench alone, a bench worth
@@ -837,16 +822,16 @@ static bool flag_given(int argc, char **argv, const char *flag) {
 // model: its parameters would overwrite the lesson's dumps under the same
 // names, and it draws no graph, so --dump and --dot are refused; so are
 // sizes its long cache, copied to every head, cannot hold.
-static void use_bench_sizes(const Lesson *lesson, Sizes *n, int argc, char **argv) {
+static void use_bench_sizes(const Lesson *lesson, Sizes *n) {
     if (lesson->dump_dir != NULL || lesson->dot_file != NULL) {
         usage_error(lesson, "--bench runs its own larger model; drop --dump and --dot");
     }
-    n->batch = flag_given(argc, argv, "--batch") ? n->batch : BENCH_BATCH;
-    n->prompt = flag_given(argc, argv, "--prompt") ? n->prompt : BENCH_PROMPT;
-    n->new_tokens = flag_given(argc, argv, "--new") ? n->new_tokens : BENCH_NEW;
-    n->dim = flag_given(argc, argv, "--dim") ? n->dim : BENCH_DIM;
-    n->heads = flag_given(argc, argv, "--heads") ? n->heads : BENCH_HEADS;
-    n->kv_heads = flag_given(argc, argv, "--kv-heads") ? n->kv_heads : BENCH_KV_HEADS;
+    n->batch = flag_given(lesson, "--batch") ? n->batch : BENCH_BATCH;
+    n->prompt = flag_given(lesson, "--prompt") ? n->prompt : BENCH_PROMPT;
+    n->new_tokens = flag_given(lesson, "--new") ? n->new_tokens : BENCH_NEW;
+    n->dim = flag_given(lesson, "--dim") ? n->dim : BENCH_DIM;
+    n->heads = flag_given(lesson, "--heads") ? n->heads : BENCH_HEADS;
+    n->kv_heads = flag_given(lesson, "--kv-heads") ? n->kv_heads : BENCH_KV_HEADS;
     check_fits(lesson, "the bench's long cache for every head (batch, heads, 2048, head_dim)",
                shape4(n->batch, n->heads, BENCH_LONG_CACHE, n->dim / n->heads));
 }
