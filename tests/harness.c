@@ -24,6 +24,12 @@ int run_suite(Suite *suite) {
     unsetenv("ATTN_MAX_MIB");
     unsetenv("ATTN_MAX_SECONDS");
     unsetenv("ATTN_COST");
+    // --heatmap draws Unicode shades under a UTF-8 locale and ASCII otherwise
+    // (lesson/heatmap.h): one locale for every run, so that what the pages
+    // quote (the Unicode shades) is checked the same on every machine.
+    unsetenv("LC_ALL");
+    unsetenv("LC_CTYPE");
+    setenv("LANG", "C.UTF-8", 1);
     SRunner *runner = srunner_create(suite);
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);
