@@ -477,35 +477,8 @@ static bool holds_name_with(const char *dir, const char *part) {
     return found;
 }
 
-// Start the lesson in `sandbox` (its output thrown away), with the signals
-// it is sent at their defaults whatever the test inherited (a background
-// job starts with SIGINT ignored).
 static pid_t start_in(const char *sandbox, const char *const *args) {
-    char here[1024];
-    ck_assert(getcwd(here, sizeof here) != NULL);
-    const char *program = path_join("%s/%s", here, lesson_binary(LESSON));
-    char *argv[16] = {(char *)program};
-    for (int i = 0; args[i] != NULL; i++) {
-        ck_assert(i < 14);
-        argv[i + 1] = (char *)args[i];
-    }
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    ck_assert(pid >= 0);
-    if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        dup2(null, 1);
-        dup2(null, 2);
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        if (chdir(sandbox) != 0) {
-            _exit(126);
-        }
-        execv(program, argv);
-        _exit(127);
-    }
-    return pid;
+    return start_program(sandbox, lesson_binary(LESSON), args);
 }
 
 // Send `signal_number` to a lesson writing its dump over a previous one
