@@ -741,13 +741,15 @@ static void part7_first_cell(const Tensor *query, const Tensor *key, const Tenso
 // copies of the query and keys and three score tensors each, and the first
 // cell's wrong layout makes (B, N, H, H) weights.
 static Cost gqa_cost(double B, double N, double H, double KV, double D) {
-    double Q = B * N * H * D, K = B * N * KV * D, SC = B * H * N * N, SC_KV = B * KV * N * N;
+    double query = B * N * H * D, key = B * N * KV * D;
+    double scores = B * H * N * N, group_scores = B * KV * N * N;
     return (Cost){
-        .bytes = 4 * (29 * Q + 2 * Q / H + 9 * K + 17 * SC + 6 * SC_KV + 2 * B * N * H * H),
-        .dumped = 4 * (2 * Q + 3 * K),
-        .multiply_adds = 13 * SC * D + 3 * SC_KV * D + 2 * B * N * H * H * D,
-        .exps = 6 * SC + 2 * SC_KV + B * N * H * H + Q + 2 * K,
-        .elements = 29 * Q + 9 * K + 11 * SC + 4 * SC_KV,
+        .bytes = 4 * (29 * query + 2 * query / H + 9 * key + 17 * scores + 6 * group_scores +
+                      2 * B * N * H * H),
+        .dumped = 4 * (2 * query + 3 * key),
+        .multiply_adds = 13 * scores * D + 3 * group_scores * D + 2 * B * N * H * H * D,
+        .exps = 6 * scores + 2 * group_scores + B * N * H * H + query + 2 * key,
+        .elements = 29 * query + 9 * key + 11 * scores + 4 * group_scores,
     };
 }
 

@@ -713,18 +713,19 @@ static void check_sizes(const Lesson *lesson, const Sizes *n) {
 // (B, H, T, L), the (T, L) mask, the output and its copies), and its
 // multiply-adds; and the same for the forward that reads the cache by index.
 static double forward_floats(const Sizes *n, double T, double L) {
-    double B = n->batch, C = n->dim, KD = n->kv_heads * (double)(n->dim / n->heads);
-    return 7 * B * T * C + 2 * B * T * KD + 2 * B * L * C + 4 * B * n->heads * T * L + 3 * T * L;
+    double B = n->batch, C = n->dim, kv_width = n->kv_heads * (double)(n->dim / n->heads);
+    return 7 * B * T * C + 2 * B * T * kv_width + 2 * B * L * C + 4 * B * n->heads * T * L +
+           3 * T * L;
 }
 
 static double by_index_floats(const Sizes *n, double T, double L) {
-    double B = n->batch, C = n->dim, KD = n->kv_heads * (double)(n->dim / n->heads);
-    return 6 * B * T * C + 2 * B * T * KD + B * n->heads * T * L;
+    double B = n->batch, C = n->dim, kv_width = n->kv_heads * (double)(n->dim / n->heads);
+    return 6 * B * T * C + 2 * B * T * kv_width + B * n->heads * T * L;
 }
 
 static double forward_multiply_adds(const Sizes *n, double T, double L) {
-    double B = n->batch, C = n->dim, KD = n->kv_heads * (double)(n->dim / n->heads);
-    return B * T * (2 * C * C + 2 * C * KD) + 2 * B * T * L * C;
+    double B = n->batch, C = n->dim, kv_width = n->kv_heads * (double)(n->dim / n->heads);
+    return B * T * (2 * C * C + 2 * C * kv_width) + 2 * B * T * L * C;
 }
 
 // Counted from the code above (N = prompt + new): what stays (x, the
@@ -733,10 +734,10 @@ static double forward_multiply_adds(const Sizes *n, double T, double L) {
 // drops; the multiply-adds of every forward the parts run (each new token's
 // step reads at most N keys).
 static Cost kv_cache_cost(const Sizes *n) {
-    double B = n->batch, C = n->dim, H = n->heads, P = n->prompt, M = n->new_tokens;
-    double N = P + M, KD = n->kv_heads * (C / H);
-    double layers = 2 * C * C + 2 * C * KD + 2 * C + 2 * KD;
-    double kept = layers + 2 * B * N * C + (M - 1) * B * C + 6 * B * N * KD +
+    double B = n->batch, C = n->dim, H = n->heads, P = n->prompt, T = n->new_tokens;
+    double N = P + T, kv_width = n->kv_heads * (C / H);
+    double layers = 2 * C * C + 2 * C * kv_width + 2 * C + 2 * kv_width;
+    double kept = layers + 2 * B * N * C + (T - 1) * B * C + 6 * B * N * kv_width +
                   forward_floats(n, N, N) + 2 * forward_floats(n, P, P) +
                   forward_floats(n, 1, P + 1);
     double step = fmax(forward_floats(n, P, P) + by_index_floats(n, P, P),
@@ -744,11 +745,11 @@ static Cost kv_cache_cost(const Sizes *n) {
     double steps = forward_floats(n, 1, N) + by_index_floats(n, 1, N);
     return (Cost){
         .bytes = 4 * (kept + step),
-        .dumped = 4 * (layers + 2 * B * N * C + 2 * B * N * KD),
+        .dumped = 4 * (layers + 2 * B * N * C + 2 * B * N * kv_width),
         .multiply_adds = forward_multiply_adds(n, N, N) + 4 * forward_multiply_adds(n, P, P) +
-                         5 * M * forward_multiply_adds(n, 1, N),
-        .exps = B * H * (N * N + 4 * P * P + 5 * M * N) + B * N * C,
-        .elements = kept + step + 5 * M * steps,
+                         5 * T * forward_multiply_adds(n, 1, N),
+        .exps = B * H * (N * N + 4 * P * P + 5 * T * N) + B * N * C,
+        .elements = kept + step + 5 * T * steps,
     };
 }
 
@@ -1229,27 +1230,31 @@ static void bench(const Sizes *n) {
 // everything for each new token costs a forward of t + 1 tokens at each step
 // t), of the appends, and of the long cache's steps.
 static Cost kv_cache_bench_cost(const Sizes *n) {
-    double B = n->batch, C = n->dim, H = n->heads, P = n->prompt, M = n->new_tokens;
-    double N = P + M, KD = n->kv_heads * (C / H), A = BENCH_APPENDS, LONG = BENCH_LONG_CACHE;
-    double R = BENCH_REPEATS, S = BENCH_LONG_STEPS;
-    double layers = 2 * C * C + 2 * C * KD + 2 * C + 2 * KD;
-    double kept = layers + B * N * C + 4 * B * M * C + 8 * R * B * N * KD + 4 * B * LONG * KD;
+    double B = n->batch, C = n->dim, H = n->heads, P = n->prompt, T = n->new_tokens;
+    double N = P + T, kv_width = n->kv_heads * (C / H);
+    double appends = BENCH_APPENDS, LONG = BENCH_LONG_CACHE;
+    double repeats = BENCH_REPEATS, steps = BENCH_LONG_STEPS;
+    double layers = 2 * C * C + 2 * C * kv_width + 2 * C + 2 * kv_width;
+    double kept = layers + B * N * C + 4 * B * T * C + 8 * repeats * B * N * kv_width +
+                  4 * B * LONG * kv_width;
     double recompute_macs = 0, recompute_floats = 0, recompute_exps = 0;
     for (double t = P; t < N; t++) {   // at most 2^17 steps
         recompute_macs += forward_multiply_adds(n, t + 1, t + 1);
         recompute_floats += forward_floats(n, t + 1, t + 1);
         recompute_exps += B * H * (t + 1) * (t + 1);
     }
-    double cached_macs = forward_multiply_adds(n, P, P) + M * forward_multiply_adds(n, 1, N);
-    double long_macs = 2 * S * forward_multiply_adds(n, 1, LONG);
+    double cached_macs = forward_multiply_adds(n, P, P) + T * forward_multiply_adds(n, 1, N);
+    double long_macs = 2 * steps * forward_multiply_adds(n, 1, LONG);
     return (Cost){
         .bytes = 4 * (kept + fmax(forward_floats(n, N, N),
-                                  fmax(forward_floats(n, 1, LONG), 4 * A * KD))),
-        .multiply_adds = R * (recompute_macs + 3 * cached_macs + long_macs),
-        .exps = R * (recompute_exps + 3 * B * H * (P * P + M * N)) + 2 * B * LONG * KD,
-        // The appends by copy move A * A * KD floats in all, with memcpy: a float
-        // of it costs about a thirtieth of an element written in a loop.
-        .elements = R * (recompute_floats + 3 * M * forward_floats(n, 1, N) + A * A * KD / 32 +
-                         3 * S * forward_floats(n, 1, LONG)),
+                                  fmax(forward_floats(n, 1, LONG), 4 * appends * kv_width))),
+        .multiply_adds = repeats * (recompute_macs + 3 * cached_macs + long_macs),
+        .exps = repeats * (recompute_exps + 3 * B * H * (P * P + T * N)) + 2 * B * LONG * kv_width,
+        // The appends by copy move appends^2 * kv_width floats in all, with
+        // memcpy: a float of it costs about a thirtieth of an element written
+        // in a loop.
+        .elements = repeats * (recompute_floats + 3 * T * forward_floats(n, 1, N) +
+                               appends * appends * kv_width / 32 +
+                               3 * steps * forward_floats(n, 1, LONG)),
     };
 }

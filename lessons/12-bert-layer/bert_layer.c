@@ -643,47 +643,47 @@ static Work times(double n, Work a) {
     return (Work){n * a.floats, n * a.multiply_adds, n * a.exps};
 }
 
-// BertSelfAttention_forward: Tq queries against Lk keys, the keys and values
+// BertSelfAttention_forward: T queries against L keys, the keys and values
 // projected from the image (cross), or from the tokens and joined to a cache
 // (past); with the relative position terms (relative). Dropout (train mode)
 // and the head mask are counted whether or not this call has them.
-static Work self_attention_work(const Flags *f, double Tq, double Lk, bool cross, bool past,
+static Work self_attention_work(const Flags *f, double T, double L, bool cross, bool past,
                                 bool relative) {
-    double B = f->batch, C = f->dim, D = C / f->heads, scores = B * f->heads * Tq * Lk;
-    double kv_tokens = cross ? f->encoder_seq : Tq, width = cross ? f->encoder_width : C;
+    double B = f->batch, C = f->dim, D = C / f->heads, scores = B * f->heads * T * L;
+    double kv_tokens = cross ? f->encoder_seq : T, width = cross ? f->encoder_width : C;
     double both = f->position == RELATIVE_KEY_QUERY ? 2 : 1;
     double per_score = 4 + f->train + (f->head_mask >= 0);   // scores, scaled, masked, probs
-    Work w = {3 * B * Tq * C + 2 * B * kv_tokens * C + past * 2 * B * Lk * C + per_score * scores,
-              B * Tq * C * C + 2 * B * kv_tokens * width * C + 2 * scores * D, scores};
-    if (relative) {   // the distances, the embedding (Tq, Lk, D), the einsums and their adds
-        w = plus(w, (Work){Tq * Lk * (1 + D) + both * 2 * scores, both * scores * D, 0});
+    Work w = {3 * B * T * C + 2 * B * kv_tokens * C + past * 2 * B * L * C + per_score * scores,
+              B * T * C * C + 2 * B * kv_tokens * width * C + 2 * scores * D, scores};
+    if (relative) {   // the distances, the embedding (T, L, D), the einsums and their adds
+        w = plus(w, (Work){T * L * (1 + D) + both * 2 * scores, both * scores * D, 0});
     }
     return w;
 }
 
 // BertSelfOutput (and BertOutput after its input): dense, dropout, add, LayerNorm.
-static Work output_work(const Flags *f, double Tq, double in_features) {
+static Work output_work(const Flags *f, double T, double in_features) {
     double B = f->batch, C = f->dim;
-    return (Work){4 * B * Tq * C, B * Tq * in_features * C, 0};
+    return (Work){4 * B * T * C, B * T * in_features * C, 0};
 }
 
 // BertIntermediate then BertOutput.
-static Work feed_forward_work(const Flags *f, double Tq) {
-    double B = f->batch, I = f->intermediate;
-    return plus((Work){2 * B * Tq * I, B * Tq * f->dim * I, B * Tq * I}, output_work(f, Tq, I));
+static Work feed_forward_work(const Flags *f, double T) {
+    double B = f->batch, F = f->intermediate;
+    return plus((Work){2 * B * T * F, B * T * f->dim * F, B * T * F}, output_work(f, T, F));
 }
 
 // BertLayer_forward; chunked or not, the feed-forward makes at most one
 // output more than unchunked.
-static Work layer_work(const Flags *f, double Tq, double Lk, bool past, bool multimodal) {
+static Work layer_work(const Flags *f, double T, double L, bool past, bool multimodal) {
     bool relative = f->position != ABSOLUTE;
-    Work w = plus(self_attention_work(f, Tq, Lk, false, past, relative),
-                  output_work(f, Tq, f->dim));
+    Work w = plus(self_attention_work(f, T, L, false, past, relative),
+                  output_work(f, T, f->dim));
     if (multimodal) {
-        w = plus(w, plus(self_attention_work(f, Tq, f->encoder_seq, true, false, false),
-                         output_work(f, Tq, f->dim)));
+        w = plus(w, plus(self_attention_work(f, T, f->encoder_seq, true, false, false),
+                         output_work(f, T, f->dim)));
     }
-    return plus(w, plus(feed_forward_work(f, Tq), (Work){f->batch * Tq * f->dim, 0, 0}));
+    return plus(w, plus(feed_forward_work(f, T), (Work){f->batch * T * f->dim, 0, 0}));
 }
 
 // What a run of these flags costs, part by part: part 1 always (the layer,
@@ -695,11 +695,11 @@ static Work layer_work(const Flags *f, double Tq, double Lk, bool past, bool mul
 // layers. Everything a part makes stays until the end, but for what the
 // chunked feed-forward drops.
 static Cost bert_layer_cost(const Flags *f) {
-    double B = f->batch, T = f->seq, C = f->dim, H = f->heads, I = f->intermediate;
+    double B = f->batch, T = f->seq, C = f->dim, H = f->heads, F = f->intermediate;
     double P = f->past, M = f->encoder_seq, E = f->encoder_width, L = P + T, D = C / H;
     bool multimodal = M > 0, relative = f->position != ABSOLUTE;
     double table = relative * (2.0 * f->max_positions - 1) * D;
-    double parameters = 4 * C * C + 6 * C + table + 2 * I * C + I + 3 * C +
+    double parameters = 4 * C * C + 6 * C + table + 2 * F * C + F + 3 * C +
                         multimodal * (2 * C * C + 2 * E * C + 6 * C + table);
     Work w = {parameters + B * L * C + B * M * E + 2 * B * L + H, 0, B * L * C + B * M * E};
     if (P > 0) {
