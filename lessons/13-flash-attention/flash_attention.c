@@ -1168,7 +1168,8 @@ static void refuse_with_bench(const Lesson *lesson, int argc, char **argv) {
                              "--causal", "--dump", "--dot", "--heatmap"};
     for (int i = 1; i < argc; i++) {
         for (size_t f = 0; f < sizeof ignored / sizeof ignored[0]; f++) {
-            if (strcmp(argv[i], ignored[f]) == 0) {
+            size_t n = strlen(ignored[f]);   // --seq 512, or --seq=512
+            if (strncmp(argv[i], ignored[f], n) == 0 && (argv[i][n] == '\0' || argv[i][n] == '=')) {
                 usage_error(lesson, "--bench times its own sizes (batch 1, 8 heads, head_dim 64, "
                             "seq 512 to 8192, causal and not); drop %s", ignored[f]);
             }
