@@ -333,11 +333,12 @@ static int lesson_flag(Lesson *lesson, const Word *word, int argc, char **argv, 
         }
     }
     for (int f = 0; f < lesson->n_paths; f++) {
-        const PathFlag *flag = &lesson->paths[f];
-        if (strcmp(arg, flag->flag) == 0) {
-            bool dir = strcmp(flag->what, "DIR") == 0;
-            *flag->value = value_of(lesson, argc, argv, i, dir ? "a directory" : "a file name");
-            return 2;
+        const PathFlag *it = &lesson->paths[f];
+        if (strcmp(flag, it->flag) == 0) {
+            bool dir = strcmp(it->what, "DIR") == 0;
+            *it->value = value_of(lesson, word, argc, argv, i, dir ? "a directory" : "a file name",
+                                  &used);
+            return used;
         }
     }
     return 0;
