@@ -58,12 +58,6 @@ $(BUILD)/obj/%.o: %.c
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-# Lesson 16's elementwise loops (the backward's products, the sums of gradients, RMSNorm's)
-# take a sixth of a training step at -O2, which vectorizes almost none of them; -O3 does.
-# No bit changes: without -ffast-math the compiler reorders no float sum, and
-# -ffp-contract=off keeps it from fusing (the recorded runs of test_lesson16 check it).
-$(BUILD)/obj/lessons/16-train/%.o: CFLAGS += -O3
-
 # A lesson is every .c of its directory (lessons/NN-name/*.c), linked with common/.
 lesson_objects = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard $(1)/*.c))
 $(BUILD)/lessons/%: $$(call lesson_objects,lessons/$$*) $(COMMON_OBJ)
