@@ -38,31 +38,43 @@ static Settings larger(const Settings *base) {
     return s;
 }
 
-// The multiply-adds of one step's matrix products, times 2 (a multiply and an add): every
-// Linear's forward, dx and dW (3 products of rows x in x out), attention's 2 forward and 4
-// backward products of N x N x D per head.
-static double step_flops(const Settings *s) {
-    const Config *c = &s->config;
-    double C = c->hidden_size, D = c->head_dim, F = c->intermediate_size, N = c->seq;
-    double H = c->num_attention_heads, KV = c->num_key_value_heads, L = c->num_hidden_layers;
-    double rows = (double)s->batch * N;
-    double linear = L * (2 * C * H * D + 2 * C * KV * D + 3 * C * F) + C * c->vocab_size;
-    return 2 * (3 * rows * linear + 6 * L * s->batch * H * N * N * D);
+// The two cases: the flags' sizes and the larger model, each with room for every step the
+// rounds take; how many steps a round takes of each (more for small work, whose rounds
+// would be too short to time).
+static void bench_cases(Settings cases[CASES], int steps_per_round[CASES], const Settings *s) {
+    cases[0] = *s;
+    cases[1] = larger(s);
+    for (int i = 0; i < CASES; i++) {
+        cases[i].steps = WARMUP + ROUNDS * 20;
+        cases[i].load_dir = cases[i].save_dir = cases[i].svg_file = NULL;
+        const Config *c = &cases[i].config;
+        double work = (double)cases[i].batch * c->seq * c->hidden_size * c->num_hidden_layers;
+        steps_per_round[i] = work < 2e5 ? 20 : work < 2e7 ? 5 : 2;
+    }
+}
+
+Cost bench_cost(const Settings *settings) {
+    Settings cases[CASES];
+    int steps_per_round[CASES];
+    bench_cases(cases, steps_per_round, settings);
+    Cost cost = {0};
+    for (int i = 0; i < CASES; i++) {   // both runs are made first, then timed in turn
+        Cost steps = steps_cost(&cases[i], WARMUP + ROUNDS * steps_per_round[i]);
+        cost.bytes += run_bytes(&cases[i]);
+        cost.kernel_seconds += steps.kernel_seconds;
+    }
+    return cost;
 }
 
 int bench_training(const Lesson *lesson, const Settings *settings) {
     (void)lesson;
-    Settings cases[CASES] = {*settings, larger(settings)};
+    Settings cases[CASES];
     int steps_per_round[CASES];
     Run runs[CASES];
+    bench_cases(cases, steps_per_round, settings);
     for (int i = 0; i < CASES; i++) {
-        cases[i].steps = WARMUP + ROUNDS * 20;   // room for every step the rounds take
-        cases[i].load_dir = cases[i].save_dir = cases[i].svg_file = NULL;
         manual_seed(0);
         runs[i] = run_init(&cases[i]);
-        const Config *c = &cases[i].config;
-        double work = (double)cases[i].batch * c->seq * c->hidden_size * c->num_hidden_layers;
-        steps_per_round[i] = work < 2e5 ? 20 : work < 2e7 ? 5 : 2;
     }
     double best[CASES], worst[CASES];
     int taken[CASES] = {0};
@@ -87,7 +99,7 @@ int bench_training(const Lesson *lesson, const Settings *settings) {
     printf("training steps on one core, kernels %s: best of %d rounds, each case in turn\n",
            kernels->name, ROUNDS);
     for (int i = 0; i < CASES; i++) {
-        double gflop = step_flops(&cases[i]) * 1e-9;
+        double gflop = 2 * step_multiply_adds(&cases[i]) * 1e-9;   // a multiply, an add
         printf("  case %d: %d steps a round, best %.3f ms, worst %.3f ms (spread %.0f%%)\n"
                "          %.2f GFLOP of matrix products a step: %.1f GFLOP/s at the best\n",
                i + 1, steps_per_round[i], best[i], worst[i],

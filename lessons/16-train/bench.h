@@ -5,5 +5,7 @@
 #include "model.h"
 
 int bench_training(const Lesson *lesson, const Settings *settings);
+// What --bench takes (lesson/budget.h): both cases' runs, and every step its rounds time.
+Cost bench_cost(const Settings *settings);
 
 #endif

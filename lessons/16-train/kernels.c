@@ -97,7 +97,7 @@ static float norm_scalar(const float *x, long n) {
 }
 
 static const Kernels SCALAR = {"scalar", gemm_scalar, softmax_exact_lastdim, silu_scalar,
-                               silu_backward_scalar, adamw_scalar, norm_scalar};
+                               silu_backward_scalar, adamw_scalar, norm_scalar, 1.0};
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_VECTOR_KERNELS 1
@@ -342,7 +342,7 @@ AVX2 static float norm_avx2(const float *x, long n) {
 }
 
 static const Kernels AVX2_KERNELS = {"avx2", gemm_avx2, softmax_rows_avx2, silu_avx2,
-                                     silu_backward_avx2, adamw_avx2, norm_avx2};
+                                     silu_backward_avx2, adamw_avx2, norm_avx2, 0.1};
 
 // --- AVX-512: 16 columns per register -----------------------------------------------------
 
@@ -413,7 +413,7 @@ AVX512 static void gemm_avx512(float *c, int ldc, const float *a, int a_row, int
 }
 
 static const Kernels AVX512_KERNELS = {"avx512", gemm_avx512, softmax_rows_avx2, silu_avx2,
-                                       silu_backward_avx2, adamw_avx2, norm_avx2};
+                                       silu_backward_avx2, adamw_avx2, norm_avx2, 0.06};
 #endif   // x86-64 with GCC or Clang
 
 // --- choosing ------------------------------------------------------------------------------

@@ -41,6 +41,11 @@ typedef struct {
     // torch.norm(x, 2) of n floats: the square root of their sum of squares, added in
     // PyTorch's order (norm_scalar says which).
     float (*norm)(const float *x, long n);
+    // A training step's time over its products' multiply-adds with these kernels, in ns, for
+    // the budget's estimate (lesson/budget.h; train.c's steps_cost). Whole runs at the
+    // lesson's sizes took 0.83 (scalar), 0.057 (avx2), 0.035 (avx512) on the EPYC of docs/16
+    // with the other core busy; these round up, for a slower machine.
+    double ns_per_multiply_add;
 } Kernels;
 
 // The kernels this run uses: ATTN_KERNELS=scalar, avx2 or avx512 if set (make valgrind sets

@@ -27,4 +27,10 @@ Run run_init(const Settings *settings);
 // One training step (step from 0) on a fresh batch, printing nothing.
 void train_step(Run *run, int step);
 
+// What a run of these sizes takes (lesson/budget.h): the multiply-adds of one step's matrix
+// products, the work of `steps` steps, the bytes run_init makes.
+double step_multiply_adds(const Settings *s);
+Cost steps_cost(const Settings *s, double steps);
+double run_bytes(const Settings *s);
+
 #endif

@@ -83,29 +83,13 @@ Settings read_flags(Lesson *lesson, int argc, char **argv) {
                     questions, pairs, pairs < 1 ? "--seq must be at least 4"
                     : "--vocab must be at least twice the pairs");
     }
-    if (!bench) {   // --bench makes its own sizes
-        long rows = (long)batch * seq;
+    if (!bench) {   // --bench makes its own sizes; train.c's check_budget weighs the rest
         check_fits(lesson, "the attention weights (batch, heads, seq, seq)",
                    shape4(batch, heads, seq, seq));
         check_fits(lesson, "the MLP's (batch, seq, hidden)", shape3(batch, seq, hidden));
         check_fits(lesson, "mlp.gate_proj.weight (hidden, dim)", shape2(hidden, dim));
         check_fits(lesson, "logits (batch, seq, vocab)", shape3(batch, seq, vocab));
         check_fits(lesson, "embed_tokens.weight (vocab, dim)", shape2(vocab, dim));
-        // all of them: ~ 20 (rows, dim or hidden) buffers a layer; and the work
-        double floats = (double)layers * rows * (8.0 * dim + 4.0 * hidden + heads * seq) * 2;
-        double weights = (double)layers * (2.0 * dim * dim + 2.0 * dim * dim * kv_heads / heads +
-                                           3.0 * dim * hidden) + 2.0 * dim * vocab;
-        double flops = 6.0 * rows * steps * weights;   // 2 per weight per token, times 3
-        if (floats > (double)(1L << 28)) {
-            usage_error(lesson, "these sizes need about %.0f MiB of activations; the lesson "
-                        "allows 1024", floats * 4 / (1 << 20));
-        }
-        if (flops > 2e12) {   // a step runs at about 70 GFLOP/s here (--bench)
-            double minutes = flops / 7e10 / 60;
-            usage_error(lesson, "about %.0f GFLOP of training (%.0f %s on one core); the lesson "
-                        "allows 2000", flops / 1e9, minutes < 120 ? minutes : minutes / 60,
-                        minutes < 120 ? "minutes" : "hours");
-        }
     }
     Settings s = {
         .config = {kind, vocab, dim, hidden, layers, heads, kv_heads, dim / heads, seq, 10000,
