@@ -749,8 +749,8 @@ static const BadFlags BAD[] = {
     {{"--lr", "1.5", NULL}, "--lr"},
     {{"--clip", "-1", NULL}, "--clip"},
     {{"--steps", "100001", NULL}, "--steps"},
-    {{"--dim", "512", "--steps", "100000", NULL}, "GFLOP"},
-    {{"--layers", "8", "--batch", "1000", NULL}, "MiB"},
+    {{"--dim", "512", "--steps", "100000", NULL}, "ATTN_MAX_SECONDS="},
+    {{"--layers", "8", "--batch", "1000", NULL}, "ATTN_MAX_MIB="},
     {{"--svg", "/nonexistent-dir/maps.svg", NULL}, "--svg"},
     {{"--load", "/nonexistent-dir", NULL}, "--load"},
 };
