@@ -810,17 +810,10 @@ static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
 
 static void check_kernels_variable(const Lesson *lesson);
 // --bench: check its flags, time, print (appendix B).
-static void bench(const Lesson *lesson, const Sizes *n, int argc, char **argv);
+static void bench(const Lesson *lesson, const Sizes *n);
 
-static bool given(int argc, char **argv, const char *flag) {
-    size_t n = strlen(flag);   // --seq 512, or --seq=512
-    for (int i = 1; i < argc; i++) {
-        if (strncmp(argv[i], flag, n) == 0 && (argv[i][n] == '\0' || argv[i][n] == '=')) {
-            return true;
-        }
-    }
-    return false;
-}
+// What a run of these flags costs (appendix E), checked before any work.
+static Cost attention_backward_cost(const Sizes *n);
 
 int main(int argc, char **argv) {
     Sizes n = {.batch = 3, .seq = 4, .dim = 2, .heads = 2, .kv_heads = 2, .head_dim = 4,
@@ -856,10 +849,10 @@ int main(int argc, char **argv) {
     parse_lesson_args(&lesson, argc, argv);
     check_kernels_variable(&lesson);
     if (run_bench) {
-        bench(&lesson, &n, argc, argv);
+        bench(&lesson, &n);
         return lesson_finish(&lesson);
     }
-    if (!given(argc, argv, "--kv-heads")) {
+    if (!flag_given(&lesson, "--kv-heads")) {
         n.kv_heads = n.heads;
     }
     check_divides(&lesson, "--kv-heads", n.kv_heads, "--heads", n.heads);
@@ -867,6 +860,7 @@ int main(int argc, char **argv) {
     check_fits(&lesson, "query_proj.weight (dim, dim)", shape2(n.dim, n.dim));
     check_fits(&lesson, "query (batch, heads, seq, head_dim)",
                shape4(n.batch, n.heads, n.seq, n.head_dim));
+    check_budget(&lesson, attention_backward_cost(&n));
     lesson_start(&lesson);
     part1_by_hand(&n, lesson.heatmap);
     part2_flash_backward(&n, lesson.seed, lesson.heatmap);
@@ -1556,22 +1550,25 @@ static double bench_flops(int N, bool causal) {   // 10*B*H*N*N*D, causal 5*B*H*
     return causal ? 5.0 * HND * (N + 1.0) : 10.0 * HND * N;
 }
 
-static void refuse_with_bench(const Lesson *lesson, int argc, char **argv);
+static void refuse_with_bench(const Lesson *lesson);
+static Cost bench_cost(const int *seqs, int n_seqs, int block_q, int block_k,
+                       const Kernels *kernels);
 
-static void bench(const Lesson *lesson, const Sizes *n, int argc, char **argv) {
-    if (given(argc, argv, "--seq") && n->seq > BENCH_MAX_SEQ) {
+static void bench(const Lesson *lesson, const Sizes *n) {
+    if (flag_given(lesson, "--seq") && n->seq > BENCH_MAX_SEQ) {
         usage_error(lesson, "--bench --seq %d: the tiled backward alone would take minutes a "
                     "run; --bench takes --seq up to %d", n->seq, BENCH_MAX_SEQ);
     }
-    refuse_with_bench(lesson, argc, argv);
-    int seq = given(argc, argv, "--seq") ? n->seq : 0, block_q = n->block_q, block_k = n->block_k;
-    if (!given(argc, argv, "--block-q") && !given(argc, argv, "--block-k")) {
+    refuse_with_bench(lesson);
+    int seq = flag_given(lesson, "--seq") ? n->seq : 0, block_q = n->block_q, block_k = n->block_k;
+    if (!flag_given(lesson, "--block-q") && !flag_given(lesson, "--block-k")) {
         block_q = block_k = BENCH_BLOCK;
     }
     const int default_seqs[] = {512, 1024, 2048, 4096, 8192};
     int n_seqs = seq > 0 ? 1 : 5;
     const int *seqs = seq > 0 ? &seq : default_seqs;
     const Kernels *kernels = kernels_best();
+    check_budget(lesson, bench_cost(seqs, n_seqs, block_q, block_k, kernels));
     printf("-- bench: the backward, batch 1, %d heads, head_dim %d, blocks of %d queries x %d "
            "keys, one thread --\n", BENCH_HEADS, BENCH_HEAD_DIM, block_q, block_k);
     printf("kernels: %s (picked at run time; ATTN_KERNELS=scalar, avx2 or avx512 chooses: the "
@@ -1667,17 +1664,13 @@ static void bench(const Lesson *lesson, const Sizes *n, int argc, char **argv) {
 
 // --bench times its own sizes (--seq picks one of them): the other shape flags
 // and the files would be ignored, so they are refused.
-static void refuse_with_bench(const Lesson *lesson, int argc, char **argv) {
+static void refuse_with_bench(const Lesson *lesson) {
     const char *ignored[] = {"--batch", "--dim", "--heads", "--kv-heads", "--head-dim",
                              "--causal", "--train", "--dump", "--dot", "--heatmap"};
-    for (int i = 1; i < argc; i++) {
-        for (size_t f = 0; f < sizeof ignored / sizeof ignored[0]; f++) {
-            size_t n = strlen(ignored[f]);   // --batch 1, or --batch=1
-            if (strncmp(argv[i], ignored[f], n) == 0 && (argv[i][n] == '\0' || argv[i][n] == '=')) {
-                usage_error(lesson, "--bench times its own sizes (batch 1, 8 heads, head_dim "
-                            "64, seq 512 to 8192 or --seq N, causal and not); drop %s",
-                            ignored[f]);
-            }
+    for (size_t f = 0; f < sizeof ignored / sizeof ignored[0]; f++) {
+        if (flag_given(lesson, ignored[f])) {   // --batch 1, or --batch=1
+            usage_error(lesson, "--bench times its own sizes (batch 1, 8 heads, head_dim 64, seq "
+                        "512 to 8192 or --seq N, causal and not); drop %s", ignored[f]);
         }
     }
 }
@@ -1888,8 +1881,8 @@ static double loss_in_double(const SelfAttV4 *net, const Tensor *X, const Tensor
     for (int i = 0; i < 9; i++) {
         long n = numel(held[i]);
         v[i] = arena_alloc((size_t)n, sizeof(double));
+        const Tensor *t = contiguous(held[i]);   // one copy at most, not one an element
         for (long e = 0; e < n; e++) {
-            const Tensor *t = contiguous(held[i]);
             v[i][e] = t->data[t->offset + e] + (held[i] == moved && e == index ? h : 0.0);
         }
     }
@@ -1962,8 +1955,10 @@ static void print_central_differences(const SelfAttV4 *net, const SelfAttV4Steps
         long flat = w->shape.ndim == 1   ? i[0]
                     : w->shape.ndim == 2 ? (long)i[0] * size(w, 1) + i[1]
                                    : ((long)i[0] * size(w, 1) + i[1]) * C + i[2];
+        size_t mark = arena_mark();   // each loss's doubles freed once it is summed
         double up = loss_in_double(net, X, mask, f->noise, grad_out, w, flat, CHECK_STEP);
         double down = loss_in_double(net, X, mask, f->noise, grad_out, w, flat, -CHECK_STEP);
+        arena_release(mark);
         double central = (up - down) / (2.0 * CHECK_STEP);
         const Tensor *grad = contiguous(entries[e].grad);
         double analytic = grad->data[grad->offset + flat];
@@ -1977,4 +1972,79 @@ static void print_central_differences(const SelfAttV4 *net, const SelfAttV4Steps
         largest = fmax(largest, fabs(analytic - central));
     }
     printf("max |autograd - central| = %.1e (float rounding of the analytic gradients)\n", largest);
+}
+
+// === appendix E: what a run costs, for the budget (lesson/budget.h) ===============================
+
+// Part 1 at (B, T, C): counted from what it held (ATTN_COST=show) at many
+// sizes: about 8 (B, T, T) tensors (the mask, scores, att_weight and their
+// gradients; 4 more with --train: the noise, the dropped weights and theirs),
+// 29 (B, T, C) and 24 (C, C) (parameters, gradients, their transposes, and
+// the central differences' copies in double). Its work: the forward and
+// backward, 4 and 8 BTC*C and 2 and 4 BTT*C multiply-adds, and ten losses in
+// double for the central differences, a forward each. Part 2 at (B, H, N, D):
+// 6 (B, H, N, D) and 6 (B, KV, N, D) tensors (inputs, outputs, gradients,
+// copies), lse (B, H, N), the tiles' scratch (Bq + Bk rows of D, about 16
+// times over, and 5 (Bq, Bk): S, P, dP, dS and the forward's); the naive path, when its P fits, 5 (B, H, N, N) (scores, scaled,
+// P, dP, dS), one more and three (N, N) for the causal mask. Its work: the
+// tiled forward (2 products) and backward (5), the naive one (2 and 4),
+// each BHNN*D multiply-adds, P's exp three times.
+static Cost attention_backward_cost(const Sizes *n) {
+    double B = n->batch, T = n->seq, C = n->dim, H = n->heads, KV = n->kv_heads, N = n->seq;
+    double D = n->head_dim, BTT = B * T * T, BTC = B * T * C, BHNN = B * H * N * N;
+    bool part1 = BTT <= (double)MAX_ELEMENTS, naive = BHNN <= (double)MAX_ELEMENTS;
+    double Bq = fmin(n->block_q, N), Bk = fmin(n->block_k, N);
+    double floats = part1 * ((8 + 4 * n->train) * BTT + 29 * BTC + 24 * C * C) +
+                    6 * B * H * N * D + 6 * B * KV * N * D + B * H * N + 16 * (Bq + Bk) * D +
+                    5 * Bq * Bk +
+                    naive * ((5 + n->causal) * BHNN + 3 * n->causal * N * N);
+    return (Cost){
+        .bytes = 4 * floats,
+        .dumped = 4 * (part1 * (2 * BTT + 10 * BTC + 8 * C * C) + 5 * B * H * N * D +
+                       4 * B * KV * N * D + B * H * N),
+        .multiply_adds = part1 * (52 * BTC * C + 26 * BTT * C) + (7 + 6 * naive) * BHNN * D,
+        .exps = part1 * ((11 + n->train) * BTT + BTC + 4 * C * C) + (2 + naive) * BHNN +
+                2 * B * H * N * D + 2 * B * KV * N * D,
+        .elements = floats,
+    };
+}
+
+// --bench's budget. Memory: the largest case's inputs, outputs, the
+// tiled path's two sets of gradients (the first run's, kept, and a later
+// run's) and its (Bq, Bk) tiles, and where the naive path runs, its P (H, N, N), a naive run's dP
+// and dS, and one head's scores while P is made. Time: the bench's loops are
+// not the lessons' plain loops the budget's rates describe (budget.h), so it
+// estimates its own seconds from the rates measured here (one core of an
+// AMD EPYC, Zen 4, under load, gcc -O2; the slower end, as budget.h's):
+// the naive backward's inner loops over d (vectorised by the compiler) at
+// 0.5 ns a multiply-add; the tiled kernels at 2 ns a multiply-add divided by
+// the floats a register holds (1, 8, 16), and 100 ns a visited tile plus
+// 2 ns an element of it for what is not a product (the exp, the copies).
+// Each case runs the tiled backward at least BENCH_REPEATS times and then
+// while it has run less than a second, the naive one BENCH_REPEATS times
+// (twice when slow). The seconds go to check_budget as the elements that
+// take as long (NS_PER_ELEMENT each).
+static Cost bench_cost(const int *seqs, int n_seqs, int block_q, int block_k,
+                       const Kernels *kernels) {
+    double H = BENCH_HEADS, D = BENCH_HEAD_DIM, bytes = 0, seconds = 0.2;   // 0.2: fma_peak
+    double lanes = kernels == &SCALAR_KERNELS ? 1 : kernels == &AVX2_KERNELS ? 8 : 16;
+    for (int i = 0; i < n_seqs; i++) {
+        double N = seqs[i], HNN = H * N * N;
+        bool naive = HNN <= (double)MAX_ELEMENTS;
+        double tiles = H * ceil(N / fmin(block_q, N)) * ceil(N / fmin(block_k, N));
+        double tiled_run = 5 * HNN * D * 0.4e-9 / lanes + tiles * 100e-9 + HNN * 0.5e-9;
+        double naive_run = 4 * HNN * D * 0.4e-9;
+        double held = 11 * H * N * D + H * N + 5 * fmin(block_q, N) * fmin(block_k, N) +
+                      naive * (HNN + fmax(7 * N * N + 2 * N * D, 2 * HNN + 3 * H * N * D));
+        bytes = fmax(bytes, 4 * held);
+        for (int causal = 0; causal < 2; causal++) {   // the causal case: about half the tiles
+            double share = causal ? 0.5 : 1.0;
+            seconds += fmax(BENCH_REPEATS * share * tiled_run,
+                            fmin(BENCH_MAX_REPEATS, 1 + BENCH_MIN_SECONDS / (share * tiled_run)) *
+                            share * tiled_run) +
+                       naive * (2 * HNN * D * 0.4e-9 + HNN * 20e-9 +
+                                (naive_run > BENCH_SLOW_MS * 1e-3 ? 2 : BENCH_REPEATS) * naive_run);
+        }
+    }
+    return (Cost){.bytes = bytes, .elements = seconds * 1e9 / NS_PER_ELEMENT};
 }
