@@ -72,6 +72,7 @@
 #include <time.h>
 
 #include "attention.h"
+#include "kernels.h"
 
 #define MASK_FILL -1e20f    // lesson 5's masked_fill value
 #define ATT_DROPOUT 0.1     // lesson 5's nn.Dropout(0.1)
@@ -80,35 +81,9 @@
 #define MAP_MAX_BLOCKS 16   // the tile map is drawn up to 16 x 16 blocks
 #define CHECK_STEP 1e-4     // the central differences' step, in double
 
-// Everything the tiled paths spend their time in goes through these
-// functions. Each exists as a scalar twin in plain C and as AVX2 and AVX-512
-// versions that give the same bits; all of them are in the appendix after
-// main(), chosen at run time (kernels_best).
-typedef struct {
-    const char *name;
-    // C (m x n) = (accumulate ? C : 0) + A (m x k) @ B (k x n), each element
-    // summed over p = 0 .. k-1 in order, one fused multiply-add a step:
-    //     C[i][j] = fma(A[i][p], B[p][j], C[i][j])
-    // C[i][j] = c[i*ldc + j], A[i][p] = a[i*a_row + p*a_col], B[p][j] = b[p*ldb + j].
-    void (*matmul)(float *c, int ldc, const float *a, int a_row, int a_col, const float *b,
-                   int ldb, int m, int n, int k, bool accumulate);
-    // The forward's online softmax (lesson 13), columns = queries, cols a multiple of 8:
-    // m[j] = max(m[j], s[p][j]) over p; then s[p][j] = exp(s[p][j] - m[j]), sums[j] their sum.
-    void (*column_max)(float *m, const float *s, int rows, int cols, int lds);
-    void (*exp_columns)(float *s, float *sums, const float *m, int rows, int cols, int lds);
-    // The backward's, rows = queries, in place: s[j][p] becomes P = exp(s[j][p] - lse[j]),
-    // or 0 where key p comes after query j (p > j + diagonal); then ds[j][p] becomes
-    // dS = (P * (ds[j][p] - delta[j])) * scale.
-    void (*softmax_backward)(float *s, float *ds, const float *lse, const float *delta, int rows,
-                             int cols, int lds, float scale, int diagonal);
-    // delta[j] = sum over d of x[j][d] * y[j][d], rows of length D, summed in matmul's
-    // order (d = 0, 1, ..., one fma a step), so that a dot product of the same
-    // two rows comes out the same whichever of the two computes it.
-    void (*row_dots)(float *delta, const float *x, const float *y, int rows, int D);
-    // y[i] = x[i] * s for i < count: a query block times 1/sqrt(D), as the forward scales it.
-    void (*scale)(float *y, const float *x, long count, float s);
-} Kernels;
-
+// Kernels (kernels.h): everything the tiled paths spend their time in, as a
+// scalar twin in plain C and AVX2 and AVX-512 versions that give the same
+// bits, defined in appendix A after main(), chosen at run time.
 static const Kernels *kernels_best(void);   // ATTN_KERNELS if set, else the fastest this CPU has
 static float flash_expf(float x);           // the kernels' exp, scalar
 
@@ -497,9 +472,7 @@ static const Tensor *naive_attention(const Tensor **P, const Tensor *query, cons
 
 // What the naive backward keeps or makes besides the gradients: P (kept by
 // the forward), dP and dS, (B, H, N, N) each.
-static size_t naive_extra_bytes(int B, int H, int N) {
-    return 3 * (size_t)B * H * N * N * sizeof(float);
-}
+static size_t naive_extra_bytes(int B, int H, int N);
 
 // The backward as autograd runs it on the naive path (appendix C): part 1's
 // formulas on whole (N, N) matrices per head, dP and dS made whole too.
@@ -513,9 +486,8 @@ typedef struct {
     bool causal, train;
 } Sizes;
 
-// Central differences (appendix D): for a few parameters w, (L(w + h) -
-// L(w - h)) / 2h with L = sum(ret * grad_out) computed in double, printed
-// beside the analytic gradient: the formulas checked without autograd.
+// Central differences (appendix D), (L(w + h) - L(w - h)) / 2h with L = sum(ret * grad_out)
+// in double, beside the analytic gradient: the formulas checked without autograd.
 static void print_central_differences(const SelfAttV4 *net, const SelfAttV4Steps *f,
                                       const SelfAttV4Grads *g, const Tensor *X,
                                       const Tensor *mask, const Tensor *grad_out);
@@ -718,6 +690,9 @@ static void show_tile_visits(const Sizes *n, const BackwardSteps *steps) {
 static Tensor *first_tile_P(const FlashAttention *flash, const Tensor *query, const Tensor *key,
                             const Tensor *lse);
 
+// What the two backwards cost, FLOPs and extra memory (appendix B, beside the bench).
+static void print_costs(const Sizes *n, const BackwardSteps *steps, const Tensor *lse);
+
 // Part 2: lesson 13's attention, forward keeping lse, backward by tiles.
 static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
     int B = n->batch, H = n->heads, KV = n->kv_heads, N = n->seq, D = n->head_dim;
@@ -790,18 +765,7 @@ static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
         printf("the naive path is skipped: its P (%d, %d, %d, %d) would pass the helper's limit "
                "of %ld elements\n", B, H, N, N, MAX_ELEMENTS);
     }
-    double BHND = (double)B * H * N * N * D;
-    printf("FLOPs: the tiled backward did %.0f (five products, 2*Bq*Bk*D each, per visited tile; "
-           "10*B*H*N*N*D\n  = %.0f without the mask): 2.5 times the forward's 4*B*H*N*N*D = %.0f, "
-           "S and P recomputed;\n  the naive backward keeps P and does 4 products, "
-           "8*B*H*N*N*D = %.0f\n", steps.flops, 10 * BHND, 4 * BHND, 8 * BHND);
-    printf("extra memory: naive, P (kept by its forward), dP and dS, (B, H, N, N) each: %.2f KiB;"
-           "\n  tiled, lse (B, H, N), kept by the forward, and delta (N) of one head: %.2f KiB; its "
-           "blocks,\n  K_j^T and V_j^T (D, Bk), two (Bq, Bk) and Q_i / sqrt(D) (Bq, D): %.2f KiB, "
-           "whatever N is\n",
-           naive_extra_bytes(B, H, N) / 1024.0,
-           ((double)numel(lse) * sizeof(float) + steps.delta_bytes) / 1024.0,
-           steps.scratch_bytes / 1024.0);
+    print_costs(n, &steps, lse);   // FLOPs and extra memory of the two backwards
     printf("the speed: make lesson-14 ARGS=--bench\n");
     trace_pause(was_paused);
 }
@@ -811,55 +775,22 @@ static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
 static void check_kernels_variable(const Lesson *lesson);
 // --bench: check its flags, time, print (appendix B).
 static void bench(const Lesson *lesson, const Sizes *n);
-
+// The flags (appendix F): parsed into *lesson, then checked together.
+static Sizes read_flags(Lesson *lesson, bool *run_bench, int argc, char **argv);
+static void check_sizes(const Lesson *lesson, Sizes *n);
 // What a run of these flags costs (appendix E), checked before any work.
 static Cost attention_backward_cost(const Sizes *n);
 
 int main(int argc, char **argv) {
-    Sizes n = {.batch = 3, .seq = 4, .dim = 2, .heads = 2, .kv_heads = 2, .head_dim = 4,
-               .block_q = 2, .block_k = 2};
+    Lesson lesson;
     bool run_bench = false;
-    SizeFlag sizes[] = {
-        {"--batch", &n.batch, "batch size"},
-        {"--seq", &n.seq, "sequence length (part 2 and --bench: N)"},
-        {"--dim", &n.dim, "part 1: hidden dimension"},
-        {"--heads", &n.heads, "part 2: query heads"},
-        {"--kv-heads", &n.kv_heads, "part 2: key/value heads, dividing --heads; if not given, "
-                                    "--heads"},
-        {"--head-dim", &n.head_dim, "part 2: numbers per head"},
-    };
-    IntFlag ints[] = {
-        {"--block-q", &n.block_q, "part 2: queries per block, Bq (--bench: 64 if not given)", 1,
-         MAX_BLOCK},
-        {"--block-k", &n.block_k, "part 2: keys per block, Bk (--bench: 64 if not given)", 1,
-         MAX_BLOCK},
-    };
-    SwitchFlag switches[] = {
-        {"--causal", &n.causal, "the causal mask (part 1: instead of padding)"},
-        {"--train", &n.train, "part 1: training mode, dropout on"},
-        {"--bench", &run_bench, "time the tiled backward against the naive one on one core"},
-    };
-    Lesson lesson = {
-        .program = "lesson-14",
-        .summary = "attention-backward: the gradients of attention by hand, then "
-                   "FlashAttention-2's tiled backward",
-        .sizes = sizes, .n_sizes = 6, .ints = ints, .n_ints = 2,
-        .switches = switches, .n_switches = 3,
-    };
-    parse_lesson_args(&lesson, argc, argv);
+    Sizes n = read_flags(&lesson, &run_bench, argc, argv);   // appendix F
     check_kernels_variable(&lesson);
     if (run_bench) {
-        bench(&lesson, &n);
+        bench(&lesson, &n);   // its own sizes, its own budget
         return lesson_finish(&lesson);
     }
-    if (!flag_given(&lesson, "--kv-heads")) {
-        n.kv_heads = n.heads;
-    }
-    check_divides(&lesson, "--kv-heads", n.kv_heads, "--heads", n.heads);
-    check_fits(&lesson, "X (batch, seq, dim)", shape3(n.batch, n.seq, n.dim));
-    check_fits(&lesson, "query_proj.weight (dim, dim)", shape2(n.dim, n.dim));
-    check_fits(&lesson, "query (batch, heads, seq, head_dim)",
-               shape4(n.batch, n.heads, n.seq, n.head_dim));
+    check_sizes(&lesson, &n);
     check_budget(&lesson, attention_backward_cost(&n));
     lesson_start(&lesson);
     part1_by_hand(&n, lesson.heatmap);
@@ -1408,6 +1339,24 @@ static void check_kernels_variable(const Lesson *lesson) {
 
 // === appendix B: the bench, the tiled backward against the naive one on one core ================
 
+// Part 2's last lines: the FLOPs the tiled backward counted and what the
+// naive one would do, and the extra memory of each.
+static void print_costs(const Sizes *n, const BackwardSteps *steps, const Tensor *lse) {
+    int B = n->batch, H = n->heads, N = n->seq, D = n->head_dim;
+    double BHND = (double)B * H * N * N * D;
+    printf("FLOPs: the tiled backward did %.0f (five products, 2*Bq*Bk*D each, per visited tile; "
+           "10*B*H*N*N*D\n  = %.0f without the mask): 2.5 times the forward's 4*B*H*N*N*D = %.0f, "
+           "S and P recomputed;\n  the naive backward keeps P and does 4 products, "
+           "8*B*H*N*N*D = %.0f\n", steps->flops, 10 * BHND, 4 * BHND, 8 * BHND);
+    printf("extra memory: naive, P (kept by its forward), dP and dS, (B, H, N, N) each: %.2f KiB;"
+           "\n  tiled, lse (B, H, N), kept by the forward, and delta (N) of one head: %.2f KiB; its "
+           "blocks,\n  K_j^T and V_j^T (D, Bk), two (Bq, Bk) and Q_i / sqrt(D) (Bq, D): %.2f KiB, "
+           "whatever N is\n",
+           naive_extra_bytes(B, H, N) / 1024.0,
+           ((double)numel(lse) * sizeof(float) + steps->delta_bytes) / 1024.0,
+           steps->scratch_bytes / 1024.0);
+}
+
 #define BENCH_HEADS 8
 #define BENCH_HEAD_DIM 64
 #define BENCH_BLOCK 64         // Bq = Bk unless --block-q or --block-k says otherwise
@@ -1794,6 +1743,11 @@ static const Tensor *naive_attention(const Tensor **P, const Tensor *query, cons
     return view(matmul(weights, v), shape4(B, H, N, D));                      // (B, H, N, D)
 }
 
+// P, dP and dS, (B, H, N, N) each.
+static size_t naive_extra_bytes(int B, int H, int N) {
+    return 3 * (size_t)B * H * N * N * sizeof(float);
+}
+
 // The backward as autograd runs it on the naive path, by loops on whole
 // (N, N) matrices: dV = P^T dO (summed over a group), dP = dO V^T, dS = P (dP -
 // rowsum(P dP)) (autograd's softmax backward: the row term from the whole row
@@ -2047,4 +2001,54 @@ static Cost bench_cost(const int *seqs, int n_seqs, int block_q, int block_k,
         }
     }
     return (Cost){.bytes = bytes, .elements = seconds * 1e9 / NS_PER_ELEMENT};
+}
+
+// === appendix F: the flags ========================================================================
+
+static Sizes read_flags(Lesson *lesson, bool *run_bench, int argc, char **argv) {
+    static Sizes n = {.batch = 3, .seq = 4, .dim = 2, .heads = 2, .kv_heads = 2, .head_dim = 4,
+                      .block_q = 2, .block_k = 2};
+    static bool bench_switch = false;
+    static SizeFlag sizes[] = {
+        {"--batch", &n.batch, "batch size"},
+        {"--seq", &n.seq, "sequence length (part 2 and --bench: N)"},
+        {"--dim", &n.dim, "part 1: hidden dimension"},
+        {"--heads", &n.heads, "part 2: query heads"},
+        {"--kv-heads", &n.kv_heads, "part 2: key/value heads, dividing --heads; if not given, "
+                                    "--heads"},
+        {"--head-dim", &n.head_dim, "part 2: numbers per head"},
+    };
+    static IntFlag ints[] = {
+        {"--block-q", &n.block_q, "part 2: queries per block, Bq (--bench: 64 if not given)", 1,
+         MAX_BLOCK},
+        {"--block-k", &n.block_k, "part 2: keys per block, Bk (--bench: 64 if not given)", 1,
+         MAX_BLOCK},
+    };
+    static SwitchFlag switches[] = {
+        {"--causal", &n.causal, "the causal mask (part 1: instead of padding)"},
+        {"--train", &n.train, "part 1: training mode, dropout on"},
+        {"--bench", &bench_switch, "time the tiled backward against the naive one on one core"},
+    };
+    *lesson = (Lesson){
+        .program = "lesson-14",
+        .summary = "attention-backward: the gradients of attention by hand, then "
+                   "FlashAttention-2's tiled backward",
+        .sizes = sizes, .n_sizes = 6, .ints = ints, .n_ints = 2,
+        .switches = switches, .n_switches = 3,
+    };
+    parse_lesson_args(lesson, argc, argv);
+    *run_bench = bench_switch;
+    return n;
+}
+
+// --kv-heads defaults to --heads; the sizes must fit together and the helper's limits.
+static void check_sizes(const Lesson *lesson, Sizes *n) {
+    if (!flag_given(lesson, "--kv-heads")) {
+        n->kv_heads = n->heads;
+    }
+    check_divides(lesson, "--kv-heads", n->kv_heads, "--heads", n->heads);
+    check_fits(lesson, "X (batch, seq, dim)", shape3(n->batch, n->seq, n->dim));
+    check_fits(lesson, "query_proj.weight (dim, dim)", shape2(n->dim, n->dim));
+    check_fits(lesson, "query (batch, heads, seq, head_dim)",
+               shape4(n->batch, n->heads, n->seq, n->head_dim));
 }
