@@ -153,8 +153,8 @@ END_TEST
 
 // Lesson 14's bench estimates its seconds from its kernels' speed, so the
 // figure depends on the kernels: the scalar ones, which every machine has,
-// make it the same everywhere. One-query blocks cost a tile's overhead 33
-// million times a run (issue 18 saw lesson 13's run past 25 s with no output).
+// make it the same everywhere. One-query blocks cost a tile's overhead once per
+// query and key (issue 18 saw lesson 13's run past 25 s with no output).
 START_TEST(test_bench_refuses_tiny_blocks) {
     const char *forced = getenv("ATTN_KERNELS");
     forced = forced != NULL ? path_join("%s", forced) : NULL;
