@@ -62,6 +62,20 @@ def best_ms(f, calls):
     return best * 1e3
 
 
+def libraries_loaded(torch, words):
+    """The loaded libraries whose paths hold one of `words` (/proc/self/maps);
+    where there is no /proc (another system, or a container without it), what
+    torch says it was built with instead."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            return sorted({line.split()[-1] for line in maps
+                           if any(word in line.lower() for word in words)})
+    except OSError:
+        built = re.search(r"BLAS_INFO=(\w+)", torch.__config__.show())
+        return [f"(no /proc/self/maps to read; torch built with "
+                f"BLAS_INFO={built.group(1) if built else 'unknown'})"]
+
+
 def torch_worker():
     """Time PyTorch at every size; print one 'torch seq=... causal=... ms=...' line each."""
     import torch
@@ -69,8 +83,7 @@ def torch_worker():
     torch.manual_seed(0)
     a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
     ms = best_ms(lambda: a @ b, 5)
-    blas = sorted({line.split()[-1] for line in open("/proc/self/maps")
-                   if "blas" in line.lower()})
+    blas = libraries_loaded(torch, ("blas",))
     print(f"# torch {torch.__version__}, {torch.get_num_threads()} thread, BLAS loaded: "
           f"{' '.join(blas) or 'none found'}; a 1024^3 matmul runs at "
           f"{2 * 1024 ** 3 / ms / 1e6:.0f} GFLOP/s")
