@@ -1,0 +1,716 @@
+// kernels.c - lesson 13's inner loops: the one place in this project that
+// leaves portable C. (kernels.h says what each kernel computes.)
+//
+// Each kernel is here three times, in this order:
+//   - the scalar twin: plain C11, every fused multiply-add an fmaf(). It is
+//     the specification, and what runs on a CPU without AVX2 or with a
+//     compiler other than GCC and Clang.
+//   - AVX2 + FMA: 8 floats per register, 16 registers.
+//   - AVX-512: 16 floats per register, 32 registers.
+// The vector versions do the same float operations in the same order for
+// every number (each vector lane is one turn of the scalar loop), so all
+// three give the same bits; the tests check it. They are written with
+// GCC/Clang vector extensions (`a + b` on 16 floats) and one intrinsic per
+// operation C has no operator for (the fused multiply-add, max), and each
+// function carries a target attribute, so the Makefile's flags stay those
+// of the rest of the project: the binary runs on any x86-64, and
+// kernels_best() asks the CPU at run time which versions it can run. The
+// project builds with -ffp-contract=off (no multiply-add is fused unless
+// written), so every fma is spelled out.
+//
+// How they are fast (docs/13-flash-attention.md has the numbers):
+//   - The two products run in a register tile (the "micro-kernel"): a
+//     block of the result stays in registers while the sum runs, so each
+//     step loads one row of B, broadcasts one number of A per row, and
+//     does one FMA per register of the tile: 12 registers (AVX2, 6 x 16
+//     floats) or 16 (AVX-512, 4 x 64). Each FMA waits about 4 cycles for
+//     the one before it on the same register; 12 or 16 independent sums
+//     keep the FMA units busy meanwhile.
+//   - exp2 is a short polynomial, vectorised (the scalar exp of libm would
+//     cost more than the products).
+//   - Causal: tiles of the register tile that lie wholly above the
+//     diagonal are not computed (the diagonal tile is a triangle), and the
+//     accumulation stops at the last key each query sees.
+#include "kernels.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int lesser(int a, int b) {
+    return a < b ? a : b;
+}
+
+// =========================================================================================
+// exp2
+// =========================================================================================
+// exp2(x) = 2^n * 2^r with n = round(x) and r = x - n in [-0.5, 0.5]: 2^r is
+// a polynomial of degree 6 (the coefficients minimise its largest relative
+// error on [-0.5, 0.5], 1.6e-8), and 2^n is added to the result's exponent
+// field. Checked on every float from -125 to 0: at most 0.95 ulp from
+// exp2. Below EXP2_LO the result is flushed to 0 (it would need an
+// exponent below -126).
+#define ROUND_MAGIC 0x1.8p23f      // 1.5 * 2^23: x + this rounds x to an integer
+#define EXP2_C1 0x1.62e430p-1f          // ln 2 (to float): the Taylor series' r ln 2 ...
+#define EXP2_C2 0x1.ebfbdcp-3f          // ... (r ln 2)^2 / 2, and so on, adjusted for
+#define EXP2_C3 0x1.c6aee8p-5f          //     the least largest error
+#define EXP2_C4 0x1.3b2d4cp-7f
+#define EXP2_C5 0x1.5f3e54p-10f
+#define EXP2_C6 0x1.41fbbep-13f
+
+static uint32_t float_bits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static float bits_float(uint32_t u) {
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+// The scalar twin; exp2_8 and exp2_16 below are this, line for line.
+float flash_exp2(float x) {
+    // x + 1.5 * 2^23 lies in [2^23, 2^24), where floats are exactly 1 apart:
+    // the addition rounds x to the nearest integer n, and leaves n in the
+    // low bits of t.
+    float t = x + ROUND_MAGIC;
+    float n = t - ROUND_MAGIC;
+    float r = x - n;                        // exact
+    float poly = EXP2_C6;                        // 2^r, Horner's way
+    poly = fmaf(poly, r, EXP2_C5);
+    poly = fmaf(poly, r, EXP2_C4);
+    poly = fmaf(poly, r, EXP2_C3);
+    poly = fmaf(poly, r, EXP2_C2);
+    poly = fmaf(poly, r, EXP2_C1);
+    poly = fmaf(poly, r, 1.0f);
+    // 2^n * poly: n added to poly's exponent field (bits 23..30). t's low
+    // bits hold n (two's complement, the magic's own low bits are 0), and
+    // shifting left by 23 drops everything above them.
+    uint32_t y = float_bits(poly) + (float_bits(t) << 23);
+    return x >= EXP2_LO ? bits_float(y) : 0.0f;   // a NaN compares false: 0
+}
+
+// max as the x86 max instruction has it: the second argument unless the
+// first is larger.
+static float max_float(float a, float b) {
+    return a > b ? a : b;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_VECTOR_KERNELS 1
+#include <immintrin.h>
+
+#define AVX2_CODE __attribute__((target("avx2,fma")))
+#define AVX512_CODE __attribute__((target("avx512f,avx2,fma")))
+#define ALWAYS_INLINE __attribute__((always_inline)) static inline
+
+typedef float v8f __attribute__((vector_size(32)));      // 8 floats: one AVX2 register
+typedef int32_t v8i __attribute__((vector_size(32)));    // the same 32 bytes as 8 int32
+typedef float v16f __attribute__((vector_size(64)));     // 16 floats: one AVX-512 register
+typedef int32_t v16i __attribute__((vector_size(64)));
+
+AVX2_CODE ALWAYS_INLINE v8f load8(const float *p) {
+    v8f v;
+    memcpy(&v, p, sizeof v);   // one unaligned load
+    return v;
+}
+
+AVX2_CODE ALWAYS_INLINE void store8(float *p, v8f v) {
+    memcpy(p, &v, sizeof v);
+}
+
+AVX2_CODE ALWAYS_INLINE v8f splat8(float x) {
+    return (v8f){x, x, x, x, x, x, x, x};
+}
+
+AVX2_CODE ALWAYS_INLINE v8f fma8(v8f a, v8f b, v8f c) {   // fmaf on each lane
+    return _mm256_fmadd_ps(a, b, c);
+}
+
+AVX2_CODE ALWAYS_INLINE v8f max8(v8f a, v8f b) {          // max_float on each lane
+    return _mm256_max_ps(a, b);
+}
+
+AVX512_CODE ALWAYS_INLINE v16f load16(const float *p) {
+    v16f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+AVX512_CODE ALWAYS_INLINE void store16(float *p, v16f v) {
+    memcpy(p, &v, sizeof v);
+}
+
+AVX512_CODE ALWAYS_INLINE v16f splat16(float x) {
+    return _mm512_set1_ps(x);
+}
+
+AVX512_CODE ALWAYS_INLINE v16f fma16(v16f a, v16f b, v16f c) {
+    return _mm512_fmadd_ps(a, b, c);
+}
+
+AVX512_CODE ALWAYS_INLINE v16f max16(v16f a, v16f b) {
+    return _mm512_max_ps(a, b);
+}
+
+// flash_exp2 on 8 lanes, line for line.
+AVX2_CODE ALWAYS_INLINE v8f exp2_8(v8f x) {
+    v8f t = x + ROUND_MAGIC;
+    v8f n = t - ROUND_MAGIC;
+    v8f r = x - n;
+    v8f poly = splat8(EXP2_C6);
+    poly = fma8(poly, r, splat8(EXP2_C5));
+    poly = fma8(poly, r, splat8(EXP2_C4));
+    poly = fma8(poly, r, splat8(EXP2_C3));
+    poly = fma8(poly, r, splat8(EXP2_C2));
+    poly = fma8(poly, r, splat8(EXP2_C1));
+    poly = fma8(poly, r, splat8(1.0f));
+    v8i y = (v8i)poly + ((v8i)t << 23);   // (v8i)t: the same bits, as integers
+    v8i keep = x >= EXP2_LO;              // all ones where true, 0 where false (and NaN)
+    return (v8f)(y & keep);
+}
+
+// flash_exp2 on 16 lanes, with the two AVX-512 instructions made for it:
+// roundscale rounds to the nearest integer (what the magic addition does),
+// and scalef multiplies by 2^n (what adding n to the exponent field does;
+// the same bits for every x >= EXP2_LO, where the result is a normal
+// float), zeroing the lanes where x < EXP2_LO.
+AVX512_CODE ALWAYS_INLINE v16f exp2_16(v16f x) {
+    __mmask16 keep = _mm512_cmp_ps_mask(x, splat16(EXP2_LO), _CMP_GE_OQ);
+    v16f n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v16f r = x - n;
+    v16f poly = splat16(EXP2_C6);
+    poly = fma16(poly, r, splat16(EXP2_C5));
+    poly = fma16(poly, r, splat16(EXP2_C4));
+    poly = fma16(poly, r, splat16(EXP2_C3));
+    poly = fma16(poly, r, splat16(EXP2_C2));
+    poly = fma16(poly, r, splat16(EXP2_C1));
+    poly = fma16(poly, r, splat16(1.0f));
+    return _mm512_maskz_scalef_ps(keep, poly, n);
+}
+
+// =========================================================================================
+// The register tiles (the micro-kernels), one per instruction set
+// =========================================================================================
+// C (mr x 8*nv) = start + A (mr x kc) @ B (kc x 8*nv), summing over p = 0,
+// 1, ... kc-1 in order, one FMA a step, where start is 0 (rows_from_c
+// false) or C itself, each row multiplied by row_scale[i] first (when
+// row_scale is not NULL). With `staircase`, row i sums kc + i terms
+// instead (between 0 and kc_max): the rows of a causal diagonal, where
+// query i sees one key more than query i-1. A[i][p] = a[i*a_row + p*a_col], B[p][j] = b[p*ldb + j],
+// C[i][j] = c[i*ldc + j]. For the scores, two more things before C is
+// stored: C[i][j] = -inf where j < i + masked_before (the causal mask), and
+// col_max[j] = max(col_max[j], C[i][j] over the rows). A tile of fewer than
+// MR rows is computed as a full one whose missing rows repeat row mr-1
+// (memory that exists); they are neither stored nor in the max. `nv` is a
+// constant where this is called: the compiler makes one copy per width,
+// with the loops unrolled and C in registers.
+enum { MR8 = 6, MR16 = 4 };
+
+typedef struct {
+    int mr, kc;
+    bool staircase;           // row i sums min(kc + i, kc_max) terms (kc may be below 0)
+    int kc_max;
+    const float *a;
+    int a_row, a_col;
+    const float *b;
+    int ldb;
+    float *c;
+    int ldc;
+    bool rows_from_c;
+    const float *row_scale;   // may be NULL
+    int masked_before;        // row i masks its columns j < i + masked_before (-NO_MASK: none)
+    float *col_max;           // may be NULL
+} Product;
+
+AVX2_CODE ALWAYS_INLINE void tile8(const int nv, const Product *x) {
+    const float *a_rows[MR8];
+    v8f c[MR8][2];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR8; i++) {
+        int row = i < x->mr ? i : x->mr - 1;
+        a_rows[i] = x->a + row * x->a_row;
+        float scale = x->row_scale != NULL ? x->row_scale[row] : 1.0f;
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++) {
+            c[i][v] = x->rows_from_c ? load8(x->c + row * x->ldc + 8 * v) : splat8(0.0f);
+            if (x->row_scale != NULL) {
+                c[i][v] *= scale;
+            }
+        }
+    }
+    // Every row's terms, then (staircase) the last rows' few more.
+    int all_rows = x->kc < 0 ? 0 : x->kc < x->kc_max ? x->kc : x->kc_max;
+    int last_row = x->staircase ? x->kc + MR8 - 1 : all_rows;
+    last_row = last_row < 0 ? 0 : last_row < x->kc_max ? last_row : x->kc_max;
+    for (int p = 0; p < last_row; p++) {
+        v8f b[2];
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++) {
+            b[v] = load8(x->b + p * x->ldb + 8 * v);
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < MR8; i++) {
+            v8f a_ip = splat8(a_rows[i][p * x->a_col]);
+            bool summed = p < all_rows || p < x->kc + i;
+#pragma GCC unroll 2
+            for (int v = 0; v < nv; v++) {
+                c[i][v] = summed ? fma8(a_ip, b[v], c[i][v]) : c[i][v];
+            }
+        }
+    }
+    if (x->masked_before + MR8 - 1 > 0) {   // the causal mask crosses this tile
+        const v8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
+        const v8i minus_inf = (v8i)splat8(-INFINITY);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR8; i++) {
+#pragma GCC unroll 2
+            for (int v = 0; v < nv; v++) {
+                v8i masked = lane + 8 * v < i + x->masked_before;   // all ones where true
+                c[i][v] = (v8f)(((v8i)c[i][v] & ~masked) | (minus_inf & masked));
+            }
+        }
+    }
+    if (x->col_max != NULL) {
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++) {
+            v8f m = load8(x->col_max + 8 * v);
+#pragma GCC unroll 8
+            for (int i = 0; i < MR8; i++) {
+                m = i < x->mr ? max8(m, c[i][v]) : m;
+            }
+            store8(x->col_max + 8 * v, m);
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < MR8; i++) {
+        if (i < x->mr) {
+#pragma GCC unroll 2
+            for (int v = 0; v < nv; v++) {
+                store8(x->c + i * x->ldc + 8 * v, c[i][v]);
+            }
+        }
+    }
+}
+
+// The same with 16 floats a register: MR16 x 64 (16 registers) at most.
+AVX512_CODE ALWAYS_INLINE void tile16(const int nv, const Product *x) {
+    const float *a_rows[MR16];
+    v16f c[MR16][4];
+#pragma GCC unroll 4
+    for (int i = 0; i < MR16; i++) {
+        int row = i < x->mr ? i : x->mr - 1;
+        a_rows[i] = x->a + row * x->a_row;
+        float scale = x->row_scale != NULL ? x->row_scale[row] : 1.0f;
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) {
+            c[i][v] = x->rows_from_c ? load16(x->c + row * x->ldc + 16 * v) : splat16(0.0f);
+            if (x->row_scale != NULL) {
+                c[i][v] *= scale;
+            }
+        }
+    }
+    // Every row's terms, then (staircase) the last rows' few more.
+    int all_rows = x->kc < 0 ? 0 : x->kc < x->kc_max ? x->kc : x->kc_max;
+    int last_row = x->staircase ? x->kc + MR16 - 1 : all_rows;
+    last_row = last_row < 0 ? 0 : last_row < x->kc_max ? last_row : x->kc_max;
+    for (int p = 0; p < last_row; p++) {
+        v16f b[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) {
+            b[v] = load16(x->b + p * x->ldb + 16 * v);
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < MR16; i++) {
+            v16f a_ip = splat16(a_rows[i][p * x->a_col]);
+            bool summed = p < all_rows || p < x->kc + i;
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++) {
+                c[i][v] = summed ? fma16(a_ip, b[v], c[i][v]) : c[i][v];
+            }
+        }
+    }
+    if (x->masked_before + MR16 - 1 > 0) {
+        const v16i lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+        const v16i minus_inf = (v16i)splat16(-INFINITY);
+#pragma GCC unroll 4
+        for (int i = 0; i < MR16; i++) {
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++) {
+                v16i masked = lane + 16 * v < i + x->masked_before;
+                c[i][v] = (v16f)(((v16i)c[i][v] & ~masked) | (minus_inf & masked));
+            }
+        }
+    }
+    if (x->col_max != NULL) {
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) {
+            v16f m = load16(x->col_max + 16 * v);
+#pragma GCC unroll 4
+            for (int i = 0; i < MR16; i++) {
+                m = i < x->mr ? max16(m, c[i][v]) : m;
+            }
+            store16(x->col_max + 16 * v, m);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < MR16; i++) {
+        if (i < x->mr) {
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++) {
+                store16(x->c + i * x->ldc + 16 * v, c[i][v]);
+            }
+        }
+    }
+}
+
+// One copy of each tile per width, so that `nv` is a constant in each.
+AVX2_CODE static void product8(int nv, const Product *x) {
+    if (nv == 2) {
+        tile8(2, x);
+    } else {
+        tile8(1, x);
+    }
+}
+
+AVX512_CODE static void product16(int nv, const Product *x) {
+    switch (nv) {
+    case 4: tile16(4, x); break;
+    case 3: tile16(3, x); break;
+    case 2: tile16(2, x); break;
+    default: tile16(1, x); break;
+    }
+}
+#endif   // x86-64 with GCC or Clang
+
+// =========================================================================================
+// scores: s_t = k @ q_t, masked, and each column's largest
+// =========================================================================================
+
+static void scores_scalar(float *s_t, float *block_max, const Tile *tile, const float *k,
+                          const float *q_t) {
+    int D = tile->head_dim, W = tile->width;
+    for (int j = 0; j < W; j++) {
+        block_max[j] = -INFINITY;
+    }
+    for (int p = 0; p < tile->keys; p++) {
+        for (int j = 0; j < W; j++) {
+            float acc = -INFINITY;   // key p comes after query j: masked
+            if (p <= j + tile->diagonal) {
+                acc = 0.0f;
+                for (int d = 0; d < D; d++) {
+                    acc = fmaf(k[p * D + d], q_t[d * W + j], acc);
+                }
+            }
+            s_t[p * W + j] = acc;
+            block_max[j] = max_float(block_max[j], acc);
+        }
+    }
+}
+
+#ifdef HAVE_VECTOR_KERNELS
+// Register tiles of `rows` keys x `cols` queries: those whose every key
+// comes after every query are not computed, only filled with -inf.
+AVX2_CODE static void scores_avx2(float *s_t, float *block_max, const Tile *tile,
+                                  const float *k, const float *q_t) {
+    int D = tile->head_dim, W = tile->width;
+    for (int j = 0; j < W; j += 8) {
+        store8(block_max + j, splat8(-INFINITY));
+    }
+    for (int p0 = 0; p0 < tile->keys; p0 += MR8) {
+        int mr = lesser(MR8, tile->keys - p0);
+        for (int j0 = 0; j0 < W; j0 += 16) {
+            int nv = lesser(2, (W - j0) / 8);
+            if (p0 > j0 + 8 * nv - 1 + tile->diagonal) {   // all masked: its max stays -inf
+                for (int i = 0; i < mr * (8 * nv); i++) {
+                    s_t[(p0 + i / (8 * nv)) * W + j0 + i % (8 * nv)] = -INFINITY;
+                }
+                continue;
+            }
+            Product x = {mr, D, false, D, k + p0 * D, D, 1, q_t + j0, W, s_t + p0 * W + j0, W,
+                         false, NULL, p0 - tile->diagonal - j0, block_max + j0};
+            product8(nv, &x);
+        }
+    }
+}
+
+// Register tiles of MR16 keys x 64 queries.
+AVX512_CODE static void scores_avx512(float *s_t, float *block_max, const Tile *tile,
+                                      const float *k, const float *q_t) {
+    int D = tile->head_dim, W = tile->width;
+    for (int j = 0; j < W; j += 16) {
+        store16(block_max + j, splat16(-INFINITY));
+    }
+    for (int p0 = 0; p0 < tile->keys; p0 += MR16) {
+        int mr = lesser(MR16, tile->keys - p0);
+        for (int j0 = 0; j0 < W; j0 += 64) {
+            int nv = lesser(4, (W - j0) / 16);
+            if (p0 > j0 + 16 * nv - 1 + tile->diagonal) {
+                for (int i = 0; i < mr * (16 * nv); i++) {
+                    s_t[(p0 + i / (16 * nv)) * W + j0 + i % (16 * nv)] = -INFINITY;
+                }
+                continue;
+            }
+            Product x = {mr, D, false, D, k + p0 * D, D, 1, q_t + j0, W, s_t + p0 * W + j0, W,
+                         false, NULL, p0 - tile->diagonal - j0, block_max + j0};
+            product16(nv, &x);
+        }
+    }
+}
+#endif
+
+// =========================================================================================
+// online_softmax: one block's step of the running max and sum
+// =========================================================================================
+
+static void online_softmax_scalar(float *s_t, float *m, float *l, float *alpha,
+                                  const float *block_max, const Tile *tile) {
+    int W = tile->width;
+    for (int j = 0; j < W; j++) {
+        float m_new = max_float(m[j], block_max[j]);
+        float sum = 0.0f;
+        for (int p = 0; p < tile->keys; p++) {
+            float e = flash_exp2(s_t[p * W + j] - m_new);
+            s_t[p * W + j] = e;
+            sum += e;
+        }
+        alpha[j] = flash_exp2(m[j] - m_new);
+        l[j] = l[j] * alpha[j] + sum;
+        m[j] = m_new;
+    }
+}
+
+#ifdef HAVE_VECTOR_KERNELS
+AVX2_CODE static void online_softmax_avx2(float *s_t, float *m, float *l, float *alpha,
+                                          const float *block_max, const Tile *tile) {
+    int W = tile->width;
+    for (int j = 0; j < W; j += 8) {   // 8 columns, one per lane
+        v8f m_old = load8(m + j), m_new = max8(m_old, load8(block_max + j));
+        v8f sum = splat8(0.0f);
+        for (int p = 0; p < tile->keys; p++) {
+            v8f e = exp2_8(load8(s_t + p * W + j) - m_new);
+            store8(s_t + p * W + j, e);
+            sum += e;
+        }
+        v8f a = exp2_8(m_old - m_new);
+        store8(alpha + j, a);
+        store8(l + j, load8(l + j) * a + sum);
+        store8(m + j, m_new);
+    }
+}
+
+AVX512_CODE static void online_softmax_avx512(float *s_t, float *m, float *l, float *alpha,
+                                              const float *block_max, const Tile *tile) {
+    int W = tile->width;
+    for (int j = 0; j < W; j += 16) {   // 16 columns, one per lane
+        v16f m_old = load16(m + j), m_new = max16(m_old, load16(block_max + j));
+        v16f sum = splat16(0.0f);
+        for (int p = 0; p < tile->keys; p++) {
+            v16f e = exp2_16(load16(s_t + p * W + j) - m_new);
+            store16(s_t + p * W + j, e);
+            sum += e;
+        }
+        v16f a = exp2_16(m_old - m_new);
+        store16(alpha + j, a);
+        store16(l + j, load16(l + j) * a + sum);
+        store16(m + j, m_new);
+    }
+}
+#endif
+
+// =========================================================================================
+// accumulate: o = alpha o + p_t^T @ v
+// =========================================================================================
+
+// Columns d_from .. d_to-1 of every row of o (the twin does them all; the
+// vector versions leave it the columns that do not fill a register).
+static void accumulate_columns(float *o, const Tile *tile, const float *alpha,
+                               const float *p_t, const float *v, int d_from, int d_to) {
+    int D = tile->head_dim, W = tile->width;
+    for (int j = 0; j < tile->queries; j++) {
+        int seen = lesser(tile->keys, j + tile->diagonal + 1);   // keys 0 .. seen-1
+        for (int d = d_from; d < d_to; d++) {
+            float acc = o[j * D + d] * alpha[j];
+            for (int p = 0; p < seen; p++) {
+                acc = fmaf(p_t[p * W + j], v[p * D + d], acc);
+            }
+            o[j * D + d] = acc;
+        }
+    }
+}
+
+static void accumulate_scalar(float *o, const Tile *tile, const float *alpha, const float *p_t,
+                              const float *v) {
+    accumulate_columns(o, tile, alpha, p_t, v, 0, tile->head_dim);
+}
+
+#ifdef HAVE_VECTOR_KERNELS
+// Whether any of rows i .. i+mr-1 is rescaled (alpha is 1 for most rows of
+// most blocks; multiplying by 1 changes no bit, so those skip it).
+static bool rescaled(const float *alpha, int i, int mr) {
+    for (int r = i; r < i + mr; r++) {
+        if (alpha[r] != 1.0f) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// Register tiles of MR8 queries x 16 numbers of a head. On a diagonal
+// tile, each query sums the keys it sees and no more (the staircase), as
+// the twin does: adding a masked weight's 0 * v could turn a -0 into +0.
+AVX2_CODE static void accumulate_avx2(float *o, const Tile *tile, const float *alpha,
+                                      const float *p_t, const float *v) {
+    int D = tile->head_dim, W = tile->width, vector_cols = D / 8 * 8;
+    for (int i0 = 0; i0 < tile->queries; i0 += MR8) {
+        int mr = lesser(MR8, tile->queries - i0);
+        const float *scale = rescaled(alpha, i0, mr) ? alpha + i0 : NULL;
+        for (int d0 = 0; d0 < vector_cols; d0 += 16) {
+            Product x = {mr, lesser(tile->keys, i0 + tile->diagonal + 1),
+                         tile->diagonal != NO_MASK, tile->keys, p_t + i0, 1, W, v + d0, D,
+                         o + i0 * D + d0, D, true, scale, -NO_MASK, NULL};
+            product8(lesser(2, (vector_cols - d0) / 8), &x);
+        }
+    }
+    accumulate_columns(o, tile, alpha, p_t, v, vector_cols, D);
+}
+
+// Register tiles of MR16 queries x 64 numbers of a head.
+AVX512_CODE static void accumulate_avx512(float *o, const Tile *tile, const float *alpha,
+                                          const float *p_t, const float *v) {
+    int D = tile->head_dim, W = tile->width, vector_cols = D / 16 * 16;
+    for (int i0 = 0; i0 < tile->queries; i0 += MR16) {
+        int mr = lesser(MR16, tile->queries - i0);
+        const float *scale = rescaled(alpha, i0, mr) ? alpha + i0 : NULL;
+        for (int d0 = 0; d0 < vector_cols; d0 += 64) {
+            Product x = {mr, lesser(tile->keys, i0 + tile->diagonal + 1),
+                         tile->diagonal != NO_MASK, tile->keys, p_t + i0, 1, W, v + d0, D,
+                         o + i0 * D + d0, D, true, scale, -NO_MASK, NULL};
+            product16(lesser(4, (vector_cols - d0) / 16), &x);
+        }
+    }
+    accumulate_columns(o, tile, alpha, p_t, v, vector_cols, D);
+}
+#endif
+
+// =========================================================================================
+// The FMA peak, for --bench: `chains` independent running sums (12, as
+// many as the AVX2 tile keeps; or 1, where each FMA waits for the one
+// before), one fused multiply-add each per step. Returns their total (so
+// that the loop is not optimised away); a step is 2 * lanes FLOPs a chain.
+// =========================================================================================
+
+static float fma_chains_scalar(long steps, bool one_chain) {
+    float acc[12];
+    int chains = one_chain ? 1 : 12;
+    for (int c = 0; c < 12; c++) {
+        acc[c] = (float)c;
+    }
+    for (long i = 0; i < steps; i++) {
+        for (int c = 0; c < chains; c++) {
+            acc[c] = fmaf(acc[c], 0.999999f, 1e-3f);
+        }
+    }
+    float total = 0.0f;
+    for (int c = 0; c < 12; c++) {
+        total += acc[c];
+    }
+    return total;
+}
+
+#ifdef HAVE_VECTOR_KERNELS
+AVX2_CODE __attribute__((noinline)) static float fma_chains_avx2(long steps, bool one_chain) {
+    v8f acc[12], a = splat8(0.999999f), b = splat8(1e-3f);
+#pragma GCC unroll 12
+    for (int c = 0; c < 12; c++) {
+        acc[c] = splat8((float)c);
+    }
+    if (one_chain) {
+        for (long i = 0; i < steps; i++) {
+            acc[0] = fma8(acc[0], a, b);
+        }
+    } else {
+        for (long i = 0; i < steps; i++) {
+#pragma GCC unroll 12
+            for (int c = 0; c < 12; c++) {
+                acc[c] = fma8(acc[c], a, b);
+            }
+        }
+    }
+    v8f total = acc[0];
+    for (int c = 1; c < 12; c++) {
+        total += acc[c];
+    }
+    return total[0];
+}
+
+AVX512_CODE __attribute__((noinline)) static float fma_chains_avx512(long steps,
+                                                                      bool one_chain) {
+    v16f acc[12], a = splat16(0.999999f), b = splat16(1e-3f);
+#pragma GCC unroll 12
+    for (int c = 0; c < 12; c++) {
+        acc[c] = splat16((float)c);
+    }
+    if (one_chain) {
+        for (long i = 0; i < steps; i++) {
+            acc[0] = fma16(acc[0], a, b);
+        }
+    } else {
+        for (long i = 0; i < steps; i++) {
+#pragma GCC unroll 12
+            for (int c = 0; c < 12; c++) {
+                acc[c] = fma16(acc[c], a, b);
+            }
+        }
+    }
+    v16f total = acc[0];
+    for (int c = 1; c < 12; c++) {
+        total += acc[c];
+    }
+    return total[0];
+}
+#endif
+
+// =========================================================================================
+// Which kernels run here
+// =========================================================================================
+
+const Kernels SCALAR_KERNELS = {"scalar", 1, scores_scalar, online_softmax_scalar,
+                                accumulate_scalar, fma_chains_scalar};
+#ifdef HAVE_VECTOR_KERNELS
+static const Kernels AVX2_KERNELS = {"avx2", 8, scores_avx2, online_softmax_avx2,
+                                     accumulate_avx2, fma_chains_avx2};
+static const Kernels AVX512_KERNELS = {"avx512", 16, scores_avx512, online_softmax_avx512,
+                                       accumulate_avx512, fma_chains_avx512};
+#endif
+
+const Kernels *kernels_named(const char *name) {
+#ifdef HAVE_VECTOR_KERNELS
+    __builtin_cpu_init();
+    if (strcmp(name, "avx512") == 0 && __builtin_cpu_supports("avx512f")) {
+        return &AVX512_KERNELS;
+    }
+    if (strcmp(name, "avx2") == 0 && __builtin_cpu_supports("avx2") &&
+        __builtin_cpu_supports("fma")) {
+        return &AVX2_KERNELS;
+    }
+#endif
+    return strcmp(name, "scalar") == 0 ? &SCALAR_KERNELS : NULL;
+}
+
+const Kernels *kernels_best(void) {
+    static const char *const fastest_first[] = {"avx512", "avx2", "scalar"};
+    const char *limit = getenv("FLASH_KERNELS");
+    bool allowed = limit == NULL || limit[0] == '\0';
+    for (int i = 0; i < 3; i++) {
+        allowed = allowed || strcmp(limit, fastest_first[i]) == 0;
+        const Kernels *kernels = kernels_named(fastest_first[i]);
+        if (allowed && kernels != NULL) {
+            return kernels;
+        }
+    }
+    return &SCALAR_KERNELS;
+}
