@@ -408,17 +408,26 @@ static bool given(int argc, char **argv, const char *flag) {
     return false;
 }
 
-// One run of the tiled path at PROBE_SEQ (or of the naive one, when
-// `naive`), in seconds.
+// The processor time of one run of the tiled path at PROBE_SEQ (or of the
+// naive one, when `naive`), in seconds, per thread: on a busy machine the
+// clock on the wall runs on while other jobs have the core, this one does
+// not, so the estimate is of the work and not of the load.
 static double probe_seconds(const BenchRun *run, bool naive) {
     size_t mark = arena_mark();
     Shape shape = shape4(1, BENCH_HEADS, PROBE_SEQ, BENCH_HEAD_DIM);
     const Tensor *in[3] = {randn(shape), randn(shape), randn(shape)};        // (1, H, N, D)
-    Tensor *out = zeros(shape);                                               // (1, H, N, D)
     size_t unused;
-    double ms = naive ? time_naive(out, run->causal, in, &unused) : time_tiled(out, run, in, &unused);
+    struct timespec start, end;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &start);
+    if (naive) {
+        naive_run(&unused, run->causal, in[0], in[1], in[2]);
+    } else {
+        tiled_run(&unused, run, in[0], in[1], in[2]);
+    }
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &end);
     arena_release(mark);
-    return ms * 1e-3;
+    double seconds = (double)(end.tv_sec - start.tv_sec) + 1e-9 * (end.tv_nsec - start.tv_nsec);
+    return seconds / (naive ? 1 : run->threads);
 }
 
 // The flags that make a run of --bench slow, as text: " --block-q 1 --block-k 1".

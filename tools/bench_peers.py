@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""bench_peers.py - lesson 13 against what readers run instead, in one window: the table
+of docs/13-flash-attention.md.
+
+    make build/cc/lessons/13-flash-attention
+    python3 tools/bench_peers.py [--rounds 3] [--threads 1,2]
+        [--torch "LABEL=COMMAND"]... [--ort-node DIR] [--onnx-python PYTHON]
+
+In each round, interleaved, everything on lesson 13's --bench sizes (batch 1,
+8 heads, head_dim 64, seq 512 to 8192, causal and not):
+
+  lesson 13   `lesson-13 --bench --threads T` for the largest T of --threads,
+              which times T threads and one, interleaved (its own rounds);
+  PyTorch     tools/bench_pytorch.py, fed on stdin to each COMMAND (a Python
+              with torch: "python3 -", "chroot DIR /usr/bin/python3 -", a
+              wrapper that sets LD_LIBRARY_PATH for another BLAS), for each T:
+              scaled_dot_product_attention where it exists, and the notes'
+              manual attention;
+  ONNX Rt     tools/bench_onnxruntime.py with the onnxruntime-node package in
+              DIR, for each T (its model written by --onnx-python, which
+              must import onnx).
+
+Every program runs pinned to T cores with taskset (-c 0 for one thread):
+PyTorch's SDPA uses a free second core even after set_num_threads(1). The
+table keeps each figure's best over the rounds, and prints, per thread
+count, each peer's ms and how many times the lesson's time it takes (above
+1: the lesson is faster). Run it on an otherwise idle machine: a job on
+another core slows memory-bound code more than the rest.
+"""
+import argparse
+import math
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LESSON = os.path.join(HERE, "..", "build", "cc", "lessons", "13-flash-attention")
+
+
+def pinned(threads):
+    return ["taskset", "-c", "0" if threads == 1 else f"0-{threads - 1}"]
+
+
+def run(command, stdin=None):
+    with open(stdin) if stdin else open(os.devnull) as given:
+        done = subprocess.run(command, stdin=given, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"bench_peers: {' '.join(command)} failed:\n{done.stderr}")
+    return done.stdout
+
+
+CASE = re.compile(r"seq=(\d+) causal=(\d) threads=(\d+)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--torch", action="append", default=[], metavar="LABEL=COMMAND")
+    parser.add_argument("--ort-node", metavar="DIR")
+    parser.add_argument("--onnx-python", default="python3")
+    args = parser.parse_args()
+    threads = [int(t) for t in args.threads.split(",")]
+    best, notes = {}, {}
+
+    def keep(peer, line, ms_text):
+        m = CASE.search(line)
+        if m and ms_text not in (None, "-"):
+            key = (peer, int(m.group(1)), int(m.group(2)), int(m.group(3)))
+            best[key] = min(best.get(key, math.inf), float(ms_text))
+
+    for r in range(args.rounds):
+        most = max(threads)
+        text = run(pinned(most) + [LESSON, "--bench", "--threads", str(most)])
+        notes["lesson"] = [line for line in text.splitlines()
+                           if line.startswith(("CPU:", "FMA peak", "  avx", "  scalar"))]
+        for line in text.splitlines():
+            m = re.match(r"\s+(\d+)\s+([01])\s+([\d.]+)\s+\d+%\s+([\d.]+)\s+\d+%\s+[\d.]+x$", line)
+            if m:                                   # the one-thread against T-threads table
+                n, causal = m.group(1), m.group(2)
+                keep("lesson 13", f"seq={n} causal={causal} threads=1", m.group(3))
+                keep("lesson 13", f"seq={n} causal={causal} threads={most}", m.group(4))
+            elif line.startswith("bench "):
+                keep("lesson 13", line, re.search(r"tiled_ms=([\d.]+)", line).group(1))
+        for spec in args.torch:
+            label, command = spec.split("=", 1)
+            for t in threads:
+                text = run(pinned(t) + shlex.split(command) + ["--threads", str(t)],
+                           stdin=os.path.join(HERE, "bench_pytorch.py"))
+                for line in text.splitlines():
+                    version = line.split()[1] if line.startswith("torch ") else "?"
+                    notes[label] = f"{label}: torch {version}, " + line.split()[-1]
+                    keep(f"{label} SDPA", line, re.search(r"sdpa_ms=(\S+)", line).group(1))
+                    keep(f"{label} manual", line, re.search(r"manual_ms=(\S+)", line).group(1))
+        if args.ort_node:
+            for t in threads:
+                text = run(pinned(t) + shlex.split(args.onnx_python) +
+                           [os.path.join(HERE, "bench_onnxruntime.py"), args.ort_node,
+                            "--threads", str(t)])
+                for line in text.splitlines():
+                    notes["ort"] = f"ONNX Runtime {line.split()[1]} (onnxruntime-node)"
+                    keep("ONNX Runtime MHA", line, re.search(r"mha_ms=(\S+)", line).group(1))
+        print(f"round {r + 1} of {args.rounds} done", file=sys.stderr)
+
+    print("\n".join(notes.pop("lesson", [])))
+    for note in notes.values():
+        print(note)
+    peers = sorted({p for p, *_ in best if p != "lesson 13"},
+                   key=lambda p: (not p.endswith("SDPA"), not p.startswith("ONNX"), p))
+    print(f"best of {args.rounds} interleaved rounds, ms; in brackets: the peer's time over the "
+          "lesson's (above 1: the lesson is faster)")
+    for t in threads:
+        print(f"\n{t} thread{'s' if t > 1 else ''}:\n")
+        print("| seq | causal | lesson 13 | " + " | ".join(peers) + " |")
+        print("|---:|---:|---:|" + "---:|" * len(peers))
+        for n, causal in sorted({(n, c) for (_, n, c, tt) in best if tt == t}):
+            mine = best.get(("lesson 13", n, causal, t))
+            cells = []
+            for p in peers:
+                ms = best.get((p, n, causal, t))
+                cells.append("-" if ms is None else
+                             f"{ms:.1f} ({ms / mine:.2f}x)" if mine else f"{ms:.1f}")
+            print(f"| {n} | {causal} | {'-' if mine is None else f'{mine:.1f}'} | "
+                  + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
