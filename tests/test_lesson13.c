@@ -169,7 +169,7 @@ START_TEST(test_threads_give_the_same_bits) {
         sizes(1, 20, 2, 2, 16, 64, 64, false),   // one query block a head: 2 blocks in all
         sizes(1, 1, 2, 1, 5, 64, 64, true),      // seq 1
         sizes(1, 9, 1, 1, 4, 1, 1, true),        // blocks of 1
-        sizes(1, 130, 4, 2, 40, 64, 256, true),  // the bench's blocks, a short last one
+        sizes(1, 530, 4, 2, 40, 64, 512, true),  // the bench's blocks, a short last one
     };
     for (int s = 0; s < 5; s++) {
         for (int causal = 0; causal < 2; causal++) {
@@ -435,7 +435,7 @@ START_TEST(test_kernel_sets_equal_the_scalar_twins) {
         sizes(1, 50, 2, 2, 16, 48, 256, true),
         sizes(1, 150, 2, 1, 20, 80, 33, true),   // 80 queries: registers of 64 + 16
         sizes(1, 70, 2, 2, 3, 70, 70, true),     // head_dim 3: no whole vector
-        sizes(1, 300, 1, 1, 64, 64, 256, true),  // the bench's blocks
+        sizes(1, 600, 1, 1, 64, 64, 512, true),  // the bench's blocks
     };
     const Kernels *sets[3];
     int n_sets = usable_kernels(sets);

@@ -3,8 +3,9 @@
 of docs/13-flash-attention.md.
 
     make build/cc/lessons/13-flash-attention
-    python3 tools/bench_peers.py [--rounds 3] [--threads 1,2]
-        [--torch "LABEL=COMMAND"]... [--ort-node DIR] [--onnx-python PYTHON]
+    python3 tools/bench_peers.py [--rounds 3] [--threads 1,2] [--calls 3]
+        [--torch "LABEL=COMMAND"]... [--torch-one-thread "LABEL=COMMAND"]...
+        [--ort-node DIR] [--onnx-python PYTHON]
 
 In each round, interleaved, everything on lesson 13's --bench sizes (batch 1,
 8 heads, head_dim 64, seq 512 to 8192, causal and not):
@@ -15,12 +16,13 @@ In each round, interleaved, everything on lesson 13's --bench sizes (batch 1,
               with torch: "python3 -", "chroot DIR /usr/bin/python3 -", a
               wrapper that sets LD_LIBRARY_PATH for another BLAS), for each T:
               scaled_dot_product_attention where it exists, and the notes'
-              manual attention;
+              manual attention (--torch-one-thread: on one thread only);
   ONNX Rt     tools/bench_onnxruntime.py with the onnxruntime-node package in
               DIR, for each T (its model written by --onnx-python, which
               must import onnx).
 
-Every program runs pinned to T cores with taskset (-c 0 for one thread):
+Each peer figure is the best of --calls calls in each round. Every program
+runs pinned to T cores with taskset (-c 0 for one thread):
 PyTorch's SDPA uses a free second core even after set_num_threads(1). The
 table keeps each figure's best over the rounds, and prints, per thread
 count, each peer's ms and how many times the lesson's time it takes (above
@@ -58,7 +60,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--calls", type=int, default=3)
     parser.add_argument("--torch", action="append", default=[], metavar="LABEL=COMMAND")
+    parser.add_argument("--torch-one-thread", action="append", default=[],
+                        metavar="LABEL=COMMAND")
     parser.add_argument("--ort-node", metavar="DIR")
     parser.add_argument("--onnx-python", default="python3")
     args = parser.parse_args()
@@ -84,10 +89,12 @@ def main():
                 keep("lesson 13", f"seq={n} causal={causal} threads={most}", m.group(4))
             elif line.startswith("bench "):
                 keep("lesson 13", line, re.search(r"tiled_ms=([\d.]+)", line).group(1))
-        for spec in args.torch:
+        specs = [(s, threads) for s in args.torch] + [(s, [1]) for s in args.torch_one_thread]
+        for spec, counts in specs:
             label, command = spec.split("=", 1)
-            for t in threads:
-                text = run(pinned(t) + shlex.split(command) + ["--threads", str(t)],
+            for t in counts:
+                text = run(pinned(t) + shlex.split(command) +
+                           ["--threads", str(t), "--calls", str(args.calls)],
                            stdin=os.path.join(HERE, "bench_pytorch.py"))
                 for line in text.splitlines():
                     version = line.split()[1] if line.startswith("torch ") else "?"
@@ -98,7 +105,7 @@ def main():
             for t in threads:
                 text = run(pinned(t) + shlex.split(args.onnx_python) +
                            [os.path.join(HERE, "bench_onnxruntime.py"), args.ort_node,
-                            "--threads", str(t)])
+                            "--threads", str(t), "--calls", str(args.calls)])
                 for line in text.splitlines():
                     notes["ort"] = f"ONNX Runtime {line.split()[1]} (onnxruntime-node)"
                     keep("ONNX Runtime MHA", line, re.search(r"mha_ms=(\S+)", line).group(1))

@@ -31,7 +31,7 @@
 #define PROBE_SEQ 128         // the estimate is scaled from runs at this length
 #define WORTH_SEQ 512         // the kernels compared at this length
 #define BENCH_BLOCK_Q 64      // its blocks, unless --block-q and --block-k say otherwise
-#define BENCH_BLOCK_K 256
+#define BENCH_BLOCK_K 512
 #define NOISY 0.10            // a spread above this is too large to read small ratios
 static const int BENCH_SEQS[] = {512, 1024, 2048, 4096, 8192};
 enum { N_BENCH_SEQS = sizeof BENCH_SEQS / sizeof BENCH_SEQS[0] };

@@ -223,8 +223,8 @@ static void attend_query_block(Counts *counts, FlashAttentionSteps *watch, const
     // never read back. Scaling the queries instead of the scores is one
     // multiply per query number rather than one per score.
     float scale = (float)(LOG2_E / sqrt((double)D));
-    for (int d = 0; d < D; d++) {
-        for (int j = 0; j < W; j++) {
+    for (int j = 0; j < W; j++) {
+        for (int d = 0; d < D; d++) {
             w->q_t[(long)d * W + j] = j < nq ? q[(long)(qs + j) * D + d] * scale : 0.0f;
         }
     }
