@@ -2,8 +2,9 @@
 // page, the page embeds the lesson's diagram, the committed diagram source
 // (docs/diagrams/NN-name.dot) is exactly what the lesson's --dot writes
 // now, the README's table links the lesson and its page, each page has the
-// one PyTorch block that make compare-N runs, and every output a page quotes
-// is what the lesson prints now.
+// one PyTorch block that make compare-N runs, every output a page quotes
+// is what the lesson prints now (with the flags the page names for it), and
+// the README's table of flags is what the lessons' --help says.
 //
 // And the repository stands alone: every relative link of a Markdown file
 // (and its #anchor) and every ../ path in any file leads to a file or a
@@ -526,13 +527,47 @@ static Lines default_run_and_diagram(Problems *p, const char *dir) {
     return lines;
 }
 
+// The flags of the run a line names, when the line is nothing but that
+// command: "$ make lesson-N ARGS=..." (a block's first line), or
+// `make lesson-N ARGS="..."` with or without its backticks and a closing ':'
+// (the line before a block). "" for the default run; NULL when the line is
+// anything else or names another lesson.
+static const char *named_run_args(const char *line, int lesson) {
+    const char *c = line + strspn(line, " ");
+    c += starts_with(c, "$ ") ? 2 : 0;
+    c += c[0] == '`';
+    const char *command = path_join("make lesson-%d", lesson);
+    if (!starts_with(c, command)) {
+        return NULL;
+    }
+    char *args = (char *)path_join("%s", c + strlen(command));
+    size_t n = strlen(args);
+    while (n > 0 && (args[n - 1] == ':' || args[n - 1] == '`' || args[n - 1] == ' ')) {
+        args[--n] = '\0';
+    }
+    if (args[0] == '\0') {
+        return args;
+    }
+    if (!starts_with(args, " ARGS=")) {
+        return NULL;
+    }
+    args += strlen(" ARGS=");
+    for (char *q = strchr(args, '"'); q != NULL; q = strchr(q, '"')) {
+        memmove(q, q + 1, strlen(q));
+    }
+    return args;
+}
+
 // Every output a page quotes is what the lesson prints now. A quoted output
-// is a plain ``` block with at least one line the lesson prints; it is
-// checked against the default run (and the --train run, where there is one),
-// or against the run its first line names ("$ make lesson-N ARGS=..."; the
-// --bench timings vary and are left alone). Its lines must be the lesson's,
-// in order, consecutive except where a line "..." leaves some out. And the
-// committed diagram is what the default run draws with --dot.
+// is a plain ``` block. When the block names its run, by its first line
+// ("$ make lesson-N ARGS=...") or by the line just before it (a line that is
+// only `make lesson-N ARGS="..."`, as an example or an exercise gives it),
+// it is checked against that run, whatever it holds; the --bench timings
+// vary and are left alone. Any other block with at least one line the
+// lesson prints is checked against the default run (and the --train run,
+// where there is one). Its lines must be the lesson's, in order,
+// consecutive except where a line "..." leaves some out. And the committed
+// diagram is what the default run draws with --dot.
 START_TEST(test_quoted_output_and_diagram_are_the_lessons) {
     const char *names[MAX_LESSONS];
     int count = lesson_dirs(names);
@@ -564,22 +599,27 @@ START_TEST(test_quoted_output_and_diagram_are_the_lessons) {
             Lines named_run[1];
             const Lines *candidates = runs;
             int n_candidates = n_runs;
+            const char *args = NULL;
+            int before = from - 2;                        // the last line before the fence
             if (from < to && starts_with(page.line[from], "$ make lesson-")) {
-                const char *a = strstr(page.line[from], "ARGS=");
-                const char *args = a != NULL ? a + 5 : "";
+                args = named_run_args(page.line[from], atoi(names[i]));
+                from += 1;
+            }
+            while (args == NULL && before >= 0 && is_blank(page.line[before])) {
+                before -= 1;
+            }
+            if (args == NULL && before >= 0) {
+                args = named_run_args(page.line[before], atoi(names[i]));
+            }
+            if (args != NULL) {
                 if (strstr(args, "--bench") != NULL) {
                     continue;
                 }
-                char *unquoted = (char *)path_join("%s", args);
-                for (char *q = strchr(unquoted, '"'); q != NULL; q = strchr(q, '"')) {
-                    memmove(q, q + 1, strlen(q));
-                }
-                named_run[0] = lesson_output(names[i], unquoted);
+                named_run[0] = lesson_output(names[i], args);
                 candidates = named_run;
                 n_candidates = 1;
-                from += 1;
             }
-            bool quoted = false;
+            bool quoted = args != NULL;                   // a named run's block is its output
             for (int j = from; j < to && !quoted; j++) {
                 for (int r = 0; r < n_candidates && !quoted; r++) {
                     quoted = !is_blank(page.line[j]) && has_line(&candidates[r], page.line[j]);
@@ -602,6 +642,121 @@ START_TEST(test_quoted_output_and_diagram_are_the_lessons) {
 }
 END_TEST
 
+// --- the README's table of flags is the lessons' --help ----------------------------
+
+// The flags a --help text lists, one word each as the README's table writes
+// them: "--batch 3" (the flag and its default), "--dump DIR" (a value with
+// no default: its placeholder), "--train" (a switch).
+static Lines help_flags(const char *help) {
+    Lines lines = split_lines(help), flags = {arena_alloc((size_t)lines.count + 1,
+                                                          sizeof(const char *)), 0};
+    for (int k = 0; k < lines.count; k++) {
+        const char *l = lines.line[k];
+        if (!starts_with(l, "  --")) {
+            continue;
+        }
+        const char *flag = l + 2;
+        size_t flag_len = strcspn(flag, " ");
+        const char *rest = flag + flag_len + strspn(flag + flag_len, " ");
+        size_t word_len = strcspn(rest, " ");
+        bool takes_value = word_len > 0 && isupper((unsigned char)rest[0]) &&
+                           isupper((unsigned char)rest[word_len - 1]);
+        const char *def = strstr(l, "(default ");
+        const char *end = def != NULL ? strchr(def, ')') : NULL;
+        if (takes_value && def != NULL && end != NULL && end[1] == '\0') {
+            def += strlen("(default ");
+            flags.line[flags.count++] =
+                path_join("%.*s %.*s", (int)flag_len, flag, (int)(end - def), def);
+        } else if (takes_value) {
+            flags.line[flags.count++] =
+                path_join("%.*s %.*s", (int)flag_len, flag, (int)word_len, rest);
+        } else {
+            flags.line[flags.count++] = path_join("%.*s", (int)flag_len, flag);
+        }
+    }
+    return flags;
+}
+
+// The `--flag value` words of one table row's second column.
+static Lines row_flags(const char *row) {
+    Lines flags = {arena_alloc(strlen(row) + 1, sizeof(const char *)), 0};
+    for (const char *c = strchr(row, '`'); c != NULL; c = strchr(c + 1, '`')) {
+        const char *end = strchr(c + 1, '`');
+        if (end == NULL) {
+            break;
+        }
+        if (starts_with(c + 1, "--")) {
+            flags.line[flags.count++] = path_join("%.*s", (int)(end - c - 1), c + 1);
+        }
+        c = end;
+    }
+    return flags;
+}
+
+// The README's table of flags (the rows after the line that says the test
+// checks it) against every lesson's --help: the same flags, with the same
+// defaults, in both directions. The row "all" holds the common flags, which
+// every lesson must list; row N holds lesson N's own.
+START_TEST(test_readme_flag_table_is_the_lessons_help) {
+    const char *names[MAX_LESSONS];
+    int count = lesson_dirs(names);
+    Lines readme = split_lines(read_text("README.md"));
+    int k = 0;
+    while (k < readme.count && !starts_with(readme.line[k], "<!-- tests/test_docs.c checks this table")) {
+        k += 1;
+    }
+    ck_assert_msg(k < readme.count, "README.md has no table of flags (the line "
+                  "'<!-- tests/test_docs.c checks this table ...' above it)");
+    Lines common = {NULL, 0};
+    const Lines *own[MAX_LESSONS + 1] = {NULL};
+    Lines rows[MAX_LESSONS + 1];
+    for (k += 1; k < readme.count && starts_with(readme.line[k], "|"); k++) {
+        const char *cell = readme.line[k] + 1 + strspn(readme.line[k] + 1, " ");
+        if (starts_with(cell, "all ")) {
+            common = row_flags(cell);
+        } else if (isdigit((unsigned char)cell[0])) {
+            int n = atoi(cell);
+            ck_assert_msg(n >= 1 && n <= MAX_LESSONS, "README.md: a row for lesson %d", n);
+            rows[n] = row_flags(strchr(cell, '|') != NULL ? strchr(cell, '|') : cell);
+            own[n] = &rows[n];
+        }
+    }
+    ck_assert_msg(common.count > 0, "README.md's table of flags has no row 'all'");
+    static Problems p;
+    clear_problems(&p);
+    for (int i = 0; i < count; i++) {
+        int n = atoi(names[i]);
+        if (own[n] == NULL) {
+            problem(&p, "README.md's table of flags has no row for lesson %d", n);
+            continue;
+        }
+        RunResult run = run_program(lesson_binary(names[i]), (const char *const[]){"--help", NULL});
+        ck_assert_msg(run.status == 0, "%s --help exited %d", names[i], run.status);
+        Lines help = help_flags(run.out);
+        for (int f = 0; f < help.count; f++) {
+            if (!has_line(own[n], help.line[f]) && !has_line(&common, help.line[f])) {
+                problem(&p, "lesson %d's --help lists `%s`; README.md's table does not", n,
+                        help.line[f]);
+            }
+        }
+        for (int f = 0; f < own[n]->count; f++) {
+            if (!has_line(&help, own[n]->line[f])) {
+                problem(&p, "README.md's table gives lesson %d `%s`; its --help does not",
+                        n, own[n]->line[f]);
+            }
+        }
+        for (int f = 0; f < common.count; f++) {
+            if (!has_line(&help, common.line[f])) {
+                problem(&p, "README.md's row 'all' has `%s`; lesson %d's --help does not",
+                        common.line[f], n);
+            }
+        }
+    }
+    ck_assert_msg(p.count == 0, "%d differences between README.md's table of flags and the "
+                  "lessons' --help:\n%s", p.count, p.text);
+}
+END_TEST
+
 Suite *docs_suite(void) {
     Suite *suite = suite_create("docs");
     TCase *tc = new_tcase("docs");
@@ -612,6 +767,7 @@ Suite *docs_suite(void) {
     tcase_add_test(tc, test_relative_links_and_paths_stay_inside);
     tcase_add_test(tc, test_nothing_points_at_the_folder_outside);
     tcase_add_test(tc, test_quoted_output_and_diagram_are_the_lessons);
+    tcase_add_test(tc, test_readme_flag_table_is_the_lessons_help);
     suite_add_tcase(suite, tc);
     return suite;
 }

@@ -116,7 +116,8 @@ END_TEST
 // defaults (dim 2) and for --dim 8: 3 x (64 + 8) = 216, 192 without bias.
 START_TEST(test_prints_interview_points) {
     check_prints(LESSON_DIR, (const char *const[]){NULL},
-                 "-- what to say about each choice --\n"
+                 "-- part 2: what to say about each choice (--dim and --train change the numbers) "
+                 "--\n"
                  "  gives the same Q, K, V (largest difference 0): the same math in one "
                  "matmul instead of three.\n"
                  "bias: 3 x (2*2 + 2) = 18 parameters for Q, K, V with biases, 12 without; "

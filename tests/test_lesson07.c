@@ -9,10 +9,17 @@
 #include <math.h>
 
 // Both lessons, each with its main renamed: lesson 6's module is the
-// self-attention that cross-attention must reduce to.
+// self-attention that cross-attention must reduce to. Each lesson reads
+// alone, so their parts have the same names: lesson 6's are renamed here.
 #define main lesson06_main
+#define Cell lesson06_Cell
+#define part1_the_notebooks_cell lesson06_part1_the_notebooks_cell
+#define part2_numbers lesson06_part2_numbers
 #include "../lessons/06-multi-head/multi_head.c"
 #undef main
+#undef Cell
+#undef part1_the_notebooks_cell
+#undef part2_numbers
 #define main lesson07_main
 #include "../lessons/07-cross-attention/cross_attention.c"
 #undef main

@@ -35,7 +35,7 @@ static const char *const INPUTS[] = {"query", "key", "value", NULL};
 // N(0,1) numbers, up to ~30 in size: a relative rounding of 2^-24 per term
 // gives score errors of ~1e-6 and outputs (weighted means of the values) of
 // a few 1e-7; measured worst: 3.6e-7 at seed 0.
-// out_group_sum: the notebook's scores sum G*D products (four times larger
+// out_group_sum: the notebook's scores sum R*D products (four times larger
 // logits), so they get a tolerance ten times looser; measured worst: 5.7e-6.
 START_TEST(test_recorded_runs) {
     ReferenceRun every_case = {
@@ -128,9 +128,9 @@ START_TEST(test_mha_is_lesson6) {
     const Tensor *loops = grouped_query_attention(NULL, in.query, in.key, in.value);
     assert_close(loops, lesson6_attention(in.query, in.key, in.value), 1e-6f, 1e-5f,
                  "kv_heads = heads against lesson 6");
-    // With G = 1 there is nothing to sum over g: the notebook's einsum is
+    // With R = 1 there is nothing to sum over g: the notebook's einsum is
     // then right, and equal to true GQA.
-    assert_close(group_sum_of(in), loops, 1e-6f, 1e-5f, "group sum with G = 1");
+    assert_close(group_sum_of(in), loops, 1e-6f, 1e-5f, "group sum with R = 1");
 }
 END_TEST
 
@@ -148,9 +148,9 @@ END_TEST
 
 // Hand-worked: make every value of key/value head h equal to 10*h + 1. A
 // softmax's weights sum to 1, so query head i's output is exactly the
-// constant of the key/value head it reads: 10*(i / G) + 1, never i % KV.
-START_TEST(test_query_head_reads_kv_head_i_over_G) {
-    int heads = 8, kv_heads = 2, G = 4;
+// constant of the key/value head it reads: 10*(i / R) + 1, never i % KV.
+START_TEST(test_query_head_reads_kv_head_i_over_R) {
+    int heads = 8, kv_heads = 2, R = 4;
     Inputs in = draw(13, 1, 5, heads, kv_heads, 3);
     Tensor *value = clone(in.value);
     in.value = value;
@@ -165,10 +165,10 @@ START_TEST(test_query_head_reads_kv_head_i_over_G) {
     for (int n = 0; n < 5; n++) {
         for (int i = 0; i < heads; i++) {
             for (int d = 0; d < 3; d++) {
-                float want = 10.0f * (float)(i / G) + 1.0f;
+                float want = 10.0f * (float)(i / R) + 1.0f;
                 ck_assert_msg(fabsf(*at4(out, 0, n, i, d) - want) <= 1e-5f,
                               "out[0, %d, %d, %d] = %g, want %g (kv head %d)", n, i, d,
-                              (double)*at4(out, 0, n, i, d), (double)want, i / G);
+                              (double)*at4(out, 0, n, i, d), (double)want, i / R);
             }
         }
     }
@@ -178,35 +178,35 @@ END_TEST
 // The notebook's einsum: kv_heads heads, not heads; not any true GQA head;
 // and exactly attention with each group's queries added into one.
 START_TEST(test_group_sum_is_wrong_as_explained) {
-    int heads = 8, kv_heads = 2, G = 4;
+    int heads = 8, kv_heads = 2, R = 4;
     Inputs in = draw(14, 2, 10, heads, kv_heads, 8);
     const Tensor *out = grouped_query_attention(NULL, in.query, in.key, in.value);
     const Tensor *out_group_sum = group_sum_of(in);
     ck_assert_str_eq(size_str(out_group_sum), "torch.Size([2, 10, 2, 8])");
     ck_assert_str_eq(size_str(out), "torch.Size([2, 10, 8, 8])");
-    // It matches none of the G true heads that share its key/value head.
+    // It matches none of the R true heads that share its key/value head.
     for (int h = 0; h < kv_heads; h++) {
-        for (int g = 0; g < G; g++) {
-            const Tensor *true_head = narrow(out, 2, h * G + g, 1);
+        for (int g = 0; g < R; g++) {
+            const Tensor *true_head = narrow(out, 2, h * R + g, 1);
             const Tensor *summed_head = narrow(out_group_sum, 2, h, 1);
             float diff = max_abs_diff(true_head, summed_head);
             ck_assert_msg(diff > 0.05f, "kv head %d, query head %d: differs only by %g", h,
-                          h * G + g, (double)diff);
+                          h * R + g, (double)diff);
         }
     }
-    // What it is: the G queries of a group summed, then ordinary attention.
+    // What it is: the R queries of a group summed, then ordinary attention.
     Tensor *summed_query = zeros(shape4(2, 10, kv_heads, 8));
     for (int b = 0; b < 2; b++) {
         for (int n = 0; n < 10; n++) {
             for (int i = 0; i < heads; i++) {
                 for (int d = 0; d < 8; d++) {
-                    *at4(summed_query, b, n, i / G, d) += *at4(in.query, b, n, i, d);
+                    *at4(summed_query, b, n, i / R, d) += *at4(in.query, b, n, i, d);
                 }
             }
         }
     }
-    // Looser than above: the summed scores are ~G times larger, and the
-    // two sides add the G*D products in different orders.
+    // Looser than above: the summed scores are ~R times larger, and the
+    // two sides add the R*D products in different orders.
     assert_close(out_group_sum, lesson6_attention(summed_query, in.key, in.value), 1e-5f,
                  1e-4f, "group sum against attention of summed queries");
 }
@@ -223,9 +223,9 @@ START_TEST(test_first_cell) {
     Inputs in = {load_npy(path_join("%s/query.npy", reference)),
                  load_npy(path_join("%s/key.npy", reference)),
                  load_npy(path_join("%s/value.npy", reference))};
-    int N = size(in.query, 1), G = size(in.query, 2) / size(in.key, 2);
-    const Tensor *key_h = repeat_interleave(in.key, G, 2);                   // (B, S, H, D)
-    Tensor *value_h = repeat_interleave(in.value, G, 2);                     // (B, S, H, D)
+    int N = size(in.query, 1), R = size(in.query, 2) / size(in.key, 2);
+    const Tensor *key_h = repeat_interleave(in.key, R, 2);                   // (B, S, H, D)
+    Tensor *value_h = repeat_interleave(in.value, R, 2);                     // (B, S, H, D)
     const Tensor *weights;
     const Tensor *wrong = scaled_dot_product_attention(&weights, in.query, key_h, value_h);
     assert_close(wrong, load_npy(path_join("%s/sdpa_bnhd.npy", reference)), 2e-6f, 1e-5f,
@@ -255,7 +255,7 @@ END_TEST
 
 // The rearranges on their own, on numbered elements.
 START_TEST(test_rearranges_by_hand) {
-    // (1, 4, 1, 1) query heads numbered 0..3, G = 2: slot [0, g, h] holds
+    // (1, 4, 1, 1) query heads numbered 0..3, R = 2: slot [0, g, h] holds
     // head h*2 + g, and merging puts every head back where it was.
     Tensor *heads = zeros(shape4(1, 4, 1, 1));
     for (int i = 0; i < 4; i++) {
@@ -353,7 +353,7 @@ START_TEST(test_heatmap_fits_80_columns) {
     RunResult run = run_program(BINARY, (const char *const[]){"--heatmap", NULL});
     ck_assert_int_eq(run.status, 0);
     const char *start = strstr(run.out, "attention (b, g, h): heatmap\n");
-    const char *end = strstr(run.out, "-- which key/value head each query head reads --");
+    const char *end = strstr(run.out, "-- part 2: which key/value head each query head reads");
     ck_assert(start != NULL && end != NULL && start < end);
     for (const char *line = start; line < end; line = strchr(line, '\n') + 1) {
         ck_assert_msg(line_width(line) <= 80, "a heatmap line of %d columns: %.100s",
@@ -381,7 +381,7 @@ static Suite *lesson08_suite(void) {
     tcase_add_test(invariants, test_loops_equal_repeat_interleave);
     tcase_add_test(invariants, test_mha_is_lesson6);
     tcase_add_test(invariants, test_mqa_is_shared_head);
-    tcase_add_test(invariants, test_query_head_reads_kv_head_i_over_G);
+    tcase_add_test(invariants, test_query_head_reads_kv_head_i_over_R);
     tcase_add_test(invariants, test_group_sum_is_wrong_as_explained);
     tcase_add_test(invariants, test_rearranges_by_hand);
     tcase_add_loop_test(invariants, test_first_cell, 0, recorded_case_count(DATA));

@@ -177,7 +177,7 @@ START_TEST(test_cached_equals_full_everywhere) {
             const Tensor *full = step(NULL, &gqa, x, 0, N);                   // (B, N, C)
             // The keys each token gives alone, as the cache must hold them.
             Shape kv_shape = shape4(batches[bi], N, kv_heads[ki], dim / heads);
-            const Tensor *keys = view(linear(&gqa.w_key, x), kv_shape);       // (B, N, G, D)
+            const Tensor *keys = view(linear(&gqa.w_key, x), kv_shape);       // (B, N, KV, D)
             for (int pi = 0; pi < 2; pi++) {
                 for (int ci = 0; ci < 3; ci++) {
                     for (Forward forward = COPYING; forward <= BY_INDEX; forward++) {
@@ -261,11 +261,11 @@ END_TEST
 // 8192, 4 MiB; MQA 512, 4096, 2 MiB.
 START_TEST(test_memory_lines) {
     check_prints(LESSON_DIR, (const char *const[]){NULL},
-                 "MHA (kv_heads = 8):   4096 bytes per token,     32768 bytes for these 8 "
+                 "MHA (kv_heads = 8):   4096 bytes a token,     32768 for these 8 "
                  "tokens,  16.00 MiB at 4096 tokens\n"
-                 "GQA (kv_heads = 2):   1024 bytes per token,      8192 bytes for these 8 "
+                 "GQA (kv_heads = 2):   1024 bytes a token,      8192 for these 8 "
                  "tokens,   4.00 MiB at 4096 tokens\n"
-                 "MQA (kv_heads = 1):    512 bytes per token,      4096 bytes for these 8 "
+                 "MQA (kv_heads = 1):    512 bytes a token,      4096 for these 8 "
                  "tokens,   2.00 MiB at 4096 tokens\n");
 }
 END_TEST
@@ -281,9 +281,9 @@ START_TEST(test_by_index_equals_copying_at_every_step) {
     const int batch = 2, dim = 24, heads = 6, prompt = 3, N = 8;
     const int kv_heads[] = {1, 2, 3, 6};
     for (int ki = 0; ki < 4; ki++) {
-        const int G = kv_heads[ki], D = dim / heads;
+        const int KV = kv_heads[ki], D = dim / heads;
         manual_seed((uint64_t)(30 + ki));
-        GQA_W_KVcache copying = GQA_W_KVcache_init(dim, heads, G);
+        GQA_W_KVcache copying = GQA_W_KVcache_init(dim, heads, KV);
         copying.training = false;
         GQA_W_KVcache by_index = copying;
         const Tensor *x = randn(shape3(batch, N, dim));                       // (B, N, C)
@@ -291,7 +291,7 @@ START_TEST(test_by_index_equals_copying_at_every_step) {
         GQA_W_KVcache_start_cache(&by_index, batch, N);
         for (int t = 0; t < N; t = t == 0 ? prompt : t + 1) {
             int count = t == 0 ? prompt : 1;
-            const char *what = path_join("kv_heads %d, position %d", G, t);
+            const char *what = path_join("kv_heads %d, position %d", KV, t);
             GQA_W_KVcacheSteps steps, steps_by_index;
             const Tensor *out = step(&steps, &copying, x, t, count);          // (B, count, C)
             const Tensor *out_by_index = step_by_index(&steps_by_index, &by_index, x, t,
@@ -301,7 +301,7 @@ START_TEST(test_by_index_equals_copying_at_every_step) {
                          path_join("%s: attn", what));
             ck_assert_ptr_null(steps_by_index.key);
             int L = t + count;
-            int64_t copied = G == 1 || G == heads ? 0 : 2 * (int64_t)batch * heads * L * D;
+            int64_t copied = KV == 1 || KV == heads ? 0 : 2 * (int64_t)batch * heads * L * D;
             ck_assert_msg(floats_copied(&steps, &copying) == copied,
                           "%s: the reshape copied %lld floats, expected %lld", what,
                           (long long)floats_copied(&steps, &copying), (long long)copied);
@@ -319,16 +319,17 @@ START_TEST(test_no_copy_lines) {
     check_prints(LESSON_DIR, (const char *const[]){NULL},
                  "by index:     query head h reads k_cache[:, :L, h // 4] and v_cache[:, :L, "
                  "h // 4]\n"
-                 "prefill, L = 4: the reshape copied 4096 floats (16384 bytes), by index none; "
+                 "prefill, L = 4: the reshape copied 4096 floats, by index none; "
                  "max |by index - copy| = 0\n"
-                 "token 7, L = 8: the reshape copied 8192 floats (32768 bytes), by index none; "
+                 "token 7, L = 8: the reshape copied 8192 floats, by index none; "
                  "max |by index - copy| = 0\n"
                  "the copy grows with the cache: 2 (K and V) * batch * heads * L * head_dim = "
-                 "1024 * L floats per call,\n"
-                 "30720 floats in all here, 16.00 MiB per call and layer at L = 4096; by index "
-                 "reads the cache as it is\n");
+                 "1024 * L floats\n"
+                 "per call, 30720 floats in all here, 16.00 MiB per call and layer at L = 4096; "
+                 "by index reads\n"
+                 "the cache as it is\n");
     check_prints(LESSON_DIR, (const char *const[]){"--kv-heads", "1", NULL},
-                 "token 7, L = 8: the reshape copied 0 floats (0 bytes), by index none; "
+                 "token 7, L = 8: the reshape copied 0 floats, by index none; "
                  "max |by index - copy| = 0\n");
 }
 END_TEST
@@ -338,12 +339,12 @@ END_TEST
 // Appending by copy (as torch.cat) and in place leave the same cache; the
 // copy really moves every old position (the spare holds them afterwards).
 START_TEST(test_append_by_copy_equals_in_place) {
-    const int positions = 5, G = 2, D = 3;
-    Shape cache_shape = shape4(1, positions, G, D);
-    Tensor *in_place = zeros(cache_shape);                                    // (1, 5, G, D)
-    Tensor *by_copy = zeros(cache_shape), *spare = zeros(cache_shape);        // (1, 5, G, D)
+    const int positions = 5, KV = 2, D = 3;
+    Shape cache_shape = shape4(1, positions, KV, D);
+    Tensor *in_place = zeros(cache_shape);                                    // (1, 5, KV, D)
+    Tensor *by_copy = zeros(cache_shape), *spare = zeros(cache_shape);        // (1, 5, KV, D)
     for (int len = 0; len < positions; len++) {
-        const Tensor *row = full(shape4(1, 1, G, D), (float)(len + 1));       // (1, 1, G, D)
+        const Tensor *row = full(shape4(1, 1, KV, D), (float)(len + 1));      // (1, 1, KV, D)
         append_in_place(in_place, len, row);
         copy_like_cat(&by_copy, &spare, len);
         append_in_place(by_copy, len, row);
@@ -439,22 +440,32 @@ START_TEST(test_bench_takes_the_size_flags) {
     ck_assert_ptr_nonnull(strstr(r.out, "-- bench: batch 1, dim 64, heads 4, kv_heads 2 (head_dim "
                                         "16), prompt 16, then 3 new tokens --\n"));
     ck_assert_ptr_nonnull(strstr(r.out, "max |copy - in place| = 0"));
+    // Its lines fit 100 columns, as every run's (test_line_width leaves
+    // --bench runs to this test: they take seconds at the bench's sizes).
+    for (const char *line = r.out; *line != '\0'; line += strcspn(line, "\n") + 1) {
+        ck_assert_msg(strcspn(line, "\n") <= 100, "a --bench line of %zu columns: %.100s",
+                      strcspn(line, "\n"), line);
+        if (line[strcspn(line, "\n")] == '\0') {
+            break;
+        }
+    }
 
     char *none[] = {"lesson-10", "--bench", NULL};
+    Lesson lesson = {.program = "lesson-10"};   // no --dump, no --dot
     Sizes n = {.batch = 2, .prompt = 4, .new_tokens = 4, .dim = 512, .heads = 8, .kv_heads = 2};
-    use_bench_sizes(&n, 2, none);
+    use_bench_sizes(&lesson, &n, 2, none);
     ck_assert_int_eq(n.batch, 1);
     ck_assert_int_eq(n.prompt, 16);
-    ck_assert_int_eq(n.new_tokens, 200);
+    ck_assert_int_eq(n.new_tokens, 100);
     ck_assert_int_eq(n.dim, 256);
     ck_assert_int_eq(n.heads, 8);
     ck_assert_int_eq(n.kv_heads, 2);
     char *some[] = {"lesson-10", "--seed", "3", "--batch", "2", "--bench", "--dim", "512", NULL};
     n = (Sizes){.batch = 2, .prompt = 4, .new_tokens = 4, .dim = 512, .heads = 8, .kv_heads = 2};
-    use_bench_sizes(&n, 8, some);
+    use_bench_sizes(&lesson, &n, 8, some);
     ck_assert_int_eq(n.batch, 2);        // given
     ck_assert_int_eq(n.dim, 512);        // given, though it is the walk-through's default
-    ck_assert_int_eq(n.new_tokens, 200);
+    ck_assert_int_eq(n.new_tokens, 100);
 
     static const BadFlags BAD[] = {
         {{"--bench", "--heads", "3", "--dim", "48", NULL},
@@ -467,6 +478,27 @@ START_TEST(test_bench_takes_the_size_flags) {
         ck_assert_str_eq(bad.out, "");
         ck_assert_msg(strstr(bad.err, BAD[i].named) != NULL, "%s", bad.err);
     }
+}
+END_TEST
+
+// The bench's repetitions: kept in order, the best the fastest, the median
+// the middle one, and the spread how much slower the median was: worked by
+// hand for 0.30, 0.10, 0.50, 0.12, 0.11 s (sorted 0.10 0.11 0.12 0.30 0.50).
+START_TEST(test_bench_timing_keeps_best_and_median) {
+    Timing t = no_repetitions();
+    const double seconds[5] = {0.30, 0.10, 0.50, 0.12, 0.11};
+    for (int i = 0; i < 5; i++) {
+        add_repetition(&t, seconds[i]);
+    }
+    ck_assert_int_eq(t.count, 5);
+    ck_assert(t.best == 0.10 && t.median == 0.12);
+    ck_assert_msg(fabs(spread(t) - 0.2) < 1e-12, "spread %g", spread(t));
+    Timing u = no_repetitions();
+    add_repetition(&u, 2.0);
+    add_repetition(&u, 2.5);   // two: the median is the slower one
+    ck_assert(u.best == 2.0 && u.median == 2.5);
+    // The ratio of two such times may be off by (1 + 0.2)(1 + 0.25) - 1 = 0.5.
+    ck_assert_msg(fabs(ratio_spread(t, u) - 0.5) < 1e-12, "%g", ratio_spread(t, u));
 }
 END_TEST
 
@@ -491,6 +523,7 @@ static Suite *lesson10_suite(void) {
     TCase *bench = new_tcase("bench machinery");
     tcase_add_test(bench, test_append_by_copy_equals_in_place);
     tcase_add_test(bench, test_generations_agree);
+    tcase_add_test(bench, test_bench_timing_keeps_best_and_median);
     suite_add_tcase(suite, bench);
     TCase *flags = new_tcase("flags");
     tcase_add_test(flags, test_bad_flags);

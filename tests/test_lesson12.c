@@ -2,9 +2,11 @@
 //
 // Reference values in tests/data/lesson12/<case>/ were recorded from
 // PyTorch 1.13 by tests/reference/gen_lesson12.py, which runs the PyTorch
-// block of docs/12-bert-layer.md. The lesson source is included with its
-// main() renamed, so the tests can build layers of their own and call the
-// forwards directly.
+// block of docs/12-bert-layer.md (with --all: every part); so were
+// posts_errors.txt, the texts PyTorch raises for the post's relative
+// positions. The lesson's sources are included, bert_layer.c with its
+// main() renamed, then parts.c, so the tests can build layers of their own
+// and call the forwards directly.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #define main lesson_main
 #include "../lessons/12-bert-layer/bert_layer.c"
 #undef main
+#include "../lessons/12-bert-layer/parts.c"
 
 #define LESSON_DIR "12-bert-layer"
 #define REF_DIR DATA_DIR "/lesson12"
@@ -364,7 +367,7 @@ START_TEST(test_relative_key_with_zero_table_equals_absolute) {
     BertConfig config = small_config(RELATIVE_KEY, false);
     BertLayer relative = eval_layer(32, &config);
     relative.attention.self.distance_embedding =
-        zeros(relative.attention.self.distance_embedding->shape);          // (2N-1, D)
+        zeros(relative.attention.self.distance_embedding->shape);          // (2MP-1, D)
     BertLayer absolute = relative;
     absolute.attention.self.position_embedding_type = ABSOLUTE;
     const Tensor *x = randn(shape3(2, 5, 16));                                // (B, L, C)
@@ -388,42 +391,45 @@ END_TEST
 
 // The two einsums as loops, on numbers worked by hand: query (1, 1, 2, 2)
 // rows [1, 2] and [3, 4]; positional_embedding (2, 3, 2) with
-// e[l][r] = [l + r, 1]; key (1, 1, 3, 2) rows [1, 0], [0, 1], [1, 1].
+// e[t][s] = [t + s, 1]; key (1, 1, 3, 2) rows [1, 0], [0, 1], [1, 1].
 START_TEST(test_einsums_by_hand) {
     const Tensor *query = tensor_from(shape4(1, 1, 2, 2), (const float[]){1, 2, 3, 4});
     const Tensor *key = tensor_from(shape4(1, 1, 3, 2), (const float[]){1, 0, 0, 1, 1, 1});
     const Tensor *pe = tensor_from(shape3(2, 3, 2),
                                    (const float[]){0, 1, 1, 1, 2, 1, 1, 1, 2, 1, 3, 1});
-    // bhld,lrd->bhlr: q_l . e[l][r]: l=0: [1,2].[0,1]=2, [1,2].[1,1]=3, [1,2].[2,1]=4;
-    // l=1: [3,4].[1,1]=7, [3,4].[2,1]=10, [3,4].[3,1]=13.
-    assert_bitwise_equal(einsum_bhld_lrd(query, pe),
+    // bhtd,tsd->bhts: q_t . e[t][s]: t=0: [1,2].[0,1]=2, [1,2].[1,1]=3, [1,2].[2,1]=4;
+    // t=1: [3,4].[1,1]=7, [3,4].[2,1]=10, [3,4].[3,1]=13.
+    assert_bitwise_equal(einsum_bhtd_tsd(query, pe),
                          tensor_from(shape4(1, 1, 2, 3), (const float[]){2, 3, 4, 7, 10, 13}),
-                         "bhld,lrd->bhlr");
-    // bhrd,lrd->bhlr: k_r . e[l][r]: l=0: [1,0].[0,1]=0, [0,1].[1,1]=1, [1,1].[2,1]=3;
-    // l=1: [1,0].[1,1]=1, [0,1].[2,1]=1, [1,1].[3,1]=4.
-    assert_bitwise_equal(einsum_bhrd_lrd(key, pe),
+                         "bhtd,tsd->bhts");
+    // bhsd,tsd->bhts: k_s . e[t][s]: t=0: [1,0].[0,1]=0, [0,1].[1,1]=1, [1,1].[2,1]=3;
+    // t=1: [1,0].[1,1]=1, [0,1].[2,1]=1, [1,1].[3,1]=4.
+    assert_bitwise_equal(einsum_bhsd_tsd(key, pe),
                          tensor_from(shape4(1, 1, 2, 3), (const float[]){0, 1, 3, 1, 1, 4}),
-                         "bhrd,lrd->bhlr");
+                         "bhsd,tsd->bhts");
 }
 END_TEST
 
 // The distance matrix: fixed, queries at P .. P+T-1 against keys 0 ..
-// P+T-1; the post's with one new token, all 0; and the rows it picks.
+// P+T-1; the post's, queries and keys at 0 .. T-1, and with one new token
+// all 0 (its one 0 broadcast to every key); and the rows it picks.
 START_TEST(test_relative_distance) {
     BertConfig config = small_config(RELATIVE_KEY, false);
     BertLayer layer = eval_layer(33, &config);
     BertSelfAttention self = layer.attention.self;
-    const Tensor *fixed = relative_distance(&self, 2, 5);                     // (T, L)
-    for (int l = 0; l < 2; l++) {
-        for (int r = 0; r < 5; r++) {
-            ck_assert_msg(*at2(fixed, l, r) == (float)(3 + l - r), "distance[%d][%d] = %g", l, r,
-                          (double)*at2(fixed, l, r));
+    const Tensor *fixed = relative_distance(2, 5);                            // (T, L)
+    for (int t = 0; t < 2; t++) {
+        for (int s = 0; s < 5; s++) {
+            ck_assert_msg(*at2(fixed, t, s) == (float)(3 + t - s), "distance[%d][%d] = %g", t, s,
+                          (double)*at2(fixed, t, s));
         }
     }
     ck_assert_int_eq(fixed->dtype, DTYPE_INT64);
-    self.as_the_post = true;
-    const Tensor *posts = relative_distance(&self, 1, 5);                     // (1, L)
+    const Tensor *posts = posts_distance(1, 5);                               // (1, L)
     assert_bitwise_equal(posts, zeros(shape2(1, 5)), "the post's, one new token");
+    const Tensor *square = posts_distance(3, 3);                              // (T, T)
+    ck_assert(*at2(square, 2, 0) == 2.0f && *at2(square, 0, 2) == -2.0f);
+    ck_assert_int_eq(posts->dtype, DTYPE_INT64);
     // Row distance + N - 1 of the table: distance 4 is row 4 + 11 = 15.
     const Tensor *pe = positional_embedding_of(&layer.attention.self, fixed);   // (T, L, D)
     assert_bitwise_equal(contiguous(narrow(narrow(pe, 0, 1, 1), 1, 0, 1)),
@@ -433,25 +439,47 @@ START_TEST(test_relative_distance) {
 }
 END_TEST
 
-// The post's relative positions: PyTorch's error texts (copied from PyTorch
-// 1.13 running the post's lines at these sizes), and where it runs: one new
-// token, wrong; for relative_key no different from no relative term.
-START_TEST(test_the_posts_positions) {
-    ck_assert_str_eq(posts_positions_error(RELATIVE_KEY, 2, 5, 8),
-                     "The size of tensor a (5) must match the size of tensor b (2) at "
-                     "non-singleton dimension 3");
-    ck_assert_str_eq(posts_positions_error(RELATIVE_KEY_QUERY, 2, 5, 8),
-                     "einsum(): subscript r has size 2 for operand 1 which does not broadcast "
-                     "with previously seen size 5");
-    ck_assert_str_eq(posts_positions_error(RELATIVE_KEY, 5, 6, 8),
-                     "The size of tensor a (6) must match the size of tensor b (5) at "
-                     "non-singleton dimension 3");
-    ck_assert_str_eq(posts_positions_error(RELATIVE_KEY, 3, 1, 8),
-                     "Expected size for first two dimensions of batch2 tensor to be: [8, 3] but "
-                     "got: [8, 1].");
-    ck_assert_ptr_null(posts_positions_error(RELATIVE_KEY_QUERY, 1, 7, 8));
-    ck_assert_ptr_null(posts_positions_error(RELATIVE_KEY, 4, 4, 8));
+// What the lesson says PyTorch raises for the post's relative positions is
+// what PyTorch raised: gen_lesson12.py ran the post's forward at each size
+// of posts_errors.txt (self-attention with a cache, cross-attention over M
+// features) and wrote its error text, or that it ran. Every line must come
+// out of posts_positions_error() exactly, and at least one of each kind is
+// there (the file cannot silently lose them).
+START_TEST(test_the_posts_errors_are_pytorchs) {
+    const char *cursor = read_text(REF_DIR "/posts_errors.txt");
+    int checked = 0, errors = 0, runs = 0;
+    for (const char *line = next_line(&cursor); line != NULL; line = next_line(&cursor)) {
+        if (line[0] == '#') {
+            continue;
+        }
+        char position[32], where[8];
+        int T = 0, L = 0, BH = 0, used = 0;
+        int read = sscanf(line, "%31s %7s %d %d %d\t%n", position, where, &T, &L, &BH, &used);
+        ck_assert_msg(read == 5 && used > 0, "posts_errors.txt: cannot read '%s'", line);
+        PositionType type =
+            strcmp(position, "relative_key") == 0 ? RELATIVE_KEY : RELATIVE_KEY_QUERY;
+        const char *recorded = line + used;
+        const char *ours = posts_positions_error(type, T, L, BH);
+        if (strcmp(recorded, "runs") == 0) {
+            ck_assert_msg(ours == NULL, "%s: PyTorch ran, the lesson says '%s'", line, ours);
+            runs += 1;
+        } else {
+            ck_assert_msg(ours != NULL && strcmp(ours, recorded) == 0,
+                          "%s %s T %d L %d: PyTorch raised '%s', the lesson says '%s'", position,
+                          where, T, L, recorded, ours != NULL ? ours : "(runs)");
+            errors += 1;
+        }
+        checked += 1;
+    }
+    ck_assert_int_ge(errors, 10);
+    ck_assert_int_ge(runs, 4);
+    ck_assert_int_eq(checked, errors + runs);
+}
+END_TEST
 
+// Where the post's relative positions run: one new token after a cache,
+// wrong; for relative_key no different from no relative term.
+START_TEST(test_the_posts_positions) {
     const PositionType types[2] = {RELATIVE_KEY, RELATIVE_KEY_QUERY};
     for (int p = 0; p < 2; p++) {
         BertConfig config = small_config(types[p], false);
@@ -460,18 +488,27 @@ START_TEST(test_the_posts_positions) {
         Run run;
         memset(&run, 0, sizeof run);
         run.attention_mask = padding_mask(2, 5, 1);
-        BertLayer post = fixed, plain = fixed;
-        post.attention.self.as_the_post = true;
+        BertLayer plain = fixed;
         plain.attention.self.position_embedding_type = ABSOLUTE;
-        const Tensor *right = two_calls(&fixed, &run, x, 4);                  // (B, 1, C)
-        const Tensor *wrong = two_calls(&post, &run, x, 4);
+        const Tensor *right = two_calls(&fixed, &run, x, 4, false);           // (B, 1, C)
+        const Tensor *wrong = two_calls(&fixed, &run, x, 4, true);
         ck_assert_msg(max_abs_diff(wrong, right) > 1e-3f, "%s: the post's is right (%g)",
                       POSITION_TYPES[types[p]], (double)max_abs_diff(wrong, right));
         if (types[p] == RELATIVE_KEY) {
-            assert_close(wrong, two_calls(&plain, &run, x, 4), 1e-6f, 1e-5f,
+            assert_close(wrong, two_calls(&plain, &run, x, 4, false), 1e-6f, 1e-5f,
                          "relative_key, the post's: a shift softmax ignores");
         }
     }
+    // Without a cache, in self-attention, the post's code is right: the
+    // same context as the fixed forward, bit for bit.
+    BertConfig config = small_config(RELATIVE_KEY_QUERY, false);
+    BertLayer layer = eval_layer(39, &config);
+    const Tensor *x = randn(shape3(2, 5, 16));                                // (B, T, C)
+    BertArgs args = {.attention_mask = padding_mask(2, 5, 1)};
+    assert_bitwise_equal(contiguous(posts_self_attention(&layer.attention.self, x, &args)),
+                         contiguous(BertSelfAttention_forward(NULL, NULL, &layer.attention.self,
+                                                              x, &args)),
+                         "the post's forward without a cache");
 }
 END_TEST
 
@@ -560,6 +597,9 @@ START_TEST(test_bad_flags) {
          "distance_embedding.weight"},
         {{"--encoder-seq", "1", "--encoder-width", "65536", "--dim", "2048", NULL},
          "crossattention.self.key.weight"},
+        {{"--part", "10", NULL}, "--part"},
+        {{"--part", "-1", NULL}, "--part"},
+        {{"--part", "3", "--all", NULL}, "--part 3 and --all"},
     };
     check_bad_flags(LESSON_DIR, "lesson-12", cases, sizeof cases / sizeof cases[0]);
 }
@@ -570,10 +610,53 @@ START_TEST(test_help_lists_the_flags) {
     ck_assert_int_eq(r.status, 0);
     const char *flags[] = {"--position", "--max-positions", "--pad", "--head-mask", "--past",
                            "--encoder-seq", "--encoder-width", "--chunk", "--train",
-                           "--intermediate"};
-    for (int i = 0; i < 10; i++) {
+                           "--intermediate", "--part", "--all"};
+    for (int i = 0; i < 12; i++) {
         ck_assert_msg(strstr(r.out, flags[i]) != NULL, "--help does not list %s", flags[i]);
     }
+}
+END_TEST
+
+// The parts: the default run prints part 1 and the list of the others;
+// --part N prints part N alone (its heading first, nothing of part 1);
+// --all prints part 1, then parts 2 to 9 in order, and no list.
+START_TEST(test_the_parts) {
+    static const char *const HEADINGS[] = {
+        "-- part 2: BERT's additive mask", "-- part 3: head_mask", "-- part 4: dropout",
+        "-- part 5: relative positions", "-- part 6: past_key_value", "-- part 7: BLIP's",
+        "-- part 8: apply_chunking_to_forward", "-- part 9: post-norm"};
+    RunResult plain = check_prints(LESSON_DIR, (const char *const[]){NULL},
+                                   "layer_output: torch.Size([2, 5, 16])\n"
+                                   "part 2: BERT's additive mask against lesson 4's masked_fill "
+                                   "(--pad varies it)\n"
+                                   "part 9: post-norm (BERT) against pre-norm (lesson 11), over 12 "
+                                   "layers\n");
+    RunResult all = run_program(lesson_binary(LESSON_DIR), (const char *const[]){"--all", NULL});
+    ck_assert_int_eq(all.status, 0);
+    ck_assert_ptr_null(strstr(all.out, "-- the other parts"));
+    ck_assert_ptr_nonnull(strstr(all.out, "layer_output: torch.Size([2, 5, 16])\n"));
+    const char *after = all.out;
+    for (int n = 2; n <= 9; n++) {
+        ck_assert_msg(strstr(plain.out, HEADINGS[n - 2]) == NULL, "the default prints part %d", n);
+        const char *at = strstr(after, HEADINGS[n - 2]);
+        ck_assert_msg(at != NULL, "--all lacks part %d, or prints it out of order", n);
+        after = at;
+        char number[4];
+        snprintf(number, sizeof number, "%d", n);
+        RunResult one = run_program(lesson_binary(LESSON_DIR),
+                                    (const char *const[]){"--part", number, NULL});
+        ck_assert_int_eq(one.status, 0);
+        ck_assert_msg(strncmp(one.out, "\n", 1) == 0 && strncmp(one.out + 1, HEADINGS[n - 2],
+                                                                  strlen(HEADINGS[n - 2])) == 0,
+                      "--part %d does not start with its heading: %.80s", n, one.out);
+        ck_assert_ptr_null(strstr(one.out, "attention.self (BertSelfAttention)"));
+        ck_assert_ptr_null(strstr(one.out, "-- part 1"));
+    }
+    RunResult first = run_program(lesson_binary(LESSON_DIR),
+                                  (const char *const[]){"--part", "1", NULL});
+    ck_assert_int_eq(first.status, 0);
+    ck_assert_ptr_nonnull(strstr(first.out, "attention.self (BertSelfAttention)"));
+    ck_assert_ptr_null(strstr(first.out, "-- the other parts"));
 }
 END_TEST
 
@@ -597,11 +680,13 @@ static Suite *lesson12_suite(void) {
     TCase *relative = new_tcase("relative positions");
     tcase_add_test(relative, test_einsums_by_hand);
     tcase_add_test(relative, test_relative_distance);
+    tcase_add_test(relative, test_the_posts_errors_are_pytorchs);
     tcase_add_test(relative, test_the_posts_positions);
     suite_add_tcase(suite, relative);
     TCase *flags = new_tcase("flags");
     tcase_add_test(flags, test_bad_flags);
     tcase_add_test(flags, test_help_lists_the_flags);
+    tcase_add_test(flags, test_the_parts);
     suite_add_tcase(suite, flags);
     return suite;
 }

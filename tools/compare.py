@@ -29,10 +29,19 @@ Each number of a matched line is then
                  `within`, both sides below 1e-4): each side adds its own
                  numbers in its own order, so these are listed, not compared.
 
+It also says which BLAS library PyTorch multiplies with: the page's code
+runs in the same Python, with the same environment, as this script. That
+decides how often a last digit differs: Debian's python3-torch uses whatever
+libblas.so.3 the system has (the reference BLAS by default, which adds the
+terms of a dot product one after the other, as the lessons' matmul does; or
+OpenBLAS, which adds them in blocks, in another order); the official wheels
+have MKL built in.
+
 Exit status: 0 when every compared number is identical or differs only in
 its last printed digit, 1 otherwise (or when a program fails), 2 when
 python3 cannot import torch or the page has no marked block.
 """
+import ctypes
 import difflib
 import math
 import os
@@ -156,6 +165,45 @@ def print_report(report, out=sys.stdout):
           file=out)
 
 
+def blas_in_use(torch):
+    """The BLAS library this process's torch multiplies with: (name, where).
+
+    Taken from the libraries the process has loaded (/proc/self/maps, where
+    there is one) and from how torch was built (torch.__config__.show()'s
+    BLAS_INFO): Debian's build says "generic", meaning the system's
+    libblas.so.3; the official wheels say "mkl", built into torch."""
+    built = re.search(r"BLAS_INFO=(\w+)", torch.__config__.show())
+    built = built.group(1) if built else "unknown"
+    if built == "mkl":
+        return "MKL", "built into torch (BLAS_INFO=mkl)"
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            loaded = sorted({line.split()[-1] for line in maps if "/" in line})
+    except OSError:
+        return "a BLAS not known", (f"no /proc/self/maps to read; torch was built with "
+                                    f"BLAS_INFO={built}" + (", the system's libblas.so.3"
+                                                            if built == "generic" else ""))
+
+    def loaded_named(word):
+        return [path for path in loaded if word in os.path.basename(path)]
+
+    for path in loaded_named("libopenblas"):
+        try:
+            library = ctypes.CDLL(path)           # already loaded: the same library
+            library.openblas_get_config.restype = ctypes.c_char_p
+            library.openblas_get_corename.restype = ctypes.c_char_p
+            version = " ".join(library.openblas_get_config().decode().split()[:2])
+            return f"{version} (kernel {library.openblas_get_corename().decode()})", path
+        except (OSError, AttributeError):
+            return "OpenBLAS", path
+    for word, name in (("libmkl", "MKL"), ("libblis", "BLIS"), ("libatlas", "ATLAS")):
+        if loaded_named(word):
+            return name, loaded_named(word)[0]
+    for path in loaded_named("libblas.so"):
+        return ("the reference BLAS" if "/blas/" in path else "a libblas.so.3"), path
+    return "no BLAS library found", f"among the loaded libraries (BLAS_INFO={built})"
+
+
 def run(command, what):
     """The program's stdout; it stops compare if the program fails."""
     result = subprocess.run(command, capture_output=True, text=True)
@@ -175,7 +223,7 @@ def main(argv):
     binary, page, flags = argv[1], argv[2], argv[3:]
     lesson_number = int(os.path.basename(page)[:2])
     try:
-        import torch  # noqa: F401 (only: is it there?)
+        import torch
     except ImportError as error:
         print(f"make compare-{lesson_number} needs PyTorch: {sys.executable} cannot import "
               f"torch ({error}). On Debian: apt-get install python3-torch; another Python: "
@@ -194,6 +242,9 @@ def main(argv):
         page_text = run([sys.executable, script] + flags, f"the PyTorch code of {page}")
     print(f"compare: {' '.join([binary] + flags)}")
     print(f"against: the PyTorch code of {page}, same flags")
+    blas, where = blas_in_use(torch)
+    print(f"PyTorch {torch.__version__} ({sys.executable}) multiplies with {blas}:")
+    print(f"  {where}")
     report = compare(lesson_text, page_text)
     print_report(report)
     print("OK: every compared number is identical or differs only in its last printed digit"

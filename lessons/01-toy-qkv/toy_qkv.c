@@ -37,8 +37,9 @@
 //   - The post's soft_max overflows for large scores; subtracting the row's
 //     max first does not.
 //
-// Size letters: T = number of queries, S = number of keys (both 3 here), C = channels.
-// Index letters: t query position, s key position, c channel.
+// Size letters (the repository's, docs/README.md): T = number of queries,
+// S = number of keys (both 3 here), C = numbers per vector.
+// Index letters: t query position, s key position, c one of the C numbers.
 
 #include <math.h>
 #include <stdio.h>
@@ -103,7 +104,7 @@ static void walk_through_input_1(const ToyAttentionSteps *steps, const Tensor *V
     }
     printf("]\nexact output:      [%.4f, %.4f, %.4f]\n", *at2(out, 0, 0), *at2(out, 0, 1),
            *at2(out, 0, 2));
-    printf("exp(2) = %.4f is small next to exp(4) = %.4f, but not zero: input-1 still "
+    printf("exp(2) = %.4f is small next to exp(4) = %.4f, but not zero:\ninput-1 still "
            "gets 6%% of its own value.\n\n", exp(2.0), exp(4.0));
 }
 

@@ -9,10 +9,10 @@
 //   Linear layers; the attention itself (Q @ K^T, softmax, weights @ V) is
 //   invisible to it. We count it by hand.
 //
-// THE MATH (B = batch, T = seq, C = dim)
+// THE MATH (B = batch, T = seq as queries, S = seq as keys, C = dim)
 //   Q = X Wq^T + bq,  K = X Wk^T + bk,  V = X Wv^T + bv         (B, T, C) each
-//   attention_value  = Q @ K^T                                   (B, T, T)
-//   attention_weight = softmax(attention_value / sqrt(C), dim=-1) (B, T, T)
+//   attention_value  = Q @ K^T                                   (B, T, S)
+//   attention_weight = softmax(attention_value / sqrt(C), dim=-1) (B, T, S)
 //   output           = attention_weight @ V                      (B, T, C)
 //
 // THE PYTORCH IT MIRRORS (the notebook's cell; docs/02-self-attention-v1.md has it whole)
@@ -47,7 +47,8 @@
 //   2. what thop counted, and what it left out (--batch, --seq, --dim)
 //   3. the aside: X.T on a 3-D tensor
 //
-// Size letters: B = batch, T = seq (query and key positions), C = dim.
+// Size letters (the repository's, docs/README.md): B = batch, T = seq as query
+// positions, S = seq as key positions (S = T: self-attention), C = dim.
 // Index letters: b batch, t query position, s key position.
 
 #include <math.h>
@@ -70,8 +71,8 @@ typedef struct {
 // check (the notebook's forward keeps them to itself).
 typedef struct {
     const Tensor *Q, *K, *V;           // (B, T, C)
-    const Tensor *attention_value;     // (B, T, T) Q @ K^T, before the scaling
-    const Tensor *attention_weight;    // (B, T, T) the notebook's `attention_wight`
+    const Tensor *attention_value;     // (B, T, S) Q @ K^T, before the scaling
+    const Tensor *attention_weight;    // (B, T, S) the notebook's `attention_wight`
 } SelfAttV1Steps;
 
 // SelfAttV1(hidden_dim). nn.Linear draws its weight, then its bias, from
@@ -104,7 +105,7 @@ static Tensor *SelfAttV1_forward(SelfAttV1Steps *steps, const SelfAttV1 *self, c
     // would reverse all three dims: see part 3 below.)
     // attention_value[b, t, s] = q_{b,t} . k_{b,s}
     const Tensor *attention_value =
-        named("attention_value", matmul(Q, transpose(K, -1, -2)));                // (B, T, T)
+        named("attention_value", matmul(Q, transpose(K, -1, -2)));                // (B, T, S)
 
     // Why divide by sqrt(hidden_dim): a dot product of C terms of variance ~1
     // has variance ~C, so its size grows like sqrt(C); dividing keeps the
@@ -114,7 +115,7 @@ static Tensor *SelfAttV1_forward(SelfAttV1Steps *steps, const SelfAttV1 *self, c
     // variable `attention_wight`: a typo.)
     float scale = (float)sqrt((double)self->hidden_dim);
     const Tensor *attention_weight = named(
-        "attention_weight", softmax(div_scalar(attention_value, scale), -1));     // (B, T, T)
+        "attention_weight", softmax(div_scalar(attention_value, scale), -1));     // (B, T, S)
 
     // Each output row mixes the value rows of its batch row by its weights.
     Tensor *output = matmul(attention_weight, V);                                 // (B, T, C)
@@ -252,7 +253,8 @@ static void part2_what_thop_counted(const Cell *cell) {
     int batch = size(cell->X, 0), seq = size(cell->X, 1), dim = size(cell->X, 2);
     long long rows = (long long)batch * seq;
     FullCount c = full_count(batch, seq, dim);
-    printf("\n-- what thop counted --\n");
+    printf("\n-- part 2: what thop counted, and what it left out (--batch, --seq and --dim change "
+           "it) --\n");
     printf("thop adds in_features x (elements of the output) for every nn.Linear call:\n");
     const Linear *layers[] = {&net->query_proj, &net->key_proj, &net->value_proj};
     const char *names[] = {"query_proj", "key_proj", "value_proj"};
@@ -285,7 +287,8 @@ static void part2_what_thop_counted(const Cell *cell) {
 // for a batch of matrices. The notebook draws a fresh X for this; only
 // its shape matters, so we reuse ours and draw nothing.
 static void part3_the_aside_X_T(const Tensor *X) {
-    printf("\n-- the aside: X.T on a 3-D tensor reverses all three dims --\n");
+    printf("\n-- part 3: the aside: X.T on a 3-D tensor reverses all three dims (--batch, --seq, "
+           "--dim) --\n");
     printf("%s\n", size_str(permute(X, (int[]){2, 1, 0})));                       // (C, T, B)
 }
 
@@ -307,7 +310,7 @@ int main(int argc, char **argv) {
         .n_sizes = 3,
     };
     parse_lesson_args(&lesson, argc, argv);
-    // The biggest tensors: the weights (B, T, T), X and Q/K/V (B, T, C), a
+    // The biggest tensors: the weights (B, T, S), X and Q/K/V (B, T, C), a
     // projection weight (C, C).
     check_fits(&lesson, "attention_weight (batch, seq, seq)", shape3(batch, seq, seq));
     check_fits(&lesson, "X (batch, seq, dim)", shape3(batch, seq, dim));

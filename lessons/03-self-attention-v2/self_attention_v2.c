@@ -8,10 +8,10 @@
 //   It also adds `output_proj`, a Linear(dim, dim) after the attention,
 //   which every real transformer block has.
 //
-// THE MATH (B = batch, T = seq, C = dim)
+// THE MATH (B = batch, T = seq as queries, S = seq as keys, C = dim)
 //   QKV = X Wp^T + bp,  Wp = [Wq; Wk; Wv] (3C, C), bp = [bq; bk; bv]  (B, T, 3C)
 //   Q, K, V = QKV[..., 0:C], QKV[..., C:2C], QKV[..., 2C:3C]        (B, T, C) each
-//   att_weight = softmax(Q @ K^T / sqrt(C), dim=-1)                  (B, T, T)
+//   att_weight = softmax(Q @ K^T / sqrt(C), dim=-1)                  (B, T, S)
 //   output = att_weight @ V;   ret = output Wo^T + bo                (B, T, C)
 //
 // THE PYTORCH IT MIRRORS (the notebook's cell; docs/03-self-attention-v2.md has it whole)
@@ -37,7 +37,15 @@
 //   - Cutting proj.weight into three (dim, dim) blocks and running them as
 //     V1 does gives Q, K and V again, to the last bit.
 //
-// Size letters: B = batch, T = seq (query and key positions), C = dim.
+// THE PARTS (each a function below, called from main in this order)
+//   1. the notebook's cell: net(X), then thop's profile() and its two lines
+//   2. what net(X) computed (--heatmap draws att_weight)
+//   3. torch.split returns views of QKV (--dim moves them)
+//   4. V1's three projections stacked are V2's proj (--dim sizes them)
+//   5. what thop counted, and what it left out (--batch, --seq, --dim)
+//
+// Size letters (the repository's, docs/README.md): B = batch, T = seq as query
+// positions, S = seq as key positions (S = T: self-attention), C = dim.
 // Index letters: b batch, t query position, s key position.
 
 #include <math.h>
@@ -60,7 +68,7 @@ typedef struct {
 typedef struct {
     const Tensor *QKV;          // (B, T, 3C)
     const Tensor *Q, *K, *V;    // (B, T, C), views into QKV
-    const Tensor *att_weight;   // (B, T, T)
+    const Tensor *att_weight;   // (B, T, S)
     const Tensor *output;       // (B, T, C), before output_proj
 } SelfAttV2Steps;
 
@@ -97,9 +105,9 @@ static Tensor *SelfAttV2_forward(SelfAttV2Steps *steps, const SelfAttV2 *self, c
     // As in V1: scores scaled by 1/sqrt(dim) so their size does not grow
     // with dim, then a softmax over the keys (the last dim).
     float scale = (float)sqrt((double)self->dim);   // math.sqrt, rounded to float
-    const Tensor *scores = matmul(Q, transpose(K, -1, -2));                       // (B, T, T)
+    const Tensor *scores = matmul(Q, transpose(K, -1, -2));                       // (B, T, S)
     const Tensor *att_weight =
-        named("att_weight", softmax(div_scalar(scores, scale), -1));              // (B, T, T)
+        named("att_weight", softmax(div_scalar(scores, scale), -1));              // (B, T, S)
     const Tensor *output = named("output", matmul(att_weight, V));                // (B, T, C)
     // output_proj mixes the attended values across channels. With one head
     // it is the W^O of "Attention Is All You Need"; with many heads
@@ -113,7 +121,7 @@ static Tensor *SelfAttV2_forward(SelfAttV2Steps *steps, const SelfAttV2 *self, c
     return ret;
 }
 
-// --- what the notebook prints: thop's profile() --------------------------------------
+// --- part 1: the notebook's cell: net(X), then thop's profile() -------------------------
 
 typedef struct {
     long long flops;    // thop's "FLOPs": really multiply-adds (MACs)
@@ -149,13 +157,44 @@ static Profile thop_profile(const SelfAttV2 *net, const Tensor *X) {
     return profile;
 }
 
-// --- the demonstrations ---------------------------------------------------------------
+// What part 1 made, for the parts after it.
+typedef struct {
+    const Tensor *X;        // (B, T, C)
+    SelfAttV2 net;
+    SelfAttV2Steps steps;   // of net(X)
+    const Tensor *ret;      // (B, T, C) net(X)
+    Profile profile;
+} Cell;
+
+// The notebook's cell, in its order: X, SelfAttV2(dim), net(X), then
+// profile() and its two lines, which come first in the output, so it diffs
+// against the notebook's.
+static Cell part1_the_notebooks_cell(int batch, int seq, int dim) {
+    Cell cell;
+    cell.X = named("X", rand_tensor(shape3(batch, seq, dim)));                    // (B, T, C)
+    cell.net = SelfAttV2_init(dim);
+    // The notebook writes `net(X).shape` mid-cell, where Jupyter shows
+    // nothing (only a cell's last expression is displayed); part 2 prints
+    // it after the notebook's lines, so those still come first.
+    cell.ret = SelfAttV2_forward(&cell.steps, &cell.net, cell.X);                 // (B, T, C)
+    cell.profile = thop_profile(&cell.net, cell.X);
+    // The notebook prints these two lines as "SelfAttV1 FLOPs" and
+    // "SelfAttV1 Parameters": the f-strings were copied from the V1 cell and
+    // not renamed. The numbers are SelfAttV2's, so the label should be too.
+    printf("SelfAttV2 FLOPs: %.6f MFLOPs\n", (double)cell.profile.flops / 1e6);
+    printf("SelfAttV2 Parameters: %.6f M\n", (double)cell.profile.params / 1e6);
+    return cell;
+}
+
+// --- part 2: what net(X) computed (--heatmap) ---------------------------------------------
 
 // What net(X) computed, as print() shows tensors that autograd recorded.
 // ret's grad_fn is ViewBackward0: PyTorch's Linear flattens a contiguous
 // 3-D input to (B*T, C), does one addmm and views the result back.
-static void print_what_net_computed(const SelfAttV2Steps *steps, const Tensor *ret, bool heatmap) {
-    printf("\n-- what net(X) computed --\n");
+static void part2_what_net_computed(const Cell *cell, bool heatmap) {
+    const SelfAttV2Steps *steps = &cell->steps;
+    const Tensor *ret = cell->ret;
+    printf("\n-- part 2: what net(X) computed (--heatmap draws att_weight) --\n");
     printf("net(X).shape: %s\n", size_str(ret));
     printf("att_weight: %s\n", tensor_str(steps->att_weight, "grad_fn=<SoftmaxBackward0>"));
     printf("ret: %s\n", tensor_str(ret, "grad_fn=<ViewBackward0>"));
@@ -171,12 +210,15 @@ static void show_view(const char *name, const Tensor *t) {
            stride_str(t), t->offset, is_contiguous(t) ? "True" : "False");
 }
 
+// --- part 3: torch.split returns views of QKV (--dim) -------------------------------------
+
 // torch.split made views: same storage, QKV's strides, a moved start.
 // Element Q[b, t, d] is QKV's storage at b*stride0 + t*stride1 + d; K's
 // is the same plus dim, V's plus 2*dim. Q is not contiguous (its rows
 // are 3*dim apart), which matters for view() in the multi-head lessons.
-static void show_split_views(const SelfAttV2Steps *steps) {
-    printf("\n-- torch.split returns views of QKV --\n");
+static void part3_split_views(const Cell *cell) {
+    const SelfAttV2Steps *steps = &cell->steps;
+    printf("\n-- part 3: torch.split returns views of QKV (--dim moves them) --\n");
     show_view("QKV", steps->QKV);
     show_view("Q", steps->Q);
     show_view("K", steps->K);
@@ -187,6 +229,8 @@ static void show_split_views(const SelfAttV2Steps *steps) {
                   steps->V->data == storage;
     printf("Q, K and V share QKV's storage: %s\n", shared ? "True" : "False");
 }
+
+// --- part 4: V1's three projections stacked are V2's proj (--dim) --------------------------
 
 // Rows [start, start+length) of a Linear's weight and bias, as a Linear of
 // its own: weight[start:start+length] and bias[start:start+length] in
@@ -206,9 +250,11 @@ static Linear rows_of(const Linear *layer, int start, int length) {
 // same order. A BLAS is free to block a (3C, C) and a (C, C) product
 // differently, which could change the last bit; the PyTorch 1.13 of the
 // tests gives equal bits too.)
-static void show_v1_inside_v2(const SelfAttV2 *net, const SelfAttV2Steps *steps,
-                              const Tensor *X) {
-    printf("\n-- V1's three projections stacked are V2's proj --\n");
+static void part4_v1_inside_v2(const Cell *cell) {
+    const SelfAttV2 *net = &cell->net;
+    const SelfAttV2Steps *steps = &cell->steps;
+    const Tensor *X = cell->X;
+    printf("\n-- part 4: V1's three projections stacked are V2's proj (--dim sizes them) --\n");
     int C = net->dim;
     Linear query_proj = rows_of(&net->proj, 0, C);
     Linear key_proj = rows_of(&net->proj, C, C);
@@ -228,6 +274,8 @@ static void show_v1_inside_v2(const SelfAttV2 *net, const SelfAttV2Steps *steps,
     printf("max |value_proj(X) - V| = %g\n", max_abs_diff(linear(&value_proj, X), steps->V));
 }
 
+// --- part 5: what thop counted, and what it left out (--batch, --seq, --dim) ----------------
+
 // The part thop cannot see, counted as in lesson 2: Q @ K^T and
 // att_weight @ V are batch*seq*seq*dim multiply-adds each, the scaling one
 // division per score, the softmax 3 operations per weight (exp, add to the
@@ -244,11 +292,14 @@ static long long attention_count(long long batch, long long seq, long long dim) 
 
 // The counts. proj does exactly the multiply-adds of V1's three
 // projections; output_proj is the only new work.
-static void print_counts(const Profile *profile, const SelfAttV2 *net, int batch, int seq,
-                         int dim) {
+static void part5_what_thop_counted(const Cell *cell) {
+    const Profile *profile = &cell->profile;
+    const SelfAttV2 *net = &cell->net;
+    int batch = size(cell->X, 0), seq = size(cell->X, 1), dim = size(cell->X, 2);
     long long rows = (long long)batch * seq;
     long long attention = attention_count(batch, seq, dim);
-    printf("\n-- what thop counted, and what it left out --\n");
+    printf("\n-- part 5: what thop counted, and what it left out (--batch, --seq and --dim change "
+           "it) --\n");
     printf("  proj         %d x (%d*%d*%d) = %lld  (= V1's three projections)\n", dim, batch,
            seq, 3 * dim, count_linear(&net->proj, rows));
     printf("  output_proj  %d x (%d*%d*%d) = %lld\n", dim, batch, seq, dim,
@@ -280,32 +331,18 @@ int main(int argc, char **argv) {
         .n_sizes = 3,
     };
     parse_lesson_args(&lesson, argc, argv);
-    // The biggest tensors: QKV (B, T, 3C), att_weight (B, T, T), proj.weight (3C, C).
+    // The biggest tensors: QKV (B, T, 3C), att_weight (B, T, S), proj.weight (3C, C).
     check_fits(&lesson, "QKV (batch, seq, 3*dim)", shape3(batch, seq, 3 * dim));
     check_fits(&lesson, "att_weight (batch, seq, seq)", shape3(batch, seq, seq));
     check_fits(&lesson, "proj.weight (3*dim, dim)", shape2(3 * dim, dim));
     lesson_start(&lesson);
 
-    const Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));           // (B, T, C)
-    SelfAttV2 net = SelfAttV2_init(dim);
-    // The notebook writes `net(X).shape` mid-cell, where Jupyter shows
-    // nothing (only a cell's last expression is displayed);
-    // print_what_net_computed() prints it after the notebook's lines, so
-    // those still come first.
-    SelfAttV2Steps steps;
-    const Tensor *ret = SelfAttV2_forward(&steps, &net, X);                       // (B, T, C)
-    Profile profile = thop_profile(&net, X);
-    // The notebook prints these two lines as "SelfAttV1 FLOPs" and
-    // "SelfAttV1 Parameters": the f-strings were copied from the V1 cell and
-    // not renamed. The numbers are SelfAttV2's, so the label should be too.
-    printf("SelfAttV2 FLOPs: %.6f MFLOPs\n", (double)profile.flops / 1e6);
-    printf("SelfAttV2 Parameters: %.6f M\n", (double)profile.params / 1e6);
-
-    print_what_net_computed(&steps, ret, lesson.heatmap);
-    show_split_views(&steps);
+    Cell cell = part1_the_notebooks_cell(batch, seq, dim);
+    part2_what_net_computed(&cell, lesson.heatmap);
+    part3_split_views(&cell);
     bool was_paused = trace_pause(true);   // a check, not part of the dataflow
-    show_v1_inside_v2(&net, &steps, X);
+    part4_v1_inside_v2(&cell);
     trace_pause(was_paused);
-    print_counts(&profile, &net, batch, seq, dim);
+    part5_what_thop_counted(&cell);
     return lesson_finish(&lesson);
 }

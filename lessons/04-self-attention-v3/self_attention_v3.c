@@ -47,6 +47,14 @@
 //     -inf as its fill: the same output to the bit on the cell's mask, NaN
 //     for a sentence that is all padding (the last part of the output).
 //
+// THE PARTS (each a function below, called from main in this order)
+//   1. the notebook's cell: b, the mask, net(X, mask) and the weights it
+//      prints (--heatmap draws them)
+//   2. what att_drop does to the weights (--train turns it on)
+//   3. the mask hides keys (columns), not queries (rows) (--batch, --seq)
+//   4. a row whose keys are all masked: why -1e20 and not -inf
+//   5. the Attention 介绍 notes' ScaledDotProductAttetion: -inf as its fill
+//
 // Size letters: B = batch, T = seq as query positions (rows of att_weight),
 // S = seq as key positions (columns), C = dim.
 // Index letters: b batch row, t query position, s key position.
@@ -58,7 +66,7 @@
 
 // The value written over masked scores: the notebook's float("-1e20").
 // Any number far below every real score works: exp(-1e20 - max) is exactly
-// 0 in float32. Why not -INFINITY: see fully_masked_row() below.
+// 0 in float32. Why not -INFINITY: see part4_fully_masked_row() below.
 #define MASK_FILL -1e20f
 #define ATT_DROPOUT 0.1   // "一般是 0.1 的 dropout" (config.attention_probs_dropout_prob)
 
@@ -160,7 +168,7 @@ static Tensor *SelfAttV3_forward(SelfAttV3Steps *steps, const SelfAttV3 *self, c
     return ret;
 }
 
-// --- the cell's padding mask ---------------------------------------------------------
+// --- part 1: the notebook's cell: the padding mask, then net(X, mask) -------------------
 
 // b: (batch, seq), 1 for a real token, 0 for padding. Batch row i keeps its
 // first max(1, seq-1-i) tokens: for 3x4 that is the notebook's
@@ -178,10 +186,63 @@ static const Tensor *padding_rows(int batch, int seq) {
     return b;
 }
 
-// --- the demonstrations: what the notebook does not show --------------------------------
+// What part 1 made, for the parts after it.
+typedef struct {
+    const Tensor *X;        // (B, T, C)
+    const Tensor *b;        // (B, S) 1 for a real token, 0 for padding
+    const Tensor *mask;     // (B, T, S)
+    SelfAttV3 net;
+    SelfAttV3Steps steps;   // of net(X, mask)
+    const Tensor *ret;      // (B, T, C)
+} Cell;
+
+// The notebook's cell, in its order: X, b and its shape, the mask, then
+// net(X, mask), whose forward prints att_weight, and the shape of its output.
+static Cell part1_the_notebooks_cell(int batch, int seq, int dim, bool train, bool heatmap) {
+    Cell cell;
+    cell.X = named("X", rand_tensor(shape3(batch, seq, dim)));               // (B, T, C)
+    cell.b = padding_rows(batch, seq);                                       // (B, S)
+    printf("%s\n", size_str(cell.b));
+    // [B, S] -> [B, 1, S] -> [B, T, S]: the same key mask for every query
+    // row t ("在第 1 维重复 seq 次": repeat seq times along dim 1).
+    const Tensor *b_rows = unsqueeze(cell.b, 1);                             // (B, 1, S)
+    cell.mask = named("mask", repeat(b_rows, (int[]){1, seq, 1}));           // (B, T, S)
+    printf("%s %s\n", tensor_str(cell.mask, NULL), size_str(cell.mask));
+
+    cell.net = SelfAttV3_init(dim);
+    // The notebook never calls net.eval(), so its dropout was on when it ran;
+    // its printed weights come before dropout and are not affected.
+    cell.net.training = train;
+    cell.ret = SelfAttV3_forward(&cell.steps, &cell.net, cell.X, cell.mask);  // (B, T, C)
+    // The forward's print(att_weight), and in training the lesson's own
+    // line with the weights after dropout.
+    printf("%s\n", tensor_str(cell.steps.att_weight, "grad_fn=<SoftmaxBackward0>"));
+    if (train) {
+        printf("att_weight after att_drop: %s\n",
+               tensor_str(cell.steps.att_weight_dropped, "grad_fn=<MulBackward0>"));
+    }
+    printf("%s\n", size_str(cell.ret));   // print(net(X, mask).shape)
+    if (heatmap) {
+        printf("\n");
+        print_heatmap("att_weight (after softmax, before dropout)", cell.steps.att_weight);
+        if (train) {
+            print_heatmap("att_weight after att_drop", cell.steps.att_weight_dropped);
+        }
+    }
+    return cell;
+}
+
+// --- part 2: what att_drop does to the weights (--train) ----------------------------------
 
 // Train mode: what att_drop did to the weights.
-static void show_dropout(const SelfAttV3Steps *steps) {
+static void part2_dropout(const Cell *cell) {
+    printf("\n-- part 2: what att_drop does to the weights (--train turns it on) --\n");
+    if (!cell->net.training) {
+        printf("eval mode: att_drop(att_weight) is att_weight itself; --train shows what it "
+               "zeroes\n");
+        return;
+    }
+    const SelfAttV3Steps *steps = &cell->steps;
     const Tensor *before = steps->att_weight;            // (B, T, S)
     const Tensor *after = steps->att_weight_dropped;     // (B, T, S)
     long kept = 0, dropped = 0;
@@ -200,7 +261,6 @@ static void show_dropout(const SelfAttV3Steps *steps) {
         }
         next_index(index, before->shape.size, before->shape.ndim);
     }
-    printf("\n-- what att_drop did (train mode) --\n");
     printf("of the %ld unmasked weights it zeroed %ld and divided the other %ld by 0.9",
            kept + dropped, dropped, kept);
     if (kept > 0) {
@@ -210,15 +270,19 @@ static void show_dropout(const SelfAttV3Steps *steps) {
            "0.9 * w/0.9 + 0.1 * 0 = w.\n");
 }
 
+// --- part 3: the mask hides keys (columns), not queries (rows) (--batch, --seq) -------------
+
 // A padding mask hides keys, not queries: the last batch row has the most
 // padding, yet every one of its query positions gets an output row.
-static void show_padded_queries(const Tensor *b, const Tensor *ret) {
+static void part3_padded_queries(const Cell *cell) {
+    const Tensor *b = cell->b, *ret = cell->ret;
     int B = size(ret, 0), T = size(ret, 1), C = size(ret, 2);
     int last = B - 1, kept = 0;
     for (int s = 0; s < size(b, 1); s++) {
         kept += *at2(b, last, s) != 0.0f;
     }
-    printf("\n-- the mask hides keys (columns), not queries (rows) --\n");
+    printf("\n-- part 3: the mask hides keys (columns), not queries (rows) (--batch and --seq "
+           "change it) --\n");
     if (kept == T) {
         printf("(batch row %d has no padding with these sizes)\n", last);
         return;
@@ -230,6 +294,8 @@ static void show_padded_queries(const Tensor *b, const Tensor *ret) {
     printf("ret[%d]:\n%s\n", last, tensor_str(ret_row, "grad_fn=<SelectBackward0>"));
     printf("a model must ignore those rows itself (the loss or the pooling skips padding).\n");
 }
+
+// --- part 4: a row whose keys are all masked: why -1e20 and not -inf ----------------------
 
 // softmax(scores.masked_fill(mask == 0, fill), dim=-1): the forward's two
 // lines with the fill value as a parameter, so -1e20 and -inf can be tried
@@ -247,7 +313,8 @@ static Tensor *masked_softmax(const Tensor *scores, const Tensor *mask, float fi
 // BERT (in Chen Ming's post) adds a mask instead: scores + (1 - mask) * -10000. With
 // every key masked that shifts the whole row by -10000, and softmax does not
 // change when a row is shifted, so the row gets (nearly) its UNMASKED weights.
-static void fully_masked_row(const SelfAttV3Steps *steps) {
+static void part4_fully_masked_row(const Cell *cell) {
+    const SelfAttV3Steps *steps = &cell->steps;
     int S = size(steps->scores, 2);
     // scores[0, 0]: batch 0, query 0, as a 1-D row
     const Tensor *first = narrow(narrow(steps->scores, 0, 0, 1), 1, 0, 1);   // (1, 1, S)
@@ -256,7 +323,8 @@ static void fully_masked_row(const SelfAttV3Steps *steps) {
     no_keys->dtype = DTYPE_INT64;
     const Tensor *additive = full(shape1(S), -10000.0f);                     // (S) (1 - 0) * -10000
 
-    printf("\n-- a row whose keys are all masked: why -1e20 and not -inf --\n");
+    printf("\n-- part 4: a row whose keys are all masked: why -1e20 and not -inf (--seed changes "
+           "it) --\n");
     printf("scores of batch 0, query 0: %s\n", tensor_str(row, NULL));
     printf("mask every key, fill -1e20 (the notebook): %s\n",
            tensor_str(masked_softmax(row, no_keys, MASK_FILL), NULL));
@@ -267,7 +335,7 @@ static void fully_masked_row(const SelfAttV3Steps *steps) {
     printf("no mask at all, for comparison:            %s\n", tensor_str(softmax(row, -1), NULL));
 }
 
-// --- the Attention 介绍 notes' ScaledDotProductAttetion -------------------------------
+// --- part 5: the Attention 介绍 notes' ScaledDotProductAttetion: -inf as its fill ---------
 
 // The notes' ScaledDotProductAttetion (sic) is SelfAttV3 line for line (the
 // same proj, att_drop and output_proj, so the same state_dict), except one
@@ -302,12 +370,14 @@ static Tensor *ScaledDotProductAttetion_forward(const ScaledDotProductAttetion *
 // -1e20 both give masked keys a weight of exactly 0, so the two agree to
 // the bit. With a sentence that is all padding they part: SelfAttV3 gives
 // its queries uniform weights and finite outputs, the notes' class NaN.
-static void show_notes_class(const SelfAttV3 *net, const Tensor *X, const Tensor *mask) {
+static void part5_notes_class(const Cell *cell) {
+    const SelfAttV3 *net = &cell->net;
+    const Tensor *X = cell->X, *mask = cell->mask;
     SelfAttV3 net_eval = *net;
     net_eval.training = false;
     const ScaledDotProductAttetion *sdpa = &net_eval;   // the same weights
-    printf("\n-- the Attention 介绍 notes' ScaledDotProductAttetion: SelfAttV3 with -inf as "
-           "its fill --\n");
+    printf("\n-- part 5: the Attention 介绍 notes' ScaledDotProductAttetion, -inf as its fill "
+           "(--batch) --\n");
     printf("sdpa = ScaledDotProductAttetion(%d); sdpa.load_state_dict(net.state_dict()); "
            "both .eval()\n", net->dim);
     const Tensor *ret = SelfAttV3_forward(NULL, &net_eval, X, mask);         // (B, T, C)
@@ -363,44 +433,11 @@ int main(int argc, char **argv) {
     check_fits(&lesson, "proj.weight (3*dim, dim)", shape2(3 * dim, dim));
     lesson_start(&lesson);
 
-    const Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));      // (B, T, C)
-    const Tensor *b = padding_rows(batch, seq);                              // (B, S)
-    printf("%s\n", size_str(b));
-    // [B, S] -> [B, 1, S] -> [B, T, S]: the same key mask for every query
-    // row t ("在第 1 维重复 seq 次": repeat seq times along dim 1).
-    const Tensor *b_rows = unsqueeze(b, 1);                                  // (B, 1, S)
-    const Tensor *mask = named("mask", repeat(b_rows, (int[]){1, seq, 1}));  // (B, T, S)
-    printf("%s %s\n", tensor_str(mask, NULL), size_str(mask));
-
-    SelfAttV3 net = SelfAttV3_init(dim);
-    // The notebook never calls net.eval(), so its dropout was on when it ran;
-    // its printed weights come before dropout and are not affected.
-    net.training = train;
-    SelfAttV3Steps steps;
-    const Tensor *ret = SelfAttV3_forward(&steps, &net, X, mask);            // (B, T, C)
-    // The forward's print(att_weight), and in training the lesson's own
-    // line with the weights after dropout.
-    printf("%s\n", tensor_str(steps.att_weight, "grad_fn=<SoftmaxBackward0>"));
-    if (net.training) {
-        printf("att_weight after att_drop: %s\n",
-               tensor_str(steps.att_weight_dropped, "grad_fn=<MulBackward0>"));
-    }
-    printf("%s\n", size_str(ret));   // print(net(X, mask).shape)
-
-    if (lesson.heatmap) {
-        printf("\n");
-        print_heatmap("att_weight (after softmax, before dropout)", steps.att_weight);
-        if (train) {
-            print_heatmap("att_weight after att_drop", steps.att_weight_dropped);
-        }
-    }
-    bool was_paused = trace_pause(true);   // what follows is commentary, not the dataflow
-    if (train) {
-        show_dropout(&steps);
-    }
-    show_padded_queries(b, ret);
-    fully_masked_row(&steps);
-    show_notes_class(&net, X, mask);
-    trace_pause(was_paused);
+    Cell cell = part1_the_notebooks_cell(batch, seq, dim, train, lesson.heatmap);
+    trace_pause(true);   // what follows is commentary, not the dataflow
+    part2_dropout(&cell);
+    part3_padded_queries(&cell);
+    part4_fully_masked_row(&cell);
+    part5_notes_class(&cell);
     return lesson_finish(&lesson);
 }

@@ -37,6 +37,11 @@
 //   - At the end: the fused projection of lesson 4 built from this lesson's
 //     three weight matrices gives the same Q, K and V, bit for bit.
 //
+// THE PARTS (each a function below, called from main in this order)
+//   1. the notebook's cell: the mask, net(X, mask) and the weights it
+//      prints (--heatmap draws them)
+//   2. what to say about each choice, with this run's numbers (--dim, --train)
+//
 // Size letters: B = batch, T = seq as query positions (rows of att_weight),
 // S = seq as key positions (columns), C = dim.
 // Index letters: b batch row, t query position, s key position.
@@ -147,7 +152,7 @@ static Tensor *SelfAttV4_forward(SelfAttV4Steps *steps, const SelfAttV4 *self, c
     return ret;
 }
 
-// --- the cell's padding mask (as in lesson 4) -----------------------------------------
+// --- part 1: the notebook's cell: the padding mask (as in lesson 4), then net(X, mask) -----
 
 // b: (batch, seq), 1 for a real token, 0 for padding. Batch row i keeps its
 // first max(1, seq-1-i) tokens: for 3x4 that is the notebook's
@@ -164,7 +169,45 @@ static const Tensor *padding_rows(int batch, int seq) {
     return b;
 }
 
-// --- the demonstrations: what to say, with numbers from this run ------------------------
+// What part 1 made, for part 2.
+typedef struct {
+    const Tensor *X;   // (B, T, C)
+    SelfAttV4 net;
+} Cell;
+
+// The notebook's cell: X, the mask, net(X, mask), whose forward prints
+// att_weight, and the shape of its output.
+static Cell part1_the_notebooks_cell(int batch, int seq, int dim, bool train, bool heatmap) {
+    Cell cell;
+    cell.X = named("X", rand_tensor(shape3(batch, seq, dim)));               // (B, T, C)
+    const Tensor *b = padding_rows(batch, seq);                              // (B, S)
+    // [B, S] -> [B, 1, S] -> [B, T, S]: the same key mask for every query row.
+    const Tensor *b_rows = unsqueeze(b, 1);                                  // (B, 1, S)
+    const Tensor *mask = named("mask", repeat(b_rows, (int[]){1, seq, 1}));  // (B, T, S)
+
+    cell.net = SelfAttV4_init(dim);
+    cell.net.training = train;   // the notebook never calls net.eval(): its dropout was on
+    SelfAttV4Steps steps;
+    const Tensor *ret = SelfAttV4_forward(&steps, &cell.net, cell.X, mask);  // (B, T, C)
+    // The forward's print(f"att_weight:\n {att_weight}"): note the space
+    // after the newline. In training, the lesson's own line after dropout.
+    printf("att_weight:\n %s\n", tensor_str(steps.att_weight, "grad_fn=<SoftmaxBackward0>"));
+    if (train) {
+        printf("att_weight after att_drop:\n %s\n",
+               tensor_str(steps.att_weight_dropped, "grad_fn=<MulBackward0>"));
+    }
+    printf("%s\n", size_str(ret));   // print(net(X, mask).shape)
+    if (heatmap) {
+        printf("\n");
+        print_heatmap("att_weight (after softmax, before dropout)", steps.att_weight);
+        if (train) {
+            print_heatmap("att_weight after att_drop", steps.att_weight_dropped);
+        }
+    }
+    return cell;
+}
+
+// --- part 2: what to say about each choice, with this run's numbers (--dim, --train) -------
 
 // Stack the three weight matrices into lesson 4's fused Linear(dim, 3*dim)
 // (rows 0..C-1 are query_proj's, C..2C-1 key_proj's, 2C..3C-1 value_proj's)
@@ -188,9 +231,12 @@ static void show_fused_equals_separate(const SelfAttV4 *net, const Tensor *X) {
            "math in one matmul instead of three.\n", C, 3 * C, (double)worst);
 }
 
-static void show_interview_points(const SelfAttV4 *net, const Tensor *X) {
+static void part2_interview_points(const Cell *cell) {
+    const SelfAttV4 *net = &cell->net;
+    const Tensor *X = cell->X;
     long long C = net->dim;   // up to 2^16, so C * C needs 64 bits
-    printf("\n-- what to say about each choice --\n");
+    printf("\n-- part 2: what to say about each choice (--dim and --train change the numbers) "
+           "--\n");
     show_fused_equals_separate(net, X);
     printf("bias: 3 x (%lld*%lld + %lld) = %lld parameters for Q, K, V with biases, %lld "
            "without; + %lld for output_proj.\n", C, C, C, 3 * (C * C + C), 3 * C * C,
@@ -200,7 +246,7 @@ static void show_interview_points(const SelfAttV4 *net, const Tensor *X) {
     printf("dropout: p = %.1f on att_weight (before @ V), %s.\n", net->att_drop,
            net->training ? "on now (--train)" : "off now (eval mode)");
     printf("mask value: -1e20, not -inf: a fully masked row gives uniform weights, not NaN.\n");
-    printf("output_proj: optional for one head (ask the interviewer); it mixes the heads "
+    printf("output_proj: optional for one head (ask the interviewer); it mixes heads "
            "in multi-head attention.\n");
 }
 
@@ -233,34 +279,8 @@ int main(int argc, char **argv) {
     check_fits(&lesson, "the fused weight (3*dim, dim)", shape2(3 * dim, dim));
     lesson_start(&lesson);
 
-    const Tensor *X = named("X", rand_tensor(shape3(batch, seq, dim)));      // (B, T, C)
-    const Tensor *b = padding_rows(batch, seq);                              // (B, S)
-    // [B, S] -> [B, 1, S] -> [B, T, S]: the same key mask for every query row.
-    const Tensor *b_rows = unsqueeze(b, 1);                                  // (B, 1, S)
-    const Tensor *mask = named("mask", repeat(b_rows, (int[]){1, seq, 1}));  // (B, T, S)
-
-    SelfAttV4 net = SelfAttV4_init(dim);
-    net.training = train;   // the notebook never calls net.eval(): its dropout was on
-    SelfAttV4Steps steps;
-    const Tensor *ret = SelfAttV4_forward(&steps, &net, X, mask);            // (B, T, C)
-    // The forward's print(f"att_weight:\n {att_weight}"): note the space
-    // after the newline. In training, the lesson's own line after dropout.
-    printf("att_weight:\n %s\n", tensor_str(steps.att_weight, "grad_fn=<SoftmaxBackward0>"));
-    if (net.training) {
-        printf("att_weight after att_drop:\n %s\n",
-               tensor_str(steps.att_weight_dropped, "grad_fn=<MulBackward0>"));
-    }
-    printf("%s\n", size_str(ret));   // print(net(X, mask).shape)
-
-    if (lesson.heatmap) {
-        printf("\n");
-        print_heatmap("att_weight (after softmax, before dropout)", steps.att_weight);
-        if (train) {
-            print_heatmap("att_weight after att_drop", steps.att_weight_dropped);
-        }
-    }
-    bool was_paused = trace_pause(true);   // what follows is commentary, not the dataflow
-    show_interview_points(&net, X);
-    trace_pause(was_paused);
+    Cell cell = part1_the_notebooks_cell(batch, seq, dim, train, lesson.heatmap);
+    trace_pause(true);   // what follows is commentary, not the dataflow
+    part2_interview_points(&cell);
     return lesson_finish(&lesson);
 }

@@ -45,6 +45,17 @@
 //   - The iThome Day 7 post's MyMultiHeadAttention (view(B, L, -1, D),
 //     `* scaling`) on these weights is this module without a mask.
 //
+// THE PARTS (each a function below, called from main in this order)
+//   1. the notebook's cell: its four shape lines and net(x, attention_mask).shape
+//      (--heatmap draws the weights)
+//   2. the numbers of batch 0 (--seed)
+//   3. what view and transpose do to memory (--heads)
+//   4. why view() needs contiguous() first, and reshape() does not (--heads 1 lets view work)
+//   5. head_dim, the scale, and what the heads cost (--heads, --dim)
+//   6. a query whose mask row is all zeros (--seq)
+//   7. the notebook's commented-out mask: padding, one row per sentence (--batch)
+//   8. the iThome Day 7 post's MyMultiHeadAttention (--heads)
+//
 // Size letters: B batch, T sequence length (query positions; S = T key
 // positions), C hidden_dim, H heads, D head_dim = C / H.
 // Index letters: b batch, h head, t query position, s key position, d inside a head.
@@ -52,6 +63,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "attention.h"
 
@@ -178,19 +190,51 @@ static Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
     return output;
 }
 
-// --- the demonstrations: what main() prints ---------------------------------------
+// --- part 1: the notebook's cell ------------------------------------------------
 
-// The notebook's output: the four shapes its forward prints (the fourth,
-// output_mid.shape, without a label), then the cell's value,
+// What part 1 made, for the parts after it.
+typedef struct {
+    const Tensor *attention_mask;     // (B, H, T, S) 0 or 1
+    const Tensor *x;                  // (B, T, C)
+    MultiHeadAttention net;
+    MultiHeadAttentionSteps steps;    // of net(x, attention_mask)
+    const Tensor *output;             // (B, T, C)
+} Cell;
+
+// The notebook's draws, in its order: mask, input, then the weights; then
+// net(x, attention_mask). Its output: the four shapes its forward prints
+// (the fourth, output_mid.shape, without a label), then the cell's value,
 // net(x, attention_mask).shape. masked_fill and softmax keep the shape, so
 // attention_weight prints as the notebook printed it, before them.
-static void print_notebook_shapes(const MultiHeadAttentionSteps *steps, const Tensor *output) {
+static Cell part1_the_notebooks_cell(int batch, int seq, int dim, int heads, bool train,
+                                     bool heatmap) {
+    Cell cell;
+    cell.attention_mask =
+        named("attention_mask", randint(0, 2, shape4(batch, heads, seq, seq)));  // (B, H, T, S)
+    cell.x = named("x", rand_tensor(shape3(batch, seq, dim)));               // (B, T, C)
+    cell.net = MultiHeadAttention_init(dim, heads);
+    // The notebook never calls net.eval(), so its dropout was on; we run
+    // in eval mode unless --train, as every lesson with dropout does.
+    cell.net.training = train;
+    cell.output = MultiHeadAttention_forward(&cell.steps, &cell.net, cell.x,
+                                             cell.attention_mask);            // (B, T, C)
+    // What follows prints and looks at what the forward made: keep it out
+    // of the --dot diagram and the dumps.
+    bool was_paused = trace_pause(true);
+    const MultiHeadAttentionSteps *steps = &cell.steps;
     printf("Q: %s\n", size_str(steps->Q));
     printf("q_state: %s\n", size_str(steps->q_state));
     printf("attention_weight: %s\n", size_str(steps->attention_weight));
     printf("%s\n", size_str(steps->output_mid));
-    printf("%s\n", size_str(output));
+    printf("%s\n", size_str(cell.output));
+    if (heatmap) {
+        print_heatmap("attention_weight", steps->attention_weight);
+    }
+    trace_pause(was_paused);
+    return cell;
 }
+
+// --- part 2: the numbers of batch 0 (--seed) ---------------------------------------
 
 // t[i]: the i-th slice along dim 0, a view, as PyTorch's indexing gives it.
 static const Tensor *select0(const Tensor *t, int i) {
@@ -216,9 +260,11 @@ static bool same_data_ptr(const Tensor *t, const Tensor *u) {
 }
 
 // The numbers of batch element 0, to compare with the PyTorch in the doc.
-static void show_numbers(const Tensor *attention_mask, const MultiHeadAttentionSteps *steps,
-                         const Tensor *output) {
-    printf("\n-- the numbers of batch 0 (docs/06-multi-head.md prints the same) --\n");
+static void part2_numbers(const Cell *cell) {
+    const Tensor *attention_mask = cell->attention_mask, *output = cell->output;
+    const MultiHeadAttentionSteps *steps = &cell->steps;
+    printf("\n-- part 2: the numbers of batch 0, as docs/06-multi-head.md prints them (--seed) "
+           "--\n");
     printf("attention_mask[0]:\n%s\n", tensor_str(select0(attention_mask, 0), NULL));
     printf("attention_weight[0]:\n%s\n",
            tensor_str(select0(steps->attention_weight, 0), "grad_fn=<SelectBackward0>"));
@@ -227,14 +273,17 @@ static void show_numbers(const Tensor *attention_mask, const MultiHeadAttentionS
            tensor_str(narrow(select0(output, 0), 1, 0, shown), "grad_fn=<SliceBackward0>"));
 }
 
+// --- part 3: what view and transpose do to memory (--heads) -------------------------
+
 // What view and transpose do: same floats, new strides.
-static void show_transpose_memory(const MultiHeadAttention *net,
-                                  const MultiHeadAttentionSteps *steps) {
+static void part3_transpose_memory(const Cell *cell) {
+    const MultiHeadAttention *net = &cell->net;
+    const MultiHeadAttentionSteps *steps = &cell->steps;
     const Tensor *Q = steps->Q;                                              // (B, T, C)
     const Tensor *q_state = steps->q_state;                                  // (B, H, T, D)
     int B = size(Q, 0), T = size(Q, 1), H = net->nums_head, D = net->head_dim;
     const Tensor *split = view(Q, shape4(B, T, H, D));                       // (B, T, H, D)
-    printf("\n-- what view and transpose do to memory --\n");
+    printf("\n-- part 3: what view and transpose do to memory (--heads changes the strides) --\n");
     printf("Q.stride(): %s\n", stride_str(Q));
     printf("Q.view(%d, %d, %d, %d).stride(): %s\n", B, T, H, D, stride_str(split));
     printf("q_state.stride(): %s\n", stride_str(q_state));
@@ -253,12 +302,32 @@ static void show_transpose_memory(const MultiHeadAttention *net,
     }
 }
 
+// --- part 4: why view() needs contiguous() first, and reshape() does not (--heads) -----
+
+// PyTorch's error text, after two spaces, on lines of at most 100 columns
+// (broken between words, as Python's textwrap.fill breaks it).
+static void print_wrapped(const char *text) {
+    int column = 0;
+    while (*text != '\0') {
+        int word = (int)strcspn(text, " ");
+        if (column > 0 && column + 1 + word > 100) {
+            printf("\n");
+            column = 0;
+        }
+        column += column == 0 ? printf("  %.*s", word, text) : printf(" %.*s", word, text);
+        text += word;
+        text += *text == ' ';
+    }
+    printf("\n");
+}
+
 // view() needs memory in the order it reads; reshape() copies when it must.
-static void show_view_and_reshape(const MultiHeadAttentionSteps *steps) {
-    const Tensor *output_mid = steps->output_mid;                            // (B, H, T, D)
+static void part4_view_and_reshape(const Cell *cell) {
+    const Tensor *output_mid = cell->steps.output_mid;                       // (B, H, T, D)
     int B = size(output_mid, 0), H = size(output_mid, 1), T = size(output_mid, 2);
     const Tensor *swapped = transpose(output_mid, 1, 2);                     // (B, T, H, D)
-    printf("\n-- why view() needs contiguous() first, and reshape() does not --\n");
+    printf("\n-- part 4: why view() needs contiguous() first, and reshape() does not (--heads) "
+           "--\n");
     printf("output_mid.stride(): %s\n", stride_str(output_mid));
     printf("output_mid.transpose(1, 2).stride(): %s\n", stride_str(swapped));
     printf("output_mid.transpose(1, 2).is_contiguous(): %s\n",
@@ -271,11 +340,12 @@ static void show_view_and_reshape(const MultiHeadAttentionSteps *steps) {
     // PyTorch's view() would do. (The helper's view() would stop the
     // program with this message, as PyTorch raises it; the tests check it.)
     if (!is_contiguous(swapped)) {
-        printf("output_mid.transpose(1, 2).view(%d, %d, -1) raises RuntimeError: view size "
-               "is not compatible with input tensor's size and stride (at least one dimension "
-               "spans across two contiguous subspaces). Use .reshape(...) instead.\n", B, T);
+        printf("output_mid.transpose(1, 2).view(%d, %d, -1) raises RuntimeError:\n", B, T);
+        print_wrapped("view size is not compatible with input tensor's size and stride (at "
+                      "least one dimension spans across two contiguous subspaces). Use "
+                      ".reshape(...) instead.");
     } else {
-        printf("output_mid.transpose(1, 2).view(%d, %d, -1) works: %s (the transpose only "
+        printf("output_mid.transpose(1, 2).view(%d, %d, -1) works: %s\n(the transpose only "
                "moved an axis of size 1, so the memory order did not change)\n", B, T,
                size_str(view(swapped, shape3(B, T, -1))));
     }
@@ -287,9 +357,9 @@ static void show_view_and_reshape(const MultiHeadAttentionSteps *steps) {
     const Tensor *reshaped = reshape(swapped, shape3(B, T, -1));             // (B, T, C)
     printf("output_mid.transpose(1, 2).reshape(%d, %d, -1).data_ptr() == "
            "output_mid.data_ptr(): %s\n", B, T, python_bool(same_data_ptr(reshaped, output_mid)));
-    printf("torch.equal(output_mid.transpose(1, 2).reshape(%d, %d, -1), "
-           "output_mid.transpose(1, 2).contiguous().view(%d, %d, -1)): %s\n", B, T, B, T,
-           python_bool(max_abs_diff(reshaped, merged) == 0.0f));
+    printf("torch.equal(output_mid.transpose(1, 2).reshape(%d, %d, -1),\n"
+           "            output_mid.transpose(1, 2).contiguous().view(%d, %d, -1)): %s\n", B, T, B,
+           T, python_bool(max_abs_diff(reshaped, merged) == 0.0f));
     // Without the transpose the memory is already in order: reshape is a view.
     const Tensor *in_order = reshape(output_mid, shape3(B, H, -1));          // (B, H, T*D)
     printf("output_mid.reshape(%d, %d, -1).data_ptr() == output_mid.data_ptr(): %s\n", B, H,
@@ -297,15 +367,19 @@ static void show_view_and_reshape(const MultiHeadAttentionSteps *steps) {
     printf("reshape() is view() when the memory allows it and contiguous().view() when not.\n");
 }
 
+// --- part 5: head_dim, the scale, and what the heads cost (--heads, --dim) ------------
+
 // head_dim, the scaling, and what the heads cost. The counts are products
 // of the sizes, so they are worked out in 64 bits.
-static void show_head_cost(const MultiHeadAttention *net, int batch, int seq) {
-    long long B = batch, T = seq, S = seq, H = net->nums_head, D = net->head_dim;
-    long long C = net->hidden_dim;
-    printf("\n-- head_dim, the scale, and what the heads cost --\n");
+static void part5_head_cost(const Cell *cell) {
+    const MultiHeadAttention *net = &cell->net;
+    long long B = size(cell->x, 0), T = size(cell->x, 1), S = T, H = net->nums_head;
+    long long D = net->head_dim, C = net->hidden_dim;
+    printf("\n-- part 5: head_dim, the scale, and what the heads cost (--heads and --dim change "
+           "it) --\n");
     printf("head_dim = hidden_dim / heads = %lld / %lld = %lld\n", C, H, D);
-    printf("scores are divided by sqrt(head_dim) = %.4f, not sqrt(hidden_dim) = %.4f: each "
-           "is a dot product of %lld numbers\n", sqrt((double)D), sqrt((double)C), D);
+    printf("scores are divided by sqrt(head_dim) = %.4f, not sqrt(hidden_dim) = %.4f:\n"
+           "  each is a dot product of %lld numbers\n", sqrt((double)D), sqrt((double)C), D);
     // Every head multiplies (T x D) by (D x S): H of them is T*S*H*D = T*S*C,
     // the same as one head of C. The heads split the work, not multiply it.
     printf("multiply-adds of q_state @ k_state^T: batch*heads*seq*seq*head_dim = "
@@ -314,20 +388,23 @@ static void show_head_cost(const MultiHeadAttention *net, int batch, int seq) {
            "%lld*1*%lld*%lld*%lld = %lld\n", C, B, T, S, C, B * T * S * C);
     printf("multiply-adds of attention_weight @ v_state: %lld (one head: %lld)\n",
            B * H * T * S * D, B * T * S * C);
-    printf("multiply-adds of q/k/v/o_proj: 4*batch*seq*hidden_dim*hidden_dim = %lld, "
-           "parameters 4*(hidden_dim*hidden_dim + hidden_dim) = %lld, whatever the heads\n",
+    printf("multiply-adds of q/k/v/o_proj: 4*batch*seq*hidden_dim*hidden_dim = %lld,\n"
+           "  parameters 4*(hidden_dim*hidden_dim + hidden_dim) = %lld, whatever the heads\n",
            4 * B * T * C * C, 4 * (C * C + C));
-    printf("what grows: softmax runs over batch*heads*seq = %lld rows instead of %lld, "
-           "and attention_weight holds %lld numbers instead of %lld\n", B * H * T, B * T,
+    printf("what grows: softmax runs over batch*heads*seq = %lld rows instead of %lld,\n"
+           "  and attention_weight holds %lld numbers instead of %lld\n", B * H * T, B * T,
            B * H * T * S, B * T * S);
 }
 
+// --- part 6: a query whose mask row is all zeros (--seq) ------------------------------
+
 // The notebook's random mask often zeroes a whole row: show one.
-static void show_fully_masked_row(const Tensor *attention_mask,
-                                  const MultiHeadAttentionSteps *steps) {
+static void part6_fully_masked_row(const Cell *cell) {
+    const Tensor *attention_mask = cell->attention_mask;
+    const MultiHeadAttentionSteps *steps = &cell->steps;
     int B = size(attention_mask, 0), H = size(attention_mask, 1);
     int T = size(attention_mask, 2), S = size(attention_mask, 3);
-    printf("\n-- a query whose mask row is all zeros --\n");
+    printf("\n-- part 6: a query whose mask row is all zeros (--seq makes them rarer) --\n");
     int found_b = -1, found_h = -1, found_t = -1;
     long long count = 0;
     for (int b = 0; b < B; b++) {
@@ -371,7 +448,7 @@ static void show_fully_masked_row(const Tensor *attention_mask,
            tensor_str(inf_row, NULL));
 }
 
-// --- the notebook's commented-out mask: padding ------------------------------------
+// --- part 7: the notebook's commented-out mask: padding (--batch) --------------------
 
 // Above `attention_mask = torch.randint(0, 2, (3, 8, 2, 2))` the cell has a
 // mask commented out:
@@ -397,7 +474,9 @@ static Tensor *commented_out_padding(int batch, int seq) {
 // The commented-out mask, run: unsqueeze twice to (B, 1, 1, S), expand to
 // (B, H, T, S) without copying (stride 0 along heads and queries), then
 // net in eval mode (so that dropout does not hide the pattern).
-static void show_padding_mask(const MultiHeadAttention *net, const Tensor *x) {
+static void part7_padding_mask(const Cell *cell) {
+    const MultiHeadAttention *net = &cell->net;
+    const Tensor *x = cell->x;
     int B = size(x, 0), T = size(x, 1), S = T, H = net->nums_head;
     const Tensor *padding = commented_out_padding(B, S);                     // (B, S)
     const Tensor *rows = unsqueeze(unsqueeze(padding, 1), 2);                // (B, 1, 1, S)
@@ -409,7 +488,8 @@ static void show_padding_mask(const MultiHeadAttention *net, const Tensor *x) {
     const Tensor *head_0 = narrow(steps.attention_weight, 1, 0, 1);          // (B, 1, T, S)
     const Tensor *weights = view(contiguous(head_0), shape3(B, T, S));       // (B, T, S)
 
-    printf("\n-- the notebook's commented-out mask: padding, one row per sentence --\n");
+    printf("\n-- part 7: the notebook's commented-out mask: padding, one row per sentence "
+           "(--batch) --\n");
     printf("padding (1 = a real token, 0 = padding):\n%s\n", tensor_str(padding, NULL));
     printf("padding.unsqueeze(1).unsqueeze(2): %s, stride %s\n", size_str(rows),
            stride_str(rows));
@@ -425,7 +505,7 @@ static void show_padding_mask(const MultiHeadAttention *net, const Tensor *x) {
            "that is all padding every key gets -1e20: uniform weights, 1/%d each, not nan\n", S);
 }
 
-// --- the iThome Day 7 post's MyMultiHeadAttention ----------------------------------
+// --- part 8: the iThome Day 7 post's MyMultiHeadAttention (--heads) ------------------
 
 // The post's step-3 class: the same module under other names (linear_q for
 // q_proj, ..., linear_o for o_proj), written in its own style:
@@ -508,7 +588,9 @@ static bool allclose(const Tensor *a, const Tensor *b) {
 // head_dim ** -0.5 is exact, a power of 2 (head_dim 1, 4, 16, 64, ...);
 // otherwise they may round the last bit apart, and the outputs agree to
 // rounding rather than to the bit.
-static void show_post_class(const MultiHeadAttention *net, const Tensor *x) {
+static void part8_post_class(const Cell *cell) {
+    const MultiHeadAttention *net = &cell->net;
+    const Tensor *x = cell->x;
     int B = size(x, 0), L = size(x, 1), D = net->head_dim;
     MyMultiHeadAttention my = MyMultiHeadAttention_from(net);
     MultiHeadAttention net_eval = *net;
@@ -519,8 +601,9 @@ static void show_post_class(const MultiHeadAttention *net, const Tensor *x) {
     Shape split = shape4(B, L, -1, D);
     const Tensor *query = transpose(view(linear(&my.linear_q, x), split), 1, 2);
 
-    printf("\n-- the iThome Day 7 post's MyMultiHeadAttention (step 3, aattn_scores read as "
-           "attn_scores) --\n");
+    printf("\n-- part 8: the iThome Day 7 post's MyMultiHeadAttention, its step 3 (--heads "
+           "changes it) --\n");
+    printf("(the post's F.softmax(aattn_scores, ...) is a NameError: read as attn_scores)\n");
     printf("my = MyMultiHeadAttention(%d, %d), with net's q/k/v/o_proj as its "
            "linear_q/k/v/o\n", net->hidden_dim, net->nums_head);
     printf("query.view(%d, %d, -1, %d).transpose(1, 2): %s\n", B, L, D, size_str(query));
@@ -534,12 +617,12 @@ static void show_post_class(const MultiHeadAttention *net, const Tensor *x) {
         exact = exact || power == D;
     }
     if (exact) {
-        printf("torch.equal(my(x), net.eval()(x)): %s   (no mask; %.4f is a power of 2, so "
+        printf("torch.equal(my(x), net.eval()(x)): %s\n  (no mask; %.4f is a power of 2, so "
                "* scaling and / sqrt(head_dim) round alike)\n",
                python_bool(max_abs_diff(viewed, output) == 0.0f), (double)my.scaling);
     } else {
-        printf("torch.allclose(my(x), net.eval()(x), atol=1e-6): %s   (no mask; %.4f is not a "
-               "power of 2, so * scaling and / sqrt(head_dim) may round the last bit apart)\n",
+        printf("torch.allclose(my(x), net.eval()(x), atol=1e-6): %s\n  (no mask; %.4f is not a "
+               "power of 2, so * scaling and / sqrt(head_dim) may round\n  the last bit apart)\n",
                python_bool(allclose(viewed, output)), (double)my.scaling);
     }
 }
@@ -575,32 +658,14 @@ int main(int argc, char **argv) {
     check_fits(&lesson, "q_proj.weight (dim, dim)", shape2(dim, dim));
     lesson_start(&lesson);
 
-    // The notebook's draws, in its order: mask, input, then the weights.
-    const Tensor *attention_mask =
-        named("attention_mask", randint(0, 2, shape4(batch, heads, seq, seq)));  // (B, H, T, S)
-    const Tensor *x = named("x", rand_tensor(shape3(batch, seq, dim)));      // (B, T, C)
-    MultiHeadAttention net = MultiHeadAttention_init(dim, heads);
-    // The notebook never calls net.eval(), so its dropout was on; we run
-    // in eval mode unless --train, as every lesson with dropout does.
-    net.training = train;
-    MultiHeadAttentionSteps steps;
-    const Tensor *output =
-        MultiHeadAttention_forward(&steps, &net, x, attention_mask);         // (B, T, C)
-
-    // The rest prints and looks at what the forward made: keep it out of
-    // the --dot diagram and the dumps.
-    bool was_paused = trace_pause(true);
-    print_notebook_shapes(&steps, output);
-    if (lesson.heatmap) {
-        print_heatmap("attention_weight", steps.attention_weight);
-    }
-    show_numbers(attention_mask, &steps, output);
-    show_transpose_memory(&net, &steps);
-    show_view_and_reshape(&steps);
-    show_head_cost(&net, batch, seq);
-    show_fully_masked_row(attention_mask, &steps);
-    show_padding_mask(&net, x);
-    show_post_class(&net, x);
-    trace_pause(was_paused);
+    Cell cell = part1_the_notebooks_cell(batch, seq, dim, heads, train, lesson.heatmap);
+    trace_pause(true);   // the parts look at what the forward made: not the dataflow
+    part2_numbers(&cell);
+    part3_transpose_memory(&cell);
+    part4_view_and_reshape(&cell);
+    part5_head_cost(&cell);
+    part6_fully_masked_row(&cell);
+    part7_padding_mask(&cell);
+    part8_post_class(&cell);
     return lesson_finish(&lesson);
 }

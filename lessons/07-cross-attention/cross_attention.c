@@ -39,6 +39,15 @@
 //   - The post's numpy version prints the same shapes per batch element.
 //   - CrossAttention(Q, Q, Q) is exactly lesson 6's self-attention.
 //
+// THE PARTS (each a function below, called from main in this order)
+//   1. the notebook's cell: its inputs' shapes and the eleven lines its
+//      forward prints (--heatmap draws the weights)
+//   2. the numbers of batch 0, head 0 (--seed)
+//   3. the output has the query's length (--seq-q, --seq-k)
+//   4. BLIP's decoder: 3 text queries, the image features as keys and values (--seq-k)
+//   5. the post's numpy version on batch 0 (--heads)
+//   6. the same tensor as query, key and value: self-attention (--seq-q)
+//
 // Size letters: B batch, T query length (seq_q), S key/value length (seq_k),
 // C hidden_dim, H heads, D head_dim = C / H.
 // Index letters: b batch, h head, t query position, s key position, d inside a head.
@@ -161,7 +170,7 @@ static Tensor *CrossAttention_forward(CrossAttentionSteps *steps, const CrossAtt
     return output;
 }
 
-// --- the demonstrations: what main() prints -----------------------------------
+// --- part 1: the notebook's cell ------------------------------------------------
 
 // The eleven lines the notebook's forward prints. masked_fill and softmax
 // keep the shape, so the three attention_weight lines show one shape.
@@ -188,12 +197,61 @@ static const Tensor *slice0(const Tensor *t, int i) {
     return view(narrow(t, 0, i, 1), rest);
 }
 
-// The numbers of batch 0, head 0, to compare with the PyTorch in the doc,
-// and what the (T x S) shape of the weights means.
-static void show_numbers_and_lengths(const Tensor *attention_mask,
-                                     const CrossAttentionSteps *steps, const Tensor *output) {
-    printf("\n-- the numbers of batch 0, head 0 (docs/07-cross-attention.md prints the same) "
-           "--\n");
+// What part 1 made, for the parts after it.
+typedef struct {
+    const Tensor *Q, *K, *V;          // (B, T, C), (B, S, C), (B, S, C)
+    const Tensor *attention_mask;     // (B, H, T, S) 0 or 1
+    CrossAttention cross_attention;   // in eval mode after part 1
+    CrossAttentionSteps steps;        // of cross_attention(Q, K, V, attention_mask)
+    const Tensor *output;             // (B, T, C)
+} Cell;
+
+// The notebook's draws, in its order: the three inputs, the mask, the
+// weights. Queries come from one sequence (a text, say), keys and values
+// from another (another text, or image features). Then the forward and the
+// lines it prints.
+static Cell part1_the_notebooks_cell(int batch, int seq_q, int seq_k, int dim, int heads,
+                                     bool train, bool heatmap) {
+    Cell cell;
+    cell.Q = named("Q", rand_tensor(shape3(batch, seq_q, dim)));             // (B, T, C)
+    cell.K = named("K", rand_tensor(shape3(batch, seq_k, dim)));             // (B, S, C)
+    cell.V = named("V", rand_tensor(shape3(batch, seq_k, dim)));             // (B, S, C)
+    cell.attention_mask =
+        named("attention_mask", randint(0, 2, shape4(batch, heads, seq_q, seq_k)));  // (B, H, T, S)
+    printf("Q shape: %s\n", size_str(cell.Q));
+    printf("K shape: %s\n", size_str(cell.K));
+    printf("V shape: %s\n", size_str(cell.V));
+    printf("attention_mask shape: %s\n", size_str(cell.attention_mask));
+
+    cell.cross_attention = CrossAttention_init(dim, heads);
+    // The notebook never calls .eval(), so its dropout was on; we run in
+    // eval mode unless --train, as every lesson with dropout does.
+    cell.cross_attention.training = train;
+    cell.output = CrossAttention_forward(&cell.steps, &cell.cross_attention, cell.Q, cell.K,
+                                         cell.V, cell.attention_mask);       // (B, T, C)
+    // The rest prints what the forward made: kept out of the diagram and
+    // the dumps (which hold the notebook's run).
+    bool was_paused = trace_pause(true);
+    print_forward_shapes(&cell.steps, cell.output);
+    printf("Output shape: %s\n", size_str(cell.output));
+    if (heatmap) {
+        print_heatmap("attention_weight", cell.steps.attention_weight);
+    }
+    trace_pause(was_paused);
+    // The parts run the module again, in eval mode, so that they draw no
+    // random numbers.
+    cell.cross_attention.training = false;
+    return cell;
+}
+
+// --- part 2: the numbers of batch 0, head 0 (--seed) ------------------------------
+
+// The numbers of batch 0, head 0, to compare with the PyTorch in the doc.
+static void part2_numbers(const Cell *cell) {
+    const CrossAttentionSteps *steps = &cell->steps;
+    const Tensor *attention_mask = cell->attention_mask, *output = cell->output;
+    printf("\n-- part 2: the numbers of batch 0, head 0, as docs/07 prints them (--seed changes "
+           "them) --\n");
     const Tensor *weights = slice0(slice0(steps->attention_weight, 0), 0);   // (T, S)
     printf("attention_mask[0, 0]:\n%s\n",
            tensor_str(slice0(slice0(attention_mask, 0), 0), NULL));
@@ -201,8 +259,15 @@ static void show_numbers_and_lengths(const Tensor *attention_mask,
     int shown = size(output, 2) < 8 ? size(output, 2) : 8;
     printf("output[0, :, :8]:\n%s\n",
            tensor_str(narrow(slice0(output, 0), 1, 0, shown), "grad_fn=<SliceBackward0>"));
+}
 
-    int T = size(weights, 0), S = size(weights, 1), D = size(steps->v_state, 3);
+// --- part 3: the output has the query's length (--seq-q, --seq-k) ------------------
+
+// What the (T x S) shape of the weights means.
+static void part3_lengths(const Cell *cell) {
+    const CrossAttentionSteps *steps = &cell->steps;
+    int T = size(steps->attention_weight, 2), S = size(steps->attention_weight, 3);
+    int D = size(steps->v_state, 3);
     double worst = 0.0;   // how far any row of the weights is from summing to 1
     const Tensor *all = steps->attention_weight;                             // (B, H, T, S)
     for (int b = 0; b < size(all, 0); b++) {
@@ -216,12 +281,14 @@ static void show_numbers_and_lengths(const Tensor *attention_mask,
             }
         }
     }
-    printf("\n-- the output has the query's length --\n");
+    printf("\n-- part 3: the output has the query's length (--seq-q and --seq-k change it) --\n");
     printf("attention_weight[b, h] is %d x %d: each of the %d queries spreads its weight over "
-           "the %d keys (every row sums to 1, within %.1e)\n", T, S, T, S, worst);
+           "the %d keys\n  (every row sums to 1, within %.1e)\n", T, S, T, S, worst);
     printf("output_mid[b, h] = attention_weight[b, h] @ v_state[b, h]: (%d x %d) @ (%d x %d) "
-           "= %d x %d; the key length %d is summed away\n", T, S, S, D, T, D, S);
+           "= %d x %d;\n  the key length %d is summed away\n", T, S, S, D, T, D, S);
 }
+
+// --- part 4: BLIP's decoder: text queries, image features as keys and values (--seq-k) ---
 
 // BLIP's decoder (Chen Ming's post): the prompt "a picture of" (3 tokens) queries
 // the image features of the Vision Transformer. All image features are
@@ -229,11 +296,12 @@ static void show_numbers_and_lengths(const Tensor *attention_mask,
 // of image features. (A decoder layer does not swap its self-attention for
 // this: BLIP's BertLayer runs its own causal self-attention first, then
 // this cross-attention.)
-static void show_blip_decoder(const CrossAttention *net, const Tensor *Q, const Tensor *K,
-                              const Tensor *V) {
+static void part4_blip_decoder(const Cell *cell) {
+    const CrossAttention *net = &cell->cross_attention;
+    const Tensor *Q = cell->Q, *K = cell->K, *V = cell->V;
     int text_len = size(Q, 1) < 3 ? size(Q, 1) : 3;   // 3, or T if the queries are fewer
-    printf("\n-- BLIP's decoder (Chen Ming's post): %d text queries, %d image features as keys and "
-           "values --\n", text_len, size(K, 1));
+    printf("\n-- part 4: BLIP's decoder (Chen Ming's post): %d text queries, %d image features "
+           "(--seq-k) --\n", text_len, size(K, 1));
     printf("output = cross_attention(Q[:, :%d], K, V)\n", text_len);
     const Tensor *text = narrow(Q, 1, 0, text_len);                          // (B, 3, C)
     CrossAttentionSteps steps;
@@ -241,18 +309,22 @@ static void show_blip_decoder(const CrossAttention *net, const Tensor *Q, const 
     print_forward_shapes(&steps, output);
 }
 
+// --- part 5: the post's numpy version on batch 0 (--heads) ------------------------
+
 // The numpy multi-head of Chen Ming's post, run on batch element 0 of our inputs: the
 // same reshape/transpose, but no projections, no batch axis, no mask and no
 // 1/sqrt(d) scale. It prints the same shapes, one batch element at a time,
 // as numpy prints np.shape(a): a Python tuple.
-static void show_post_numpy(const CrossAttention *net, const Tensor *Q, const Tensor *K,
-                               const Tensor *V) {
+static void part5_post_numpy(const Cell *cell) {
+    const CrossAttention *net = &cell->cross_attention;
+    const Tensor *Q = cell->Q, *K = cell->K, *V = cell->V;
     int H = net->nums_head, D = net->head_dim;
     const Tensor *Query = slice0(Q, 0);                                      // (T, C)
     const Tensor *Key = slice0(K, 0);                                        // (S, C)
     const Tensor *Value = slice0(V, 0);                                      // (S, C)
     int values_length_q = size(Query, 0), values_length_kv = size(Key, 0);
-    printf("\n-- the post's numpy version on batch 0 (no projections, no scale, no mask) --\n");
+    printf("\n-- part 5: the post's numpy version on batch 0, no projections, scale or mask "
+           "(--heads) --\n");
     // np.reshape to (len, heads, head_size), np.transpose(., [1, 0, 2]).
     Query = transpose(reshape(Query, shape3(values_length_q, H, D)), 0, 1);  // (H, T, D)
     Key = transpose(reshape(Key, shape3(values_length_kv, H, D)), 0, 1);     // (H, S, D)
@@ -268,6 +340,8 @@ static void show_post_numpy(const CrossAttention *net, const Tensor *Q, const Te
     out = reshape(out, shape2(values_length_q, net->hidden_dim));            // (T, C)
     printf("%s\n", shape_str(out->shape, SIZES_TUPLE));
 }
+
+// --- part 6: the same tensor as query, key and value: self-attention (--seq-q) --------
 
 // Lesson 6's MultiHeadAttention.forward(X), no mask, written out with this
 // module's four Linear layers: the same steps with ONE input.
@@ -294,8 +368,10 @@ static const Tensor *multi_head_self_attention(const CrossAttention *net, const 
 // Self-attention is the special case where the "other" sequence is the
 // sequence itself: K = V = Q input. Then seq_k = seq_q, the weights are
 // square, and every line of the forward is lesson 6's.
-static void show_self_attention(const CrossAttention *net, const Tensor *Q) {
-    printf("\n-- the same tensor as query, key and value: self-attention --\n");
+static void part6_self_attention(const Cell *cell) {
+    const CrossAttention *net = &cell->cross_attention;
+    const Tensor *Q = cell->Q;
+    printf("\n-- part 6: the same tensor as query, key and value: self-attention (--seq-q) --\n");
     printf("output = cross_attention(Q, Q, Q)\n");
     CrossAttentionSteps steps;
     const Tensor *self_output = CrossAttention_forward(&steps, net, Q, Q, Q, NULL);  // (B, T, C)
@@ -342,41 +418,12 @@ int main(int argc, char **argv) {
     check_fits(&lesson, "q_proj.weight (dim, dim)", shape2(dim, dim));
     lesson_start(&lesson);
 
-    // The notebook's draws, in its order: the three inputs, the mask, the weights.
-    // Queries come from one sequence (a text, say), keys and values from
-    // another (another text, or image features).
-    const Tensor *Q = named("Q", rand_tensor(shape3(batch, seq_q, dim)));    // (B, T, C)
-    const Tensor *K = named("K", rand_tensor(shape3(batch, seq_k, dim)));    // (B, S, C)
-    const Tensor *V = named("V", rand_tensor(shape3(batch, seq_k, dim)));    // (B, S, C)
-    const Tensor *attention_mask =
-        named("attention_mask", randint(0, 2, shape4(batch, heads, seq_q, seq_k)));  // (B, H, T, S)
-    printf("Q shape: %s\n", size_str(Q));
-    printf("K shape: %s\n", size_str(K));
-    printf("V shape: %s\n", size_str(V));
-    printf("attention_mask shape: %s\n", size_str(attention_mask));
-
-    CrossAttention cross_attention = CrossAttention_init(dim, heads);
-    // The notebook never calls .eval(), so its dropout was on; we run in
-    // eval mode unless --train, as every lesson with dropout does.
-    cross_attention.training = train;
-    CrossAttentionSteps steps;
-    const Tensor *output =
-        CrossAttention_forward(&steps, &cross_attention, Q, K, V, attention_mask);  // (B, T, C)
-
-    // The rest prints what the forward made and runs the module again. Keep
-    // it out of the diagram and the dumps (which hold the notebook's run),
-    // and in eval mode, so that it draws no random numbers.
-    bool was_paused = trace_pause(true);
-    print_forward_shapes(&steps, output);
-    printf("Output shape: %s\n", size_str(output));
-    if (lesson.heatmap) {
-        print_heatmap("attention_weight", steps.attention_weight);
-    }
-    cross_attention.training = false;
-    show_numbers_and_lengths(attention_mask, &steps, output);
-    show_blip_decoder(&cross_attention, Q, K, V);
-    show_post_numpy(&cross_attention, Q, K, V);
-    show_self_attention(&cross_attention, Q);
-    trace_pause(was_paused);
+    Cell cell = part1_the_notebooks_cell(batch, seq_q, seq_k, dim, heads, train, lesson.heatmap);
+    trace_pause(true);   // the parts run the module again: not the notebook's dataflow
+    part2_numbers(&cell);
+    part3_lengths(&cell);
+    part4_blip_decoder(&cell);
+    part5_post_numpy(&cell);
+    part6_self_attention(&cell);
     return lesson_finish(&lesson);
 }

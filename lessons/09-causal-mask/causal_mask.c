@@ -53,19 +53,26 @@
 //   - A fully masked row gives NaN with -inf and a uniform row with -1e20;
 //     a causal row is never fully masked, because its diagonal is visible.
 //
-// Size letters: B = batch_size, T = seq_len (query positions), S = key
-// positions, C = dim, H = num_heads, G = num_groups (the key/value heads,
-// --kv-heads), R = expand_ratio = H / G (query heads per key/value head),
+// THE PARTS (each a function below, called from main in this order)
+//   1. the notebook's masks (its In[12]), and the general mask with a cache
+//   2. the notebook's GQA module, causal (its In[11]): the output, the weights
+//      and a check that no position sees the future (--seq, --kv-heads, --train)
+//   3. two conventions for the same mask: -inf where 1, or -1e20 where 0
+//
+// Size letters (the repository's, docs/README.md): B = batch_size,
+// T = seq_len (query positions), S = key positions (here S = T: the module
+// reshapes its keys with the queries' seq_len, so the code writes T for
+// both), C = dim, H = num_heads, KV = num_groups (the key/value heads,
+// --kv-heads), R = expand_ratio = H / KV (query heads per key/value head),
 // D = head_dim = C / H.
 // Index letters: b batch, h query head, t query position, s key position,
 // c one of the C features; in the expand below, g a key/value head (a
 // group) and r a query head inside it, so query head h = g*R + r reads
 // key/value head g = h / R.
-// Coming from lesson 8: this module's names differ from the einsum's.
-// Here G = num_groups is HOW MANY groups (= key/value heads; lesson 8's
-// KV) and R the size of each (lesson 8's G); lesson 8's letter h (the
-// key/value head) is g here, and lesson 8's g (place inside the group) is
-// r. The pairing is the same: query head i reads key/value head i / R.
+// Coming from lesson 8: its einsum letters are the notebook's "b g h n d",
+// where h is the key/value head (g here) and g a query head's place inside
+// its group (r here). The sizes are the same: KV groups of R query heads,
+// and query head i reads key/value head i / R.
 
 #include <inttypes.h>
 #include <math.h>
@@ -78,15 +85,15 @@
 // --- the module: the notebook's GQA, causal -----------------------------------------
 
 // class GQA(nn.Module) of the GQA notebook, In[10]. The notebook calls the number of
-// key/value heads `num_groups`: G groups of R = H / G query heads, each group
+// key/value heads `num_groups`: KV groups of R = H / KV query heads, each group
 // sharing one key head and one value head.
 typedef struct {
     int num_heads;    // H
     int head_dim;     // D = C / H
-    int num_groups;   // G, the key/value heads
+    int num_groups;   // KV, the key/value heads
     Linear w_query;   // C -> C        (H heads of D)
-    Linear w_key;     // C -> G * D    (only G heads: that is the saving)
-    Linear w_value;   // C -> G * D
+    Linear w_key;     // C -> KV * D   (only KV heads: that is the saving)
+    Linear w_value;   // C -> KV * D
     Linear o_proj;    // C -> C
     bool training;    // module.train() / module.eval(): dropout on or off
 } GQA;
@@ -122,36 +129,36 @@ static Tensor *GQA_forward(GQASteps *steps, const GQA *self, const Tensor *query
                            const Tensor *key, const Tensor *value) {
     int batch_size = size(query, 0);
     int seq_len = size(query, 1);
-    int H = self->num_heads, G = self->num_groups, D = self->head_dim;
+    int H = self->num_heads, KV = self->num_groups, D = self->head_dim;
     const int heads_first[4] = {0, 2, 1, 3};   // permute(0, 2, 1, 3)
     Shape query_heads = shape4(batch_size, seq_len, H, D);
-    Shape kv_heads = shape4(batch_size, seq_len, G, D);
+    Shape kv_heads = shape4(batch_size, seq_len, KV, D);
 
     // Project, split the last dim into heads, and move heads before
     // positions so that each head is one (T, D) matrix.
     query = view(linear(&self->w_query, query), query_heads);                 // (B, T, H, D)
     query = permute(query, heads_first);                                      // (B, H, T, D)
-    key = view(linear(&self->w_key, key), kv_heads);                          // (B, T, G, D)
-    key = permute(key, heads_first);                                          // (B, G, T, D)
-    value = view(linear(&self->w_value, value), kv_heads);                    // (B, T, G, D)
-    value = permute(value, heads_first);                                      // (B, G, T, D)
+    key = view(linear(&self->w_key, key), kv_heads);                          // (B, T, KV, D)
+    key = permute(key, heads_first);                                          // (B, KV, T, D)
+    value = view(linear(&self->w_value, value), kv_heads);                    // (B, T, KV, D)
+    value = permute(value, heads_first);                                      // (B, KV, T, D)
 
     // Give every query head its key/value head. unsqueeze(2) makes room for
     // the R heads of a group; expand repeats the group's key R times there
-    // without copying (stride 0); reshape then merges (G, R) into H, which
-    // must copy when 1 < G < H, because an expanded view cannot be flattened
-    // in place (with G = 1 or R = 1 it is a view, as in PyTorch).
-    // Merging (G, R) row-major puts query head i = g * R + r on key head
+    // without copying (stride 0); reshape then merges (KV, R) into H, which
+    // must copy when 1 < KV < H, because an expanded view cannot be flattened
+    // in place (with KV = 1 or R = 1 it is a view, as in PyTorch).
+    // Merging (KV, R) row-major puts query head i = g * R + r on key head
     // g = i / R: heads 0..R-1 share key head 0, the next R key head 1.
     // (That is repeat_interleave of the Attention 介绍 notes, not repeat, and lesson 8's
     // einops "(h g)" grouping, whose h is this g and whose g is this r.)
-    int expand_ratio = H / G;   // R
+    int expand_ratio = H / KV;   // R
     Shape every_head = shape4(batch_size, H, seq_len, D);
-    key = unsqueeze(key, 2);                                                  // (B, G, 1, T, D)
-    key = expand(key, shape5(-1, -1, expand_ratio, -1, -1));                  // (B, G, R, T, D)
+    key = unsqueeze(key, 2);                                                  // (B, KV, 1, T, D)
+    key = expand(key, shape5(-1, -1, expand_ratio, -1, -1));                  // (B, KV, R, T, D)
     key = reshape(key, every_head);                                           // (B, H, T, D)
-    value = unsqueeze(value, 2);                                              // (B, G, 1, T, D)
-    value = expand(value, shape5(-1, -1, expand_ratio, -1, -1));              // (B, G, R, T, D)
+    value = unsqueeze(value, 2);                                              // (B, KV, 1, T, D)
+    value = expand(value, shape5(-1, -1, expand_ratio, -1, -1));              // (B, KV, R, T, D)
     value = reshape(value, every_head);                                       // (B, H, T, D)
 
     // Dividing by sqrt(D) keeps the dot products of D-long vectors near
@@ -183,7 +190,7 @@ static Tensor *GQA_forward(GQASteps *steps, const GQA *self, const Tensor *query
     return linear(&self->o_proj, attn_out);                                   // (B, T, C)
 }
 
-// --- part 1: the masks ------------------------------------------------------------------
+// --- part 1: the notebook's masks, and the general one -----------------------------------
 
 // torch.triu(torch.ones(q_len, cache_len + q_len), diagonal=1 + cache_len):
 // 1 marks a key the query may NOT see. Query row t is the token at absolute
@@ -197,7 +204,7 @@ static Tensor *causal_mask(int q_len, int cache_len) {
     return triu(all, 1 + cache_len);                        // (q_len, cache_len + q_len)
 }
 
-static void show_masks(void) {
+static void part1_the_masks(void) {
     // In[12]: the plain causal mask for 4 tokens. Row t has 1s (forbidden)
     // after column t.
     int seq_len = 4;
@@ -229,7 +236,7 @@ static void show_masks(void) {
            tensor_str(no_cache, NULL), tensor_str(one_query, NULL));
 }
 
-// --- part 2: what the notebook's example does not print ---------------------------------
+// --- part 2: the notebook's GQA module, and what its example does not print --------------
 
 // t[0] in PyTorch: the first entry along dim 0, one dim fewer. A narrow()
 // keeps the dim (size 1), so reshape drops it (a view, nothing copied).
@@ -306,14 +313,38 @@ static void check_causality(const GQA *gqa, uint64_t seed, const Tensor *query,
            (double)diff_of_positions(output2, output, T - 1, T));
 }
 
+// In[11], the notebook's example usage: gqa = GQA(embed_dim, num_heads,
+// num_groups).eval(); the weights are drawn first, then the three inputs.
+// Then what it does not print: the weights, the output, and causality
+// checked. The diagram is the module's dataflow: the parts after the
+// forward are not drawn.
+static void part2_the_module(int batch, int seq, int dim, int heads, int kv_heads, bool train,
+                             uint64_t seed, bool heatmap) {
+    printf("-- part 2: the notebook's GQA module, causal (--seq, --kv-heads and --train change it) "
+           "--\n");
+    GQA gqa = GQA_init(dim, heads, kv_heads);
+    gqa.training = train;   // .eval() unless --train
+    const Tensor *query = named("query", randn(shape3(batch, seq, dim)));     // (B, T, C)
+    const Tensor *key = named("key", randn(shape3(batch, seq, dim)));         // (B, T, C)
+    const Tensor *value = named("value", randn(shape3(batch, seq, dim)));     // (B, T, C)
+    GQASteps steps;
+    const Tensor *output = GQA_forward(&steps, &gqa, query, key, value);      // (B, T, C)
+    named("output", output);
+    printf("%s\n", size_str(output));   // print(output.shape)
+    bool was_paused = trace_pause(true);
+    show_weights(steps.attn, output, heatmap);
+    check_causality(&gqa, seed, query, key, value, output);
+    trace_pause(was_paused);
+}
+
 // --- part 3: two conventions for a mask -------------------------------------------------
 
 // The same causal pattern on fixed 3x3 scores, written both ways, and what
 // happens to a row that is masked entirely.
-static void compare_conventions(void) {
+static void part3_conventions(void) {
     const float score_values[] = {1, 2, 3,  4, 5, 6,  7, 8, 9};
     const Tensor *scores = tensor_from(shape2(3, 3), score_values);           // (3, 3)
-    printf("-- two conventions for the same mask --\n");
+    printf("-- part 3: two conventions for the same mask (fixed 3 x 3 scores) --\n");
     printf("scores = torch.tensor([[1., 2., 3.], [4., 5., 6.], [7., 8., 9.]])\n");
 
     // Here (the GQA notebook): 1 = forbidden, fill where mask == 1, with -inf.
@@ -376,7 +407,7 @@ int main(int argc, char **argv) {
     check_divides(&lesson, "--kv-heads", kv_heads, "--heads", heads);
     // The largest tensors of each kind: the weights (B, H, T, T) (the scores,
     // the mask's broadcast), the activations (B, T, C) (every projection,
-    // and the expanded keys (B, G, R, T, D), which are as many), and the
+    // and the expanded keys (B, KV, R, T, D), which are as many), and the
     // parameters (C, C). Every other tensor is one of these or smaller.
     check_fits(&lesson, "attn (batch, heads, seq, seq)", shape4(batch, heads, seq, seq));
     check_fits(&lesson, "query (batch, seq, dim)", shape3(batch, seq, dim));
@@ -386,27 +417,11 @@ int main(int argc, char **argv) {
     // The masks are printed to be read; the --dot diagram is the module's
     // dataflow, which builds its own mask.
     bool was_paused = trace_pause(true);
-    show_masks();
+    part1_the_masks();
     trace_pause(was_paused);
 
-    // In[11], the notebook's example usage: gqa = GQA(embed_dim, num_heads,
-    // num_groups).eval(); the weights are drawn first, then the three inputs.
-    printf("-- the notebook's GQA module, causal --\n");
-    GQA gqa = GQA_init(dim, heads, kv_heads);
-    gqa.training = train;   // .eval() unless --train
-    const Tensor *query = named("query", randn(shape3(batch, seq, dim)));     // (B, T, C)
-    const Tensor *key = named("key", randn(shape3(batch, seq, dim)));         // (B, T, C)
-    const Tensor *value = named("value", randn(shape3(batch, seq, dim)));     // (B, T, C)
-    GQASteps steps;
-    const Tensor *output = GQA_forward(&steps, &gqa, query, key, value);      // (B, T, C)
-    named("output", output);
-    printf("%s\n", size_str(output));   // print(output.shape)
-
-    // What follows looks at the results and runs asides: the diagram shows
-    // the masks and the module's dataflow only.
+    part2_the_module(batch, seq, dim, heads, kv_heads, train, lesson.seed, lesson.heatmap);
     trace_pause(true);
-    show_weights(steps.attn, output, lesson.heatmap);
-    check_causality(&gqa, lesson.seed, query, key, value, output);
-    compare_conventions();
+    part3_conventions();
     return lesson_finish(&lesson);
 }

@@ -59,9 +59,23 @@
 //     (mlp_ratio - 2) * dim positions.
 //   - DropPath drops a whole sample's branch; dropout drops single numbers.
 //
-// Size letters: B batch, N sequence length (the post's N; lessons 6-10 call it
-// T), C dim (channels), H heads, D head_dim = C / H, F hidden = C * mlp_ratio.
-// Index letters: b batch, h head, t query position, s key position, c channel.
+// THE PARTS (each a function below, called from main in this order)
+//   1. the post's numpy multi-head cell: [3, 768] in 8 heads of 96
+//   2. the post's Block: its input and norm1 (the Block's flags)
+//   3. attn: the fused qkv, one reshape and one permute, the scale (--qkv-bias, --heads)
+//   4. the residuals, DropPath and the MLP's GELU (--drop-path, --train)
+//   5. pre-norm (this block) against post-norm (BERT, lesson 12)
+//   6. the parameters (--dim, --mlp-ratio, --qkv-bias)
+//   7. the multiply-adds of the forward, counted as they ran (--seq)
+//   8. DropPath against dropout (--seed)
+//   appendix A, after main: parts 6 and 7, which count, and the floats part 3 counts
+//
+// Size letters (the repository's, docs/README.md): B batch, N positions of the
+// sequence, queries and keys alike (the post's N; with queries and keys apart
+// they are T and S), C dim, H heads, D head_dim = C / H, F the MLP's hidden
+// size int(C * mlp_ratio).
+// Index letters: b batch, h head, t query position, s key position, c one of
+// the C channels.
 
 #include <math.h>
 #include <stdbool.h>
@@ -351,7 +365,7 @@ static Tensor *Block_forward(BlockSteps *steps, const Block *self, const Tensor 
     return out;
 }
 
-// --- the demonstrations: what main() prints ---------------------------------------------------
+// --- part 1: the post's numpy multi-head cell --------------------------------------------------
 
 typedef struct {
     int batch, seq, dim, heads, mlp_ratio, hidden;
@@ -362,6 +376,23 @@ typedef struct {
 static const char *python_bool(bool value) {
     return value ? "True" : "False";
 }
+
+// Appendix A: the multiply-adds of every linear and matmul that ran between
+// start_counting() and stop_counting(), in their order; and a sort's order.
+enum { MAX_COUNTED = 16 };
+static long long counted_macs[MAX_COUNTED];
+static void start_counting(void);
+static void stop_counting(void);
+static int compare_long_long(const void *a, const void *b);
+
+// What part 1 made, for the parts after it.
+typedef struct {
+    Block block;
+    const Tensor *x;                // (B, N, C)
+    BlockSteps steps;               // of block(x)
+    const Tensor *out;              // (B, N, C)
+    NumpyCellSteps numpy;           // the numpy cell's
+} Cell;
 
 // The cell's five print(np.shape(...)) lines, and what the missing scale does.
 static void print_numpy_cell(const NumpyCellSteps *cell) {
@@ -395,9 +426,41 @@ static void print_numpy_cell(const NumpyCellSteps *cell) {
            "Attention class below is the module.)\n");
 }
 
+// The draws, in PyTorch's order: the block's parameters, x, the dropout
+// and drop-path masks of the forward (train mode), then the numpy cell's.
+// The post's order of printing: the numpy cell, then the block (part 2).
+static Cell part1_the_posts_cells(const Sizes *s) {
+    Cell cell;
+    cell.block = Block_init(s->dim, s->heads, s->hidden, s->qkv_bias, s->drop, s->attn_drop,
+                            s->drop_path);
+    cell.x = named("x", randn(shape3(s->batch, s->seq, s->dim)));            // (B, N, C)
+    Block_train(&cell.block, s->train);
+    start_counting();   // part 7 prints what the forward's products cost
+    cell.out = named("out", Block_forward(&cell.steps, &cell.block, cell.x));   // (B, N, C)
+    stop_counting();
+
+    // The numpy cell on torch.rand(3, 768) draws. It is not part of the
+    // block: its steps stay out of the --dot diagram, its result is dumped.
+    bool was_paused = trace_pause(true);
+    const Tensor *Query = rand_tensor(shape2(VALUES_LENGTH, HIDDEN_SIZE));    // (3, 768)
+    const Tensor *Key = rand_tensor(shape2(VALUES_LENGTH, HIDDEN_SIZE));      // (3, 768)
+    const Tensor *Value = rand_tensor(shape2(VALUES_LENGTH, HIDDEN_SIZE));    // (3, 768)
+    const Tensor *np_out = numpy_cell(&cell.numpy, Query, Key, Value);        // (3, 768)
+    trace_pause(was_paused);
+    named("np_out", np_out);
+    was_paused = trace_pause(true);   // printing looks at what was computed: not drawn
+    print_numpy_cell(&cell.numpy);
+    trace_pause(was_paused);
+    return cell;
+}
+
+// --- part 2: the post's Block: its input and norm1 ---------------------------------------------
+
 // The block's line, as Python prints Block(...)'s arguments.
 static void print_block_header(const Sizes *s, const Tensor *x) {
-    printf("\n-- Block(%d, %d, mlp_ratio=%d, qkv_bias=%s, drop=%g, attn_drop=%g, drop_path=%g), "
+    printf("\n-- part 2: the post's Block, step by step (its flags are the Block's arguments) "
+           "--\n");
+    printf("-- Block(%d, %d, mlp_ratio=%d, qkv_bias=%s, drop=%g, attn_drop=%g, drop_path=%g), "
            "%s mode --\n", s->dim, s->heads, s->mlp_ratio, python_bool(s->qkv_bias), s->drop,
            s->attn_drop, s->drop_path, s->train ? "train" : "eval");
     printf("x: %s\n", size_str(x));
@@ -461,11 +524,18 @@ static void show_layer_norm(const Block *block, const BlockSteps *steps, const T
     }
 }
 
+static void part2_the_block(const Cell *cell, const Sizes *s) {
+    print_block_header(s, cell->x);
+    show_layer_norm(&cell->block, &cell->steps, cell->x);
+}
+
+// --- part 3: attn: qkv, one reshape and one permute, the scale (--qkv-bias, --heads) ---------
+
 // The fused projection, and what reshape, permute and qkv[i] do to memory.
 static void show_qkv_views(const Sizes *s, const AttentionSteps *a) {
     int B = s->batch, N = s->seq, C = s->dim, H = s->heads, D = s->dim / s->heads;
-    printf("\n-- attn: qkv = Linear(%d, %d, bias=%s), then one reshape and one permute --\n", C,
-           3 * C, python_bool(s->qkv_bias));
+    printf("\n-- part 3: attn: qkv = Linear(%d, %d, bias=%s), then one reshape and one permute "
+           "--\n", C, 3 * C, python_bool(s->qkv_bias));
     printf("self.qkv(x): %s stride %s\n", size_str(a->fused), stride_str(a->fused));
     const Tensor *split = reshape(a->fused, shape5(B, N, 3, H, D));           // (B, N, 3, H, D)
     printf(".reshape(%d, %d, 3, %d, %d): stride %s\n", B, N, H, D, stride_str(split));
@@ -484,20 +554,8 @@ static void show_qkv_views(const Sizes *s, const AttentionSteps *a) {
            "Linear's layout)\n", a->q->stride[1], a->q->stride[1] == 1 ? "" : "s", a->q->stride[2]);
 }
 
-// x * fl(1/sqrt(D)) against x / fl(sqrt(D)) for every float x in [1, 2):
-// each is one correctly rounded operation, so the count is the same on any
-// IEEE machine, and [1, 2) stands for every binade (scaling x by a power
-// of two scales both results alike, barring underflow and overflow).
-static long differing_floats(double scale, int head_dim) {
-    float by_mul = (float)scale, by_div = (float)sqrt((double)head_dim);
-    long differ = 0;
-    for (uint32_t bits = 0x3F800000u; bits < 0x40000000u; bits++) {
-        float x;
-        memcpy(&x, &bits, sizeof x);
-        differ += x * by_mul != x / by_div;
-    }
-    return differ;
-}
+// Appendix A: of the floats in [1, 2), how many x * scale and x / sqrt(D) round apart.
+static long differing_floats(double scale, int head_dim);
 
 static void show_scale(const Sizes *s, const Attention *attn) {
     int D = s->dim / s->heads;
@@ -522,6 +580,14 @@ static void show_attn_probs(const Lesson *lesson, const AttentionSteps *a) {
     }
 }
 
+static void part3_attention(const Cell *cell, const Sizes *s, const Lesson *lesson) {
+    show_qkv_views(s, &cell->steps.attn);
+    show_scale(s, &cell->block.attn);
+    show_attn_probs(lesson, &cell->steps.attn);
+}
+
+// --- part 4: the residuals, DropPath and the MLP's GELU (--drop-path, --train) ----------------
+
 // Samples b for which after[b] == before[b] in every element: the branch
 // added to them was dropped (x + 0 is x). Printed as a Python list.
 static void print_dropped_samples(const char *branch, const Tensor *before, const Tensor *after) {
@@ -538,7 +604,8 @@ static void print_dropped_samples(const char *branch, const Tensor *before, cons
 
 static void show_residuals(const Sizes *s, const BlockSteps *steps, const Tensor *x,
                            const Tensor *out) {
-    printf("\n-- x = x + drop_path(attn(norm1(x))), then x = x + drop_path(mlp(norm2(x))) --\n");
+    printf("\n-- part 4: x = x + drop_path(attn(norm1(x))), then x = x + drop_path(mlp(norm2(x))) "
+           "--\n");
     if (s->drop_path == 0.0) {
         printf("drop_path: nn.Identity() (drop_path = 0)\n");
     } else if (!s->train) {
@@ -580,6 +647,14 @@ static void show_out(const Tensor *out) {
     printf("out[0, 0]: %s\n", tensor_str(select_index(select_index(out, 0, 0), 0, 0), NULL));
 }
 
+static void part4_residuals(const Cell *cell, const Sizes *s) {
+    show_residuals(s, &cell->steps, cell->x, cell->out);
+    show_gelu();
+    show_out(cell->out);
+}
+
+// --- part 5: pre-norm (this block) against post-norm (BERT, lesson 12) ----------------------
+
 static void print_row_variances(const char *name, const Tensor *t) {
     long rows = numel(t) / size(t, -1);
     double lowest = INFINITY, highest = -INFINITY;
@@ -596,9 +671,9 @@ static void print_row_variances(const char *name, const Tensor *t) {
 // then LayerNorm AFTER the residual sum.
 //     pre-norm (ViT):   x = x + attn(norm1(x));  x = x + mlp(norm2(x))
 //     post-norm (BERT): x = norm1(x + attn(x));  x = norm2(x + mlp(x))
-static void show_pre_and_post_norm(const Block *block, const Tensor *x) {
-    printf("\n-- pre-norm (this block) against post-norm (BERT, lesson 12): same weights, eval "
-           "mode --\n");
+static void part5_pre_and_post_norm(const Block *block, const Tensor *x) {
+    printf("\n-- part 5: pre-norm (this block) against post-norm (BERT, lesson 12): same weights, "
+           "eval mode --\n");
     Block eval = *block;
     Block_train(&eval, false);
     const Tensor *pre = Block_forward(NULL, &eval, x);                        // (B, N, C)
@@ -617,139 +692,23 @@ static void show_pre_and_post_norm(const Block *block, const Tensor *x) {
     // back to mean 0 and variance 1 (times its weight, plus its bias).
 }
 
-// One parameter's line: "attn.qkv.weight: (48, 16) 768", as Python prints it.
-static void print_parameter(const char *name, const Tensor *p) {
-    printf("%s: %s %ld\n", name, shape_str(p->shape, SIZES_TUPLE), numel(p));
-}
+// --- parts 6 and 7: what the block costs, its parameters and multiply-adds -------------------
 
-static void print_linear_parameters(const char *name, const Linear *layer) {
-    char text[64];
-    snprintf(text, sizeof text, "%s.weight", name);
-    print_parameter(text, layer->weight);
-    if (layer->bias != NULL) {
-        snprintf(text, sizeof text, "%s.bias", name);
-        print_parameter(text, layer->bias);
-    }
-}
+// They count, so they are in appendix A, after main (part 7 counts each
+// product as it runs, with a trace hook).
+static void part6_parameters(const Sizes *s, const Block *block);
+static void part7_macs(const Sizes *s);
 
-// Parameters of the attention sublayer: qkv 3C*C (+ 3C with its bias),
-// proj C*C + C; of the MLP: fc1 C*F + F, fc2 F*C + C; of the norms 4C.
-static long long attention_parameters(long long C, bool qkv_bias) {
-    return 4 * C * C + C + (qkv_bias ? 3 * C : 0);
-}
-
-static long long mlp_parameters(long long C, long long F) {
-    return 2 * C * F + F + C;
-}
-
-// The parameter counts, by formula, next to the parameters themselves.
-static void show_parameters(const Sizes *s, const Block *block) {
-    long long C = s->dim, F = s->hidden;
-    long long attn = attention_parameters(C, s->qkv_bias), mlp = mlp_parameters(C, F);
-    printf("\n-- parameters: %lld --\n", attn + mlp + 4 * C);
-    print_parameter("norm1.weight", block->norm1.weight);
-    print_parameter("norm1.bias", block->norm1.bias);
-    print_linear_parameters("attn.qkv", &block->attn.qkv);
-    print_linear_parameters("attn.proj", &block->attn.proj);
-    print_parameter("norm2.weight", block->norm2.weight);
-    print_parameter("norm2.bias", block->norm2.bias);
-    print_linear_parameters("mlp.fc1", &block->mlp.fc1);
-    print_linear_parameters("mlp.fc2", &block->mlp.fc2);
-    printf("attn %lld = 4*C*C + C%s, mlp %lld = 2*C*hidden + hidden + C, norms %lld = 4*C\n", attn,
-           s->qkv_bias ? " + 3*C" : "", mlp, 4 * C);
-}
-
-// Multiply-adds of one sample's attention sublayer and MLP for n positions:
-// qkv 3nC^2, q @ k^T and attn @ v n^2 C each (H heads of n^2 D), proj nC^2;
-// fc1 and fc2 nCF each.
-static long long attention_macs(long long n, long long C) {
-    return 4 * n * C * C + 2 * n * n * C;
-}
-
-static long long mlp_macs(long long n, long long C, long long F) {
-    return 2 * n * C * F;
-}
-
-static int compare_long_long(const void *a, const void *b) {
-    long long x = *(const long long *)a, y = *(const long long *)b;
-    return (x > y) - (x < y);
-}
-
-// The multiply-adds of every linear and matmul that runs while counting, in
-// their order: docs/flops.md's CountMACs for PyTorch, here a trace hook (the
-// --dot and --dump hook, if any, still sees every event).
-enum { MAX_COUNTED = 16 };
-static long long counted_macs[MAX_COUNTED];
-static int n_counted = 0;
-static TraceHook passed_on = NULL;
-
-static void count_macs(const TraceEvent *event) {
-    long long macs = -1;
-    if (strcmp(event->op, "linear") == 0) {           // rows x in x out
-        const Tensor *input = event->inputs[0], *weight = event->inputs[1];
-        macs = numel(input) / size(input, -1) * (long long)numel(weight);
-    } else if (strcmp(event->op, "matmul") == 0) {    // each output: a dot product of k
-        macs = numel(event->out) * (long long)size(event->inputs[0], -1);
-    }
-    if (macs >= 0 && n_counted < MAX_COUNTED) {
-        counted_macs[n_counted++] = macs;
-    }
-    if (passed_on != NULL) {
-        passed_on(event);
-    }
-}
-
-static void start_counting(void) {
-    n_counted = 0;
-    passed_on = trace_set_hook(count_macs);
-}
-
-static void stop_counting(void) {
-    trace_set_hook(passed_on);
-    passed_on = NULL;
-}
-
-// What the forward's six products cost: counted (in order qkv, q @ k^T,
-// attn @ v, proj, fc1, fc2), then as formulas of the sizes.
-static void show_macs(const Sizes *s) {
-    long long B = s->batch, N = s->seq, C = s->dim, F = s->hidden;
-    const long long *m = counted_macs;
-    long long attention = m[0] + m[1] + m[2] + m[3], mlp = m[4] + m[5];
-    printf("\n-- multiply-adds of this forward (batch %lld, seq %lld), counted as they ran --\n", B,
-           N);
-    printf("attn.qkv %lld, q @ k^T %lld, attn @ v %lld, attn.proj %lld, mlp.fc1 %lld, mlp.fc2 "
-           "%lld\n", m[0], m[1], m[2], m[3], m[4], m[5]);
-    printf("attention %lld = B*(4*N*C*C + 2*N*N*C), MLP %lld = B*2*N*C*hidden: attention's "
-           "share %.1f%%\n", attention, mlp, 100.0 * (double)attention / (double)(attention + mlp));
-    printf("per sample as the sequence grows (C = %lld, hidden = %lld):\n", C, F);
-    printf("%8s %14s %14s %8s\n", "N", "attention", "MLP", "share");
-    long long lengths[6] = {N, C, 2 * C, 4 * C, 8 * C, 16 * C};
-    qsort(lengths, 6, sizeof lengths[0], compare_long_long);
-    for (int i = 0; i < 6; i++) {
-        if (i > 0 && lengths[i] == lengths[i - 1]) {
-            continue;   // Python's sorted set: each length once
-        }
-        long long n = lengths[i], att = attention_macs(n, C), ml = mlp_macs(n, C, F);
-        double share = 100.0 * (double)att / (double)(att + ml);
-        printf("%8lld %14lld %14lld %7.1f%%\n", n, att, ml, share);
-    }
-    // 4nC^2 + 2n^2 C > 2nCF exactly when n > F - 2C; the n^2 part alone
-    // passes the MLP at n = F.
-    if (F > 2 * C) {
-        printf("(the attention sublayer passes the MLP once N > hidden - 2*C = %lld;\n its N*N "
-               "part alone passes it at N = hidden = %lld)\n", F - 2 * C, F);
-    } else {
-        printf("(with hidden <= 2*C the attention sublayer costs more than the MLP at every N)\n");
-    }
-}
+// --- part 8: DropPath against dropout (--seed) -----------------------------------------------
 
 // drop_path and F.dropout on the same ones, from the same generator state:
 // the first 4 draws decide 4 whole samples for drop_path, and the first 4
 // single numbers for dropout.
-static void show_drop_path_against_dropout(uint64_t seed) {
+static void part8_drop_path_against_dropout(uint64_t seed) {
     const Tensor *ones_x = ones(shape3(4, 3, 2));                           // (4, 3, 2)
     DropPath half = {0.5, true};
-    printf("\n-- DropPath against dropout, p = 0.5, on torch.ones(4, 3, 2), training --\n");
+    printf("\n-- part 8: DropPath against dropout, p = 0.5, on torch.ones(4, 3, 2), training "
+           "(--seed) --\n");
     manual_seed(seed);
     printf("drop_path(...).flatten(1): a sample is all kept (2.) or all dropped\n");
     printf("%s\n", tensor_str(reshape(DropPath_forward(&half, ones_x), shape2(4, 6)), NULL));
@@ -779,7 +738,7 @@ int main(int argc, char **argv) {
         {"--drop-path", &drop_path, "stochastic depth: drop a sample's whole branch"},
     };
     SwitchFlag switches[] = {
-        {"--qkv-bias", &qkv_bias, "give the qkv Linear a bias (ViT: no, BERT: yes)"},
+        {"--qkv-bias", &qkv_bias, "give the qkv Linear a bias (the post's default: no)"},
         {"--train", &train, "train mode: dropout and drop path on"},
     };
     Lesson lesson = {
@@ -806,45 +765,162 @@ int main(int argc, char **argv) {
     check_fits(&lesson, "mlp.fc1.weight (dim*mlp-ratio, dim)", shape2(hidden, dim));
     lesson_start(&lesson);
 
-    // The draws, in PyTorch's order: the block's parameters, x, the dropout
-    // and drop-path masks of the forward (train mode), then the numpy cell's.
-    Block block = Block_init(dim, heads, hidden, qkv_bias, drop, attn_drop, drop_path);
-    const Tensor *x = named("x", randn(shape3(batch, seq, dim)));             // (B, N, C)
-    Block_train(&block, train);
-    BlockSteps steps;
-    start_counting();
-    const Tensor *out = named("out", Block_forward(&steps, &block, x));       // (B, N, C)
-    stop_counting();
-
-    // The numpy cell on torch.rand(3, 768) draws. It is not part of the
-    // block: its steps stay out of the --dot diagram, its result is dumped.
-    bool was_paused = trace_pause(true);
-    const Tensor *Query = rand_tensor(shape2(VALUES_LENGTH, HIDDEN_SIZE));    // (3, 768)
-    const Tensor *Key = rand_tensor(shape2(VALUES_LENGTH, HIDDEN_SIZE));      // (3, 768)
-    const Tensor *Value = rand_tensor(shape2(VALUES_LENGTH, HIDDEN_SIZE));    // (3, 768)
-    NumpyCellSteps cell;
-    const Tensor *np_out = numpy_cell(&cell, Query, Key, Value);              // (3, 768)
-    trace_pause(was_paused);
-    named("np_out", np_out);
-
-    // Everything below looks at what was computed: out of the diagram and
-    // the dumps. The post's order: the numpy cell, then the block.
-    was_paused = trace_pause(true);
     Sizes s = {batch, seq, dim, heads, mlp_ratio, hidden, qkv_bias, train, drop, attn_drop,
                drop_path};
-    print_numpy_cell(&cell);
-    print_block_header(&s, x);
-    show_layer_norm(&block, &steps, x);
-    show_qkv_views(&s, &steps.attn);
-    show_scale(&s, &block.attn);
-    show_attn_probs(&lesson, &steps.attn);
-    show_residuals(&s, &steps, x, out);
-    show_gelu();
-    show_out(out);
-    show_pre_and_post_norm(&block, x);
-    show_parameters(&s, &block);
-    show_macs(&s);
-    show_drop_path_against_dropout(lesson.seed);
-    trace_pause(was_paused);
+    Cell cell = part1_the_posts_cells(&s);
+    trace_pause(true);   // the parts look at what was computed: not drawn, not dumped
+    part2_the_block(&cell, &s);
+    part3_attention(&cell, &s, &lesson);
+    part4_residuals(&cell, &s);
+    part5_pre_and_post_norm(&cell.block, cell.x);
+    part6_parameters(&s, &cell.block);
+    part7_macs(&s);
+    part8_drop_path_against_dropout(lesson.seed);
     return lesson_finish(&lesson);
+}
+
+// === appendix A: what the block costs (parts 6 and 7), and the floats a scale rounds apart ====
+
+// Part 6: the parameters, each with its shape, and their counts as formulas.
+// One parameter's line: "attn.qkv.weight: (48, 16) 768", as Python prints it.
+static void print_parameter(const char *name, const Tensor *p) {
+    printf("%s: %s %ld\n", name, shape_str(p->shape, SIZES_TUPLE), numel(p));
+}
+
+static void print_linear_parameters(const char *name, const Linear *layer) {
+    char text[64];
+    snprintf(text, sizeof text, "%s.weight", name);
+    print_parameter(text, layer->weight);
+    if (layer->bias != NULL) {
+        snprintf(text, sizeof text, "%s.bias", name);
+        print_parameter(text, layer->bias);
+    }
+}
+
+// Parameters of the attention sublayer: qkv 3C*C (+ 3C with its bias),
+// proj C*C + C; of the MLP: fc1 C*F + F, fc2 F*C + C; of the norms 4C.
+static long long attention_parameters(long long C, bool qkv_bias) {
+    return 4 * C * C + C + (qkv_bias ? 3 * C : 0);
+}
+
+static long long mlp_parameters(long long C, long long F) {
+    return 2 * C * F + F + C;
+}
+
+// The parameter counts, by formula, next to the parameters themselves.
+static void part6_parameters(const Sizes *s, const Block *block) {
+    long long C = s->dim, F = s->hidden;
+    long long attn = attention_parameters(C, s->qkv_bias), mlp = mlp_parameters(C, F);
+    printf("\n-- part 6: parameters: %lld (--dim, --mlp-ratio and --qkv-bias change them) --\n",
+           attn + mlp + 4 * C);
+    print_parameter("norm1.weight", block->norm1.weight);
+    print_parameter("norm1.bias", block->norm1.bias);
+    print_linear_parameters("attn.qkv", &block->attn.qkv);
+    print_linear_parameters("attn.proj", &block->attn.proj);
+    print_parameter("norm2.weight", block->norm2.weight);
+    print_parameter("norm2.bias", block->norm2.bias);
+    print_linear_parameters("mlp.fc1", &block->mlp.fc1);
+    print_linear_parameters("mlp.fc2", &block->mlp.fc2);
+    printf("attn %lld = 4*C*C + C%s, mlp %lld = 2*C*hidden + hidden + C, norms %lld = 4*C\n", attn,
+           s->qkv_bias ? " + 3*C" : "", mlp, 4 * C);
+}
+
+
+static int n_counted = 0;
+static TraceHook passed_on = NULL;
+
+static int compare_long_long(const void *a, const void *b) {
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return (x > y) - (x < y);
+}
+
+// The multiply-adds of every linear and matmul that runs while counting, in
+// their order: docs/flops.md's CountMACs for PyTorch, here a trace hook (the
+// --dot and --dump hook, if any, still sees every event).
+
+static void count_macs(const TraceEvent *event) {
+    long long macs = -1;
+    if (strcmp(event->op, "linear") == 0) {           // rows x in x out
+        const Tensor *input = event->inputs[0], *weight = event->inputs[1];
+        macs = numel(input) / size(input, -1) * (long long)numel(weight);
+    } else if (strcmp(event->op, "matmul") == 0) {    // each output: a dot product of k
+        macs = numel(event->out) * (long long)size(event->inputs[0], -1);
+    }
+    if (macs >= 0 && n_counted < MAX_COUNTED) {
+        counted_macs[n_counted++] = macs;
+    }
+    if (passed_on != NULL) {
+        passed_on(event);
+    }
+}
+
+static void start_counting(void) {
+    n_counted = 0;
+    passed_on = trace_set_hook(count_macs);
+}
+
+static void stop_counting(void) {
+    trace_set_hook(passed_on);
+    passed_on = NULL;
+}
+
+// x * fl(1/sqrt(D)) against x / fl(sqrt(D)) for every float x in [1, 2):
+// each is one correctly rounded operation, so the count is the same on any
+// IEEE machine, and [1, 2) stands for every binade (scaling x by a power
+// of two scales both results alike, barring underflow and overflow).
+static long differing_floats(double scale, int head_dim) {
+    float by_mul = (float)scale, by_div = (float)sqrt((double)head_dim);
+    long differ = 0;
+    for (uint32_t bits = 0x3F800000u; bits < 0x40000000u; bits++) {
+        float x;
+        memcpy(&x, &bits, sizeof x);
+        differ += x * by_mul != x / by_div;
+    }
+    return differ;
+}
+
+// Part 7: what the forward's six products cost, counted above as they ran.
+// Multiply-adds of one sample's attention sublayer and MLP for n positions:
+// qkv 3nC^2, q @ k^T and attn @ v n^2 C each (H heads of n^2 D), proj nC^2;
+// fc1 and fc2 nCF each.
+static long long attention_macs(long long n, long long C) {
+    return 4 * n * C * C + 2 * n * n * C;
+}
+
+static long long mlp_macs(long long n, long long C, long long F) {
+    return 2 * n * C * F;
+}
+
+// What the forward's six products cost: counted (in order qkv, q @ k^T,
+// attn @ v, proj, fc1, fc2), then as formulas of the sizes.
+static void part7_macs(const Sizes *s) {
+    long long B = s->batch, N = s->seq, C = s->dim, F = s->hidden;
+    const long long *m = counted_macs;
+    long long attention = m[0] + m[1] + m[2] + m[3], mlp = m[4] + m[5];
+    printf("\n-- part 7: multiply-adds of this forward (batch %lld, seq %lld), counted as they ran "
+           "(--seq) --\n", B, N);
+    printf("attn.qkv %lld, q @ k^T %lld, attn @ v %lld, attn.proj %lld, mlp.fc1 %lld, mlp.fc2 "
+           "%lld\n", m[0], m[1], m[2], m[3], m[4], m[5]);
+    printf("attention %lld = B*(4*N*C*C + 2*N*N*C), MLP %lld = B*2*N*C*hidden: attention's "
+           "share %.1f%%\n", attention, mlp, 100.0 * (double)attention / (double)(attention + mlp));
+    printf("per sample as the sequence grows (C = %lld, hidden = %lld):\n", C, F);
+    printf("%8s %14s %14s %8s\n", "N", "attention", "MLP", "share");
+    long long lengths[6] = {N, C, 2 * C, 4 * C, 8 * C, 16 * C};
+    qsort(lengths, 6, sizeof lengths[0], compare_long_long);
+    for (int i = 0; i < 6; i++) {
+        if (i > 0 && lengths[i] == lengths[i - 1]) {
+            continue;   // Python's sorted set: each length once
+        }
+        long long n = lengths[i], att = attention_macs(n, C), ml = mlp_macs(n, C, F);
+        double share = 100.0 * (double)att / (double)(att + ml);
+        printf("%8lld %14lld %14lld %7.1f%%\n", n, att, ml, share);
+    }
+    // 4nC^2 + 2n^2 C > 2nCF exactly when n > F - 2C; the n^2 part alone
+    // passes the MLP at n = F.
+    if (F > 2 * C) {
+        printf("(the attention sublayer passes the MLP once N > hidden - 2*C = %lld;\n its N*N "
+               "part alone passes it at N = hidden = %lld)\n", F - 2 * C, F);
+    } else {
+        printf("(with hidden <= 2*C the attention sublayer costs more than the MLP at every N)\n");
+    }
 }

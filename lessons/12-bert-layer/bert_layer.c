@@ -3,26 +3,27 @@
 // WHAT THIS ADDS
 //   Lessons 2-10 built attention on its own, lesson 11 ViT's pre-norm block
 //   around it. A Transformer stacks LAYERS, and this is BERT's (post-norm),
-//   as Chen Ming's post ports it from the transformers library:
-//   BertSelfAttention (multi-head attention, lesson 6, with BERT's
-//   additive -10000 padding mask, a head_mask, dropout on the probabilities,
-//   optional RELATIVE positions and a past_key_value cache), BertSelfOutput
-//   (dense, dropout, then LayerNorm(h + input): a residual and a POST-norm),
-//   BertIntermediate (dense to 4x the width, GELU), BertOutput (dense back,
-//   residual, LayerNorm), run through apply_chunking_to_forward, which can
-//   split the feed-forward along the sequence. BLIP's text decoder adds a
-//   cross-attention (lesson 7) over an image encoder's features in between.
-//   The post's relative positions are wrong in two places (with a cache, and
-//   in cross-attention); the layer here is fixed, and the lesson shows the
-//   post's code failing and going wrong, then the fix proven.
+//   as Chen Ming's post copies it from BLIP's models/med.py (itself "based
+//   on transformers v4.15.0"): BertSelfAttention (multi-head attention,
+//   lesson 6, with BERT's additive -10000 padding mask, a head_mask, dropout
+//   on the probabilities, optional RELATIVE positions and a past_key_value
+//   cache), BertSelfOutput (dense, dropout, then LayerNorm(h + input): a
+//   residual and a POST-norm), BertIntermediate (dense to 4x the width,
+//   GELU), BertOutput (dense back, residual, LayerNorm), run through
+//   apply_chunking_to_forward, which can split the feed-forward along the
+//   sequence. BLIP's text decoder adds a cross-attention (lesson 7) over an
+//   image encoder's features in between. The post's relative positions are
+//   wrong in two places (with a cache, and in cross-attention); the layer
+//   here is the fixed one, and the post's own code runs in parts 6 and 7
+//   (parts.c), failing and going wrong, beside the fix proven.
 //
 // THE MATH (one layer; x is (B, T, C), L = P + T keys after P cached ones)
-//   scores = q k^T [+ q e(l - r) [+ k e(l - r)]] / sqrt(D) + mask   (B, H, T, L)
+//   scores = q k^T [+ q e(t - s) [+ k e(t - s)]] / sqrt(D) + mask   (B, H, T, L)
 //   a      = LayerNorm(x + dense(softmax(scores) v))                (B, T, C)  post-norm
 //   [a     = LayerNorm(a + dense(cross-attention of a over the image))]  BLIP, mode='multimodal'
 //   out    = LayerNorm(a + dense2(gelu(dense1(a))))                 (B, T, C)  post-norm
 //   mask = (1 - keep) * -10000 (added, not filled); e = distance_embedding,
-//   a table of 2N - 1 rows, one per distance l - r from -(N-1) to N-1.
+//   a table of 2MP - 1 rows, one per distance t - s from -(MP-1) to MP-1.
 //
 // THE PYTORCH IT MIRRORS (the post's classes, fixed; the whole runnable script,
 // with transformers' BertIntermediate and apply_chunking_to_forward, is in
@@ -38,76 +39,60 @@
 //                   past_key_value=present, output_attentions=True, mode=...)
 //
 // RUN IT
-//   make lesson-12                                      (2 x 5 tokens, dim 16, 4 heads, eval)
-//   make lesson-12 ARGS="--position relative_key --past 3"     the post's bug, running
-//   make lesson-12 ARGS="--encoder-seq 6"               BLIP's cross-attention
-//   make lesson-12 ARGS="--chunk 1 --train"             the feed-forward in chunks; dropout
+//   make lesson-12                                   the layer (part 1), and the list of parts
+//   make lesson-12 ARGS="--part 6 --position relative_key --past 3 --seq 2"
+//                                                    one part: the post's bug, running
+//   make lesson-12 ARGS="--all"                      every part, one after the other
 //   flags: --batch --seq --dim --heads --intermediate --position --max-positions --pad
-//   --head-mask --past --encoder-seq --encoder-width --chunk --train --seed --dump --dot
-//   --heatmap --help
+//   --head-mask --past --encoder-seq --encoder-width --chunk --train --part --all --seed
+//   --dump --dot --heatmap --help
 //
 // WHAT TO LOOK FOR
 //   - attention_probs[1, 0]: the padded key's column is 0.0000: -10000 is
 //     added to its score, and exp(-10000) is 0 in float32, exactly what
-//     lesson 4's masked_fill(-1e20) gives.
+//     lesson 4's masked_fill(-1e20) gives (part 2 compares the two).
 //   - query_layer is a permuted view: stride (80, 4, 16, 1), no copy.
 //   - --position relative_*: the distance matrix, and the table rows it
-//     picks (distance + N - 1). With --past 3 the queries sit at positions
+//     picks (distance + MP - 1). With --past 3 the queries sit at positions
 //     3..7, not 0..4: the post's code takes them from the new tokens only,
 //     and PyTorch stops (several new tokens) or silently puts every key at
 //     distance 0 (one new token). The fixed layer gives, over prefix + new
-//     tokens, the same output in one call as in two with the cache.
-//   - every chunk size that divides --seq gives the same output in eval.
+//     tokens, the same output in one call as in two with the cache (part 6).
+//   - every chunk size that divides --seq gives the same output in eval (part 8).
 //   - post-norm: every row of layer_output has standard deviation 1;
-//     pre-norm (lesson 11's order, same weights) lets the rows grow.
+//     pre-norm (lesson 11's order, same weights) lets the rows grow (part 9).
 //
-// Size letters: B = batch, T = seq (the tokens of this call), P = past
-// (positions in the cache), L = P + T (keys of the self-attention), M =
-// encoder_seq (image features), C = dim = hidden_size, E = encoder_width, H =
-// num_attention_heads, D = C / H (attention_head_size), I = intermediate_size,
-// N = max_position_embeddings (the distance table has 2N - 1 rows).
+// THE PARTS (part 1 here, parts 2-9 in parts.c; --part N prints part N alone,
+// --all every part; the default prints part 1 and the list of the others)
+//   1. the layer, run as BLIP's decoder runs it (every flag; --heatmap draws it)
+//   2. BERT's additive mask against lesson 4's masked_fill (--pad)
+//   3. head_mask silences a head (--head-mask)
+//   4. dropout on the attention probabilities (--train)
+//   5. relative positions: the table and one score taken apart (--position)
+//   6. past_key_value, the cache, and the post's relative positions with it (--past)
+//   7. BLIP's cross-attention, and the post's relative positions there (--encoder-seq)
+//   8. apply_chunking_to_forward: the feed-forward in chunks (--chunk, --train)
+//   9. post-norm (BERT) against pre-norm (lesson 11)
+//
+// Size letters (docs/README.md has the table): B = batch, T = seq (the tokens
+// of this call), P = past (positions in the cache), L = P + T (keys of the
+// self-attention), M = encoder_seq (image features), C = dim = hidden_size, E
+// = encoder_width, H = num_attention_heads, D = C / H (attention_head_size), F
+// = intermediate_size, MP = max_position_embeddings (the distance table has
+// 2MP - 1 rows).
 // Index letters: b batch row, h head, t query position, s key position, d
-// inside a head; in the two einsums written as loops, their own letters: l a
-// query, r a key ("bhld,lrd->bhlr").
+// inside a head. The post's einsums name a query l and a key r
+// ("bhld,lrd->bhlr"); written as loops here they are "bhtd,tsd->bhts".
+// The structs, with their fields, are in bert_layer.h.
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "attention.h"
+#include "bert_layer.h"
 
-// BERT's padding mask is added to the scores: (1 - keep) * -10000. Every real
-// score of a row stays where it is (+ -0.0), a padded key's score drops by
-// 10000, and exp() of that is exactly 0 in float32 (it underflows below about
-// -104). The post's comment: "需要忽略的mask是-10000,此时attention_scores会很低,
-// 计算softmax时近乎为0" (the masked positions get -10000, so their softmax is
-// nearly 0).
-#define MASK_ADDED -10000.0f
-// Lesson 4's way, for the comparison: masked_fill(keep == 0, -1e20).
-#define MASK_FILL -1e20f
-#define DEPTH 12   // BERT-base's layers: the post-norm/pre-norm comparison stacks this many
-
-// --- the configuration ------------------------------------------------------------------
-
-typedef enum { ABSOLUTE, RELATIVE_KEY, RELATIVE_KEY_QUERY } PositionType;
-static const char *const POSITION_TYPES[] = {"absolute", "relative_key", "relative_key_query",
-                                             NULL};
-
-// The fields of transformers' BertConfig that the layer reads (BLIP's
-// med_config adds encoder_width and add_cross_attention).
-typedef struct {
-    int hidden_size;                       // C
-    int num_attention_heads;               // H
-    int intermediate_size;                 // I
-    PositionType position_embedding_type;  // "absolute" unless the config says otherwise
-    int max_position_embeddings;           // N
-    double layer_norm_eps;                 // 1e-12
-    double hidden_dropout_prob;            // 0.1: after each dense that feeds a residual
-    double attention_probs_dropout_prob;   // 0.1: on the attention probabilities
-    bool add_cross_attention;              // BLIP's decoder: true
-    int encoder_width;                     // E, the image encoder's width
-    int chunk_size_feed_forward;           // 0: the feed-forward in one piece
-} BertConfig;
+const char *const POSITION_TYPES[] = {"absolute", "relative_key", "relative_key_query", NULL};
 
 // "attention.self" + "query" -> "attention.self.query": a parameter's state_dict name.
 static const char *dotted(const char *module, const char *name) {
@@ -118,50 +103,6 @@ static const char *dotted(const char *module, const char *name) {
 }
 
 // --- the module: BertSelfAttention --------------------------------------------------------
-
-// The tuple the post calls past_key_value: (key_layer, value_layer).
-typedef struct {
-    const Tensor *key;     // (B, H, L, D)
-    const Tensor *value;   // (B, H, L, D)
-} KeyValue;
-
-typedef struct {
-    int num_attention_heads;           // H
-    int attention_head_size;           // D = C / H
-    int all_head_size;                 // H * D = C
-    Linear query;                      // C -> H*D
-    Linear key, value;                 // C -> H*D (E -> H*D in cross-attention)
-    double dropout;                    // nn.Dropout(attention_probs_dropout_prob)
-    PositionType position_embedding_type;
-    int max_position_embeddings;       // N
-    const Tensor *distance_embedding;  // nn.Embedding(2N - 1, D).weight; NULL for absolute
-    // The post's relative positions, kept to show them running (the lesson's
-    // demonstrations set it on a copy); false in the layer itself.
-    bool as_the_post;
-    bool training;
-} BertSelfAttention;
-
-// The forward's keyword arguments, as the post passes them. The post's
-// output_attentions is always on here: the probabilities are in the steps.
-typedef struct {
-    const Tensor *attention_mask;          // (B, 1, 1, L) 0 or -10000, added; NULL: none
-    const Tensor *head_mask;               // (1, H, 1, 1) 1 keeps a head, 0 zeroes it; NULL: none
-    const Tensor *encoder_hidden_states;   // (B, M, E): keys and values of cross-attention
-    const Tensor *encoder_attention_mask;  // (B, 1, 1, M) added; NULL: none
-    const KeyValue *past_key_value;        // (B, H, P, D) each: the cache; NULL: none
-} BertArgs;
-
-// What the forward computed on the way, for the lesson to print.
-typedef struct {
-    const Tensor *query_layer;               // (B, H, T, D)
-    const Tensor *key_layer;                 // (B, H, L, D) (L = M in cross-attention)
-    const Tensor *value_layer;               // (B, H, L, D)
-    const Tensor *distance;                  // (T, L) int64; NULL without relative positions
-    const Tensor *unmasked_scores;           // (B, H, T, L) / sqrt(D), before the mask
-    const Tensor *attention_probs;           // (B, H, T, L) softmax, before dropout
-    const Tensor *attention_probs_dropped;   // (B, H, T, L) after dropout and head_mask
-    const Tensor *context_layer;             // (B, T, C)
-} BertSelfAttentionSteps;
 
 // BertSelfAttention(config, is_cross_attention). Draws as the post's
 // __init__: query, key, value (weight, bias each), then, for relative
@@ -187,8 +128,8 @@ static BertSelfAttention BertSelfAttention_init(const BertConfig *config, bool i
     self.position_embedding_type = config->position_embedding_type;
     if (self.position_embedding_type != ABSOLUTE) {
         self.max_position_embeddings = config->max_position_embeddings;
-        int rows = 2 * config->max_position_embeddings - 1;   // distances -(N-1) .. N-1
-        Tensor *table = zeros(shape2(rows, self.attention_head_size));         // (2N-1, D)
+        int rows = 2 * config->max_position_embeddings - 1;   // distances -(MP-1) .. MP-1
+        Tensor *table = zeros(shape2(rows, self.attention_head_size));         // (2MP-1, D)
         normal_(table, 0.0, 1.0);
         self.distance_embedding = named(dotted(name, "distance_embedding.weight"), table);
     }
@@ -201,7 +142,7 @@ static BertSelfAttention BertSelfAttention_init(const BertConfig *config, bool i
 // the matmuls below run over (B, H) as batch dims. Both are views: nothing
 // is copied, the strides change (lesson 6).
 // (The diagram draws the two as one step.)
-static const Tensor *transpose_for_scores(const BertSelfAttention *self, const Tensor *x) {
+const Tensor *transpose_for_scores(const BertSelfAttention *self, const Tensor *x) {
     bool was_paused = trace_pause(true);
     // new_x_shape = x.size()[:-1] + (self.num_attention_heads, self.attention_head_size)
     Shape new_x_shape = shape4(size(x, 0), size(x, 1), self->num_attention_heads,
@@ -214,47 +155,39 @@ static const Tensor *transpose_for_scores(const BertSelfAttention *self, const T
 }
 
 // distance = position_ids_l - position_ids_r: (T, L), int64, for T queries
-// (the tokens of this call) against L keys.
-//   Fixed: this call's tokens come after the L - T cached ones, so query l
-//   sits at position L - T + l and key r at position r.
-//   The post: seq_length = hidden_states.size()[1], the NEW tokens only, and
-//   position_ids_l = position_ids_r = arange(seq_length): a (T, T) matrix.
-//   It fits the (T, L) scores only when L == T (no cache), or broadcasts
-//   when T == 1: then every key gets distance 0, as if key r were at the
-//   query's own position. Otherwise PyTorch stops (show_cache prints how).
-static Tensor *relative_distance(const BertSelfAttention *self, int T, int L) {
-    if (self->as_the_post && T != L && T != 1) {
-        fail("the post's (%d, %d) distance matrix does not fit (%d, %d) scores", T, T, T, L);
-    }
+// (the tokens of this call) against L keys. This call's tokens come after
+// the L - T = P cached ones, so query t sits at position P + t and key s at
+// position s. FIX 1: the post takes seq_length = hidden_states.size()[1],
+// the NEW tokens only, and builds arange(T) against arange(T): a (T, T)
+// matrix with every query at positions 0 .. T-1 (part 6 runs it).
+Tensor *relative_distance(int T, int L) {
     Tensor *distance = zeros(shape2(T, L));                                   // (T, L)
     distance->dtype = DTYPE_INT64;   // torch.arange(..., dtype=torch.long)
-    for (int l = 0; l < T; l++) {
-        for (int r = 0; r < L; r++) {
-            int position_l = self->as_the_post ? l : L - T + l;
-            int position_r = self->as_the_post && T == 1 ? 0 : r;
-            *at2(distance, l, r) = (float)(position_l - position_r);
+    for (int t = 0; t < T; t++) {
+        for (int s = 0; s < L; s++) {
+            *at2(distance, t, s) = (float)((L - T + t) - s);
         }
     }
     return distance;
 }
 
 // self.distance_embedding(distance + self.max_position_embeddings - 1): for
-// each (l, r) the table row of that distance, shifted by N - 1 so that
-// distance -(N-1) is row 0 and distance 0 is row N - 1. (T, L, D).
-static Tensor *positional_embedding_of(const BertSelfAttention *self, const Tensor *distance) {
+// each (t, s) the table row of that distance, shifted by MP - 1 so that
+// distance -(MP-1) is row 0 and distance 0 is row MP - 1. (T, L, D).
+Tensor *positional_embedding_of(const BertSelfAttention *self, const Tensor *distance) {
     int T = size(distance, 0), L = size(distance, 1), D = self->attention_head_size;
-    int N = self->max_position_embeddings;
-    const Tensor *table = self->distance_embedding;                           // (2N-1, D)
+    int MP = self->max_position_embeddings;
+    const Tensor *table = self->distance_embedding;                           // (2MP-1, D)
     Tensor *positional_embedding = zeros(shape3(T, L, D));                    // (T, L, D)
-    for (int l = 0; l < T; l++) {
-        for (int r = 0; r < L; r++) {
-            int row = (int)*at2(distance, l, r) + N - 1;
-            if (row < 0 || row >= 2 * N - 1) {
+    for (int t = 0; t < T; t++) {
+        for (int s = 0; s < L; s++) {
+            int row = (int)*at2(distance, t, s) + MP - 1;
+            if (row < 0 || row >= 2 * MP - 1) {
                 fail("IndexError: index out of range in self (distance_embedding row %d of %d)",
-                     row, 2 * N - 1);
+                     row, 2 * MP - 1);
             }
             for (int d = 0; d < D; d++) {
-                *at3(positional_embedding, l, r, d) = *at2(table, row, d);
+                *at3(positional_embedding, t, s, d) = *at2(table, row, d);
             }
         }
     }
@@ -262,62 +195,83 @@ static Tensor *positional_embedding_of(const BertSelfAttention *self, const Tens
     return positional_embedding;
 }
 
-// einsum("bhld,lrd->bhlr", query_layer, positional_embedding): query l
-// against the embedding of its distance to key r, summed over d. Lesson 8
-// writes its einsums the same way: the loop letters are the einsum's, and
-// the letter missing from the output (d) is the one summed.
-static Tensor *einsum_bhld_lrd(const Tensor *query_layer, const Tensor *positional_embedding) {
+// einsum("bhtd,tsd->bhts", query_layer, positional_embedding), the post's
+// "bhld,lrd->bhlr": query t against the embedding of its distance to key
+// s, summed over d. Lesson 8 writes its einsums the same way: the loop
+// letters are the einsum's, and the letter missing from the output (d) is
+// the one summed.
+static Tensor *einsum_bhtd_tsd(const Tensor *query_layer, const Tensor *positional_embedding) {
     int B = size(query_layer, 0), H = size(query_layer, 1), T = size(query_layer, 2);
     int D = size(query_layer, 3), L = size(positional_embedding, 1);
     Tensor *scores = zeros(shape4(B, H, T, L));                               // (B, H, T, L)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
-            for (int l = 0; l < T; l++) {
-                for (int r = 0; r < L; r++) {
+            for (int t = 0; t < T; t++) {
+                for (int s = 0; s < L; s++) {
                     float sum = 0.0f;
                     for (int d = 0; d < D; d++) {
-                        sum += *at4(query_layer, b, h, l, d) * *at3(positional_embedding, l, r, d);
+                        sum += *at4(query_layer, b, h, t, d) * *at3(positional_embedding, t, s, d);
                     }
-                    *at4(scores, b, h, l, r) = sum;
+                    *at4(scores, b, h, t, s) = sum;
                 }
             }
         }
     }
-    trace2("einsum bhld,lrd->bhlr", scores, query_layer, positional_embedding);
+    trace2("einsum bhtd,tsd->bhts", scores, query_layer, positional_embedding);
     return scores;
 }
 
-// einsum("bhrd,lrd->bhlr", key_layer, positional_embedding): key r against
-// the embedding of its distance from query l. Same loops, the key's row in
-// place of the query's.
-static Tensor *einsum_bhrd_lrd(const Tensor *key_layer, const Tensor *positional_embedding) {
+// einsum("bhsd,tsd->bhts", key_layer, positional_embedding), the post's
+// "bhrd,lrd->bhlr": key s against the embedding of its distance from query
+// t. Same loops, the key's row in place of the query's.
+static Tensor *einsum_bhsd_tsd(const Tensor *key_layer, const Tensor *positional_embedding) {
     int B = size(key_layer, 0), H = size(key_layer, 1), L = size(key_layer, 2);
     int D = size(key_layer, 3), T = size(positional_embedding, 0);
     Tensor *scores = zeros(shape4(B, H, T, L));                               // (B, H, T, L)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
-            for (int l = 0; l < T; l++) {
-                for (int r = 0; r < L; r++) {
+            for (int t = 0; t < T; t++) {
+                for (int s = 0; s < L; s++) {
                     float sum = 0.0f;
                     for (int d = 0; d < D; d++) {
-                        sum += *at4(key_layer, b, h, r, d) * *at3(positional_embedding, l, r, d);
+                        sum += *at4(key_layer, b, h, s, d) * *at3(positional_embedding, t, s, d);
                     }
-                    *at4(scores, b, h, l, r) = sum;
+                    *at4(scores, b, h, t, s) = sum;
                 }
             }
         }
     }
-    trace2("einsum bhrd,lrd->bhlr", scores, key_layer, positional_embedding);
+    trace2("einsum bhsd,tsd->bhts", scores, key_layer, positional_embedding);
     return scores;
+}
+
+// attention_scores plus the relative-position terms for `distance` (T, L):
+// relative_key adds how much query t wants something at distance t - s;
+// relative_key_query adds, after it, how much key s wants to be seen from
+// that distance. (B, H, T, L). Added one after the other, as the post adds
+// them, so the sums round as PyTorch's do.
+const Tensor *relative_position_scores(const BertSelfAttention *self,
+                                       const Tensor *attention_scores, const Tensor *query_layer,
+                                       const Tensor *key_layer, const Tensor *distance) {
+    const Tensor *positional_embedding = positional_embedding_of(self, distance);   // (T, L, D)
+    const Tensor *relative_position_scores_query =
+        einsum_bhtd_tsd(query_layer, positional_embedding);                  // (B, H, T, L)
+    attention_scores = add(attention_scores, relative_position_scores_query);
+    if (self->position_embedding_type == RELATIVE_KEY_QUERY) {
+        const Tensor *relative_position_scores_key =
+            einsum_bhsd_tsd(key_layer, positional_embedding);                // (B, H, T, L)
+        attention_scores = add(attention_scores, relative_position_scores_key);
+    }
+    return attention_scores;
 }
 
 // BertSelfAttention.forward, line by line, fixed. hidden_states is (B, T, C).
 // Returns context_layer (B, T, C), a view (so const: tensor.h); *present
 // (may be NULL) gets the post's past_key_value = (key_layer, value_layer),
 // each (B, H, L, D): with a cache, the cached positions and this call's.
-static const Tensor *BertSelfAttention_forward(BertSelfAttentionSteps *steps, KeyValue *present,
-                                               const BertSelfAttention *self,
-                                               const Tensor *hidden_states, const BertArgs *args) {
+const Tensor *BertSelfAttention_forward(BertSelfAttentionSteps *steps, KeyValue *present,
+                                        const BertSelfAttention *self,
+                                        const Tensor *hidden_states, const BertArgs *args) {
     int B = size(hidden_states, 0), T = size(hidden_states, 1);
     int D = self->attention_head_size;
     // "query特征来自于本Blocks的hidden_states": the queries come from this
@@ -360,28 +314,19 @@ static const Tensor *BertSelfAttention_forward(BertSelfAttentionSteps *steps, Ke
     // (B, H, T, D) @ (B, H, D, L) -> (B, H, T, L): every query against every key, per head.
     const Tensor *attention_scores = matmul(query_layer, transpose(key_layer, -1, -2));
 
-    // Relative positions: a learned vector per DISTANCE l - r, added to the
-    // dot products. FIX 2: not in cross-attention. Text position l and image
-    // feature r are not on one axis; the post's code would add its (T, T)
-    // table to (T, M) scores (show_cross_attention says what PyTorch does).
+    // Relative positions: a learned vector per DISTANCE t - s, added to the
+    // dot products. FIX 2: not in cross-attention. Text position t and image
+    // feature s are not on one axis; the post's code would add its (T, T)
+    // table to (T, M) scores (part 7 runs it).
     const Tensor *distance = NULL;
-    bool relative = self->position_embedding_type != ABSOLUTE;
-    if (relative && (!is_cross_attention || self->as_the_post)) {
-        distance = relative_distance(self, T, L);                            // (T, L)  FIX 1
-        const Tensor *positional_embedding = positional_embedding_of(self, distance);   // (T, L, D)
-        // relative_key: how much query l wants something at distance l - r.
-        const Tensor *relative_position_scores_query =
-            einsum_bhld_lrd(query_layer, positional_embedding);              // (B, H, T, L)
-        attention_scores = add(attention_scores, relative_position_scores_query);
-        if (self->position_embedding_type == RELATIVE_KEY_QUERY) {
-            // relative_key_query adds how much key r wants to be seen from l - r.
-            const Tensor *relative_position_scores_key =
-                einsum_bhrd_lrd(key_layer, positional_embedding);            // (B, H, T, L)
-            attention_scores = add(attention_scores, relative_position_scores_key);
-        }
+    if (self->position_embedding_type != ABSOLUTE && !is_cross_attention) {
+        distance = relative_distance(T, L);                                  // (T, L)  FIX 1
+        attention_scores = relative_position_scores(self, attention_scores, query_layer,
+                                                    key_layer, distance);   // (B, H, T, L)
     }
 
-    // "除以head size": divide by sqrt(head size), as lesson 6 does.
+    // "除以head size": divide by sqrt(head size), as lesson 6 does (the
+    // post's comment leaves out the square root; its code has it).
     attention_scores = div_scalar(attention_scores, sqrtf((float)D));        // (B, H, T, L)
     const Tensor *unmasked_scores = attention_scores;
     if (attention_mask != NULL) {
@@ -423,15 +368,6 @@ static const Tensor *BertSelfAttention_forward(BertSelfAttentionSteps *steps, Ke
 
 // --- the modules around it: BertSelfOutput, BertAttention ------------------------------------
 
-// BertSelfOutput: dense, dropout, then the residual and a LayerNorm AFTER
-// it (post-norm: the original Transformer's order, and BERT's).
-typedef struct {
-    Linear dense;           // C -> C
-    LayerNorm LayerNorm;    // over C, eps 1e-12 (the post's field name, as in transformers)
-    double dropout;         // hidden_dropout_prob
-    bool training;
-} BertSelfOutput;
-
 static BertSelfOutput BertSelfOutput_init(const BertConfig *config, const char *name) {
     BertSelfOutput self;
     int C = config->hidden_size;
@@ -446,19 +382,12 @@ static BertSelfOutput BertSelfOutput_init(const BertConfig *config, const char *
 // input of the attention is added back (the residual), then each row is
 // normalised to mean 0 and variance 1 (times weight, plus bias). eps 1e-12,
 // not PyTorch's default 1e-5: what Google's BERT checkpoints were trained with.
-static Tensor *BertSelfOutput_forward(const BertSelfOutput *self, const Tensor *hidden_states,
-                                      const Tensor *input_tensor) {
+Tensor *BertSelfOutput_forward(const BertSelfOutput *self, const Tensor *hidden_states,
+                               const Tensor *input_tensor) {
     hidden_states = linear(&self->dense, hidden_states);                      // (B, T, C)
     hidden_states = dropout(hidden_states, self->dropout, self->training);    // (B, T, C)
     return layer_norm_forward(&self->LayerNorm, add(hidden_states, input_tensor));   // (B, T, C)
 }
-
-// BertAttention: the attention and its output block. (The post's
-// pruned_heads set is for prune_heads(), which it never calls.)
-typedef struct {
-    BertSelfAttention self;
-    BertSelfOutput output;
-} BertAttention;
 
 static BertAttention BertAttention_init(const BertConfig *config, bool is_cross_attention,
                                         const char *name) {
@@ -469,9 +398,9 @@ static BertAttention BertAttention_init(const BertConfig *config, bool is_cross_
 }
 
 // attention_output = self.output(self_outputs[0], hidden_states): (B, T, C).
-static Tensor *BertAttention_forward(BertSelfAttentionSteps *steps, KeyValue *present,
-                                     const BertAttention *self, const Tensor *hidden_states,
-                                     const BertArgs *args) {
+Tensor *BertAttention_forward(BertSelfAttentionSteps *steps, KeyValue *present,
+                              const BertAttention *self, const Tensor *hidden_states,
+                              const BertArgs *args) {
     const Tensor *context_layer =
         BertSelfAttention_forward(steps, present, &self->self, hidden_states, args);   // (B, T, C)
     return BertSelfOutput_forward(&self->output, context_layer, hidden_states);      // (B, T, C)
@@ -482,10 +411,6 @@ static Tensor *BertAttention_forward(BertSelfAttentionSteps *steps, KeyValue *pr
 // BertIntermediate, which the post uses without showing it: in transformers
 // it is a dense to intermediate_size followed by config.hidden_act, "gelu",
 // the exact erf form (ops.h), not the tanh approximation of the original code.
-typedef struct {
-    Linear dense;   // C -> I
-} BertIntermediate;
-
 static BertIntermediate BertIntermediate_init(const BertConfig *config, const char *name) {
     BertIntermediate self;
     self.dense = linear_init(dotted(name, "dense"), config->hidden_size,
@@ -493,17 +418,9 @@ static BertIntermediate BertIntermediate_init(const BertConfig *config, const ch
     return self;
 }
 
-static Tensor *BertIntermediate_forward(const BertIntermediate *self, const Tensor *hidden_states) {
-    return gelu(linear(&self->dense, hidden_states));                        // (B, T, I)
+Tensor *BertIntermediate_forward(const BertIntermediate *self, const Tensor *hidden_states) {
+    return gelu(linear(&self->dense, hidden_states));                        // (B, T, F)
 }
-
-// BertOutput: BertSelfOutput's three steps, from I back to C.
-typedef struct {
-    Linear dense;           // I -> C
-    LayerNorm LayerNorm;    // over C, eps 1e-12
-    double dropout;         // hidden_dropout_prob
-    bool training;
-} BertOutput;
 
 static BertOutput BertOutput_init(const BertConfig *config, const char *name) {
     BertOutput self;
@@ -524,34 +441,13 @@ static Tensor *BertOutput_forward(const BertOutput *self, const Tensor *hidden_s
 
 // --- the module: BertLayer ----------------------------------------------------------------
 
-// mode=None (or BLIP's 'text'): self-attention only; 'multimodal': then the
-// cross-attention over the image features.
-typedef enum { MODE_TEXT, MODE_MULTIMODAL } BertMode;
-
-typedef struct {
-    int chunk_size_feed_forward;   // 0: the feed-forward over the whole sequence at once
-    int seq_len_dim;               // 1: chunks are cut along the positions
-    BertAttention attention;       // self-attention
-    bool add_cross_attention;
-    BertAttention crossattention;  // over the image features; only if add_cross_attention
-    BertIntermediate intermediate;
-    BertOutput output;
-} BertLayer;
-
-typedef struct {
-    BertSelfAttentionSteps attention;       // attention.self
-    const Tensor *self_attention_output;    // (B, T, C) attention.output's result
-    BertSelfAttentionSteps crossattention;  // crossattention.self (multimodal; else zeros)
-    const Tensor *attention_output;         // (B, T, C) what the feed-forward gets
-} BertLayerSteps;
-
 // BertLayer(config, layer_num): the draws in the order the modules are made
 // (and their parameters registered): attention (query, key, value, [table],
 // output.dense), [crossattention: the same, keys and values of width E],
 // intermediate.dense, output.dense. LayerNorm and Dropout draw nothing.
 // layer_num is only stored by the post (BLIP uses it to pick which layers
 // get cross-attention); it does not change the layer.
-static BertLayer BertLayer_init(const BertConfig *config) {
+BertLayer BertLayer_init(const BertConfig *config) {
     BertLayer self;
     memset(&self, 0, sizeof self);
     self.chunk_size_feed_forward = config->chunk_size_feed_forward;
@@ -567,7 +463,7 @@ static BertLayer BertLayer_init(const BertConfig *config) {
 }
 
 // layer.train(mode) / layer.eval(): every module's dropout on or off.
-static void BertLayer_train(BertLayer *self, bool mode) {
+void BertLayer_train(BertLayer *self, bool mode) {
     self->attention.self.training = mode;
     self->attention.output.training = mode;
     self->crossattention.self.training = mode;
@@ -579,22 +475,20 @@ static void BertLayer_train(BertLayer *self, bool mode) {
 // attention_output (B, c, C) -> layer_output (B, c, C). Each position is
 // computed on its own (no position reads another here), which is what
 // makes chunking possible.
-static Tensor *feed_forward_chunk(const BertLayer *self, const Tensor *attention_output) {
+Tensor *feed_forward_chunk(const BertLayer *self, const Tensor *attention_output) {
     Tensor *intermediate_output = BertIntermediate_forward(&self->intermediate, attention_output);
     return BertOutput_forward(&self->output, intermediate_output, attention_output);   // (B, c, C)
 }
-
-typedef Tensor *(*ChunkForward)(const BertLayer *self, const Tensor *input);
 
 // transformers' apply_chunking_to_forward(forward_fn, chunk_size, chunk_dim,
 // input): with chunk_size 0, forward_fn(input). Otherwise the input is cut
 // into length / chunk_size views along chunk_dim (input.chunk(), no copy),
 // forward_fn runs on each, and the results are joined (torch.cat). Only one
-// chunk's intermediate_output (B, chunk_size, I) is alive at a time: in
+// chunk's intermediate_output (B, chunk_size, F) is alive at a time: in
 // PyTorch it is freed when the chunk is done; here arena_release frees it,
 // after the chunk's result is copied out. Returns (B, T, C).
-static Tensor *apply_chunking_to_forward(ChunkForward forward_fn, const BertLayer *self,
-                                         int chunk_size, int chunk_dim, const Tensor *input) {
+Tensor *apply_chunking_to_forward(ChunkForward forward_fn, const BertLayer *self,
+                                  int chunk_size, int chunk_dim, const Tensor *input) {
     if (chunk_size == 0) {
         return forward_fn(self, input);
     }
@@ -630,9 +524,9 @@ static Tensor *apply_chunking_to_forward(ChunkForward forward_fn, const BertLaye
 // BertLayer.forward, line by line. hidden_states (B, T, C); args as the
 // post's keyword arguments. Returns layer_output (B, T, C); *present (may
 // be NULL) gets the self-attention's present_key_value, (B, H, P+T, D) each.
-static Tensor *BertLayer_forward(BertLayerSteps *steps, KeyValue *present, const BertLayer *self,
-                                 const Tensor *hidden_states, const BertArgs *args,
-                                 BertMode mode) {
+Tensor *BertLayer_forward(BertLayerSteps *steps, KeyValue *present, const BertLayer *self,
+                          const Tensor *hidden_states, const BertArgs *args,
+                          BertMode mode) {
     // self_attn_past_key_value = past_key_value[:2]: the self-attention's
     // own cache (the cross-attention's keys come from the image each time).
     BertArgs self_args = {.attention_mask = args->attention_mask,
@@ -672,730 +566,69 @@ static Tensor *BertLayer_forward(BertLayerSteps *steps, KeyValue *present, const
     return layer_output;                                                      // (B, T, C)
 }
 
-// --- the lesson's inputs: the padding mask and the head mask ----------------------------------
-
-typedef struct {
-    int batch, seq, dim, heads, intermediate, max_positions, pad, head_mask, past, encoder_seq,
-        encoder_width, chunk;
-    PositionType position;
-    bool train;
-} Flags;
-
-// keep (B, L), int64: 1 for a real token, 0 for padding. The last `pad`
-// positions of the LAST batch row are padding (a shorter sentence).
-static Tensor *keep_rows(int batch, int positions, int pad) {
-    Tensor *keep = full(shape2(batch, positions), 1.0f);                       // (B, L)
-    keep->dtype = DTYPE_INT64;
-    for (int s = positions - pad; s < positions; s++) {
-        *at2(keep, batch - 1, s) = 0.0f;
-    }
-    return keep;
-}
-
-// attention_mask = (1 - keep)[:, None, None, :] * -10000.0: (B, 1, 1, L),
-// 0 (a -0.0, from 0 * -10000) for a real key, -10000 for padding. BertModel
-// builds it once (get_extended_attention_mask) and hands it to every layer.
-static Tensor *additive_mask(const Tensor *keep) {
-    int B = size(keep, 0), L = size(keep, 1);
-    Tensor *attention_mask = zeros(shape4(B, 1, 1, L));                       // (B, 1, 1, L)
-    for (int b = 0; b < B; b++) {
-        for (int s = 0; s < L; s++) {
-            *at4(attention_mask, b, 0, 0, s) = (1.0f - *at2(keep, b, s)) * MASK_ADDED;
-        }
-    }
-    trace1("(1 - keep) * -10000", attention_mask, keep);
-    return attention_mask;
-}
-
-// head_mask (1, H, 1, 1): 1 everywhere but head h, which gets 0. BertModel
-// turns a user's (H,) head mask into this shape for each layer.
-static Tensor *zero_one_head(int heads, int h) {
-    Tensor *head_mask = full(shape4(1, heads, 1, 1), 1.0f);                   // (1, H, 1, 1)
-    *at4(head_mask, 0, h, 0, 0) = 0.0f;
-    return head_mask;
-}
-
-// --- the cell: the layer, run as BLIP's decoder runs it ---------------------------------------
-
-// Everything the cell made, for the demonstrations to use again.
-typedef struct {
-    BertLayer layer;
-    const Tensor *prefix;                  // (B, P, C), or NULL
-    const Tensor *hidden_states;           // (B, T, C)
-    const Tensor *encoder_hidden_states;   // (B, M, E), or NULL
-    const Tensor *keep;                    // (B, L) int64
-    const Tensor *attention_mask;          // (B, 1, 1, L)
-    const Tensor *head_mask;               // (1, H, 1, 1), or NULL
-    BertMode mode;
-    KeyValue cache;                        // the prefix's present_key_value (P > 0)
-    BertLayerSteps steps;                  // of the call on hidden_states
-    KeyValue present;                      // (B, H, L, D) each
-    const Tensor *layer_output;            // (B, T, C)
-} Run;
-
-// The layer's arguments for tokens whose keys are `mask`'s, with the cache
-// `past` (NULL: none), as the cell passes them.
-static BertArgs layer_args(const Run *run, const Tensor *mask, const KeyValue *past) {
-    return (BertArgs){.attention_mask = mask,
-                      .head_mask = run->head_mask,
-                      .encoder_hidden_states = run->encoder_hidden_states,
-                      .past_key_value = past};
-}
-
-// "layer(hidden_states, attention_mask, head_mask, ...)": the call as the
-// cell writes it, with the arguments this run passes.
-static const char *call_text(const Run *run, const char *tokens, const char *mask,
-                             bool with_cache) {
-    char *text = arena_alloc(256, 1);
-    snprintf(text, 256, "layer(%s, %s%s%s%s%s)", tokens, mask,
-             run->head_mask != NULL ? ", head_mask" : "",
-             run->encoder_hidden_states != NULL ? ", encoder_hidden_states" : "",
-             with_cache ? ", past_key_value=present_key_value" : "",
-             run->mode == MODE_MULTIMODAL ? ", mode='multimodal'" : "");
-    return text;
-}
-
-// t[..., :6]: the first (at most) 6 columns, so a row fits a line.
-static const Tensor *first_columns(const Tensor *t) {
-    int last = t->shape.ndim - 1;
-    return narrow(t, last, 0, size(t, last) < 6 ? size(t, last) : 6);
-}
-
-// weights[b, h] of (B, H, T, S): one head's (T, S) matrix.
-static const Tensor *one_head(const Tensor *weights, int b, int h) {
-    const Tensor *row = narrow(narrow(weights, 0, b, 1), 1, h, 1);             // (1, 1, T, S)
-    return reshape(row, shape2(size(weights, 2), size(weights, 3)));          // (T, S)
-}
-
-static const char *bool_text(bool value) { return value ? "True" : "False"; }
-
-static void print_config(const BertConfig *config) {
-    printf("config: hidden_size %d, num_attention_heads %d (head size %d), intermediate_size %d,\n"
-           "  position_embedding_type '%s', max_position_embeddings %d, layer_norm_eps %g,\n"
-           "  dropout %g and %g, add_cross_attention %s, encoder_width %d, "
-           "chunk_size_feed_forward %d\n", config->hidden_size, config->num_attention_heads,
-           config->hidden_size / config->num_attention_heads, config->intermediate_size,
-           POSITION_TYPES[config->position_embedding_type], config->max_position_embeddings,
-           config->layer_norm_eps, config->hidden_dropout_prob,
-           config->attention_probs_dropout_prob, bool_text(config->add_cross_attention),
-           config->encoder_width, config->chunk_size_feed_forward);
-}
-
-// sum(p.numel() for p in layer.parameters())
-static long count_parameters(const BertLayer *layer) {
-    const BertAttention *attentions[2] = {&layer->attention, &layer->crossattention};
-    long count = 0;
-    for (int a = 0; a < (layer->add_cross_attention ? 2 : 1); a++) {
-        const BertSelfAttention *self = &attentions[a]->self;
-        const Linear *linears[4] = {&self->query, &self->key, &self->value,
-                                    &attentions[a]->output.dense};
-        for (int i = 0; i < 4; i++) {
-            count += numel(linears[i]->weight) + numel(linears[i]->bias);
-        }
-        count += 2L * numel(attentions[a]->output.LayerNorm.weight);
-        count += self->distance_embedding != NULL ? numel(self->distance_embedding) : 0;
-    }
-    const Linear *dense[2] = {&layer->intermediate.dense, &layer->output.dense};
-    for (int i = 0; i < 2; i++) {
-        count += numel(dense[i]->weight) + numel(dense[i]->bias);
-    }
-    return count + 2L * numel(layer->output.LayerNorm.weight);
-}
-
-// What the self-attention did, step by step, in the post's names.
-static void print_self_attention(const Run *run, int P, int N) {
-    const BertSelfAttentionSteps *s = &run->steps.attention;
-    const BertSelfAttention *self = &run->layer.attention.self;
-    int B = size(run->hidden_states, 0), T = size(run->hidden_states, 1);
-    int C = size(run->hidden_states, 2), H = self->num_attention_heads;
-    int D = self->attention_head_size, L = size(s->key_layer, 2);
-    printf("attention.self (BertSelfAttention):\n");
-    printf("  mixed_query_layer = self.query(hidden_states): %s\n",
-           sizes_str((const int[]){B, T, C}, 3, SIZES_TORCH));
-    printf("  query_layer = transpose_for_scores(mixed_query_layer): view%s, permute(0, 2, 1, 3): "
-           "%s, stride %s\n", sizes_str((const int[]){B, T, H, D}, 4, SIZES_TUPLE),
-           size_str(s->query_layer), stride_str(s->query_layer));
-    if (P > 0) {
-        printf("  key_layer = torch.cat([past_key_value[0], transpose_for_scores(self.key("
-               "hidden_states))], dim=2): %s\n", size_str(s->key_layer));
-    } else {
-        printf("  key_layer = transpose_for_scores(self.key(hidden_states)): %s\n",
-               size_str(s->key_layer));
-    }
-    printf("  value_layer, the same from self.value: %s\n", size_str(s->value_layer));
-    printf("  attention_scores = torch.matmul(query_layer, key_layer.transpose(-1, -2)): %s\n",
-           sizes_str((const int[]){B, H, T, L}, 4, SIZES_TORCH));
-    if (s->distance != NULL) {
-        printf("  distance = position_ids_l - position_ids_r (queries at %d..%d, keys at 0..%d):\n"
-               "%s\n", P, L - 1, L - 1, tensor_str(s->distance, NULL));
-        Tensor *rows = clone(s->distance);                                    // (T, L)
-        for (long i = 0; i < numel(rows); i++) {
-            rows->data[i] += (float)(N - 1);
-        }
-        printf("  distance + %d, the rows of distance_embedding.weight %s it picks:\n%s\n", N - 1,
-               shape_str(self->distance_embedding->shape, SIZES_TUPLE), tensor_str(rows, NULL));
-        printf("  positional_embedding = self.distance_embedding(distance + %d): %s\n", N - 1,
-               sizes_str((const int[]){T, L, D}, 3, SIZES_TORCH));
-        printf("  attention_scores += torch.einsum(\"bhld,lrd->bhlr\", query_layer, "
-               "positional_embedding)\n");
-        if (self->position_embedding_type == RELATIVE_KEY_QUERY) {
-            printf("  attention_scores += torch.einsum(\"bhrd,lrd->bhlr\", key_layer, "
-                   "positional_embedding)\n");
-        }
-    }
-    printf("  attention_scores = attention_scores / math.sqrt(%d) + attention_mask\n", D);
-    printf("  attention_probs = nn.Softmax(dim=-1)(attention_scores): %s\n",
-           size_str(s->attention_probs));
-    printf("  attention_probs[%d, 0] (batch row %d, head 0):\n%s\n", B - 1, B - 1,
-           tensor_str(one_head(s->attention_probs, B - 1, 0), NULL));
-    printf("  attention_probs_dropped = self.dropout(attention_probs)%s\n",
-           run->head_mask != NULL ? " * head_mask" : "");
-    printf("  context_layer = (attention_probs_dropped @ value_layer).permute(0, 2, 1, 3)"
-           ".contiguous().view(%d, %d, %d): %s\n", B, T, C, size_str(s->context_layer));
-    printf("attention.output (BertSelfOutput): attention_output = LayerNorm(dropout(dense("
-           "context_layer)) + hidden_states): %s\n", size_str(run->steps.self_attention_output));
-}
-
-static void print_cross_attention(const Run *run) {
-    const BertSelfAttentionSteps *s = &run->steps.crossattention;
-    int B = size(run->hidden_states, 0), T = size(run->hidden_states, 1);
-    int C = size(run->hidden_states, 2);
-    printf("crossattention.self (BertSelfAttention, keys and values from "
-           "encoder_hidden_states):\n");
-    printf("  mixed_query_layer = self.query(attention_output): %s\n",
-           sizes_str((const int[]){B, T, C}, 3, SIZES_TORCH));
-    printf("  key_layer = transpose_for_scores(self.key(encoder_hidden_states)): %s; value_layer "
-           "the same\n", size_str(s->key_layer));
-    printf("  attention_probs = nn.Softmax(dim=-1)(query_layer @ key_layer.transpose(-1, -2) / "
-           "math.sqrt(%d)): %s\n", run->layer.crossattention.self.attention_head_size,
-           size_str(s->attention_probs));
-    printf("  cross_attention_probs[%d, 0] (batch row %d, head 0):\n%s\n", B - 1, B - 1,
-           tensor_str(one_head(s->attention_probs, B - 1, 0), NULL));
-    printf("crossattention.output (BertSelfOutput): attention_output = LayerNorm(dropout(dense("
-           "context_layer)) + attention_output): %s\n", size_str(run->steps.attention_output));
-}
-
-static void print_feed_forward(const Run *run, const Flags *f) {
-    int B = f->batch, T = f->seq, c = f->chunk > 0 ? f->chunk : f->seq;
-    printf("layer_output = apply_chunking_to_forward(self.feed_forward_chunk, %d, 1, "
-           "attention_output):\n", f->chunk);
-    if (f->chunk > 0) {
-        printf("  in %d chunks of %s along dim 1, joined by torch.cat(dim=1)\n", T / c,
-               sizes_str((const int[]){B, c, f->dim}, 3, SIZES_TORCH));
-    }
-    printf("  intermediate (BertIntermediate): intermediate_output = gelu(dense(attention_output)):"
-           " %s\n", sizes_str((const int[]){B, c, f->intermediate}, 3, SIZES_TORCH));
-    printf("  output (BertOutput): layer_output = LayerNorm(dropout(dense(intermediate_output)) + "
-           "attention_output): %s\n", sizes_str((const int[]){B, c, f->dim}, 3, SIZES_TORCH));
-    printf("layer_output: %s\n", size_str(run->layer_output));
-    const Tensor *first = reshape(narrow(run->layer_output, 0, 0, 1), shape2(T, f->dim));
-    printf("layer_output[0, :, :6]:\n%s\n", tensor_str(first_columns(first), NULL));
-    printf("present_key_value: key %s, value %s\n", size_str(run->present.key),
-           size_str(run->present.value));
-}
-
-// The cell: with --past, the prefix first (its present_key_value is the
-// cache), then hidden_states. The forwards print nothing; this prints what
-// they kept.
-static void run_layer(Run *run, const Flags *f, bool heatmap) {
-    int P = f->past;
-    const KeyValue *past = NULL;
-    if (P > 0) {
-        char mask_text[48];
-        snprintf(mask_text, sizeof mask_text, "attention_mask[..., :%d]", P);
-        printf("\n-- the prefix: %s --\n", call_text(run, "prefix", mask_text, false));
-        // The diagram and the dumps are the second call's.
-        bool prefix_paused = trace_pause(true);
-        const Tensor *prefix_mask = narrow(run->attention_mask, 3, 0, P);       // (B, 1, 1, P)
-        BertArgs prefix_args = layer_args(run, prefix_mask, NULL);
-        const Tensor *prefix_output = BertLayer_forward(NULL, &run->cache, &run->layer,
-                                                        run->prefix, &prefix_args, run->mode);
-        trace_pause(prefix_paused);
-        printf("layer_output: %s\n", size_str(prefix_output));
-        printf("present_key_value: key %s, value %s\n", size_str(run->cache.key),
-               size_str(run->cache.value));
-        printf("\n-- the new tokens: %s --\n",
-               call_text(run, "hidden_states", "attention_mask", true));
-        past = &run->cache;
-    } else {
-        printf("\n-- %s --\n", call_text(run, "hidden_states", "attention_mask", false));
-    }
-    BertArgs args = layer_args(run, run->attention_mask, past);
-    run->layer_output = BertLayer_forward(&run->steps, &run->present, &run->layer,
-                                          run->hidden_states, &args, run->mode);   // (B, T, C)
-
-    // What is sliced for printing is not the layer's dataflow: not drawn.
-    bool was_paused = trace_pause(true);
-    print_self_attention(run, P, f->max_positions);
-    if (run->mode == MODE_MULTIMODAL) {
-        print_cross_attention(run);
-    }
-    print_feed_forward(run, f);
-    if (heatmap) {
-        int B = f->batch;
-        print_heatmap("attention_probs (last batch row)",
-                      narrow(run->steps.attention.attention_probs, 0, B - 1, 1));
-        if (run->mode == MODE_MULTIMODAL) {
-            print_heatmap("cross_attention_probs (last batch row)",
-                          narrow(run->steps.crossattention.attention_probs, 0, B - 1, 1));
-        }
-    }
-    trace_pause(was_paused);
-}
-
-// --- the demonstrations: each on a copy of the layer in eval mode --------------------------
-
-// A copy of the layer (the same parameters: the structs hold pointers) with
-// dropout off, so the demonstrations draw nothing from the generator, and
-// the feed-forward unchunked, so they may split the tokens anywhere (in eval
-// mode chunks change nothing: show_chunking measures it).
-static BertLayer eval_copy(const BertLayer *layer) {
-    BertLayer copy = *layer;
-    BertLayer_train(&copy, false);
-    copy.chunk_size_feed_forward = 0;
-    return copy;
-}
-
-// BERT's additive mask against lesson 4's masked_fill, on the same scores.
-static void show_additive_mask(const Run *run, int pad) {
-    const BertSelfAttentionSteps *s = &run->steps.attention;
-    int B = size(run->keep, 0), L = size(run->keep, 1);
-    const Tensor *keep = view(run->keep, shape4(B, 1, 1, L));                 // (B, 1, 1, L)
-    const Tensor *filled = masked_fill(s->unmasked_scores, eq_scalar(keep, 0.0f), MASK_FILL);
-    const Tensor *probs_filled = softmax(filled, -1);                         // (B, H, T, L)
-    printf("\n-- the additive mask against lesson 4's masked_fill(keep == 0, -1e20) --\n");
-    printf("max |additive - masked_fill| over attention_probs = %.3g\n",
-           (double)max_abs_diff(s->attention_probs, probs_filled));
-    if (pad == L) {
-        printf("batch row %d has no real key: -10000 shifts its whole row, and softmax ignores a "
-               "shift, so it keeps\n(nearly) its unmasked weights; masked_fill's -1e20 makes "
-               "them uniform (lesson 4)\n", B - 1);
-    } else if (pad > 0) {
-        // The largest weight either gives a padded key: the padding is the
-        // last `pad` positions of the last batch row.
-        float largest_added = 0.0f, largest_filled = 0.0f;
-        const Tensor *probs = s->attention_probs;
-        for (int h = 0; h < size(probs, 1); h++) {
-            for (int t = 0; t < size(probs, 2); t++) {
-                for (int k = L - pad; k < L; k++) {
-                    largest_added = fmaxf(largest_added, *at4(probs, B - 1, h, t, k));
-                    largest_filled = fmaxf(largest_filled, *at4(probs_filled, B - 1, h, t, k));
-                }
-            }
-        }
-        printf("largest weight on a padded key: %.3g (additive), %.3g (masked_fill): "
-               "exp(score - 10000) is 0 in float32\n", (double)largest_added,
-               (double)largest_filled);
-    }
-    printf("-10000 is added to a score, not written over it: it hides a key only while the key's "
-           "score stays\nwithin 10000 - 104 of the row's largest (below -104, exp underflows to 0 "
-           "in float32). Unscaled\nscores can pass that (T5's did), and float16 cannot hold -1e20 "
-           "at all. Newer transformers code\nadds torch.finfo(dtype).min instead: -3.4028e+38 for "
-           "float32, -65504 for float16.\n");
-}
-
-// head_mask: one head's probabilities times 0. Its context is 0; the
-// other heads do not notice.
-static void show_head_mask(const Run *run, const Flags *f) {
-    BertLayer layer = eval_copy(&run->layer);
-    int h = f->head_mask >= 0 ? f->head_mask : 0, D = f->dim / f->heads;
-    const KeyValue *past = f->past > 0 ? &run->cache : NULL;
-    BertArgs with = {.attention_mask = run->attention_mask,
-                     .head_mask = zero_one_head(f->heads, h),
-                     .past_key_value = past};
-    BertArgs without = with;
-    without.head_mask = NULL;
-    const Tensor *masked = BertSelfAttention_forward(NULL, NULL, &layer.attention.self,
-                                                     run->hidden_states, &with);   // (B, T, C)
-    const Tensor *plain = BertSelfAttention_forward(NULL, NULL, &layer.attention.self,
-                                                    run->hidden_states, &without);   // (B, T, C)
-    // Head g's D numbers are columns g*D .. g*D + D - 1 of the (B, T, C) context.
-    float silenced = 0.0f, others = 0.0f;
-    for (int b = 0; b < f->batch; b++) {
-        for (int t = 0; t < f->seq; t++) {
-            for (int c = 0; c < f->dim; c++) {
-                float x = *at3(masked, b, t, c), y = *at3(plain, b, t, c);
-                if (c / D == h) {
-                    silenced = fmaxf(silenced, fabsf(x));
-                } else {
-                    others = fmaxf(others, fabsf(x - y));
-                }
-            }
-        }
-    }
-    printf("\n-- head_mask: attention_probs_dropped * head_mask --\n");
-    printf("head_mask[0, %d] = 0: head %d's probabilities times 0, so its "
-           "context_layer[..., %d:%d] is %.3g everywhere\n", h, h, h * D, (h + 1) * D,
-           (double)silenced);
-    if (f->heads > 1) {
-        printf("  the other heads' context: max |with - without head_mask| = %.3g\n",
-               (double)others);
-    }
-}
-
-// Train mode: what self.dropout did to the probabilities of the cell.
-static void show_dropout(const Run *run, const Flags *f) {
-    printf("\n-- dropout on attention_probs --\n");
-    if (!f->train) {
-        printf("eval mode: self.dropout(attention_probs) is attention_probs itself (--train turns "
-               "it on)\n");
-        return;
-    }
-    const Tensor *w = run->steps.attention.attention_probs;                   // (B, H, T, L)
-    const Tensor *w_dropped = run->steps.attention.attention_probs_dropped;   // (B, H, T, L)
-    long nonzero = 0, dropped = 0;
-    for (int b = 0; b < size(w, 0); b++) {
-        for (int h = 0; h < size(w, 1); h++) {
-            if (h == f->head_mask) {
-                continue;   // head_mask zeroed it after the dropout
-            }
-            for (int t = 0; t < size(w, 2); t++) {
-                for (int s = 0; s < size(w, 3); s++) {
-                    bool is_nonzero = *at4(w, b, h, t, s) != 0.0f;
-                    nonzero += is_nonzero;
-                    dropped += is_nonzero && *at4(w_dropped, b, h, t, s) == 0.0f;
-                }
-            }
-        }
-    }
-    printf("of the %ld nonzero weights it zeroed %ld and divided the other %ld by 0.9: whole keys "
-           "vanish for one query, as the comment says (\"dropping out entire tokens to attend "
-           "to\")\n", nonzero, dropped, nonzero - dropped);
-}
-
-// The table and one score taken apart: what each relative term adds.
-static void show_relative_positions(const Run *run, const Flags *f) {
-    printf("\n-- relative positions --\n");
-    if (f->position == ABSOLUTE) {
-        printf("position_embedding_type 'absolute': BERT adds its position embeddings to the "
-               "tokens before the\nfirst layer (BertEmbeddings), so this layer adds nothing. "
-               "--position relative_key adds\nquery . table[l - r + max_position_embeddings - 1] "
-               "to score (l, r); relative_key_query adds\nkey . table[l - r + "
-               "max_position_embeddings - 1] too.\n");
-        return;
-    }
-    const BertSelfAttentionSteps *s = &run->steps.attention;
-    const Tensor *table = run->layer.attention.self.distance_embedding;       // (2N-1, D)
-    int N = f->max_positions, D = f->dim / f->heads, P = f->past;
-    printf("distance_embedding.weight %s: one row of %d numbers per distance -%d .. %d, row "
-           "distance + %d\n", shape_str(table->shape, SIZES_TUPLE), D, N - 1, N - 1, N - 1);
-    // Score (l, r) of batch row 0, head 0, for the last query and the first key.
-    int l = f->seq - 1, r = 0;
-    int row = (int)*at2(s->distance, l, r) + N - 1;
-    float q_k = 0.0f, q_e = 0.0f, k_e = 0.0f;
-    for (int d = 0; d < D; d++) {
-        float q = *at4(s->query_layer, 0, 0, l, d), k = *at4(s->key_layer, 0, 0, r, d);
-        float e = *at2(table, row, d);
-        q_k += q * k;
-        q_e += q * e;
-        k_e += k * e;
-    }
-    printf("score (%d, %d) of batch row 0, head 0: query position %d, key position %d, distance "
-           "%d, table row %d:\n", l, r, P + l, r, P + l - r, row);
-    printf("  query . key = %.4f (content) + query . table[%d] = %.4f (query-to-distance)",
-           (double)q_k, row, (double)q_e);
-    if (f->position == RELATIVE_KEY_QUERY) {
-        printf(" + key . table[%d] = %.4f (key-to-distance)", row, (double)k_e);
-    }
-    printf(", all / sqrt(%d)\n", D);
-}
-
-// "3 tokens", "1 token"
-static const char *tokens(int count) {
-    char *text = arena_alloc(32, 1);
-    snprintf(text, 32, "%d token%s", count, count == 1 ? "" : "s");
-    return text;
-}
-
-// The tokens of `everything` (B, L, C) through `layer` in two calls: the
-// first `cached` ones, then the rest with the first call's
-// present_key_value. Returns the second call's layer_output (B, L - cached, C).
-static Tensor *two_calls(const BertLayer *layer, const Run *run, const Tensor *everything,
-                         int cached) {
-    int L = size(everything, 1);
-    const Tensor *first_mask = narrow(run->attention_mask, 3, 0, cached);      // (B, 1, 1, cached)
-    BertArgs first_args = layer_args(run, first_mask, NULL);
-    KeyValue present;
-    BertLayer_forward(NULL, &present, layer, narrow(everything, 1, 0, cached), &first_args,
-                      run->mode);
-    BertArgs second_args = layer_args(run, run->attention_mask, &present);
-    return BertLayer_forward(NULL, NULL, layer, narrow(everything, 1, cached, L - cached),
-                             &second_args, run->mode);                        // (B, L - cached, C)
-}
-
-// What the post's relative-position lines do with T queries against L keys:
-// their (T, T) table meets (T, L) scores. NULL when PyTorch runs them, else
-// the error it stops with. BH = batch * heads (the matmul's batch).
-static const char *posts_positions_error(PositionType type, int T, int L, int BH) {
-    char *text = arena_alloc(160, 1);
-    // relative_key_query first runs einsum("bhrd,lrd->bhlr", key_layer, table):
-    // r is L in the keys and T in the table; a size 1 broadcasts.
-    if (type == RELATIVE_KEY_QUERY && L != T && L != 1 && T != 1) {
-        snprintf(text, 160, "einsum(): subscript r has size %d for operand 1 which does not "
-                 "broadcast with previously seen size %d", T, L);
-        return text;
-    }
-    // attention_scores (.., T, L) + relative_position_scores (.., T, T)
-    if (L != T && L != 1 && T != 1) {
-        snprintf(text, 160, "The size of tensor a (%d) must match the size of tensor b (%d) at "
-                 "non-singleton dimension 3", L, T);
-        return text;
-    }
-    // L == 1 < T: the sum broadcasts to (T, T) probabilities, which the
-    // (1, D) values cannot multiply.
-    if (L == 1 && T > 1) {
-        snprintf(text, 160, "Expected size for first two dimensions of batch2 tensor to be: "
-                 "[%d, %d] but got: [%d, 1].", BH, T, BH);
-        return text;
-    }
-    return NULL;
-}
-
-// The post's relative positions with a cache: several new tokens (PyTorch
-// stops), one new token (it runs, wrongly).
-static void show_posts_cache_bug(const BertLayer *layer, const Run *run, const Tensor *everything,
-                                 const Flags *f) {
-    int L = size(everything, 1), T = f->seq, P = f->past;
-    BertLayer post = *layer;
-    post.attention.self.as_the_post = true;
-    printf("the post's relative positions: seq_length = hidden_states.size()[1], the NEW tokens "
-           "only\n");
-    int several = P > 0 && T >= 2 ? P : L - 2;
-    if (several >= 1) {
-        int new_tokens = L - several;
-        printf("%s cached, %s new: its distance is (%d, %d), the scores (%d, %d)\n",
-               tokens(several), tokens(new_tokens), new_tokens, new_tokens, new_tokens, L);
-        printf("RuntimeError: %s\n",
-               posts_positions_error(f->position, new_tokens, L, f->batch * f->heads));
-    }
-    const Tensor *fixed = two_calls(layer, run, everything, L - 1);           // (B, 1, C)
-    const Tensor *posts = two_calls(&post, run, everything, L - 1);           // (B, 1, C)
-    printf("%s cached, 1 new: its distance is [[0]], every key at distance 0 from the query;\n",
-           tokens(L - 1));
-    printf("  the post's layer_output for the new token is off by %.4f (largest |difference|)\n",
-           (double)max_abs_diff(posts, fixed));
-    if (f->position == RELATIVE_KEY) {
-        // relative_key adds q . table[N - 1] to EVERY score of the row: a
-        // shift, which softmax ignores. So the post's layer equals one with
-        // no relative term at all, to float rounding.
-        BertLayer plain = *layer;
-        plain.attention.self.position_embedding_type = ABSOLUTE;
-        const Tensor *none = two_calls(&plain, run, everything, L - 1);       // (B, 1, C)
-        printf("  q . table[%d] is added to every score of the row and softmax ignores a shift: "
-               "max |the post's - no relative term| = %.3g\n", f->max_positions - 1,
-               (double)max_abs_diff(posts, none));
-    }
-}
-
-// past_key_value: (B, H, S, D) grown along dim 2; one call or two give the
-// same output for the new tokens.
-static void show_cache(const Run *run, const Flags *f) {
-    BertLayer layer = eval_copy(&run->layer);
-    int P = f->past, L = f->past + f->seq;
-    printf("\n-- past_key_value: the cache --\n");
-    printf("present_key_value = (key_layer, value_layer), each (batch, heads, positions, "
-           "head_size), grown by\ntorch.cat(dim=2). Lesson 10's cache is (batch, positions, "
-           "kv_heads, head_dim), grown by\ntorch.cat(dim=1): the same positions, on the other "
-           "side of the heads.\n");
-    if (L < 2) {
-        printf("(one token in all: nothing to cache)\n");
-        return;
-    }
-    const Tensor *everything = run->hidden_states;                            // (B, L, C)
-    if (P > 0) {
-        const Tensor *parts[2] = {run->prefix, run->hidden_states};
-        everything = cat(parts, 2, 1);
-    }
-    int cached = P > 0 ? P : L - (L - 1 < 2 ? L - 1 : 2);
-    if (P == 0) {
-        printf("(--past 0: here the first %s of hidden_states are cached)\n", tokens(cached));
-    }
-    BertArgs all_args = layer_args(run, run->attention_mask, NULL);
-    const Tensor *one_call = BertLayer_forward(NULL, NULL, &layer, everything, &all_args,
-                                               run->mode);                    // (B, L, C)
-    const Tensor *split = two_calls(&layer, run, everything, cached);         // (B, L - cached, C)
-    printf("%s then %s with past_key_value, against one call over all %d:\n", tokens(cached),
-           tokens(L - cached), L);
-    printf("  max |two calls - one call| over the new tokens' layer_output = %.3g\n",
-           (double)max_abs_diff(split, narrow(one_call, 1, cached, L - cached)));
-    if (f->position != ABSOLUTE) {
-        show_posts_cache_bug(&layer, run, everything, f);
-    }
-}
-
-// BLIP's cross-attention, and what the post's relative positions do there.
-static void show_cross_attention(const Run *run, const Flags *f) {
-    int T = f->seq, M = f->encoder_seq;
-    printf("\n-- BLIP's cross-attention --\n");
-    if (M == 0) {
-        printf("--encoder-seq M runs BLIP's decoder layer (mode='multimodal'): after the "
-               "self-attention, the text's\nqueries attend to M image features of width "
-               "--encoder-width.\n");
-        return;
-    }
-    printf("queries from the text %s, keys and values from encoder_hidden_states %s:\n",
-           shape_str(run->steps.attention_output->shape, SIZES_TUPLE),
-           shape_str(run->encoder_hidden_states->shape, SIZES_TUPLE));
-    printf("probabilities (batch, heads, %d, %d), output %s: one row per text token, as in "
-           "lesson 7\n", T, M, shape_str(run->layer_output->shape, SIZES_TUPLE));
-    printf("no mask: BertSelfAttention replaces attention_mask by encoder_attention_mask "
-           "(None) for cross-attention\n");
-    if (f->position == ABSOLUTE) {
-        return;
-    }
-    printf("text position l and image feature r are not on one axis: the fixed layer adds no "
-           "relative term\n");
-    printf("the post's code would add its (%d, %d) table to the (%d, %d) scores:\n", T, T, T, M);
-    const char *error = posts_positions_error(f->position, T, M, f->batch * f->heads);
-    if (error != NULL) {
-        printf("RuntimeError: %s\n", error);
-        return;
-    }
-    BertLayer layer = eval_copy(&run->layer);
-    BertAttention post = layer.crossattention;
-    post.self.as_the_post = true;
-    // The cross-attention's input: the self-attention's output, as in the cell.
-    BertArgs self_args = {.attention_mask = run->attention_mask, .head_mask = run->head_mask,
-                          .past_key_value = f->past > 0 ? &run->cache : NULL};
-    const Tensor *self_out = BertAttention_forward(NULL, NULL, &layer.attention,
-                                                   run->hidden_states, &self_args);   // (B, T, C)
-    BertArgs cross_args = {.head_mask = run->head_mask,
-                           .encoder_hidden_states = run->encoder_hidden_states};
-    const Tensor *posts = BertAttention_forward(NULL, NULL, &post, self_out, &cross_args);
-    const Tensor *fixed = BertAttention_forward(NULL, NULL, &layer.crossattention, self_out,
-                                                &cross_args);                 // (B, T, C)
-    printf("  it runs, and its output is off by %.4f (largest |difference|)\n",
-           (double)max_abs_diff(posts, fixed));
-}
-
-// Every chunk size that divides the sequence, in eval; then train mode.
-static void show_chunking(const Run *run, const Flags *f, uint64_t seed) {
-    int B = f->batch, T = f->seq, C = f->dim, I = f->intermediate;
-    const Tensor *attention_output = run->steps.attention_output;             // (B, T, C)
-    BertLayer layer = eval_copy(&run->layer);
-    printf("\n-- apply_chunking_to_forward: the feed-forward in chunks along the sequence --\n");
-    const Tensor *unchunked = feed_forward_chunk(&layer, attention_output);   // (B, T, C)
-    for (int c = 1; c <= T; c++) {
-        if (T % c == 0) {
-            const Tensor *chunked =
-                apply_chunking_to_forward(feed_forward_chunk, &layer, c, 1, attention_output);
-            printf("chunk_size %d: %d chunk%s of %s: max |chunked - unchunked| = %.3g\n", c,
-                   T / c, T / c == 1 ? "" : "s", sizes_str((const int[]){B, c, C}, 3, SIZES_TUPLE),
-                   (double)max_abs_diff(chunked, unchunked));
-        }
-    }
-    printf("memory: one chunk's intermediate_output (batch, chunk_size, %d) at a time: %ld floats "
-           "unchunked, %ld in chunks of 1.\nBERT-base (intermediate 3072) at 512 tokens: %d "
-           "floats (%.1f MiB) per sequence unchunked, 3072 per position.\nThe saving is at "
-           "inference: in training, autograd keeps every chunk's activations for the backward "
-           "pass.\n", I, (long)B * T * I, (long)B * I, 512 * 3072,
-           512.0 * 3072.0 * 4.0 / (1024.0 * 1024.0));
-
-    // Train mode: the same generator state before each run, yet other masks.
-    int c = f->chunk > 0 ? f->chunk : 1;
-    BertLayer training = run->layer;
-    BertLayer_train(&training, true);
-    manual_seed(seed);
-    const Tensor *unchunked_train = feed_forward_chunk(&training, attention_output);
-    manual_seed(seed);
-    const Tensor *chunked_train =
-        apply_chunking_to_forward(feed_forward_chunk, &training, c, 1, attention_output);
-    // The masks themselves: dropout draws one Bernoulli(0.9) per element of
-    // the tensor it gets, row-major (bernoulli() makes the same draws).
-    manual_seed(seed);
-    const Tensor *mask_unchunked = bernoulli(shape3(B, T, C), 0.9);           // (B, T, C)
-    manual_seed(seed);
-    const Tensor **mask_chunks = arena_alloc((size_t)(T / c), sizeof *mask_chunks);
-    for (int i = 0; i < T / c; i++) {
-        mask_chunks[i] = bernoulli(shape3(B, c, C), 0.9);                     // (B, c, C)
-    }
-    const Tensor *mask_chunked = cat(mask_chunks, T / c, 1);                  // (B, T, C)
-    long agree = 0;
-    for (long i = 0; i < numel(mask_unchunked); i++) {
-        agree += mask_unchunked->data[i] == mask_chunked->data[i];
-    }
-    printf("train mode, chunk_size %d, the generator re-seeded with --seed before each run:\n", c);
-    printf("  the dropout masks agree at %ld of %ld elements, and the outputs are off by %.4f\n",
-           agree, numel(mask_unchunked), (double)max_abs_diff(chunked_train, unchunked_train));
-    printf("each chunk's dense output %s draws its dropout mask row-major, batch row first, and "
-           "so does the\nunchunked %s: the draws land on the same elements only when batch is 1 "
-           "or the chunk is the whole sequence.\n",
-           sizes_str((const int[]){B, c, C}, 3, SIZES_TUPLE),
-           sizes_str((const int[]){B, T, C}, 3, SIZES_TUPLE));
-}
-
-// Lesson 11's order with this layer's weights (pre-norm):
-//   h = x + dense(attention(LayerNorm(x))); out = h + output.dense(intermediate(LayerNorm(h))).
-static Tensor *pre_norm_layer(const BertLayer *layer, const Tensor *x, const BertArgs *args) {
-    const BertAttention *attention = &layer->attention;
-    const Tensor *normed = layer_norm_forward(&attention->output.LayerNorm, x);        // (B, T, C)
-    const Tensor *context = BertSelfAttention_forward(NULL, NULL, &attention->self, normed, args);
-    const Tensor *h = add(x, linear(&attention->output.dense, context));               // (B, T, C)
-    const Tensor *inner = BertIntermediate_forward(&layer->intermediate,
-                                                   layer_norm_forward(&layer->output.LayerNorm, h));
-    return add(h, linear(&layer->output.dense, inner));                                // (B, T, C)
-}
-
-// Each row's standard deviation over the last dim (biased, as LayerNorm's),
-// averaged over the rows.
-static double row_std(const Tensor *x) {
-    int C = size(x, -1);
-    long rows = numel(x) / C;
-    const Tensor *xc = contiguous(x);
-    double total = 0.0;
-    for (long r = 0; r < rows; r++) {
-        const float *x_r = &xc->data[xc->offset + r * C];
-        double mean = 0.0, var = 0.0;
-        for (int c = 0; c < C; c++) {
-            mean += x_r[c];
-        }
-        mean /= C;
-        for (int c = 0; c < C; c++) {
-            var += (x_r[c] - mean) * (x_r[c] - mean);
-        }
-        total += sqrt(var / C);
-    }
-    return total / (double)rows;
-}
-
-static void show_post_norm(const Run *run, const Flags *f) {
-    BertLayer layer = eval_copy(&run->layer);
-    printf("\n-- post-norm (BERT) against pre-norm (lesson 11's ViT block) --\n");
-    printf("post-norm, this layer:  h = LayerNorm(x + attention(x));  out = LayerNorm(h + "
-           "feed_forward(h))\n");
-    printf("pre-norm, lesson 11:    h = x + attention(LayerNorm(x));  out = h + "
-           "feed_forward(LayerNorm(h))\n");
-    // hidden_states alone: its own keys are the last T of the mask.
-    const Tensor *mask = narrow(run->attention_mask, 3, f->past, f->seq);     // (B, 1, 1, T)
-    BertArgs args = {.attention_mask = mask, .head_mask = run->head_mask};
-    const Tensor *post = run->hidden_states, *pre = run->hidden_states;       // (B, T, C)
-    double post_1 = 0.0, pre_1 = 0.0;
-    for (int depth = 1; depth <= DEPTH; depth++) {
-        post = BertLayer_forward(NULL, NULL, &layer, post, &args, MODE_TEXT);
-        pre = pre_norm_layer(&layer, pre, &args);
-        if (depth == 1) {
-            post_1 = row_std(post);
-            pre_1 = row_std(pre);
-        }
-    }
-    printf("the same weights on hidden_states (no cache, no cross-attention); each row's standard "
-           "deviation, averaged over the %d rows:\n", f->batch * f->seq);
-    printf("  hidden_states                   %.4f\n", row_std(run->hidden_states));
-    printf("  after the layer:                post-norm %.4f, pre-norm %.4f\n", post_1, pre_1);
-    printf("  after the same layer %d times:  post-norm %.4f, pre-norm %.4f\n", DEPTH,
-           row_std(post), row_std(pre));
-    printf("post-norm ends every sublayer with a LayerNorm, so each layer's output rows have "
-           "mean 0 and std 1\n(times LayerNorm's weight); pre-norm normalises only what enters a "
-           "sublayer and adds its result to\nan untouched x, which grows layer after layer and "
-           "keeps a clean path for the gradient.\n");
-}
 
 // --- the lesson -----------------------------------------------------------------------------
+
+// The lesson's own checks, after parsing and before any work (exit 2).
+// The largest tensors of each kind: the weights of one call over all L
+// tokens (B, H, L, L) (part 6 makes it); the feed-forward's (B, L, F) and
+// its weight (F, C); the inputs (B, L, C) and the (C, C) weights; with
+// relative positions the positional_embedding (L, L, D) and the table
+// (2MP - 1, D); with cross-attention its (B, H, T, M), the keys' weight
+// (C, E) and the image features (B, M, E).
+static void check_flags(const Lesson *lesson, const Flags *f) {
+    int L = f->past + f->seq;   // at most 2 * MAX_SIZE_FLAG: no overflow
+    check_divides(lesson, "--heads", f->heads, "--dim", f->dim);
+    if (f->head_mask >= f->heads) {
+        usage_error(lesson, "--head-mask expects a head from -1 (none) to %d (--heads %d), "
+                    "got '%d'", f->heads - 1, f->heads, f->head_mask);
+    }
+    if (f->pad > L) {
+        usage_error(lesson, "--pad %d is more than the --past + --seq = %d keys", f->pad, L);
+    }
+    if (f->chunk > 0) {
+        check_divides(lesson, "--chunk", f->chunk, "--seq", f->seq);
+        if (f->past > 0) {   // the prefix goes through the same layer
+            check_divides(lesson, "--chunk", f->chunk, "--past", f->past);
+        }
+    }
+    if (f->position != ABSOLUTE && f->max_positions < L) {
+        usage_error(lesson, "--max-positions %d is smaller than --past + --seq = %d: relative "
+                    "positions need a table row for every distance up to %d", f->max_positions,
+                    L, L - 1);
+    }
+    if (f->part != 0 && f->all) {
+        usage_error(lesson, "--part %d and --all: give one of them", f->part);
+    }
+    int D = f->dim / f->heads;
+    check_fits(lesson, "attention_probs (batch, heads, past+seq, past+seq)",
+               shape4(f->batch, f->heads, L, L));
+    check_fits(lesson, "intermediate_output (batch, past+seq, intermediate)",
+               shape3(f->batch, L, f->intermediate));
+    check_fits(lesson, "intermediate.dense.weight (intermediate, dim)",
+               shape2(f->intermediate, f->dim));
+    check_fits(lesson, "hidden_states (batch, past+seq, dim)", shape3(f->batch, L, f->dim));
+    check_fits(lesson, "attention.self.query.weight (dim, dim)", shape2(f->dim, f->dim));
+    if (f->position != ABSOLUTE) {
+        check_fits(lesson, "positional_embedding (past+seq, past+seq, dim/heads)",
+                   shape3(L, L, D));
+        check_fits(lesson, "distance_embedding.weight (2*max-positions - 1, dim/heads)",
+                   shape2(2 * f->max_positions - 1, D));
+    }
+    if (f->encoder_seq > 0) {
+        check_fits(lesson, "cross_attention_probs (batch, heads, seq, encoder-seq)",
+                   shape4(f->batch, f->heads, f->seq, f->encoder_seq));
+        check_fits(lesson, "crossattention.self.key.weight (dim, encoder-width)",
+                   shape2(f->dim, f->encoder_width));
+        check_fits(lesson, "encoder_hidden_states (batch, encoder-seq, encoder-width)",
+                   shape3(f->batch, f->encoder_seq, f->encoder_width));
+    }
+}
 
 int main(int argc, char **argv) {
     Flags f = {.batch = 2, .seq = 5, .dim = 16, .heads = 4, .intermediate = 64,
                .max_positions = 16, .pad = 1, .head_mask = -1, .past = 0, .encoder_seq = 0,
-               .encoder_width = 16, .chunk = 0};
+               .encoder_width = 16, .chunk = 0, .part = 0};
     const char *position = "absolute";
     SizeFlag sizes[] = {
         {"--batch", &f.batch, "batch size"},
@@ -1414,154 +647,45 @@ int main(int argc, char **argv) {
         {"--encoder-seq", &f.encoder_seq, "image features for cross-attention (0: none)", 0,
          MAX_SIZE_FLAG},
         {"--chunk", &f.chunk, "chunk_size_feed_forward (0: no chunks)", 0, MAX_SIZE_FLAG},
+        {"--part", &f.part, "print part N alone (0: part 1, the layer, and the list of parts)",
+         0, 9},
     };
     ChoiceFlag choices[] = {
         {"--position", &position, "position_embedding_type", POSITION_TYPES},
     };
     SwitchFlag switches[] = {
         {"--train", &f.train, "training mode: dropout on (default: eval mode)"},
+        {"--all", &f.all, "print every part, 1 to 9"},
     };
     Lesson lesson = {
         .program = "lesson-12",
         .summary = "bert-layer: BertSelfAttention ... BertLayer of Chen Ming's post, as BLIP's "
                    "text decoder, fixed",
-        .sizes = sizes, .n_sizes = 7,
-        .ints = ints, .n_ints = 5,
-        .choices = choices, .n_choices = 1,
-        .switches = switches, .n_switches = 1,
+        .sizes = sizes, .n_sizes = 7, .ints = ints, .n_ints = 6,
+        .choices = choices, .n_choices = 1, .switches = switches, .n_switches = 2,
     };
     parse_lesson_args(&lesson, argc, argv);
     for (int i = 0; POSITION_TYPES[i] != NULL; i++) {
         f.position = strcmp(position, POSITION_TYPES[i]) == 0 ? (PositionType)i : f.position;
     }
-    int L = f.past + f.seq;   // at most 2 * MAX_SIZE_FLAG: no overflow
-    check_divides(&lesson, "--heads", f.heads, "--dim", f.dim);
-    if (f.head_mask >= f.heads) {
-        usage_error(&lesson, "--head-mask expects a head from -1 (none) to %d (--heads %d), "
-                    "got '%d'", f.heads - 1, f.heads, f.head_mask);
-    }
-    if (f.pad > L) {
-        usage_error(&lesson, "--pad %d is more than the --past + --seq = %d keys", f.pad, L);
-    }
-    if (f.chunk > 0) {
-        check_divides(&lesson, "--chunk", f.chunk, "--seq", f.seq);
-        if (f.past > 0) {   // the prefix goes through the same layer
-            check_divides(&lesson, "--chunk", f.chunk, "--past", f.past);
-        }
-    }
-    if (f.position != ABSOLUTE && f.max_positions < L) {
-        usage_error(&lesson, "--max-positions %d is smaller than --past + --seq = %d: relative "
-                    "positions need a table row for every distance up to %d", f.max_positions, L,
-                    L - 1);
-    }
-    // The largest tensors of each kind: the weights of one call over all
-    // L tokens (B, H, L, L) (the cache demonstration makes it); the
-    // feed-forward's (B, L, I) and its weight (I, C); the inputs (B, L, C)
-    // and the (C, C) weights;
-    // with relative positions the positional_embedding (L, L, D) and the
-    // table (2N - 1, D); with cross-attention its (B, H, T, M), the keys'
-    // weight (C, E) and the image features (B, M, E).
-    int D = f.dim / f.heads;
-    check_fits(&lesson, "attention_probs (batch, heads, past+seq, past+seq)",
-               shape4(f.batch, f.heads, L, L));
-    check_fits(&lesson, "intermediate_output (batch, past+seq, intermediate)",
-               shape3(f.batch, L, f.intermediate));
-    check_fits(&lesson, "intermediate.dense.weight (intermediate, dim)",
-               shape2(f.intermediate, f.dim));
-    check_fits(&lesson, "hidden_states (batch, past+seq, dim)", shape3(f.batch, L, f.dim));
-    check_fits(&lesson, "attention.self.query.weight (dim, dim)", shape2(f.dim, f.dim));
-    if (f.position != ABSOLUTE) {
-        check_fits(&lesson, "positional_embedding (past+seq, past+seq, dim/heads)",
-                   shape3(L, L, D));
-        check_fits(&lesson, "distance_embedding.weight (2*max-positions - 1, dim/heads)",
-                   shape2(2 * f.max_positions - 1, D));
-    }
-    if (f.encoder_seq > 0) {
-        check_fits(&lesson, "cross_attention_probs (batch, heads, seq, encoder-seq)",
-                   shape4(f.batch, f.heads, f.seq, f.encoder_seq));
-        check_fits(&lesson, "crossattention.self.key.weight (dim, encoder-width)",
-                   shape2(f.dim, f.encoder_width));
-        check_fits(&lesson, "encoder_hidden_states (batch, encoder-seq, encoder-width)",
-                   shape3(f.batch, f.encoder_seq, f.encoder_width));
-    }
+    f.seed = lesson.seed;
+    check_flags(&lesson, &f);
     lesson_start(&lesson);
 
-    BertConfig config = {
-        .hidden_size = f.dim,
-        .num_attention_heads = f.heads,
-        .intermediate_size = f.intermediate,
-        .position_embedding_type = f.position,
-        .max_position_embeddings = f.max_positions,
-        .layer_norm_eps = 1e-12,
-        .hidden_dropout_prob = 0.1,
-        .attention_probs_dropout_prob = 0.1,
-        .add_cross_attention = f.encoder_seq > 0,   // BLIP's decoder layers
-        .encoder_width = f.encoder_width,
-        .chunk_size_feed_forward = f.chunk,
-    };
-    print_config(&config);
-
-    // The draws: the layer's parameters, then the inputs, as the PyTorch cell.
-    Run run;
-    memset(&run, 0, sizeof run);
-    run.layer = BertLayer_init(&config);
-    printf("layer = BertLayer(config, 0): %ld parameters\n", count_parameters(&run.layer));
-    if (f.past > 0) {
-        run.prefix = named("prefix", randn(shape3(f.batch, f.past, f.dim)));     // (B, P, C)
+    bool part1 = f.all || f.part <= 1;   // the default prints part 1, then the list of parts
+    Run run = part1_the_layer(&f, part1, lesson.heatmap && part1);
+    trace_pause(true);   // the parts are commentary, not the layer's dataflow
+    if (f.part == 0 && !f.all) {
+        print_the_parts();
     }
-    run.hidden_states = named("hidden_states", randn(shape3(f.batch, f.seq, f.dim)));   // (B, T, C)
-    if (f.encoder_seq > 0) {
-        Shape image = shape3(f.batch, f.encoder_seq, f.encoder_width);
-        run.encoder_hidden_states = named("encoder_hidden_states", randn(image));     // (B, M, E)
-        run.mode = MODE_MULTIMODAL;
+    void (*const parts[10])(const Run *, const Flags *) = {
+        [2] = part2_the_additive_mask, [3] = part3_head_mask, [4] = part4_dropout,
+        [5] = part5_relative_positions, [6] = part6_the_cache, [7] = part7_cross_attention,
+        [8] = part8_chunks, [9] = part9_post_norm};
+    for (int n = 2; n <= 9; n++) {
+        if (f.all || f.part == n) {
+            parts[n](&run, &f);
+        }
     }
-    BertLayer_train(&run.layer, f.train);
-    printf("%s\n", f.train ? "layer.train()" : "layer.eval()");
-    if (f.past > 0) {
-        printf("prefix = torch.randn%s\n", shape_str(run.prefix->shape, SIZES_TUPLE));
-    }
-    printf("hidden_states = torch.randn%s\n", shape_str(run.hidden_states->shape, SIZES_TUPLE));
-    if (f.encoder_seq > 0) {
-        printf("encoder_hidden_states = torch.randn%s  (an image encoder's features)\n",
-               shape_str(run.encoder_hidden_states->shape, SIZES_TUPLE));
-    }
-
-    run.keep = labeled("keep", keep_rows(f.batch, L, f.pad));                 // (B, L)
-    printf("keep (1: a real token, 0: padding; --pad %d pads the end of batch row %d):\n%s\n",
-           f.pad, f.batch - 1, tensor_str(run.keep, NULL));
-    run.attention_mask = named("attention_mask", additive_mask(run.keep));    // (B, 1, 1, L)
-    printf("attention_mask = (1 - keep)[:, None, None, :] * -10000.0: %s\n%s\n",
-           size_str(run.attention_mask), tensor_str(run.attention_mask, NULL));
-    if (f.head_mask >= 0) {
-        run.head_mask = zero_one_head(f.heads, f.head_mask);                  // (1, H, 1, 1)
-        printf("head_mask: 1, except 0 for head %d: %s\n", f.head_mask,
-               size_str(run.head_mask));
-    }
-
-    run_layer(&run, &f, lesson.heatmap);
-    // The dumps, and the diagram's names for what the forward kept.
-    named("attention_probs", run.steps.attention.attention_probs);
-    if (run.mode == MODE_MULTIMODAL) {
-        named("cross_attention_probs", run.steps.crossattention.attention_probs);
-    }
-    named("present_key", run.present.key);
-    named("present_value", run.present.value);
-    named("attention_output", run.steps.attention_output);
-    named("layer_output", run.layer_output);
-    labeled("query_layer", run.steps.attention.query_layer);
-    labeled("key_layer", run.steps.attention.key_layer);
-    labeled("value_layer", run.steps.attention.value_layer);
-    labeled("context_layer", run.steps.attention.context_layer);
-
-    // The demonstrations: commentary, not the layer's dataflow.
-    trace_pause(true);
-    show_additive_mask(&run, f.pad);
-    show_head_mask(&run, &f);
-    show_dropout(&run, &f);
-    show_relative_positions(&run, &f);
-    show_cache(&run, &f);
-    show_cross_attention(&run, &f);
-    show_chunking(&run, &f, lesson.seed);
-    show_post_norm(&run, &f);
     return lesson_finish(&lesson);
 }

@@ -34,6 +34,7 @@ The build and the tests never run Python.
 import contextlib
 import io
 import math
+import textwrap
 
 import torch
 import torch.nn as nn
@@ -123,18 +124,19 @@ def asides(attention_mask, net, output, batch, seq, heads):
     say("output_mid.transpose(1, 2).is_contiguous():", swapped.is_contiguous())
     try:
         shape = swapped.view(batch, seq, -1).shape
-        say(f"output_mid.transpose(1, 2).view({batch}, {seq}, -1) works: {shape} (the "
+        say(f"output_mid.transpose(1, 2).view({batch}, {seq}, -1) works: {shape}\n(the "
             "transpose only moved an axis of size 1, so the memory order did not change)")
     except RuntimeError as error:
-        say(f"output_mid.transpose(1, 2).view({batch}, {seq}, -1) raises RuntimeError: {error}")
+        say(f"output_mid.transpose(1, 2).view({batch}, {seq}, -1) raises RuntimeError:")
+        say(textwrap.fill(str(error), 100, initial_indent="  ", subsequent_indent="  "))
     say("output_mid.transpose(1, 2).contiguous().stride():", swapped.contiguous().stride())
     say(f"output_mid.transpose(1, 2).contiguous().view({batch}, {seq}, -1).stride():",
         swapped.contiguous().view(batch, seq, -1).stride())
     reshaped = swapped.reshape(batch, seq, -1)
     say(f"output_mid.transpose(1, 2).reshape({batch}, {seq}, -1).data_ptr() == "
         "output_mid.data_ptr():", reshaped.data_ptr() == output_mid.data_ptr())
-    say(f"torch.equal(output_mid.transpose(1, 2).reshape({batch}, {seq}, -1), "
-        f"output_mid.transpose(1, 2).contiguous().view({batch}, {seq}, -1)):",
+    say(f"torch.equal(output_mid.transpose(1, 2).reshape({batch}, {seq}, -1),\n"
+        f"            output_mid.transpose(1, 2).contiguous().view({batch}, {seq}, -1)):",
         torch.equal(reshaped, swapped.contiguous().view(batch, seq, -1)))
     say(f"output_mid.reshape({batch}, {heads}, -1).data_ptr() == output_mid.data_ptr():",
         output_mid.reshape(batch, heads, -1).data_ptr() == output_mid.data_ptr())
@@ -238,12 +240,12 @@ def post_class(net, x, batch, seq, dim, heads):
     say(f"torch.equal(my(x) with .contiguous().view({batch}, {seq}, -1), my(x) with "
         f".reshape({batch}, {seq}, -1)): {torch.equal(viewed, reshaped)}")
     if head_dim in (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536):
-        say(f"torch.equal(my(x), net.eval()(x)): {torch.equal(viewed, output)}   (no mask; "
+        say(f"torch.equal(my(x), net.eval()(x)): {torch.equal(viewed, output)}\n  (no mask; "
             f"{my.scaling:.4f} is a power of 2, so * scaling and / sqrt(head_dim) round alike)")
     else:
-        say(f"torch.allclose(my(x), net.eval()(x), atol=1e-6): {torch.allclose(viewed, output, atol=1e-6)}   (no "
+        say(f"torch.allclose(my(x), net.eval()(x), atol=1e-6): {torch.allclose(viewed, output, atol=1e-6)}\n  (no "
             f"mask; {my.scaling:.4f} is not a power of 2, so * scaling and / sqrt(head_dim) "
-            "may round the last bit apart)")
+            "may round\n  the last bit apart)")
     return viewed
 
 

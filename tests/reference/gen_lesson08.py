@@ -126,7 +126,7 @@ def record(directory, seed, batch, seq, heads, kv_heads, head_dim):
     out = grouped_query_attention(query, key, value, lines)
     lines.append("out[0, 0, :, :4]")
     lines.extend(str(out[0, 0, :, :4]).split("\n"))
-    lines.append("-- the notebook's einsum sums the scores over g --")
+    lines.append("-- part 3: the notebook's einsum sums the scores over g (--kv-heads) --")
     out_group_sum = group_sum_attention(query, key, value, lines)
     lines.append("out_group_sum[0, 0, :, :4]")
     lines.extend(str(out_group_sum[0, 0, :, :4]).split("\n"))

@@ -91,7 +91,7 @@ def show_masks():
 
 
 def run_gqa(seed, batch, seq, dim, heads, kv_heads, train):
-    print("-- the notebook's GQA module, causal --")
+    print("-- part 2: the notebook's GQA module, causal (--seq, --kv-heads and --train change it) --")
     gqa = GQA(dim, heads, kv_heads).train(train)       # .eval() unless --train
     query = torch.randn(batch, seq, dim)
     key = torch.randn(batch, seq, dim)
@@ -132,7 +132,7 @@ def run_gqa(seed, batch, seq, dim, heads, kv_heads, train):
 
 def compare_conventions():
     scores = torch.tensor([[1., 2., 3.], [4., 5., 6.], [7., 8., 9.]])
-    print("-- two conventions for the same mask --")
+    print("-- part 3: two conventions for the same mask (fixed 3 x 3 scores) --")
     print("scores = torch.tensor([[1., 2., 3.], [4., 5., 6.], [7., 8., 9.]])")
     mask = torch.triu(torch.ones(3, 3), diagonal=1)
     print("this lesson: torch.triu(torch.ones(3, 3), diagonal=1), 1 = forbidden")

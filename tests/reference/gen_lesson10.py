@@ -113,7 +113,7 @@ def lesson(seed, batch, prompt, new, dim, heads, kv_heads):
     print("-- decode: one token per call --")
     for t in range(prompt, N):
         outs.append(step(gqa, x, t, 1))
-        print(f"token {t}: out: {outs[-1].shape}, k_cache: {gqa.k_cache.shape}, v_cache: {gqa.v_cache.shape}")
+        print(f"token {t}: out: {outs[-1].shape}, k_cache and v_cache: {gqa.k_cache.shape}")
         print(f"  max |out - full_out[:, {t}]| = {(outs[-1][:, 0] - full_out[:, t]).abs().max().item():.3g}")
     cached_out = torch.cat(outs, dim=1)
     print("cached_out = torch.cat(outs, dim=1):", cached_out.shape)
@@ -127,7 +127,7 @@ def lesson(seed, batch, prompt, new, dim, heads, kv_heads):
     tensors.update(x=x, full_out=full_out, cached_out=cached_out, k_cache=gqa.k_cache, v_cache=gqa.v_cache)
 
     # The notebook's cache: the prompt's keys and values, never updated.
-    print("-- the notebook's cache: stored on the first call, never updated --")
+    print("-- part 2: the notebook's cache, stored once and never updated (--prompt and --new change it) --")
     for t in range(prompt, N):
         gqa.k_cache, gqa.v_cache = prompt_k, prompt_v
         out = step(gqa, x, t, 1)
@@ -135,7 +135,7 @@ def lesson(seed, batch, prompt, new, dim, heads, kv_heads):
               f"{(out[:, 0] - full_out[:, t]).abs().max().item():.4f}")
     print()
 
-    print("-- chunks of 2 new tokens: the mask needs the cache offset --")
+    print("-- part 3: chunks of 2 new tokens need the mask moved right by the cache (--prompt changes it) --")
     gqa.k_cache = gqa.v_cache = None
     worst = (step(gqa, x, 0, prompt) - full_out[:, :prompt]).abs().max().item()
     for t in range(prompt, N, 2):
@@ -154,15 +154,15 @@ def lesson(seed, batch, prompt, new, dim, heads, kv_heads):
                     torch.zeros(batch, heads, count, cache_len + count).masked_fill(
                         torch.triu(torch.ones(count, count), diagonal=1) == 1, float('-inf'))
                 except RuntimeError as error:
-                    print("RuntimeError:", error)
+                    print(f"RuntimeError:\n  {error}")
     print(f"  max |chunked - full_out| = {worst:.3g}")
     print()
 
     head_dim = dim // heads
-    print("-- what the cache costs: 2 (K and V) * batch * positions * kv_heads * head_dim * "
-          "4 bytes, per layer --")
+    print("-- part 4: what the cache costs per layer (--kv-heads, --heads and --dim change it) --")
+    print("2 (K and V) * batch * positions * kv_heads * head_dim * 4 bytes:")
     for name, kv in (("MHA", heads), ("GQA", kv_heads), ("MQA", 1)):
-        print("%s (kv_heads = %d): %6.0f bytes per token, %9.0f bytes for these %d tokens, "
+        print("%s (kv_heads = %d): %6.0f bytes a token, %9.0f for these %d tokens, "
               "%6.2f MiB at 4096 tokens" % (name, kv, cache_bytes(1, 1, kv, head_dim),
                                             cache_bytes(batch, N, kv, head_dim), N,
                                             cache_bytes(batch, 4096, kv, head_dim) / (1024.0 * 1024.0)))
