@@ -313,10 +313,12 @@ static void *work(void *arg) {
     int q_blocks = (N + me->w.Bq - 1) / me->w.Bq, n_items = B * H * q_blocks;
     for (int i = atomic_fetch_add(me->next_item, 1); i < n_items;
          i = atomic_fetch_add(me->next_item, 1)) {
-        // The last query blocks first: with the causal mask they see the
-        // most keys, and the short ones left for the end even out the finish.
-        int qs = (q_blocks - 1 - i / (B * H)) * me->w.Bq, nq = min_int(me->w.Bq, N - qs);
-        int b = i % (B * H) / H, h = i % H, g = h / R;   // g: its key/value head, in place
+        // One head's blocks one after the other, so that its keys and values
+        // stay in the cache; inside a head the last query blocks first: with
+        // the causal mask they see the most keys, and the short ones left for
+        // the end even out the finish.
+        int bh = i / q_blocks, b = bh / H, h = bh % H, g = h / R;   // g: h's key/value head
+        int qs = (q_blocks - 1 - i % q_blocks) * me->w.Bq, nq = min_int(me->w.Bq, N - qs);
         bool watched = me->steps != NULL && b == 0 && h == 0 && qs + nq == N;
         attend_query_block(&me->counts, watched ? me->steps : NULL, &me->w,
                            at4(me->q, b, h, 0, 0), at4(me->k, b, g, 0, 0),
