@@ -440,7 +440,7 @@ static const Tensor *naive_attention(NaiveSteps *steps, const Tensor *query, con
     passes += 2;      // read, written
     if (causal) {
         Tensor *all = ones(shape2(N, N));                                     // (N, N)
-        Tensor *mask = triu(all, 1);                                          // (N, N) 1 above the diagonal
+        Tensor *mask = triu(all, 1);                      // (N, N): 1 above the diagonal
         Tensor *is_future = eq_scalar(mask, 1.0f);                            // (N, N)
         scaled = masked_fill(scaled, is_future, -INFINITY);                   // (B, KV, R, N, N)
         bytes += tensor_bytes(all) + tensor_bytes(mask) + tensor_bytes(is_future);

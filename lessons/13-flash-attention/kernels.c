@@ -193,220 +193,14 @@ AVX512_CODE ALWAYS_INLINE v16f exp2_16(v16f x) {
     return _mm512_maskz_scalef_ps(keep, poly, n);
 }
 
-// =========================================================================================
-// The register tiles (the micro-kernels), one per instruction set
-// =========================================================================================
-// C (mr x 8*nv) = start + A (mr x kc) @ B (kc x 8*nv), summing over p = 0,
-// 1, ... kc-1 in order, one FMA a step, where start is 0 (rows_from_c
-// false) or C itself, each row multiplied by row_scale[i] first (when
-// row_scale is not NULL). With `staircase`, row i sums kc + i terms
-// instead (between 0 and kc_max): the rows of a causal diagonal, where
-// query i sees one key more than query i-1. A[i][p] = a[i*a_row + p*a_col], B[p][j] = b[p*ldb + j],
-// C[i][j] = c[i*ldc + j]. For the scores, two more things before C is
-// stored: C[i][j] = -inf where j < i + masked_before (the causal mask), and
-// col_max[j] = max(col_max[j], C[i][j] over the rows). A tile of fewer than
-// MR rows is computed as a full one whose missing rows repeat row mr-1
-// (memory that exists); they are neither stored nor in the max. `nv` is a
-// constant where this is called: the compiler makes one copy per width,
-// with the loops unrolled and C in registers.
+// The register tiles: MR8 rows by 16 floats with AVX2 (12 of its 16
+// registers), MR16 rows by 64 with AVX-512 (16 of its 32). A tile of fewer
+// rows is computed as a full one whose missing rows repeat the last (memory
+// that exists); they are not stored. `nv`, the registers a row takes, is a
+// constant where each tile function is called (a switch picks the copy), so
+// the compiler unrolls the loops over rows and registers and keeps the whole
+// tile in registers.
 enum { MR8 = 6, MR16 = 4 };
-
-typedef struct {
-    int mr, kc;
-    bool staircase;           // row i sums min(kc + i, kc_max) terms (kc may be below 0)
-    int kc_max;
-    const float *a;
-    int a_row, a_col;
-    const float *b;
-    int ldb;
-    float *c;
-    int ldc;
-    bool rows_from_c;
-    const float *row_scale;   // may be NULL
-    int masked_before;        // row i masks its columns j < i + masked_before (-NO_MASK: none)
-    float *col_max;           // may be NULL
-} Product;
-
-AVX2_CODE ALWAYS_INLINE void tile8(const int nv, const Product *x) {
-    const float *a_rows[MR8];
-    v8f c[MR8][2];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR8; i++) {
-        int row = i < x->mr ? i : x->mr - 1;
-        a_rows[i] = x->a + row * x->a_row;
-        float scale = x->row_scale != NULL ? x->row_scale[row] : 1.0f;
-#pragma GCC unroll 2
-        for (int v = 0; v < nv; v++) {
-            c[i][v] = x->rows_from_c ? load8(x->c + row * x->ldc + 8 * v) : splat8(0.0f);
-            if (x->row_scale != NULL) {
-                c[i][v] *= scale;
-            }
-        }
-    }
-    // Every row's terms, then (staircase) the last rows' few more.
-    int all_rows = x->kc < 0 ? 0 : x->kc < x->kc_max ? x->kc : x->kc_max;
-    int last_row = x->staircase ? x->kc + MR8 - 1 : all_rows;
-    last_row = last_row < 0 ? 0 : last_row < x->kc_max ? last_row : x->kc_max;
-    for (int p = 0; p < all_rows; p++) {
-        v8f b[2];
-#pragma GCC unroll 2
-        for (int v = 0; v < nv; v++) {
-            b[v] = load8(x->b + p * x->ldb + 8 * v);
-        }
-#pragma GCC unroll 8
-        for (int i = 0; i < MR8; i++) {
-            v8f a_ip = splat8(a_rows[i][p * x->a_col]);
-#pragma GCC unroll 2
-            for (int v = 0; v < nv; v++) {
-                c[i][v] = fma8(a_ip, b[v], c[i][v]);
-            }
-        }
-    }
-    for (int p = all_rows; p < last_row; p++) {   // the staircase: rows i with p < kc + i
-#pragma GCC unroll 8
-        for (int i = 0; i < MR8; i++) {
-#pragma GCC unroll 2
-            for (int v = 0; v < nv; v++) {
-                if (p < x->kc + i) {
-                    c[i][v] = fma8(splat8(a_rows[i][p * x->a_col]),
-                                   load8(x->b + p * x->ldb + 8 * v), c[i][v]);
-                }
-            }
-        }
-    }
-    if (x->masked_before + MR8 - 1 > 0) {   // the causal mask crosses this tile
-        const v8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
-        const v8i minus_inf = (v8i)splat8(-INFINITY);
-#pragma GCC unroll 8
-        for (int i = 0; i < MR8; i++) {
-#pragma GCC unroll 2
-            for (int v = 0; v < nv; v++) {
-                v8i masked = lane + 8 * v < i + x->masked_before;   // all ones where true
-                c[i][v] = (v8f)(((v8i)c[i][v] & ~masked) | (minus_inf & masked));
-            }
-        }
-    }
-    if (x->col_max != NULL) {
-#pragma GCC unroll 2
-        for (int v = 0; v < nv; v++) {
-            v8f m = load8(x->col_max + 8 * v);
-#pragma GCC unroll 8
-            for (int i = 0; i < MR8; i++) {
-                m = i < x->mr ? max8(m, c[i][v]) : m;
-            }
-            store8(x->col_max + 8 * v, m);
-        }
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < MR8; i++) {
-        if (i < x->mr) {
-#pragma GCC unroll 2
-            for (int v = 0; v < nv; v++) {
-                store8(x->c + i * x->ldc + 8 * v, c[i][v]);
-            }
-        }
-    }
-}
-
-// The same with 16 floats a register: MR16 x 64 (16 registers) at most.
-AVX512_CODE ALWAYS_INLINE void tile16(const int nv, const Product *x) {
-    const float *a_rows[MR16];
-    v16f c[MR16][4];
-#pragma GCC unroll 4
-    for (int i = 0; i < MR16; i++) {
-        int row = i < x->mr ? i : x->mr - 1;
-        a_rows[i] = x->a + row * x->a_row;
-        float scale = x->row_scale != NULL ? x->row_scale[row] : 1.0f;
-#pragma GCC unroll 4
-        for (int v = 0; v < nv; v++) {
-            c[i][v] = x->rows_from_c ? load16(x->c + row * x->ldc + 16 * v) : splat16(0.0f);
-            if (x->row_scale != NULL) {
-                c[i][v] *= scale;
-            }
-        }
-    }
-    // Every row's terms, then (staircase) the last rows' few more.
-    int all_rows = x->kc < 0 ? 0 : x->kc < x->kc_max ? x->kc : x->kc_max;
-    int last_row = x->staircase ? x->kc + MR16 - 1 : all_rows;
-    last_row = last_row < 0 ? 0 : last_row < x->kc_max ? last_row : x->kc_max;
-    for (int p = 0; p < all_rows; p++) {
-        v16f b[4];
-#pragma GCC unroll 4
-        for (int v = 0; v < nv; v++) {
-            b[v] = load16(x->b + p * x->ldb + 16 * v);
-        }
-#pragma GCC unroll 4
-        for (int i = 0; i < MR16; i++) {
-            v16f a_ip = splat16(a_rows[i][p * x->a_col]);
-#pragma GCC unroll 4
-            for (int v = 0; v < nv; v++) {
-                c[i][v] = fma16(a_ip, b[v], c[i][v]);
-            }
-        }
-    }
-    for (int p = all_rows; p < last_row; p++) {   // the staircase: rows i with p < kc + i
-#pragma GCC unroll 4
-        for (int i = 0; i < MR16; i++) {
-#pragma GCC unroll 4
-            for (int v = 0; v < nv; v++) {
-                if (p < x->kc + i) {
-                    c[i][v] = fma16(splat16(a_rows[i][p * x->a_col]),
-                                   load16(x->b + p * x->ldb + 16 * v), c[i][v]);
-                }
-            }
-        }
-    }
-    if (x->masked_before + MR16 - 1 > 0) {
-        const v16i lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-        const v16i minus_inf = (v16i)splat16(-INFINITY);
-#pragma GCC unroll 4
-        for (int i = 0; i < MR16; i++) {
-#pragma GCC unroll 4
-            for (int v = 0; v < nv; v++) {
-                v16i masked = lane + 16 * v < i + x->masked_before;
-                c[i][v] = (v16f)(((v16i)c[i][v] & ~masked) | (minus_inf & masked));
-            }
-        }
-    }
-    if (x->col_max != NULL) {
-#pragma GCC unroll 4
-        for (int v = 0; v < nv; v++) {
-            v16f m = load16(x->col_max + 16 * v);
-#pragma GCC unroll 4
-            for (int i = 0; i < MR16; i++) {
-                m = i < x->mr ? max16(m, c[i][v]) : m;
-            }
-            store16(x->col_max + 16 * v, m);
-        }
-    }
-#pragma GCC unroll 4
-    for (int i = 0; i < MR16; i++) {
-        if (i < x->mr) {
-#pragma GCC unroll 4
-            for (int v = 0; v < nv; v++) {
-                store16(x->c + i * x->ldc + 16 * v, c[i][v]);
-            }
-        }
-    }
-}
-
-// One copy of each tile per width, so that `nv` is a constant in each.
-AVX2_CODE static void product8(int nv, const Product *x) {
-    if (nv == 2) {
-        tile8(2, x);
-    } else {
-        tile8(1, x);
-    }
-}
-
-AVX512_CODE static void product16(int nv, const Product *x) {
-    switch (nv) {
-    case 4: tile16(4, x); break;
-    case 3: tile16(3, x); break;
-    case 2: tile16(2, x); break;
-    default: tile16(1, x); break;
-    }
-}
 #endif   // x86-64 with GCC or Clang
 
 // =========================================================================================
@@ -435,60 +229,207 @@ static void scores_scalar(float *s_t, float *block_max, const Tile *tile, const 
 }
 
 #ifdef HAVE_VECTOR_KERNELS
-// The registers of columns j0, j0 + lanes, ... that every key of rows p0 ..
-// p0+mr-1 comes after (row p0 masks its columns before p0 - diagonal, and
-// later rows more): filled with -inf and not computed, up to nv of them.
-static int masked_vectors(float *s_t, const Tile *tile, int p0, int mr, int j0, int lanes,
-                          int nv) {
-    int masked_cols = p0 - tile->diagonal - j0;
-    int masked = masked_cols > 0 ? lesser(nv, masked_cols / lanes) : 0;
-    for (int p = p0; p < p0 + mr; p++) {
-        for (int j = j0; j < j0 + masked * lanes; j++) {
-            s_t[p * tile->width + j] = -INFINITY;
+// One register tile of scores: keys p0 .. p0+MR-1 against queries j0 ..
+// j0 + lanes * nv - 1, summed over d in order; then the causal mask (where
+// key p0+i comes after query j0+j, that is j < masked + i, with `masked`
+// row p0's masked columns: 0 or less where the mask does not reach), each
+// column's largest into col_max (registers the caller keeps), the row
+// stored. The vector versions compute whole registers of queries; the
+// rows and registers wholly masked they do not compute (below).
+AVX2_CODE ALWAYS_INLINE void scores_tile8(const int nv, const bool diagonal, float *s_t,
+                                          v8f *col_max, const Tile *tile, const float *k,
+                                          const float *q_t, int p0, int j0, int masked) {
+    int D = tile->head_dim, W = tile->width, mr = lesser(MR8, tile->keys - p0);
+    const float *k_rows[MR8];
+    v8f c[MR8][2];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR8; i++) {
+        k_rows[i] = k + (p0 + (i < mr ? i : mr - 1)) * D;
+#pragma GCC unroll 2
+        for (int u = 0; u < nv; u++) {
+            c[i][u] = splat8(0.0f);
         }
     }
-    return masked;
+    for (int d = 0; d < D; d++) {
+        v8f q_d[2];
+#pragma GCC unroll 2
+        for (int u = 0; u < nv; u++) {
+            q_d[u] = load8(q_t + d * W + j0 + 8 * u);
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < MR8; i++) {
+            v8f k_id = splat8(k_rows[i][d]);
+#pragma GCC unroll 2
+            for (int u = 0; u < nv; u++) {
+                c[i][u] = fma8(k_id, q_d[u], c[i][u]);
+            }
+        }
+    }
+    const v8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
+#pragma GCC unroll 8
+    for (int i = 0; i < MR8; i++) {
+#pragma GCC unroll 2
+        for (int u = 0; u < nv; u++) {
+            if (diagonal && masked + i > 8 * u) {   // is_masked: all ones in the masked lanes
+                v8i is_masked = lane + 8 * u < masked + i;
+                c[i][u] = (v8f)(((v8i)c[i][u] & ~is_masked) |
+                                ((v8i)splat8(-INFINITY) & is_masked));
+            }
+            if (i < mr) {
+                col_max[u] = max8(col_max[u], c[i][u]);
+                store8(s_t + (p0 + i) * W + j0 + 8 * u, c[i][u]);
+            }
+        }
+    }
 }
 
-// Register tiles of MR8 keys x 16 queries, from the first register of
-// queries that any of their keys is seen by.
-AVX2_CODE static void scores_avx2(float *s_t, float *block_max, const Tile *tile,
-                                  const float *k, const float *q_t) {
-    int D = tile->head_dim, W = tile->width;
-    for (int j = 0; j < W; j += 8) {
-        store8(block_max + j, splat8(-INFINITY));   // a column all masked keeps it
+// Every register tile of queries j0 .. j0 + 8 nv - 1, down the keys, the
+// columns' largest kept in registers all the way.
+AVX2_CODE ALWAYS_INLINE void scores_columns8(const int nv, const bool diagonal, float *s_t,
+                                             float *block_max,
+                                             const Tile *tile, const float *k,
+                                             const float *q_t, int j0) {
+    v8f col_max[2];
+#pragma GCC unroll 2
+    for (int u = 0; u < nv; u++) {
+        col_max[u] = splat8(-INFINITY);
     }
     for (int p0 = 0; p0 < tile->keys; p0 += MR8) {
-        int mr = lesser(MR8, tile->keys - p0);
-        for (int j0 = 0; j0 < W; j0 += 16) {
-            int nv = lesser(2, (W - j0) / 8);
-            int skip = masked_vectors(s_t, tile, p0, mr, j0, 8, nv), j = j0 + 8 * skip;
-            if (skip < nv) {
-                Product x = {mr, D, false, D, k + p0 * D, D, 1, q_t + j, W, s_t + p0 * W + j,
-                             W, false, NULL, p0 - tile->diagonal - j, block_max + j};
-                product8(nv - skip, &x);
+        // Row p0 masks its columns before j0 + masked (the rows after it,
+        // more): the registers of queries that every key of the tile comes
+        // after are -inf, and not computed.
+        int masked = p0 - tile->diagonal - j0;
+        int skip = !diagonal || masked <= 0 ? 0 : lesser(nv, masked / 8);
+        for (int p = p0; skip > 0 && p < lesser(p0 + MR8, tile->keys); p++) {
+            for (int j = j0; j < j0 + 8 * skip; j++) {
+                s_t[p * tile->width + j] = -INFINITY;
+            }
+        }
+        if (nv - skip == 2) {
+            scores_tile8(2, diagonal, s_t, col_max, tile, k, q_t, p0, j0, masked);
+        } else if (nv - skip == 1) {
+            scores_tile8(1, diagonal, s_t, col_max + skip, tile, k, q_t, p0, j0 + 8 * skip,
+                         masked - 8 * skip);
+        }
+    }
+#pragma GCC unroll 2
+    for (int u = 0; u < nv; u++) {
+        store8(block_max + j0 + 8 * u, col_max[u]);
+    }
+}
+
+AVX2_CODE static void scores_avx2(float *s_t, float *block_max, const Tile *tile,
+                                  const float *k, const float *q_t) {
+    for (int j0 = 0; j0 < tile->width; j0 += 16) {
+        bool diagonal = tile->diagonal != NO_MASK;   // (a constant in each copy below)
+        if (tile->width - j0 >= 16 && diagonal) {
+            scores_columns8(2, true, s_t, block_max, tile, k, q_t, j0);
+        } else if (tile->width - j0 >= 16) {
+            scores_columns8(2, false, s_t, block_max, tile, k, q_t, j0);
+        } else {
+            scores_columns8(1, diagonal, s_t, block_max, tile, k, q_t, j0);
+        }
+    }
+}
+
+// The same with 16 floats a register.
+AVX512_CODE ALWAYS_INLINE void scores_tile16(const int nv, const bool diagonal, float *s_t,
+                                             v16f *col_max, const Tile *tile, const float *k,
+                                             const float *q_t, int p0, int j0, int masked) {
+    int D = tile->head_dim, W = tile->width, mr = lesser(MR16, tile->keys - p0);
+    const float *k_rows[MR16];
+    v16f c[MR16][4];
+#pragma GCC unroll 4
+    for (int i = 0; i < MR16; i++) {
+        k_rows[i] = k + (p0 + (i < mr ? i : mr - 1)) * D;
+#pragma GCC unroll 4
+        for (int u = 0; u < nv; u++) {
+            c[i][u] = splat16(0.0f);
+        }
+    }
+    for (int d = 0; d < D; d++) {
+        v16f q_d[4];
+#pragma GCC unroll 4
+        for (int u = 0; u < nv; u++) {
+            q_d[u] = load16(q_t + d * W + j0 + 16 * u);
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < MR16; i++) {
+            v16f k_id = splat16(k_rows[i][d]);
+#pragma GCC unroll 4
+            for (int u = 0; u < nv; u++) {
+                c[i][u] = fma16(k_id, q_d[u], c[i][u]);
+            }
+        }
+    }
+    const v16i lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+#pragma GCC unroll 4
+    for (int i = 0; i < MR16; i++) {
+#pragma GCC unroll 4
+        for (int u = 0; u < nv; u++) {
+            if (diagonal && masked + i > 16 * u) {
+                v16i is_masked = lane + 16 * u < masked + i;
+                c[i][u] = (v16f)(((v16i)c[i][u] & ~is_masked) |
+                                 ((v16i)splat16(-INFINITY) & is_masked));
+            }
+            if (i < mr) {
+                col_max[u] = max16(col_max[u], c[i][u]);
+                store16(s_t + (p0 + i) * W + j0 + 16 * u, c[i][u]);
             }
         }
     }
 }
 
-// Register tiles of MR16 keys x 64 queries, likewise.
-AVX512_CODE static void scores_avx512(float *s_t, float *block_max, const Tile *tile,
-                                      const float *k, const float *q_t) {
-    int D = tile->head_dim, W = tile->width;
-    for (int j = 0; j < W; j += 16) {
-        store16(block_max + j, splat16(-INFINITY));
+AVX512_CODE ALWAYS_INLINE void scores_columns16(const int nv, const bool diagonal, float *s_t,
+                                             float *block_max,
+                                                const Tile *tile, const float *k,
+                                                const float *q_t, int j0) {
+    v16f col_max[4];
+#pragma GCC unroll 4
+    for (int u = 0; u < nv; u++) {
+        col_max[u] = splat16(-INFINITY);
     }
     for (int p0 = 0; p0 < tile->keys; p0 += MR16) {
-        int mr = lesser(MR16, tile->keys - p0);
-        for (int j0 = 0; j0 < W; j0 += 64) {
-            int nv = lesser(4, (W - j0) / 16);
-            int skip = masked_vectors(s_t, tile, p0, mr, j0, 16, nv), j = j0 + 16 * skip;
-            if (skip < nv) {
-                Product x = {mr, D, false, D, k + p0 * D, D, 1, q_t + j, W, s_t + p0 * W + j,
-                             W, false, NULL, p0 - tile->diagonal - j, block_max + j};
-                product16(nv - skip, &x);
+        int masked = p0 - tile->diagonal - j0;
+        int skip = !diagonal || masked <= 0 ? 0 : lesser(nv, masked / 16);
+        for (int p = p0; skip > 0 && p < lesser(p0 + MR16, tile->keys); p++) {
+            for (int j = j0; j < j0 + 16 * skip; j++) {
+                s_t[p * tile->width + j] = -INFINITY;
             }
+        }
+        int from = j0 + 16 * skip, left = masked - 16 * skip;
+        switch (nv - skip) {   // the registers left, each count a copy of the tile
+        case 4: scores_tile16(4, diagonal, s_t, col_max, tile, k, q_t, p0, from, left); break;
+        case 3: scores_tile16(3, diagonal, s_t, col_max + skip, tile, k, q_t, p0, from, left);
+            break;
+        case 2: scores_tile16(2, diagonal, s_t, col_max + skip, tile, k, q_t, p0, from, left);
+            break;
+        case 1: scores_tile16(1, diagonal, s_t, col_max + skip, tile, k, q_t, p0, from, left);
+            break;
+        default: break;
+        }
+    }
+#pragma GCC unroll 4
+    for (int u = 0; u < nv; u++) {
+        store16(block_max + j0 + 16 * u, col_max[u]);
+    }
+}
+
+AVX512_CODE static void scores_avx512(float *s_t, float *block_max, const Tile *tile,
+                                      const float *k, const float *q_t) {
+    bool diagonal = tile->diagonal != NO_MASK;
+    for (int j0 = 0; j0 < tile->width; j0 += 64) {
+        int nv = lesser(64, tile->width - j0) / 16;
+        if (nv == 4 && !diagonal) {   // the case the forward spends its time in
+            scores_columns16(4, false, s_t, block_max, tile, k, q_t, j0);
+        } else if (nv == 4) {
+            scores_columns16(4, true, s_t, block_max, tile, k, q_t, j0);
+        } else if (nv == 3) {
+            scores_columns16(3, diagonal, s_t, block_max, tile, k, q_t, j0);
+        } else if (nv == 2) {
+            scores_columns16(2, diagonal, s_t, block_max, tile, k, q_t, j0);
+        } else {
+            scores_columns16(1, diagonal, s_t, block_max, tile, k, q_t, j0);
         }
     }
 }
@@ -516,53 +457,70 @@ static void online_softmax_scalar(float *s_t, float *m, float *l, float *alpha,
 }
 
 #ifdef HAVE_VECTOR_KERNELS
-AVX2_CODE static void online_softmax_avx2(float *s_t, float *m, float *l, float *alpha,
-                                          const float *block_max, const Tile *tile) {
+// Columns j0 .. j0 + lanes * nv - 1, a row at a time: nv independent exp2s
+// in flight, where one alone would wait on its own chain of FMAs.
+AVX2_CODE ALWAYS_INLINE void softmax_columns8(const int nv, float *s_t, float *m, float *l,
+                                              float *alpha, const float *block_max,
+                                              const Tile *tile, int j0) {
     int W = tile->width;
-    for (int j = 0; j < W; j += 8) {   // 8 columns, one per lane
-        v8f m_old = load8(m + j), m_new = max8(m_old, load8(block_max + j));
-        v8f sum = splat8(0.0f);
-        for (int p = 0; p < tile->keys; p++) {
-            v8f e = exp2_8(load8(s_t + p * W + j) - m_new);
-            store8(s_t + p * W + j, e);
-            sum += e;
+    v8f m_new[2], sum[2];
+#pragma GCC unroll 2
+    for (int u = 0; u < nv; u++) {
+        m_new[u] = max8(load8(m + j0 + 8 * u), load8(block_max + j0 + 8 * u));
+        sum[u] = splat8(0.0f);
+    }
+    for (int p = 0; p < tile->keys; p++) {
+#pragma GCC unroll 2
+        for (int u = 0; u < nv; u++) {
+            float *x = s_t + p * W + j0 + 8 * u;
+            v8f e = exp2_8(load8(x) - m_new[u]);
+            store8(x, e);
+            sum[u] += e;
         }
-        v8f a = exp2_8(m_old - m_new);
+    }
+#pragma GCC unroll 2
+    for (int u = 0; u < nv; u++) {
+        int j = j0 + 8 * u;
+        v8f a = exp2_8(load8(m + j) - m_new[u]);
         store8(alpha + j, a);
-        store8(l + j, load8(l + j) * a + sum);
-        store8(m + j, m_new);
+        store8(l + j, load8(l + j) * a + sum[u]);
+        store8(m + j, m_new[u]);
     }
 }
 
-// Up to 4 registers of columns (64) at once, a row at a time: four
-// independent exp2s in flight, where one alone would wait on its own
-// chain of FMAs.
-AVX512_CODE ALWAYS_INLINE void softmax16(const int nv, float *s_t, float *m, float *l,
-                                         float *alpha, const float *block_max, const Tile *tile,
-                                         int j0) {
+AVX2_CODE static void online_softmax_avx2(float *s_t, float *m, float *l, float *alpha,
+                                          const float *block_max, const Tile *tile) {
+    for (int j0 = 0; j0 < tile->width; j0 += 16) {   // 8 columns a register, one per lane
+        softmax_columns8(2, s_t, m, l, alpha, block_max, tile, j0);
+    }
+}
+
+AVX512_CODE ALWAYS_INLINE void softmax_columns16(const int nv, float *s_t, float *m, float *l,
+                                                 float *alpha, const float *block_max,
+                                                 const Tile *tile, int j0) {
     int W = tile->width;
     v16f m_new[4], sum[4];
 #pragma GCC unroll 4
-    for (int v = 0; v < nv; v++) {
-        m_new[v] = max16(load16(m + j0 + 16 * v), load16(block_max + j0 + 16 * v));
-        sum[v] = splat16(0.0f);
+    for (int u = 0; u < nv; u++) {
+        m_new[u] = max16(load16(m + j0 + 16 * u), load16(block_max + j0 + 16 * u));
+        sum[u] = splat16(0.0f);
     }
     for (int p = 0; p < tile->keys; p++) {
 #pragma GCC unroll 4
-        for (int v = 0; v < nv; v++) {
-            float *x = s_t + p * W + j0 + 16 * v;
-            v16f e = exp2_16(load16(x) - m_new[v]);
+        for (int u = 0; u < nv; u++) {
+            float *x = s_t + p * W + j0 + 16 * u;
+            v16f e = exp2_16(load16(x) - m_new[u]);
             store16(x, e);
-            sum[v] += e;
+            sum[u] += e;
         }
     }
 #pragma GCC unroll 4
-    for (int v = 0; v < nv; v++) {
-        int j = j0 + 16 * v;
-        v16f a = exp2_16(load16(m + j) - m_new[v]);
+    for (int u = 0; u < nv; u++) {
+        int j = j0 + 16 * u;
+        v16f a = exp2_16(load16(m + j) - m_new[u]);
         store16(alpha + j, a);
-        store16(l + j, load16(l + j) * a + sum[v]);
-        store16(m + j, m_new[v]);
+        store16(l + j, load16(l + j) * a + sum[u]);
+        store16(m + j, m_new[u]);
     }
 }
 
@@ -570,10 +528,10 @@ AVX512_CODE static void online_softmax_avx512(float *s_t, float *m, float *l, fl
                                               const float *block_max, const Tile *tile) {
     for (int j0 = 0; j0 < tile->width; j0 += 64) {   // 16 columns a register, one per lane
         switch (lesser(4, (tile->width - j0) / 16)) {
-        case 4: softmax16(4, s_t, m, l, alpha, block_max, tile, j0); break;
-        case 3: softmax16(3, s_t, m, l, alpha, block_max, tile, j0); break;
-        case 2: softmax16(2, s_t, m, l, alpha, block_max, tile, j0); break;
-        default: softmax16(1, s_t, m, l, alpha, block_max, tile, j0); break;
+        case 4: softmax_columns16(4, s_t, m, l, alpha, block_max, tile, j0); break;
+        case 3: softmax_columns16(3, s_t, m, l, alpha, block_max, tile, j0); break;
+        case 2: softmax_columns16(2, s_t, m, l, alpha, block_max, tile, j0); break;
+        default: softmax_columns16(1, s_t, m, l, alpha, block_max, tile, j0); break;
         }
     }
 }
@@ -617,37 +575,153 @@ static bool rescaled(const float *alpha, int i, int mr) {
     return false;
 }
 
-// Register tiles of MR8 queries x 16 numbers of a head. On a diagonal
-// tile, each query sums the keys it sees and no more (the staircase), as
-// the twin does: adding a masked weight's 0 * v could turn a -0 into +0.
+// One register tile of the output: queries i0 .. i0+mr-1 and numbers d0 ..
+// d0 + lanes * nv - 1 of a head, o = alpha o + the weighted values, summed
+// in registers over the keys in order. On a diagonal tile query i0+i sums
+// keys 0 .. seen + i - 1 and no more (the staircase), as the twin does:
+// adding a masked weight's 0 * v could turn a -0 into +0.
+AVX2_CODE ALWAYS_INLINE void accumulate_tile8(const int nv, float *o, const Tile *tile,
+                                              const float *alpha, const float *p_t,
+                                              const float *v, int i0, int d0) {
+    int D = tile->head_dim, W = tile->width, mr = lesser(MR8, tile->queries - i0);
+    int seen = lesser(tile->keys, i0 + tile->diagonal + 1);   // query i0's keys (maybe none)
+    int every_row = seen > 0 ? seen : 0;
+    int last_row = tile->diagonal == NO_MASK ? every_row
+                                             : lesser(tile->keys, every_row + MR8 - 1);
+    bool scaled = rescaled(alpha, i0, mr);
+    int rows[MR8];
+    v8f c[MR8][2];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR8; i++) {
+        rows[i] = i0 + (i < mr ? i : mr - 1);
+#pragma GCC unroll 2
+        for (int u = 0; u < nv; u++) {
+            c[i][u] = load8(o + rows[i] * D + d0 + 8 * u);
+            c[i][u] = scaled ? c[i][u] * splat8(alpha[rows[i]]) : c[i][u];
+        }
+    }
+    for (int p = 0; p < every_row; p++) {
+        v8f v_p[2];
+#pragma GCC unroll 2
+        for (int u = 0; u < nv; u++) {
+            v_p[u] = load8(v + p * D + d0 + 8 * u);
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < MR8; i++) {
+            v8f weight = splat8(p_t[p * W + rows[i]]);
+#pragma GCC unroll 2
+            for (int u = 0; u < nv; u++) {
+                c[i][u] = fma8(weight, v_p[u], c[i][u]);
+            }
+        }
+    }
+    for (int p = every_row; p < last_row; p++) {   // the staircase: queries with p < seen + i
+#pragma GCC unroll 8
+        for (int i = 0; i < MR8; i++) {
+#pragma GCC unroll 2
+            for (int u = 0; u < nv; u++) {
+                if (p < seen + i) {
+                    c[i][u] = fma8(splat8(p_t[p * W + rows[i]]), load8(v + p * D + d0 + 8 * u),
+                                   c[i][u]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < MR8; i++) {
+#pragma GCC unroll 2
+        for (int u = 0; u < nv; u++) {
+            if (i < mr) {
+                store8(o + rows[i] * D + d0 + 8 * u, c[i][u]);
+            }
+        }
+    }
+}
+
 AVX2_CODE static void accumulate_avx2(float *o, const Tile *tile, const float *alpha,
                                       const float *p_t, const float *v) {
-    int D = tile->head_dim, W = tile->width, vector_cols = D / 8 * 8;
+    int D = tile->head_dim, vector_cols = D / 8 * 8;
     for (int i0 = 0; i0 < tile->queries; i0 += MR8) {
-        int mr = lesser(MR8, tile->queries - i0);
-        const float *scale = rescaled(alpha, i0, mr) ? alpha + i0 : NULL;
         for (int d0 = 0; d0 < vector_cols; d0 += 16) {
-            Product x = {mr, lesser(tile->keys, i0 + tile->diagonal + 1),
-                         tile->diagonal != NO_MASK, tile->keys, p_t + i0, 1, W, v + d0, D,
-                         o + i0 * D + d0, D, true, scale, -NO_MASK, NULL};
-            product8(lesser(2, (vector_cols - d0) / 8), &x);
+            if (vector_cols - d0 >= 16) {
+                accumulate_tile8(2, o, tile, alpha, p_t, v, i0, d0);
+            } else {
+                accumulate_tile8(1, o, tile, alpha, p_t, v, i0, d0);
+            }
         }
     }
     accumulate_columns(o, tile, alpha, p_t, v, vector_cols, D);
 }
 
-// Register tiles of MR16 queries x 64 numbers of a head.
+AVX512_CODE ALWAYS_INLINE void accumulate_tile16(const int nv, float *o, const Tile *tile,
+                                                 const float *alpha, const float *p_t,
+                                                 const float *v, int i0, int d0) {
+    int D = tile->head_dim, W = tile->width, mr = lesser(MR16, tile->queries - i0);
+    int seen = lesser(tile->keys, i0 + tile->diagonal + 1);
+    int every_row = seen > 0 ? seen : 0;
+    int last_row = tile->diagonal == NO_MASK ? every_row
+                                             : lesser(tile->keys, every_row + MR16 - 1);
+    bool scaled = rescaled(alpha, i0, mr);
+    int rows[MR16];
+    v16f c[MR16][4];
+#pragma GCC unroll 4
+    for (int i = 0; i < MR16; i++) {
+        rows[i] = i0 + (i < mr ? i : mr - 1);
+#pragma GCC unroll 4
+        for (int u = 0; u < nv; u++) {
+            c[i][u] = load16(o + rows[i] * D + d0 + 16 * u);
+            c[i][u] = scaled ? c[i][u] * splat16(alpha[rows[i]]) : c[i][u];
+        }
+    }
+    for (int p = 0; p < every_row; p++) {
+        v16f v_p[4];
+#pragma GCC unroll 4
+        for (int u = 0; u < nv; u++) {
+            v_p[u] = load16(v + p * D + d0 + 16 * u);
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < MR16; i++) {
+            v16f weight = splat16(p_t[p * W + rows[i]]);
+#pragma GCC unroll 4
+            for (int u = 0; u < nv; u++) {
+                c[i][u] = fma16(weight, v_p[u], c[i][u]);
+            }
+        }
+    }
+    for (int p = every_row; p < last_row; p++) {
+#pragma GCC unroll 4
+        for (int i = 0; i < MR16; i++) {
+#pragma GCC unroll 4
+            for (int u = 0; u < nv; u++) {
+                if (p < seen + i) {
+                    c[i][u] = fma16(splat16(p_t[p * W + rows[i]]),
+                                    load16(v + p * D + d0 + 16 * u), c[i][u]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < MR16; i++) {
+#pragma GCC unroll 4
+        for (int u = 0; u < nv; u++) {
+            if (i < mr) {
+                store16(o + rows[i] * D + d0 + 16 * u, c[i][u]);
+            }
+        }
+    }
+}
+
 AVX512_CODE static void accumulate_avx512(float *o, const Tile *tile, const float *alpha,
                                           const float *p_t, const float *v) {
-    int D = tile->head_dim, W = tile->width, vector_cols = D / 16 * 16;
+    int D = tile->head_dim, vector_cols = D / 16 * 16;
     for (int i0 = 0; i0 < tile->queries; i0 += MR16) {
-        int mr = lesser(MR16, tile->queries - i0);
-        const float *scale = rescaled(alpha, i0, mr) ? alpha + i0 : NULL;
         for (int d0 = 0; d0 < vector_cols; d0 += 64) {
-            Product x = {mr, lesser(tile->keys, i0 + tile->diagonal + 1),
-                         tile->diagonal != NO_MASK, tile->keys, p_t + i0, 1, W, v + d0, D,
-                         o + i0 * D + d0, D, true, scale, -NO_MASK, NULL};
-            product16(lesser(4, (vector_cols - d0) / 16), &x);
+            switch (lesser(4, (vector_cols - d0) / 16)) {
+            case 4: accumulate_tile16(4, o, tile, alpha, p_t, v, i0, d0); break;
+            case 3: accumulate_tile16(3, o, tile, alpha, p_t, v, i0, d0); break;
+            case 2: accumulate_tile16(2, o, tile, alpha, p_t, v, i0, d0); break;
+            default: accumulate_tile16(1, o, tile, alpha, p_t, v, i0, d0); break;
+            }
         }
     }
     accumulate_columns(o, tile, alpha, p_t, v, vector_cols, D);
