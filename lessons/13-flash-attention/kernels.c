@@ -580,26 +580,30 @@ static bool rescaled(const float *alpha, int i, int mr) {
 // in registers over the keys in order. On a diagonal tile query i0+i sums
 // keys 0 .. seen + i - 1 and no more (the staircase), as the twin does:
 // adding a masked weight's 0 * v could turn a -0 into +0.
-AVX2_CODE ALWAYS_INLINE void accumulate_tile8(const int nv, float *o, const Tile *tile,
-                                              const float *alpha, const float *p_t,
-                                              const float *v, int i0, int d0) {
+AVX2_CODE ALWAYS_INLINE void accumulate_tile8(const int nv, const bool whole, float *o,
+                                              const Tile *tile, const float *alpha,
+                                              const float *p_t, const float *v, int i0, int d0) {
     int D = tile->head_dim, W = tile->width, mr = lesser(MR8, tile->queries - i0);
     int seen = lesser(tile->keys, i0 + tile->diagonal + 1);   // query i0's keys (maybe none)
     int every_row = seen > 0 ? seen : 0;
     int last_row = tile->diagonal == NO_MASK ? every_row
                                              : lesser(tile->keys, every_row + MR8 - 1);
     bool scaled = rescaled(alpha, i0, mr);
+    // Row i of the tile is query i0 + i; a tile that is not whole repeats its
+    // last query in the missing rows (`whole` is a constant in each copy, so
+    // a whole tile's rows are constant offsets).
     int rows[MR8];
     v8f c[MR8][2];
 #pragma GCC unroll 8
     for (int i = 0; i < MR8; i++) {
-        rows[i] = i0 + (i < mr ? i : mr - 1);
+        rows[i] = whole ? i : (i < mr ? i : mr - 1);
 #pragma GCC unroll 2
         for (int u = 0; u < nv; u++) {
-            c[i][u] = load8(o + rows[i] * D + d0 + 8 * u);
-            c[i][u] = scaled ? c[i][u] * splat8(alpha[rows[i]]) : c[i][u];
+            c[i][u] = load8(o + (i0 + rows[i]) * D + d0 + 8 * u);
+            c[i][u] = scaled ? c[i][u] * splat8(alpha[i0 + rows[i]]) : c[i][u];
         }
     }
+    const float *p_i0 = p_t + i0;   // p_i0[p * W + i]: query i0 + i's weight for key p
     for (int p = 0; p < every_row; p++) {
         v8f v_p[2];
 #pragma GCC unroll 2
@@ -608,7 +612,7 @@ AVX2_CODE ALWAYS_INLINE void accumulate_tile8(const int nv, float *o, const Tile
         }
 #pragma GCC unroll 8
         for (int i = 0; i < MR8; i++) {
-            v8f weight = splat8(p_t[p * W + rows[i]]);
+            v8f weight = splat8(p_i0[p * W + rows[i]]);
 #pragma GCC unroll 2
             for (int u = 0; u < nv; u++) {
                 c[i][u] = fma8(weight, v_p[u], c[i][u]);
@@ -621,7 +625,7 @@ AVX2_CODE ALWAYS_INLINE void accumulate_tile8(const int nv, float *o, const Tile
 #pragma GCC unroll 2
             for (int u = 0; u < nv; u++) {
                 if (p < seen + i) {
-                    c[i][u] = fma8(splat8(p_t[p * W + rows[i]]), load8(v + p * D + d0 + 8 * u),
+                    c[i][u] = fma8(splat8(p_i0[p * W + rows[i]]), load8(v + p * D + d0 + 8 * u),
                                    c[i][u]);
                 }
             }
@@ -632,7 +636,7 @@ AVX2_CODE ALWAYS_INLINE void accumulate_tile8(const int nv, float *o, const Tile
 #pragma GCC unroll 2
         for (int u = 0; u < nv; u++) {
             if (i < mr) {
-                store8(o + rows[i] * D + d0 + 8 * u, c[i][u]);
+                store8(o + (i0 + rows[i]) * D + d0 + 8 * u, c[i][u]);
             }
         }
     }
@@ -643,10 +647,13 @@ AVX2_CODE static void accumulate_avx2(float *o, const Tile *tile, const float *a
     int D = tile->head_dim, vector_cols = D / 8 * 8;
     for (int i0 = 0; i0 < tile->queries; i0 += MR8) {
         for (int d0 = 0; d0 < vector_cols; d0 += 16) {
-            if (vector_cols - d0 >= 16) {
-                accumulate_tile8(2, o, tile, alpha, p_t, v, i0, d0);
+            bool whole = tile->queries - i0 >= MR8;
+            if (vector_cols - d0 >= 16 && whole) {   // the case the forward spends its time in
+                accumulate_tile8(2, true, o, tile, alpha, p_t, v, i0, d0);
+            } else if (vector_cols - d0 >= 16) {
+                accumulate_tile8(2, false, o, tile, alpha, p_t, v, i0, d0);
             } else {
-                accumulate_tile8(1, o, tile, alpha, p_t, v, i0, d0);
+                accumulate_tile8(1, false, o, tile, alpha, p_t, v, i0, d0);
             }
         }
     }
