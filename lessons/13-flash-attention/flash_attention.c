@@ -229,10 +229,9 @@ static void attend_query_block(Counts *counts, FlashAttentionSteps *watch, const
         }
     }
     for (int j = 0; j < W; j++) {
-        w->m[j] = -INFINITY;   // no score seen yet
+        w->m[j] = -INFINITY;   // no score seen yet (and o starts at 0: out is made by zeros)
         w->l[j] = 0.0f;
     }
-    memset(o, 0, (size_t)nq * D * sizeof(float));
 
     for (int ks = 0; ks < N; ks += w->Bk) {                  // stream the key blocks past
         int nk = min_int(w->Bk, N - ks);
@@ -283,7 +282,7 @@ static void attend_query_block(Counts *counts, FlashAttentionSteps *watch, const
         for (int d = 0; d < D; d++) {
             o[(long)j * D + d] *= inverse;
         }
-        lse[qs + j] = (float)((w->m[j] + log2((double)w->l[j])) * LN_2);
+        lse[qs + j] = (w->m[j] + log2f(w->l[j])) * (float)LN_2;
     }
 }
 
