@@ -22,6 +22,7 @@
 //   exact/softmax_exact.h     softmax's arithmetic on rows of floats
 //   exact/layer_norm_exact.h  the same for LayerNorm
 //   exact/gelu_exact.h        the same for GELU
+//   exact/sum_exact.h         torch.sum's order of additions on a row (lesson 15's RMSNorm)
 //
 // lesson/ - the plumbing every lesson shares. A lesson calls named() and
 // print_heatmap() and the few functions of lesson.h; the rest works behind
@@ -66,6 +67,7 @@
 #include "exact/print.h"
 #include "exact/rng.h"
 #include "exact/softmax_exact.h"
+#include "exact/sum_exact.h"
 #include "lesson/heatmap.h"
 #include "lesson/lesson.h"
 #include "lesson/trace.h"

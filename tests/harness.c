@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <math.h>
@@ -355,12 +356,53 @@ const char *next_line(const char **cursor) {
     return line;
 }
 
-int lines_in_order(const char *text, const char *expected, const char **missing) {
+// Does a number start at s ("0.5", "-1.2e-06"; not "-" alone)?
+static bool number_starts(const char *s) {
+    return isdigit((unsigned char)s[0]) || (s[0] == '-' && isdigit((unsigned char)s[1]));
+}
+
+// One unit of the last printed digit of the number in [start, end): 1e-4 for "0.6261",
+// 1e-10 for "6.0337e-06"; 0 for an integer, which must be printed exactly.
+static double last_digit_unit(const char *start, const char *end) {
+    const char *dot = memchr(start, '.', (size_t)(end - start));
+    const char *e = memchr(start, 'e', (size_t)(end - start));
+    int decimals = dot == NULL ? 0 : (int)((e != NULL ? e : end) - dot - 1);
+    return dot == NULL && e == NULL ? 0.0 : pow(10.0, (e != NULL ? atoi(e + 1) : 0) - decimals);
+}
+
+bool same_line_to_last_digit(const char *got, const char *want) {
+    while (*got != '\0' && *want != '\0') {
+        if (*got == ' ' || *want == ' ') {
+            got += strspn(got, " ");
+            want += strspn(want, " ");
+        } else if (number_starts(got) && number_starts(want)) {
+            char *got_end, *want_end;
+            double a = strtod(got, &got_end), b = strtod(want, &want_end);
+            double unit = last_digit_unit(want, want_end);
+            bool same_text = got_end - got == want_end - want &&
+                             strncmp(got, want, (size_t)(want_end - want)) == 0;
+            if (!same_text && !(unit > 0.0 && fabs(a - b) <= unit * (1 + 1e-9))) {
+                return false;
+            }
+            got = got_end;
+            want = want_end;
+        } else if (*got++ != *want++) {
+            return false;
+        }
+    }
+    return got[strspn(got, " ")] == '\0' && want[strspn(want, " ")] == '\0';
+}
+
+static bool same_text(const char *got, const char *want) { return strcmp(got, want) == 0; }
+
+// lines_in_order, each line matched by `same`.
+static int lines_in_order_by(const char *text, const char *expected, const char **missing,
+                             bool (*same)(const char *got, const char *want)) {
     const char *cursor = text;
     const char *want;
     while ((want = next_line(&expected)) != NULL) {
         const char *line = next_line(&cursor);
-        while (line != NULL && strcmp(line, want) != 0) {
+        while (line != NULL && !same(line, want)) {
             line = next_line(&cursor);
         }
         if (line == NULL) {
@@ -369,6 +411,14 @@ int lines_in_order(const char *text, const char *expected, const char **missing)
         }
     }
     return 1;
+}
+
+int lines_in_order(const char *text, const char *expected, const char **missing) {
+    return lines_in_order_by(text, expected, missing, same_text);
+}
+
+int lines_in_order_to_last_digit(const char *text, const char *expected, const char **missing) {
+    return lines_in_order_by(text, expected, missing, same_line_to_last_digit);
 }
 
 // --- what every lesson test does ---------------------------------------------------

@@ -90,6 +90,16 @@ void remove_dir(const char *path);
 // as a whole line; other lines may come between). On false, *missing points
 // at the first expected line not found (arena string).
 int lines_in_order(const char *text, const char *expected, const char **missing);
+// Does the line `got` print what `want` prints, to the last printed digit? The same words,
+// and each number the same text or, where `want`'s has decimals, within one unit of its last
+// printed digit: 0.6261 against 0.6262, or 6.0337e-06 against 6.0338e-06, a float rounding
+// that crossed a rounding boundary of the text (another BLAS, another summation order).
+// Integers must be equal; runs of spaces match any run (a column widens for a '-'). This is
+// tools/compare.py's "last digit" rule (without its allowance for the tiny differences a
+// "max |a - b|" line measures), for tests that check printed text against PyTorch's.
+bool same_line_to_last_digit(const char *got, const char *want);
+// lines_in_order with each line matched by same_line_to_last_digit.
+int lines_in_order_to_last_digit(const char *text, const char *expected, const char **missing);
 // The line at *cursor (without its newline) as an arena string, moving
 // *cursor to the next line; NULL when *cursor is at the end of the text.
 const char *next_line(const char **cursor);

@@ -7,8 +7,9 @@
 // forward, the naive path and the kernels directly. No test times anything:
 // --bench is a benchmark, not a test.
 //
-// Under valgrind (make valgrind), FLASH_KERNELS=avx2 keeps every test off
-// the AVX-512 kernels, which valgrind 3.19 cannot run.
+// Under valgrind (make valgrind), ATTN_KERNELS=scalar keeps every test off
+// the vector kernels: valgrind 3.19 cannot run AVX-512 (make test and make
+// sanitize check the vector kernels against their twins).
 #define _POSIX_C_SOURCE 200809L   // the lesson's clock_gettime
 #include <math.h>
 #include <stdio.h>
@@ -53,7 +54,7 @@ static const char *const EXACT[] = {"query", "key", "value", NULL};
 static const char *const COMPUTED[] = {"out", "out_naive", "lse", NULL};
 
 // The kernel sets these tests may run: every set this CPU has that is no
-// faster than kernels_best() (which FLASH_KERNELS caps), slowest first.
+// faster than kernels_best() (which ATTN_KERNELS chooses), slowest first.
 static int usable_kernels(const Kernels **sets) {
     static const char *const names[] = {"scalar", "avx2", "avx512"};
     const char *best = kernels_best()->name;
@@ -564,21 +565,31 @@ START_TEST(test_exp2) {
 }
 END_TEST
 
-// FLASH_KERNELS caps kernels_best(); kernels_named knows the three names.
+// ATTN_KERNELS chooses kernels_best() (as lesson 14's); kernels_named knows
+// the three names; the lesson refuses a name it does not know.
 START_TEST(test_kernel_choice) {
     ck_assert_ptr_eq(kernels_named("scalar"), &SCALAR_KERNELS);
     ck_assert_ptr_null(kernels_named("avx1024"));
-    const char *before = getenv("FLASH_KERNELS");
+    const char *before = getenv("ATTN_KERNELS");
     char *saved = before != NULL ? strcpy(arena_alloc(strlen(before) + 1, 1), before) : NULL;
-    setenv("FLASH_KERNELS", "scalar", 1);
+    setenv("ATTN_KERNELS", "scalar", 1);
     ck_assert_ptr_eq(kernels_best(), &SCALAR_KERNELS);
-    setenv("FLASH_KERNELS", "avx2", 1);
-    ck_assert_str_ne(kernels_best()->name, "avx512");
+    RunResult scalar = run_program(lesson_binary(LESSON_DIR),
+                                   (const char *const[]){"--seq", "20", "--causal", NULL});
+    setenv("ATTN_KERNELS", "sse9", 1);
+    RunResult bad = run_program(lesson_binary(LESSON_DIR), (const char *const[]){NULL});
     if (saved != NULL) {
-        setenv("FLASH_KERNELS", saved, 1);
+        setenv("ATTN_KERNELS", saved, 1);
     } else {
-        unsetenv("FLASH_KERNELS");
+        unsetenv("ATTN_KERNELS");
     }
+    RunResult best = run_program(lesson_binary(LESSON_DIR),
+                                 (const char *const[]){"--seq", "20", "--causal", NULL});
+    ck_assert_int_eq(scalar.status, 0);
+    ck_assert_msg(strcmp(scalar.out, best.out) == 0, "ATTN_KERNELS=scalar prints other numbers");
+    assert_one_line_refusal(bad, "lesson-13: ", "ATTN_KERNELS=sse9");
+    ck_assert_msg(strstr(bad.err, "ATTN_KERNELS expects scalar, avx2 or avx512") != NULL, "%s",
+                  bad.err);
 }
 END_TEST
 

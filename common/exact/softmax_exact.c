@@ -15,7 +15,8 @@
 //   aten/src/ATen/native/SoftMax.cpp           softmax_cpu_out: dim == last ->
 //                                              softmax_lastdim_kernel, else softmax_kernel
 //   aten/src/ATen/native/cpu/SoftMaxKernel.cpp _vec_softmax_lastdim (steps 1-4),
-//                                              _vec_softmax (other dims)
+//                                              _vec_softmax (other dims),
+//                                              _vec_host_softmax_backward_lastdim (the backward's sum)
 //   aten/src/ATen/cpu/vec/functional_base.h    vec::reduce_all, vec_reduce_all, vec::map
 //   aten/src/ATen/cpu/vec/vec256/vec256_float.h  Vectorized<float>::exp() = Sleef_expf8_u10
 //   Sleef 3.5.1, src/libm/sleefsimdsp.c        xexpf; src/arch/helperavx2.h (fma)
@@ -117,6 +118,29 @@ void softmax_exact_lastdim(float *data, long rows, int n) {
     for (long r = 0; r < rows; r++) {
         softmax_lastdim_row(data + r * n, n);
     }
+}
+
+// _vec_host_softmax_backward_lastdim's sum (vec::map2_reduce_all): each
+// product grad * out rounded, then added as kernel_sum adds.
+float softmax_exact_backward_row(const float *grad, const float *out, int n) {
+    if (n < 1) {
+        return 0.0f;
+    }
+    float products[LANES];
+    if (n < LANES) {
+        for (int i = 0; i < n; i++) {
+            products[i] = grad[i] * out[i];
+        }
+        return kernel_sum(products, n);
+    }
+    float lane[LANES];
+    for (int k = 0; k < LANES; k++) {
+        lane[k] = grad[k] * out[k];
+    }
+    for (int i = LANES; i < n; i++) {
+        lane[i % LANES] += grad[i] * out[i];
+    }
+    return kernel_sum(lane, LANES);
 }
 
 // --- softmax along any other dim ------------------------------------------------------------

@@ -13,6 +13,12 @@ float sleef_expf(float d);
 // kernel for the last dim.
 void softmax_exact_lastdim(float *data, long rows, int n);
 
+// The row term of softmax's backward along the last dim, sum_i grad[i] * out[i]
+// (out the softmax's output, grad the gradient that reaches it), with each
+// product rounded and the sum added in the order PyTorch's kernel adds it.
+// The backward is then grad_input[i] = (grad[i] - this) * out[i].
+float softmax_exact_backward_row(const float *grad, const float *out, int n);
+
 // softmax along any other dim, in place: the data seen as (outer, n, inner)
 // around that dim, row-major (inner = the product of the sizes after it).
 void softmax_exact_otherdim(float *data, long outer, int n, long inner);

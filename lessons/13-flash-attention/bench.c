@@ -14,6 +14,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -385,13 +386,19 @@ void bench(const BenchRun *settings) {
 // --- the checks before it runs ------------------------------------------------------------
 
 const Kernels *check_kernels(const Lesson *lesson, const char *name) {
-    if (strcmp(name, "auto") == 0) {
-        return kernels_best();
+    const char *forced = getenv("ATTN_KERNELS");
+    if (strcmp(name, "auto") == 0 && forced != NULL && forced[0] != '\0') {
+        if (strcmp(forced, "scalar") != 0 && strcmp(forced, "avx2") != 0 &&
+            strcmp(forced, "avx512") != 0) {
+            usage_error(lesson, "ATTN_KERNELS expects scalar, avx2 or avx512, got '%.40s'",
+                        forced);
+        }
+        name = forced;
     }
-    const Kernels *kernels = kernels_named(name);
+    const Kernels *kernels = strcmp(name, "auto") == 0 ? kernels_best() : kernels_named(name);
     if (kernels == NULL) {
-        usage_error(lesson, "--kernels %s: this CPU or compiler has no %s (lscpu lists the "
-                    "CPU's flags: %s)", name, name,
+        usage_error(lesson, "%s %s: this CPU (or compiler) has no %s (lscpu lists the CPU's "
+                    "flags: %s)", name == forced ? "ATTN_KERNELS=" : "--kernels", name, name,
                     strcmp(name, "avx512") == 0 ? "avx512f" : "avx2 and fma");
     }
     return kernels;

@@ -28,8 +28,8 @@ double attention_flops(int batch, int heads, int seq, int head_dim, bool causal)
 double mib(double bytes);
 
 // In bench.c.
-// --kernels NAME as a table ("auto": the fastest this CPU runs), or exit 2
-// naming what this CPU lacks.
+// --kernels NAME as a table ("auto": what ATTN_KERNELS names, else the
+// fastest this CPU runs), or exit 2 naming what this CPU lacks.
 const Kernels *check_kernels(const Lesson *lesson, const char *name);
 // --bench times its own sizes: the shape flags are refused, and so are
 // block sizes, kernels or threads with which it could not finish within

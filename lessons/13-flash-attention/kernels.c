@@ -841,15 +841,10 @@ const Kernels *kernels_named(const char *name) {
 }
 
 const Kernels *kernels_best(void) {
-    static const char *const fastest_first[] = {"avx512", "avx2", "scalar"};
-    const char *limit = getenv("FLASH_KERNELS");
-    bool allowed = limit == NULL || limit[0] == '\0';
-    for (int i = 0; i < 3; i++) {
-        allowed = allowed || strcmp(limit, fastest_first[i]) == 0;
-        const Kernels *kernels = kernels_named(fastest_first[i]);
-        if (allowed && kernels != NULL) {
-            return kernels;
-        }
+    const char *forced = getenv("ATTN_KERNELS");
+    if (forced != NULL && forced[0] != '\0' && kernels_named(forced) != NULL) {
+        return kernels_named(forced);
     }
-    return &SCALAR_KERNELS;
+    const Kernels *avx512 = kernels_named("avx512"), *avx2 = kernels_named("avx2");
+    return avx512 != NULL ? avx512 : avx2 != NULL ? avx2 : &SCALAR_KERNELS;
 }

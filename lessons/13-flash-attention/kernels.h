@@ -64,9 +64,10 @@ typedef struct {
 
 extern const Kernels SCALAR_KERNELS;
 
-// The fastest kernels this CPU runs, no faster than the FLASH_KERNELS
-// environment variable allows when it is set ("avx2": not AVX-512, which
-// valgrind 3.19 cannot run; "scalar": the twins). Never NULL.
+// The kernels the environment variable ATTN_KERNELS names ("scalar", "avx2"
+// or "avx512", as lesson 14 reads it; make valgrind sets scalar, since
+// valgrind 3.19 cannot run AVX-512) when this CPU has them, else the
+// fastest this CPU runs. Never NULL.
 const Kernels *kernels_best(void);
 // The kernels called `name` ("avx512", "avx2", "scalar"), or NULL where
 // this CPU or compiler does not have them.
