@@ -97,13 +97,14 @@ static void describe_cpu(void) {
     printf("  (as the CPU reports itself; `lscpu` shows the same for yours)\n");
 }
 
-// One core's FMA rate in GFLOP/s with these kernels' registers, best of 5:
-// 12 independent chains (or one, where each FMA waits for the one before).
-static double fma_peak(const Kernels *kernels, bool one_chain) {
+// One core's FMA rate in GFLOP/s with these kernels' registers, best of
+// `runs`: 12 independent chains (or one, where each FMA waits for the one
+// before).
+static double fma_peak(const Kernels *kernels, bool one_chain, int runs) {
     long steps = kernels->lanes > 1 ? 4000000 : 250000;
     double best = 1e30;
     volatile float sink = 0.0f;   // keeps the loops from being optimised away
-    for (int run = 0; run < 5; run++) {
+    for (int run = 0; run < runs; run++) {
         double start = now_seconds();
         sink = sink + kernels->fma_chains(steps, one_chain);
         double seconds = now_seconds() - start;
@@ -135,6 +136,8 @@ typedef struct {
     Times naive, tiled, tiled_one;   // tiled_one: the same on one thread (--threads N > 1)
     size_t naive_extra, tiled_extra;
     float diff;                      // max |out - out_naive|
+    double peak;                     // the FMA peak measured in its rounds, the highest
+    double peak_low;                 // ... and the lowest
 } BenchCase;
 
 static double ms_since(double start) {
@@ -168,6 +171,12 @@ static double case_gflops(const BenchCase *c, double ms) {
     return attention_flops(1, BENCH_HEADS, c->seq, BENCH_HEAD_DIM, c->causal) / (ms * 1e6);
 }
 
+// The widest registers this CPU has (the peak is theirs).
+static const Kernels *best_vector_kernels(void) {
+    const Kernels *avx512 = kernels_named("avx512"), *avx2 = kernels_named("avx2");
+    return avx512 != NULL ? avx512 : avx2 != NULL ? avx2 : &SCALAR_KERNELS;
+}
+
 // Both causal cases of one sequence length, every round interleaved.
 static void measure_seq(BenchCase cases[2], int seq, const BenchRun *settings) {
     size_t mark = arena_mark();
@@ -180,6 +189,15 @@ static void measure_seq(BenchCase cases[2], int seq, const BenchRun *settings) {
         cases[causal] = (BenchCase){.seq = seq, .causal = causal, .diff = NAN};
     }
     for (int round = 0; round < TILED_ROUNDS; round++) {
+        // The peak again, in every round: a job that shares the core slows
+        // it as much as the runs, so their share of it stays right; and how
+        // much it moves says whether one did.
+        double peak = fma_peak(best_vector_kernels(), false, 1);
+        for (int causal = 0; causal < 2; causal++) {
+            cases[causal].peak = peak > cases[causal].peak ? peak : cases[causal].peak;
+            cases[causal].peak_low = round == 0 || peak < cases[causal].peak_low
+                                         ? peak : cases[causal].peak_low;
+        }
         for (int causal = 0; causal < 2; causal++) {
             BenchCase *c = &cases[causal];
             BenchRun run = *settings;
@@ -198,7 +216,7 @@ static void measure_seq(BenchCase cases[2], int seq, const BenchRun *settings) {
     arena_release(mark);
 }
 
-static void print_row(const BenchCase *c, double peak) {
+static void print_row(const BenchCase *c) {
     char naive[32] = "        -      -";
     if (c->naive.runs > 0) {
         snprintf(naive, sizeof naive, "%9.1f %5.0f%%", c->naive.best, 100 * spread(&c->naive));
@@ -211,7 +229,7 @@ static void print_row(const BenchCase *c, double peak) {
     } else {
         printf(" %7s", "-");
     }
-    printf(" %8.1f %8.1f%%", gflops, 100 * gflops / peak);
+    printf(" %8.1f %8.1f%%", gflops, 100 * gflops / c->peak);
     if (c->naive.runs > 0) {
         printf(" %9.1f", mib((double)c->naive_extra));
     } else {
@@ -270,10 +288,12 @@ static void print_ratio(double measured, double expected, double noise) {
     }
 }
 
-static void print_remarks(const BenchCase *cases, const BenchRun *settings, double peak) {
+static void print_remarks(const BenchCase *cases, const BenchRun *settings) {
     const BenchCase *plain = &cases[4], *causal = &cases[5];   // seq 2048
-    double worst = 0.0;
+    double worst = 0.0, peak_high = 0.0, peak_low = 1e30;
     for (int i = 0; i < 2 * N_BENCH_SEQS; i++) {
+        peak_high = cases[i].peak > peak_high ? cases[i].peak : peak_high;
+        peak_low = cases[i].peak_low < peak_low ? cases[i].peak_low : peak_low;
         double s[3] = {spread(&cases[i].naive), spread(&cases[i].tiled),
                        spread(&cases[i].tiled_one)};
         for (int k = 0; k < 3; k++) {
@@ -287,9 +307,10 @@ static void print_remarks(const BenchCase *cases, const BenchRun *settings, doub
            case_gflops(plain, plain->naive.best), plain->naive.best / plain->tiled.best,
            mib(BENCH_HEADS * 2048.0 * 2048.0 * sizeof(float)));
     printf("- tiled: %.0f%% of the core's peak at seq 2048 without the mask. What is not FMAs "
-           "keeps\n  it below: the exp2, max and rescaling of every score, loading each tile's "
-           "operands,\n  and the blocks' edges. Its extra memory stays %.2f MiB at every seq.\n",
-           100 * case_gflops(plain, plain->tiled.best) / peak, mib((double)plain->tiled_extra));
+           "keeps\n  it below: the exp2 and the sum of every score, copying each query block, "
+           "storing\n  the scores and loading them back. Its extra memory stays %.2f MiB at "
+           "every seq.\n", 100 * case_gflops(plain, plain->tiled.best) / plain->peak,
+           mib((double)plain->tiled_extra));
     printf("- causal: a query sees (N+1)/2N of the keys, so about 2x faster is expected; at "
            "seq 2048\n  it is ");
     print_ratio(plain->tiled.best / causal->tiled.best, 2.0 * 2048 / 2049,
@@ -315,6 +336,13 @@ static void print_remarks(const BenchCase *cases, const BenchRun *settings, doub
                "what the code\n  can do, but small differences between them may be noise; "
                "run again when it is quiet.\n", 100 * NOISY);
     }
+    // A job that has the core for a steady share slows every round alike:
+    // the spread misses it, the peak measured in every round does not.
+    printf("- the FMA peak, measured again in every round: from %.1f to %.1f GFLOP/s%s\n",
+           peak_low, peak_high, (peak_high - peak_low) / peak_high > NOISY
+               ? ".\n  It moved: another job had the core part of the time, and the times "
+                 "above are slower\n  by as much (their shares of the peak, measured beside "
+                 "them, much less so)." : ": steady.");
 }
 
 // --- the bench --------------------------------------------------------------------------------
@@ -333,23 +361,24 @@ void bench(const BenchRun *settings) {
     for (int i = 0; i < 3; i++) {
         const Kernels *k = kernels_named(names[i]);
         if (k != NULL && (k->lanes > 1 || peak == 0.0)) {
-            double gflops = fma_peak(k, false);
+            double gflops = fma_peak(k, false, 5);
             printf(" %s (%d floats) %.1f GFLOP/s;", k->name, k->lanes, gflops);
             peak = gflops > peak ? gflops : peak;
         }
     }
     printf(" one chain\n  alone %.1f GFLOP/s (each FMA waits for the one before)\n",
-           fma_peak(settings->kernels, true));
+           fma_peak(settings->kernels, true, 5));
 
     BenchCase cases[2 * N_BENCH_SEQS];
     printf("best of %d interleaved rounds (naive: %d); spread: how much slower the slowest "
-           "was\n", TILED_ROUNDS, NAIVE_ROUNDS);
+           "was;\nof peak: of the FMA peak measured again in the same rounds\n", TILED_ROUNDS,
+           NAIVE_ROUNDS);
     printf("   seq causal  naive ms spread  tiled ms spread speedup  GFLOP/s  of peak "
            "naive MiB tiled MiB\n");
     for (int i = 0; i < N_BENCH_SEQS; i++) {
         measure_seq(&cases[2 * i], BENCH_SEQS[i], settings);
-        print_row(&cases[2 * i], peak);
-        print_row(&cases[2 * i + 1], peak);
+        print_row(&cases[2 * i]);
+        print_row(&cases[2 * i + 1]);
         fflush(stdout);
     }
     if (settings->threads > 1) {
@@ -364,7 +393,7 @@ void bench(const BenchRun *settings) {
         }
     }
     compare_kernels(settings);
-    print_remarks(cases, settings, peak);
+    print_remarks(cases, settings);
     for (int i = 0; i < 2 * N_BENCH_SEQS; i++) {
         const BenchCase *c = &cases[i];
         printf("bench seq=%d causal=%d threads=%d ", c->seq, c->causal, settings->threads);

@@ -21,7 +21,8 @@
 //      --threads N workers share the blocks of every batch row and head (as
 //      FlashAttention-2 does on a GPU), with the same bits for any N.
 //   Causal: tiles wholly above the diagonal are skipped, tiles on it are
-//   masked. GQA: query head h reads key/value head h / R in place (lesson 10).
+//   masked and computed as the triangles they are. GQA: query head h reads
+//   key/value head h / R in place (lesson 10).
 //   The inner loops are in kernels.c, each as a plain scalar twin and as
 //   AVX2 and AVX-512 versions that give the same bits; --bench (bench.c)
 //   measures them against the naive path and the core's own peak.
@@ -64,7 +65,7 @@
 //   3. the tiled loop: which tiles are computed, masked, skipped; query N-1
 //      going through its key blocks (alpha is 0 for the first block and 1
 //      when a block does not raise the maximum), and its lse
-//   4. the tiled kernel against the naive path: equal to about 1e-7
+//   4. the tiled kernel against the naive path: equal to about 1e-6
 //   5. what the two paths cost: FLOPs, extra memory (the tiled path's does
 //      not grow with N), bytes moved
 //
