@@ -29,6 +29,7 @@
 // them.
 //   lesson/lesson.h   how a lesson file reads; flags.h and run.h
 //   lesson/flags.h    the command line: the flags, --help, refusing bad input
+//   lesson/budget.h   what a run may take: memory and time, checked up front
 //   lesson/run.h      lesson_start and lesson_finish
 //   lesson/outputs.h  the files --dump and --dot write (used by run.c)
 //   lesson/trace.h    the hook every operation reports to, and named()

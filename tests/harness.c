@@ -20,6 +20,17 @@
 // --- running --------------------------------------------------------------------
 
 int run_suite(Suite *suite) {
+    // The lessons' budget (lesson/budget.h) as the tests expect it, whatever
+    // the environment says; a test sets these around the runs that need them.
+    unsetenv("ATTN_MAX_MIB");
+    unsetenv("ATTN_MAX_SECONDS");
+    unsetenv("ATTN_COST");
+    // --heatmap draws Unicode shades under a UTF-8 locale and ASCII otherwise
+    // (lesson/heatmap.h): one locale for every run, so that what the pages
+    // quote (the Unicode shades) is checked the same on every machine.
+    unsetenv("LC_ALL");
+    unsetenv("LC_CTYPE");
+    setenv("LANG", "C.UTF-8", 1);
     SRunner *runner = srunner_create(suite);
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);
@@ -259,15 +270,12 @@ RunResult run_program(const char *program, const char *const *args) {
     return run_program_with(NULL, 0, program, args);
 }
 
-RunResult run_program_with(const char *dir, int seconds, const char *program,
-                           const char *const *args) {
-    // stdout and stderr go to temporary files, read back after the exit,
-    // so a chatty program can never fill a pipe and block.
-    char out_path[] = "/tmp/attn-test-out-XXXXXX";
-    char err_path[] = "/tmp/attn-test-err-XXXXXX";
-    int out_fd = mkstemp(out_path);
-    int err_fd = mkstemp(err_path);
-    ck_assert(out_fd >= 0 && err_fd >= 0);
+// Start `program` with `args` in directory `dir` (NULL: here), its stdout
+// and stderr on out_fd and err_fd, SIGINT and SIGTERM at their defaults
+// (a test run in the background inherits them ignored), stopped after
+// `seconds` (0: never) by SIGALRM. Returns its pid.
+static pid_t spawn(const char *dir, int seconds, const char *program, const char *const *args,
+                   int out_fd, int err_fd) {
     int n_args = 0;
     while (args[n_args] != NULL) {
         n_args += 1;
@@ -290,6 +298,8 @@ RunResult run_program_with(const char *dir, int seconds, const char *program,
     if (pid == 0) {
         dup2(out_fd, 1);
         dup2(err_fd, 2);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
         if (dir != NULL && chdir(dir) != 0) {   // `program` is relative to where we are
             _exit(126);
         }
@@ -299,6 +309,27 @@ RunResult run_program_with(const char *dir, int seconds, const char *program,
         _exit(127);
     }
     free(argv);
+    return pid;
+}
+
+pid_t start_program(const char *dir, const char *program, const char *const *args) {
+    int null = open("/dev/null", O_WRONLY);
+    ck_assert(null >= 0);
+    pid_t pid = spawn(dir, 0, program, args, null, null);
+    close(null);
+    return pid;
+}
+
+RunResult run_program_with(const char *dir, int seconds, const char *program,
+                           const char *const *args) {
+    // stdout and stderr go to temporary files, read back after the exit,
+    // so a chatty program can never fill a pipe and block.
+    char out_path[] = "/tmp/attn-test-out-XXXXXX";
+    char err_path[] = "/tmp/attn-test-err-XXXXXX";
+    int out_fd = mkstemp(out_path);
+    int err_fd = mkstemp(err_path);
+    ck_assert(out_fd >= 0 && err_fd >= 0);
+    pid_t pid = spawn(dir, seconds, program, args, out_fd, err_fd);
     int status;
     waitpid(pid, &status, 0);
     RunResult result;

@@ -186,7 +186,7 @@ RunResult check_recorded_case(ReferenceRun shared, const RecordedCase *c);
 
 // A command line the lesson must refuse.
 typedef struct {
-    const char *args[8];   // NULL-terminated
+    const char *args[10];  // NULL-terminated
     const char *named;     // text the one stderr line must contain (the flag)
 } BadFlags;
 // Each case, run with "--dump DIR" in front, must exit 2 with nothing on
@@ -222,6 +222,10 @@ void check_prints_each(const char *lesson, const PrintsCase *cases, int n_cases)
 RunResult run_program_with(const char *dir, int seconds, const char *program,
                            const char *const *args);
 #define RUN_TIMED_OUT (128 + SIGALRM)
+// Start `program` in directory `dir` (NULL: here) and return at once with its
+// pid, its output thrown away, SIGINT and SIGTERM at their defaults: for a
+// test that signals it (waitpid is the test's).
+pid_t start_program(const char *dir, const char *program, const char *const *args);
 
 // A refusal: exit 2, nothing on stdout, and exactly one line on stderr that
 // starts with `prefix` ("lesson-2: ") and does not end in ": Success" (a

@@ -1,6 +1,7 @@
 // test_flags.c - every kind of flag common/lesson/flags.c reads, before a lesson
 // uses them all: sizes, other whole numbers with their own range (IntFlag),
-// probabilities, words from a list (ChoiceFlag) and switches.
+// decimal numbers (FloatFlag), probabilities, words from a list (ChoiceFlag)
+// and switches; each as `--flag value` and as `--flag=value`.
 //
 // A usage error exits the program, so the flags are read in a separate
 // process: this test program runs itself as a small made-up lesson
@@ -23,7 +24,7 @@
 
 static int made_up_lesson(int argc, char **argv) {
     int batch = 3, pad = 0, head_mask = -1;
-    double drop = 0.0;
+    double drop = 0.0, ratio = 4.0;
     const char *position = "absolute";
     static const char *const positions[] = {"absolute", "relative_key", "relative_key_query",
                                             NULL};
@@ -34,6 +35,7 @@ static int made_up_lesson(int argc, char **argv) {
         {"--head-mask", &head_mask, "the head to zero, -1 for none", -1, 7},
     };
     ProbabilityFlag probabilities[] = {{"--drop", &drop, "dropout"}};
+    FloatFlag floats[] = {{"--ratio", &ratio, "a ratio", 0.0, 64.0}};
     ChoiceFlag choices[] = {{"--position", &position, "position embedding", positions}};
     SwitchFlag switches[] = {
         {"--qkv-bias", &qkv_bias, "a bias in the qkv projection"},
@@ -41,7 +43,7 @@ static int made_up_lesson(int argc, char **argv) {
     Lesson lesson = {
         .program = "lesson-99", .summary = "flags: one of every kind",
         .sizes = sizes, .n_sizes = 1, .ints = ints, .n_ints = 2,
-        .probabilities = probabilities, .n_probabilities = 1,
+        .probabilities = probabilities, .n_probabilities = 1, .floats = floats, .n_floats = 1,
         .choices = choices, .n_choices = 1, .switches = switches, .n_switches = 1,
     };
     parse_lesson_args(&lesson, argc, argv);
@@ -51,8 +53,15 @@ static int made_up_lesson(int argc, char **argv) {
     }
     lesson_start(&lesson);
     named(getenv("LESSON99_BAD_NAME") != NULL ? "a/b" : "x", zeros(shape1(2)));
-    printf("batch=%d pad=%d head_mask=%d drop=%.17g position=%s qkv_bias=%d seed=%llu\n", batch,
+    printf("batch=%d pad=%d head_mask=%d drop=%.17g position=%s qkv_bias=%d seed=%llu", batch,
            pad, head_mask, drop, position, qkv_bias, (unsigned long long)lesson.seed);
+    if (ratio != 4.0) {   // printed only when given, so the lines above stay as they were
+        printf(" ratio=%.17g", ratio);
+    }
+    if (flag_given(&lesson, "--pad")) {   // either form: --pad 0 or --pad=0
+        printf(" pad given");
+    }
+    printf("\n");
     return lesson_finish(&lesson);
 }
 
@@ -96,14 +105,69 @@ START_TEST(test_good_values) {
                                    "--position", "relative_key_query", "--qkv-bias", "--seed",
                                    "-1", NULL},
                   "batch=3 pad=4 head_mask=7 drop=0.10000000000000001 "
-                  "position=relative_key_query qkv_bias=1 seed=18446744073709551615");
+                  "position=relative_key_query qkv_bias=1 seed=18446744073709551615 pad given");
     assert_parsed((const char *[]){"--head-mask", "-1", "--drop", ".5", "--pad", "0", NULL},
-                  "batch=3 pad=0 head_mask=-1 drop=0.5 position=absolute qkv_bias=0 seed=0");
+                  "batch=3 pad=0 head_mask=-1 drop=0.5 position=absolute qkv_bias=0 seed=0 "
+                  "pad given");
     assert_parsed((const char *[]){"--drop", "0", "--head-mask", "0", NULL},
                   "batch=3 pad=0 head_mask=0 drop=0 position=absolute qkv_bias=0 seed=0");
     assert_parsed((const char *[]){"--drop", "0.99999", "--head-mask", "-0", NULL},
                   "batch=3 pad=0 head_mask=0 drop=0.99999000000000005 position=absolute "
                   "qkv_bias=0 seed=0");
+    // A decimal number, read as Python's float() reads it (the nearest double).
+    assert_parsed((const char *[]){"--ratio", "2.5", NULL},
+                  "batch=3 pad=0 head_mask=-1 drop=0 position=absolute qkv_bias=0 seed=0 "
+                  "ratio=2.5");
+    assert_parsed((const char *[]){"--ratio", "4.3636363636363636", NULL},
+                  "batch=3 pad=0 head_mask=-1 drop=0 position=absolute qkv_bias=0 seed=0 "
+                  "ratio=4.3636363636363633");
+    assert_parsed((const char *[]){"--ratio", "64", NULL},
+                  "batch=3 pad=0 head_mask=-1 drop=0 position=absolute qkv_bias=0 seed=0 "
+                  "ratio=64");
+}
+END_TEST
+
+// --flag=value, as Python's argparse takes it: the same values and the same
+// checks as --flag value, in every kind of flag.
+START_TEST(test_equals_form) {
+    assert_parsed((const char *[]){"--batch=5", "--pad=4", "--head-mask=-1", "--drop=0.1",
+                                   "--position=relative_key", "--seed=-1", "--ratio=2.5", NULL},
+                  "batch=5 pad=4 head_mask=-1 drop=0.10000000000000001 position=relative_key "
+                  "qkv_bias=0 seed=18446744073709551615 ratio=2.5 pad given");
+    // Only the first '=' splits: the rest is the value (and here a bad one).
+    assert_refused((const char *[]){"--batch=4=4", NULL},
+                   "--batch expects a whole number from 1 to 65536, got '4=4'");
+    // The errors name the flag, not the word.
+    assert_refused((const char *[]){"--batch=0", NULL},
+                   "--batch expects a whole number from 1 to 65536, got '0'");
+    assert_refused((const char *[]){"--drop=1", NULL},
+                   "--drop expects a probability from 0 to below 1 (such as 0.1), got '1'");
+    assert_refused((const char *[]){"--position=x", NULL},
+                   "--position expects one of absolute, relative_key, relative_key_query, "
+                   "got 'x'");
+    assert_refused((const char *[]){"--seed=x", NULL},
+                   "--seed expects an integer from -2^63 to 2^64-1, got 'x'");
+    assert_refused((const char *[]){"--batch=", NULL}, "--batch expects a whole number after the "
+                   "'='");
+    assert_refused((const char *[]){"--dump=", NULL}, "--dump expects a directory after the '='");
+    // A value may start with "--" after the '=' (it cannot as the next word).
+    assert_refused((const char *[]){"--position=--x", NULL},
+                   "--position expects one of absolute, relative_key, relative_key_query, "
+                   "got '--x'");
+    // Given twice, in either form.
+    assert_refused((const char *[]){"--batch", "4", "--batch=4", NULL}, "--batch is given twice");
+    assert_refused((const char *[]){"--batch=4", "--batch", "4", NULL}, "--batch is given twice");
+    assert_refused((const char *[]){"--ratio=1", "--ratio=1", NULL}, "--ratio is given twice");
+    // A switch, --heatmap and --help take no value.
+    assert_refused((const char *[]){"--qkv-bias=1", NULL},
+                   "--qkv-bias takes no value, got '--qkv-bias=1'");
+    assert_refused((const char *[]){"--heatmap=", NULL}, "--heatmap takes no value, got "
+                   "'--heatmap='");
+    assert_refused((const char *[]){"--help=yes", NULL}, "--help takes no value, got '--help=yes'");
+    // An unknown flag is shown as typed.
+    assert_refused((const char *[]){"--bogus=3", NULL}, "unknown flag '--bogus=3' (try --help)");
+    assert_refused((const char *[]){"--=3", NULL}, "unknown flag '--=3' (try --help)");
+    assert_refused((const char *[]){"-h=1", NULL}, "unknown flag '-h=1' (try --help)");
 }
 END_TEST
 
@@ -137,6 +201,15 @@ START_TEST(test_bad_values) {
                    "--position expects one of absolute, relative_key, relative_key_query, "
                    "got 'Absolute\\n'");
     assert_refused((const char *[]){"--position", "", NULL}, "--position expects a word after it");
+    // Decimal numbers in their range: digits and at most one '.'.
+    const char *ratios[] = {"-1", "64.5", "abc", "1e1", "nan", "inf", "+2", "2,5", ".", "1.2.3",
+                            " 2", "0x10"};
+    for (int i = 0; i < 12; i++) {
+        assert_refused((const char *[]){"--ratio", ratios[i], NULL},
+                       path_join("--ratio expects a number from 0 to 64 (such as 2.5), got '%s'",
+                                 ratios[i]));
+    }
+    assert_refused((const char *[]){"--ratio", NULL}, "--ratio expects a number after it");
     // Switches take no value; every flag may be given once.
     assert_refused((const char *[]){"--qkv-bias", "1", NULL}, "unknown flag '1' (try --help)");
     assert_refused((const char *[]){"--drop", "0.1", "--pad", "1", "--drop", "0.2", NULL},
@@ -167,10 +240,11 @@ START_TEST(test_help_lists_every_kind) {
         "  --pad N          padding keys (default 0)",
         "  --head-mask N    the head to zero, -1 for none (default -1)",
         "  --drop P         dropout (default 0)",
+        "  --ratio F        a ratio (default 4)",
         "  --position WORD  position embedding (default absolute)",
         "  --qkv-bias       a bias in the qkv projection",
     };
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 7; i++) {
         ck_assert_msg(strstr(r.out, path_join("\n%s\n", lines[i])) != NULL, "no line '%s' in:\n%s",
                       lines[i], r.out);
     }
@@ -199,6 +273,7 @@ static Suite *flags_suite(void) {
     TCase *tc = new_tcase("every kind of flag");
     tcase_add_test(tc, test_good_values);
     tcase_add_test(tc, test_bad_values);
+    tcase_add_test(tc, test_equals_form);
     tcase_add_test(tc, test_help_lists_every_kind);
     tcase_add_test(tc, test_bad_dump_name);
     suite_add_tcase(suite, tc);

@@ -17,12 +17,16 @@
 //    lesson (some are slow to run), so lesson directories not listed below
 //    are skipped.
 //
+// 3. Sizes at the budget's edge: each size flag alone raised to the largest
+//    value a lowered budget admits runs, and one more is refused.
+//
 // ATTN_FUZZ_CASES=N runs N cases per lesson (default 100, or 30 under
 // AddressSanitizer, where each run starts ten times slower), ATTN_FUZZ_SEED=S
 // another seed (default 9); ATTN_FUZZ_SHOW=1 prints every case and its
 // answer; ATTN_SLOW_LIMITS=1 adds the limit runs that take many seconds each.
 // A long run needs more than check's 120 s: CK_TIMEOUT_MULTIPLIER=20, say.
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +45,7 @@ enum { MAX_LESSONS = 32, MAX_FLAGS = 48, MAX_WORDS = 64 };
 
 // --- the lessons and their flags, from lessons/ and --help --------------------------
 
-typedef enum { SWITCH, NUMBER, PROBABILITY, CHOICE, DIRECTORY, FILE_NAME } Kind;
+typedef enum { SWITCH, NUMBER, FLOAT, PROBABILITY, CHOICE, DIRECTORY, FILE_NAME } Kind;
 
 typedef struct {
     const char *flag;            // "--dim"
@@ -59,9 +63,9 @@ typedef struct {
 } LessonCli;
 
 static Kind kind_of(const char *value_word) {
-    const char *words[] = {"N", "P", "WORD", "DIR", "FILE"};
-    const Kind kinds[] = {NUMBER, PROBABILITY, CHOICE, DIRECTORY, FILE_NAME};
-    for (int i = 0; i < 5; i++) {
+    const char *words[] = {"N", "F", "P", "WORD", "DIR", "FILE"};
+    const Kind kinds[] = {NUMBER, FLOAT, PROBABILITY, CHOICE, DIRECTORY, FILE_NAME};
+    for (int i = 0; i < 6; i++) {
         if (strcmp(value_word, words[i]) == 0) {
             return kinds[i];
         }
@@ -175,18 +179,25 @@ static const char *noise_value(uint64_t *state, const HelpFlag *f, const char *s
     if (f->default_value != NULL && below(state, 3) == 0) {
         return f->default_value;
     }
+    // Sizes near the budget too (lesson/budget.h): a few thousand is where
+    // the (seq, seq) tensors of most lessons pass 512 MiB.
     const char *numbers[] = {"0", "1", "2", "-1", "7", "65535", "65536", "65537", "46341",
                              "2147483647", "2147483648", "-2147483648", "4294967296",
                              "18446744073709551615", "18446744073709551616",
-                             "-9223372036854775808", "0x10", "010", "1e3", "+3", " 3", "3 ", ""};
+                             "-9223372036854775808", "0x10", "010", "1e3", "+3", " 3", "3 ", "",
+                             "1448", "2048", "2896", "4096", "5793", "8192", "11585"};
     const char *probabilities[] = {"0", "0.1", "0.5", "0.999", "1", "1.5", "-0.5", ".5", "5.",
                                    "nan", "inf", "0x0.8p0", "1e-1", ""};
+    const char *floats[] = {"0", "0.5", "2.5", "4", "4.3636363636363636", "64", "64.5", "-1",
+                            "1e1", "nan", ".", ""};
     const char *choices[] = {"no-such-choice", "ABSOLUTE", "", "a\nb"};
     const char *dirs[] = {"dump", "a/b/c", "dump/", "./dump", "d\nx", "d\x1b[1m"};
     const char *files[] = {"graph.dot", "dump/g.dot", "g\tdot", "./g.dot"};
     switch (f->kind) {
     case NUMBER:
         return below(state, 4) == 0 ? random_word(state) : PICK(state, numbers);
+    case FLOAT:
+        return PICK(state, floats);
     case PROBABILITY:
         return PICK(state, probabilities);
     case CHOICE:
@@ -208,10 +219,14 @@ static const char *bad_value(uint64_t *state, Kind kind) {
                              "\t", "\xd9\xa3", "0 0", "1,000", "4=4"};
     const char *probabilities[] = {"", "1", "1.0", "-0.1", "abc", "0.5.5", "nan", "inf", "1e-3",
                                    "0,5", ".", "2", "+0.5", "--0.1"};
+    const char *floats[] = {"", "abc", "-1", "1e3", "nan", "inf", "+2", " 2", "2 ", "1.2.3", "2,5",
+                            ".", "0x1", "--1"};
     const char *choices[] = {"", "no-such-choice", "x\ny", "--absolute"};
     switch (kind) {
     case NUMBER:
         return PICK(state, numbers);
+    case FLOAT:
+        return PICK(state, floats);
     case PROBABILITY:
         return PICK(state, probabilities);
     case CHOICE:
@@ -251,6 +266,11 @@ static Part flag_part(const HelpFlag *f, const char *value) {
     return f->kind == SWITCH ? part1(f->flag) : part2(f->flag, value);
 }
 
+// The same as one word, `--flag=value`, as argparse also takes it.
+static Part equals_part(const HelpFlag *f, const char *value) {
+    return f->kind == SWITCH ? part1(f->flag) : part1(path_join("%s=%s", f->flag, value));
+}
+
 // Noise: a flag not used yet in this argv, with its default value (so the
 // poison is often what is reported) or a value that may be good or bad.
 // Whether it is good does not matter: the poison alone guarantees the
@@ -265,7 +285,8 @@ static Part noise_part(uint64_t *state, const LessonCli *cli, bool *used, const 
         used[i] = true;
         const HelpFlag *f = &cli->flags[i];
         bool plain = f->default_value != NULL && below(state, 5) < 3;
-        return flag_part(f, plain ? f->default_value : noise_value(state, f, sandbox));
+        const char *value = plain ? f->default_value : noise_value(state, f, sandbox);
+        return below(state, 4) == 0 ? equals_part(f, value) : flag_part(f, value);
     }
     return (Part){{NULL, NULL}, 0};
 }
@@ -280,20 +301,23 @@ static Part noise_part(uint64_t *state, const LessonCli *cli, bool *used, const 
 static Part poison_part(uint64_t *state, const LessonCli *cli, Argv *repeat_later) {
     const HelpFlag *f = &cli->flags[below(state, cli->n_flags)];
     switch (below(state, 5)) {
-    case 0: {   // an unknown flag, often one letter or one '=' away from a known one
+    case 0: {   // an unknown flag, often one letter away from a known one, or a known
+                // one with nothing after its '=' (a switch takes no value at all)
         const char *forms[] = {
             "--bogus", "--", "---", "--=", "--help=1", "--he", "--h",
-            path_join("%s=%s", f->flag, f->default_value != NULL ? f->default_value : "1"),
-            path_join("%s=", f->flag), path_join("-%s", f->flag), path_join("%s-", f->flag),
+            path_join("%s=", f->flag), path_join("%s=", f->flag),
+            path_join("-%s", f->flag), path_join("%s-", f->flag),
             path_join("%s ", f->flag), path_join("%s\n", f->flag), path_join("%sx", f->flag),
             path_join("--%s", random_word(state)), path_join("--%s", long_word('u')),
         };
         const char *word = PICK(state, forms);
         return part1(is_flag_of(cli, word) ? "--bogus" : word);
     }
-    case 1:     // a bad value
+    case 1:     // a bad value, after the flag or its '='
         if (f->kind != SWITCH) {
-            return part2(f->flag, bad_value(state, f->kind));
+            const char *value = bad_value(state, f->kind);
+            return below(state, 3) == 0 && value[0] != '\0' ? equals_part(f, value)
+                                                             : part2(f->flag, value);
         }
         return part2(f->flag, PICK(state, ((const char *[]){"yes", "1", "on", "=1", "-x", ""})));
     case 2:     // a word where a flag must be
@@ -410,20 +434,96 @@ START_TEST(test_fuzzed_command_lines) {
 }
 END_TEST
 
+// `text` without its lines of ATTN_COST's report (what a run held can differ
+// by a few bytes of the words it was given).
+static const char *without_cost_lines(const char *text) {
+    char *kept = arena_alloc(strlen(text) + 1, 1);
+    size_t used = 0;
+    for (const char *line = text; *line != '\0';) {
+        size_t length = strcspn(line, "\n") + (line[strcspn(line, "\n")] == '\n');
+        if (strstr(path_join("%.*s", (int)length, line), ": cost: ") == NULL) {
+            memcpy(kept + used, line, length);
+            used += length;
+        }
+        line += length;
+    }
+    return kept;
+}
+
+// --- --flag=value, in every lesson ------------------------------------------------------
+
+// Each lesson run with every flag that takes a value given at its default,
+// once as `--flag value` and once as `--flag=value`: the same output. And
+// `--heads=4` (issue 17's example) wherever there is a --heads: the same
+// as `--heads 4`, run or refusal.
+START_TEST(test_equals_form_everywhere) {
+    const char *dirs[MAX_LESSONS];
+    int n_lessons = find_lesson_dirs(dirs, MAX_LESSONS);
+    for (int l = 0; l < n_lessons; l++) {
+        LessonCli cli = read_cli(dirs[l], lesson_binary(dirs[l]), NULL);
+        Argv spaced = {.n = 0}, joined = {.n = 0};
+        bool has_heads = false;
+        for (int i = 0; i < cli.n_flags; i++) {
+            const HelpFlag *f = &cli.flags[i];
+            has_heads = has_heads || strcmp(f->flag, "--heads") == 0;
+            if (f->kind != SWITCH && f->default_value != NULL) {
+                push(&spaced, f->flag);
+                push(&spaced, f->default_value);
+                push(&joined, path_join("%s=%s", f->flag, f->default_value));
+            }
+        }
+        RunResult a = run_program_with(NULL, 120, cli.binary, spaced.words);
+        RunResult b = run_program_with(NULL, 120, cli.binary, joined.words);
+        ck_assert_msg(a.status == 0 && b.status == 0, "%s: exit %d and %d: %s%s", cli.dir,
+                      a.status, b.status, a.err, b.err);
+        ck_assert_msg(strcmp(a.out, b.out) == 0, "%s: --flag=value printed otherwise", cli.dir);
+        // A bench takes the flags given and its own sizes for the others, or
+        // refuses them: it must see either form. ATTN_COST=check stops a run
+        // the budget admits before it starts timing; in a lesson without a
+        // budget yet, a bench still running after 3 seconds took the flag.
+        bool has_bench = is_flag_of(&cli, "--bench");
+        for (int i = 0; has_bench && i < cli.n_flags; i++) {
+            const HelpFlag *f = &cli.flags[i];
+            if (f->kind != NUMBER || f->default_value == NULL) {
+                continue;
+            }
+            setenv("ATTN_COST", "check", 1);
+            a = run_program_with(NULL, 3, cli.binary,
+                                 (const char *[]){"--bench", f->flag, f->default_value, NULL});
+            b = a.status == RUN_TIMED_OUT ? a : run_program_with(NULL, 3, cli.binary,
+                (const char *[]){"--bench", path_join("%s=%s", f->flag, f->default_value), NULL});
+            unsetenv("ATTN_COST");
+            ck_assert_msg(a.status == b.status &&
+                          strcmp(without_cost_lines(a.err), without_cost_lines(b.err)) == 0,
+                          "%s --bench: %s=%s (exit %d: %s) is not %s %s (exit %d: %s)", cli.dir,
+                          f->flag, f->default_value, b.status, b.err, f->flag, f->default_value,
+                          a.status, a.err);
+        }
+        if (has_heads) {
+            a = run_program_with(NULL, 120, cli.binary, (const char *[]){"--heads", "4", NULL});
+            b = run_program_with(NULL, 120, cli.binary, (const char *[]){"--heads=4", NULL});
+            ck_assert_msg(a.status == b.status && strcmp(a.out, b.out) == 0 &&
+                          strcmp(a.err, b.err) == 0, "%s: --heads=4 (exit %d: %s) is not --heads "
+                          "4 (exit %d: %s)", cli.dir, b.status, b.err, a.status, a.err);
+        }
+    }
+}
+END_TEST
+
 // --- sizes at the limit ----------------------------------------------------------------------
 
-// The lessons whose limits are known to run in reasonable time, and the
-// runs that take many seconds (measured on 2 cores: gcc -O2; the
-// sanitizers make them 3-5 times slower), run only with ATTN_SLOW_LIMITS=1.
+// The lessons whose limits are known to run in reasonable time: each checks
+// its budget (lesson/budget.h), so what it admits finishes within about a
+// minute. Runs that still take many seconds (measured on 2 cores: gcc -O2;
+// the sanitizers make them 3-5 times slower) would be listed in SLOW and run
+// only with ATTN_SLOW_LIMITS=1; since the budget there are none.
 static const char *const KNOWN[] = {
     "01-toy-qkv", "02-self-attention-v1", "03-self-attention-v2", "04-self-attention-v3",
     "05-self-attention-v4", "06-multi-head", "07-cross-attention", "08-gqa", "09-causal-mask",
-    "10-kv-cache",
+    "10-kv-cache", "11-vit-block", "12-bert-layer",
 };
 static const char *const SLOW[] = {
-    "06-multi-head --batch 65536",        // 4 s
-    "07-cross-attention --batch 65536",   // 39 s
-    "07-cross-attention --seq-k 65536",   // 8 s
+    "(none)",
 };
 
 // The probe's own command lines.
@@ -517,12 +617,125 @@ START_TEST(test_sizes_at_the_limit) {
 }
 END_TEST
 
+// --- sizes at the budget's edge ------------------------------------------------------------
+
+// ATTN_COST=check under `budget` (ATTN_MAX_MIB and ATTN_MAX_SECONDS): 0 when
+// the lesson would run, 2 when it is refused (by the budget, when
+// *by_budget).
+static int checked(const LessonCli *cli, const Argv *argv, const char *const budget[2],
+                   bool *by_budget) {
+    setenv("ATTN_MAX_MIB", budget[0], 1);
+    setenv("ATTN_MAX_SECONDS", budget[1], 1);
+    setenv("ATTN_COST", "check", 1);
+    RunResult r = run_program_with(NULL, 30, cli->binary, argv->words);
+    unsetenv("ATTN_COST");
+    unsetenv("ATTN_MAX_MIB");
+    unsetenv("ATTN_MAX_SECONDS");
+    *by_budget = r.status == 2 && strstr(r.err, "ATTN_MAX_") != NULL;
+    ck_assert_msg(r.status == 0 || r.status == 2, "%s: exit %d: %s", plain_text(cli->dir, argv),
+                  r.status, r.err);
+    return r.status;
+}
+
+// Each size flag of each lesson alone (--dim with one head, so any value
+// divides), under a budget lowered to four times what the lesson's defaults
+// cost (so the runs stay short): find by bisection (in ratio, to within 5%)
+// a value the budget admits and one it refuses; the refusal must be the
+// budget's, and the value admitted must run (exit 0, nothing on stderr: no
+// "held more than predicted" warning). So each prediction is checked where
+// it matters, at the edge, stretched along each flag in turn.
+START_TEST(test_sizes_at_the_budgets_edge) {
+    const char *dirs[MAX_LESSONS];
+    int n_lessons = find_lesson_dirs(dirs, MAX_LESSONS);
+    const char *report = "";
+    int edges = 0;
+    for (int l = 0; l < n_lessons; l++) {
+        if (!listed(dirs[l], KNOWN, (int)(sizeof KNOWN / sizeof KNOWN[0]))) {
+            continue;
+        }
+        LessonCli cli = read_cli(dirs[l], lesson_binary(dirs[l]), NULL);
+        // What the defaults cost, times four (at least 8 MiB and half a second).
+        setenv("ATTN_COST", "check", 1);
+        RunResult r = run_program(cli.binary, (const char *[]){NULL});
+        unsetenv("ATTN_COST");
+        double bytes = 0, seconds = 0;
+        const char *line = strstr(r.err, "cost: predicted bytes=");
+        ck_assert_msg(line != NULL, "%s: no prediction: %s", cli.dir, r.err);
+        sscanf(line, "cost: predicted bytes=%lf seconds=%lf", &bytes, &seconds);
+        const char *budget[2] = {path_join("%.3f", fmax(4 * bytes / 1048576.0, 8.0)),
+                                 path_join("%.3f", fmax(4 * seconds, 0.5))};
+        for (int i = 0; i < cli.n_flags; i++) {
+            const HelpFlag *f = &cli.flags[i];
+            if (f->kind != NUMBER || strcmp(f->flag, "--seed") == 0 || f->default_value == NULL) {
+                continue;
+            }
+            long low = atol(f->default_value), high = 65536;   // low admitted, high not
+            bool by_budget;
+            Argv argv = {.n = 0};
+            push(&argv, f->flag);
+            push(&argv, "65536");
+            if (strcmp(f->flag, "--dim") == 0) {   // one head, so that any --dim divides
+                for (int k = 0; k < cli.n_flags; k++) {
+                    if (strcmp(cli.flags[k].flag, "--heads") == 0 ||
+                        strcmp(cli.flags[k].flag, "--kv-heads") == 0) {
+                        push(&argv, cli.flags[k].flag);
+                        push(&argv, "1");
+                    }
+                }
+            }
+            if (low < 0 || checked(&cli, &argv, budget, &by_budget) == 0) {
+                continue;   // admitted however big, alone: no edge along this flag
+            }
+            while (high - low > 1 && high > low + low / 20) {   // to within 5%
+                long middle = low < 16 ? (low + high) / 2 : (long)sqrt((double)low * high);
+                middle = middle > low ? middle : low + 1;   // strictly between, or high
+                argv.words[1] = path_join("%ld", middle);
+                if (checked(&cli, &argv, budget, &by_budget) == 0) {
+                    low = middle;
+                } else {
+                    high = middle;
+                }
+            }
+            argv.words[1] = path_join("%ld", high);
+            checked(&cli, &argv, budget, &by_budget);
+            if (!by_budget) {
+                continue;   // refused by another check there (a size that must divide another)
+            }
+            edges += 1;
+            argv.words[1] = path_join("%ld", low);
+            if (getenv("ATTN_FUZZ_SHOW") != NULL) {
+                fprintf(stderr, "edge: %s (ATTN_MAX_MIB=%s ATTN_MAX_SECONDS=%s)\n",
+                        plain_text(cli.dir, &argv), budget[0], budget[1]);
+            }
+            setenv("ATTN_MAX_MIB", budget[0], 1);
+            setenv("ATTN_MAX_SECONDS", budget[1], 1);
+            r = run_program_with(NULL, 120, cli.binary, argv.words);
+            unsetenv("ATTN_MAX_MIB");
+            unsetenv("ATTN_MAX_SECONDS");
+            if (r.status != 0 || r.err[0] != '\0') {
+                report = path_join("%s\n  %s (ATTN_MAX_MIB=%s ATTN_MAX_SECONDS=%s): exit %d: "
+                                   "%.300s", report, plain_text(cli.dir, &argv), budget[0],
+                                   budget[1], r.status, r.err);
+            }
+        }
+    }
+    ck_assert_msg(edges >= 36, "only %d flags have an edge", edges);
+    ck_assert_msg(report[0] == '\0', "at the budget's edge:%s", report);
+}
+END_TEST
+
 static Suite *fuzz_cli_suite(void) {
     Suite *suite = suite_create("fuzz_cli");
     TCase *tc = new_tcase("fuzz");
     tcase_add_test(tc, test_fuzzed_command_lines);
+    tcase_add_test(tc, test_equals_form_everywhere);
     tcase_add_test(tc, test_sizes_at_the_limit);
     suite_add_tcase(suite, tc);
+    // Some 400 short runs: under the sanitizers they need more than 120 s.
+    TCase *edge = new_tcase("the budget's edge");
+    tcase_set_timeout(edge, 600);
+    tcase_add_test(edge, test_sizes_at_the_budgets_edge);
+    suite_add_tcase(suite, edge);
     return suite;
 }
 

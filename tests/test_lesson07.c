@@ -281,7 +281,7 @@ END_TEST
 // --heatmap: each grid has a row per query and a column per key, 2 x 5 here.
 START_TEST(test_heatmap_flag) {
     check_prints(LESSON, (const char *const[]){"--heatmap", "--seq-q", "2", "--seq-k", "5", NULL},
-                 "attention_weight[0, 0, :, :]  rows: query t, columns: key s\n"
+                 "attention_weight[0, 0, :, :]\n"
                  "       0 1 2 3 4\n");
 }
 END_TEST

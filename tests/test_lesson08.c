@@ -299,6 +299,9 @@ START_TEST(test_bad_flags) {
         {{"--batch", NULL}, "--batch"},
         {{"--groups", "2", NULL}, "--groups"},
         {{"--seq", "60000", "--heads", "64", "--kv-heads", "8", NULL}, "scores"},
+        // The first cell's (batch, seq, heads, heads) weights were not checked.
+        {{"--seq", "1", "--heads", "16384", "--kv-heads", "1", "--head-dim", "1", NULL},
+         "the first cell's weights (batch, seq, heads, heads) (1, 1, 16384, 16384)"},
     };
     check_bad_flags(LESSON, "lesson-8", BAD, sizeof BAD / sizeof BAD[0]);
     // The exact text for the usual mistake.
@@ -346,21 +349,22 @@ static int line_width(const char *line) {
 }
 
 // --heatmap at the notebook's sizes (256 x 256 weights, 8 query heads):
-// one grid per key/value head (batch 0, g = 0), each cut to 32 x 32 and
-// saying so, every line of it within 80 columns, and the whole output a
+// one grid per key/value head (batch 0, g = 0), each cut to 46 x 46 and
+// saying so, every line of it within 100 columns, and the whole output a
 // readable length (it was 465 lines and 102 columns wide).
-START_TEST(test_heatmap_fits_80_columns) {
+START_TEST(test_heatmap_fits_100_columns) {
     RunResult run = run_program(BINARY, (const char *const[]){"--heatmap", NULL});
     ck_assert_int_eq(run.status, 0);
-    const char *start = strstr(run.out, "attention (b, g, h): heatmap\n");
+    const char *start = strstr(run.out, "attention (b, g, h): heatmap (rows: query t, columns: "
+                                        "key s)\n");
     const char *end = strstr(run.out, "-- part 2: which key/value head each query head reads");
     ck_assert(start != NULL && end != NULL && start < end);
     for (const char *line = start; line < end; line = strchr(line, '\n') + 1) {
-        ck_assert_msg(line_width(line) <= 80, "a heatmap line of %d columns: %.100s",
+        ck_assert_msg(line_width(line) <= 100, "a heatmap line of %d columns: %.100s",
                       line_width(line), line);
     }
-    ck_assert_ptr_nonnull(strstr(start, "attention (b, g, h)[0, 0, 0, :, :]  rows: query t, "
-                                        "columns: key s\n  (first 32 x 32 of 256 x 256)\n"));
+    ck_assert_ptr_nonnull(strstr(start, "attention (b, g, h)[0, 0, 0, :, :]\n"
+                                        "  (the first 46 x 46 of 256 x 256)\n"));
     ck_assert_ptr_nonnull(strstr(start, "attention (b, g, h)[0, 0, 1, :, :]"));
     ck_assert_ptr_null(strstr(start, "attention (b, g, h)[0, 1, "));   // no second query head
     int lines = 0;
@@ -389,7 +393,7 @@ static Suite *lesson08_suite(void) {
     TCase *command_line = new_tcase("command line");
     tcase_add_test(command_line, test_bad_flags);
     tcase_add_test(command_line, test_dot_and_heatmap);
-    tcase_add_test(command_line, test_heatmap_fits_80_columns);
+    tcase_add_test(command_line, test_heatmap_fits_100_columns);
     suite_add_tcase(suite, command_line);
     return suite;
 }

@@ -433,8 +433,8 @@ END_TEST
 // heads its default kv-heads does not divide, are refused like any others.
 START_TEST(test_bench_takes_the_size_flags) {
     RunResult r = run_program(lesson_binary(LESSON_DIR),
-                              (const char *const[]){"--bench", "--dim", "64", "--heads", "4",
-                                                    "--new", "3", NULL});
+                              (const char *const[]){"--bench", "--dim=64", "--heads", "4",
+                                                    "--new=3", NULL});
     ck_assert_int_eq(r.status, 0);
     ck_assert_str_eq(r.err, "");
     ck_assert_ptr_nonnull(strstr(r.out, "-- bench: batch 1, dim 64, heads 4, kv_heads 2 (head_dim "
@@ -450,19 +450,21 @@ START_TEST(test_bench_takes_the_size_flags) {
         }
     }
 
-    char *none[] = {"lesson-10", "--bench", NULL};
-    Lesson lesson = {.program = "lesson-10"};   // no --dump, no --dot
+    // What parse_lesson_args notes of `lesson-10 --bench` (no --dump, no --dot).
+    Lesson lesson = {.program = "lesson-10", .given = (const char *[]){"--bench"}, .n_given = 1};
     Sizes n = {.batch = 2, .prompt = 4, .new_tokens = 4, .dim = 512, .heads = 8, .kv_heads = 2};
-    use_bench_sizes(&lesson, &n, 2, none);
+    use_bench_sizes(&lesson, &n);
     ck_assert_int_eq(n.batch, 1);
     ck_assert_int_eq(n.prompt, 16);
     ck_assert_int_eq(n.new_tokens, 100);
     ck_assert_int_eq(n.dim, 256);
     ck_assert_int_eq(n.heads, 8);
     ck_assert_int_eq(n.kv_heads, 2);
-    char *some[] = {"lesson-10", "--seed", "3", "--batch", "2", "--bench", "--dim", "512", NULL};
+    // And of `lesson-10 --seed 3 --batch 2 --bench --dim=512`.
+    lesson.given = (const char *[]){"--seed", "--batch", "--bench", "--dim"};
+    lesson.n_given = 4;
     n = (Sizes){.batch = 2, .prompt = 4, .new_tokens = 4, .dim = 512, .heads = 8, .kv_heads = 2};
-    use_bench_sizes(&lesson, &n, 8, some);
+    use_bench_sizes(&lesson, &n);
     ck_assert_int_eq(n.batch, 2);        // given
     ck_assert_int_eq(n.dim, 512);        // given, though it is the walk-through's default
     ck_assert_int_eq(n.new_tokens, 100);

@@ -365,19 +365,42 @@ static const BadFlags BAD_FLAGS[] = {
     {{"--attn-drop", "-0.1", NULL}, "--attn-drop"},
     {{"--drop-path", "abc", NULL}, "--drop-path"},
     {{"--drop", NULL}, "--drop"},                            // no value
-    {{"--mlp-ratio", "0", NULL}, "--mlp-ratio"},
-    {{"--mlp-ratio", "65", NULL}, "--mlp-ratio"},
+    {{"--mlp-ratio", "0", NULL}, "--mlp-ratio 0 makes the MLP's hidden size int(16 * 0) = 0"},
+    {{"--mlp-ratio", "0.05", NULL}, "int(16 * 0.05) = 0"},   // 0.8, truncated
+    {{"--mlp-ratio", "65", NULL}, "--mlp-ratio expects a number from 0 to 64"},
+    {{"--mlp-ratio", "1e1", NULL}, "--mlp-ratio expects a number"},
     {{"--heads", "3", NULL}, "--heads 3 does not divide --dim 16"},
     {{"--dim", "0", NULL}, "--dim"},
     {{"--qkv-bias", "--qkv-bias", NULL}, "--qkv-bias is given twice"},
     {{"--train", "yes", NULL}, "unknown flag 'yes'"},
     {{"--seq", "65536", "--heads", "64", "--dim", "64", NULL}, "attn_probs"},
     {{"--dim", "65536", "--mlp-ratio", "64", NULL}, "mlp.fc1.weight"},
+    // The qkv weight (3*dim, dim) was not checked: this one died with exit 1.
+    {{"--dim", "4732", "--mlp-ratio", "2", NULL},
+     "these sizes make attn.qkv.weight (3*dim, dim) (14196, 4732), more than the 67108864 "
+     "elements allowed"},
 };
 enum { N_BAD_FLAGS = sizeof BAD_FLAGS / sizeof BAD_FLAGS[0] };
 
 START_TEST(test_bad_flags) {
     check_bad_flags(LESSON_DIR, "lesson-11", BAD_FLAGS, N_BAD_FLAGS);
+}
+END_TEST
+
+// --mlp-ratio is a float, and the MLP's width is int(dim * mlp_ratio) worked
+// out as Python does: the product in double, truncated. 100 * 0.29 is
+// 28.999999999999996 in double, so Python's int() gives 28, not 29; 24 * 48/11
+// (ViT-g's ratio, typed as Python prints 48/11) gives 104.
+START_TEST(test_float_mlp_ratio) {
+    const PrintsCase cases[] = {
+        {{"--dim", "100", "--mlp-ratio", "0.29", NULL},
+         "-- Block(100, 4, mlp_ratio=0.29, qkv_bias=False, drop=0, attn_drop=0, drop_path=0), "
+         "eval mode --\nmlp: fc1 to torch.Size([2, 5, 28]), GELU, fc2 back to "
+         "torch.Size([2, 5, 100])\n"},
+        {{"--dim", "24", "--mlp-ratio=4.363636363636363", NULL},
+         "mlp: fc1 to torch.Size([2, 5, 104]), GELU, fc2 back to torch.Size([2, 5, 24])\n"},
+    };
+    check_prints_each(LESSON_DIR, cases, 2);
 }
 END_TEST
 
@@ -403,6 +426,7 @@ static Suite *lesson11_suite(void) {
 
     TCase *flags = new_tcase("flags");
     tcase_add_test(flags, test_bad_flags);
+    tcase_add_test(flags, test_float_mlp_ratio);
     suite_add_tcase(suite, flags);
     return suite;
 }

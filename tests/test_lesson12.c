@@ -597,6 +597,11 @@ START_TEST(test_bad_flags) {
          "distance_embedding.weight"},
         {{"--encoder-seq", "1", "--encoder-width", "65536", "--dim", "2048", NULL},
          "crossattention.self.key.weight"},
+        // The cross-attention's keys and values (batch, encoder-seq, dim) were not
+        // checked: this one died with exit 1 after 17 lines of output.
+        {{"--dim", "516", "--heads", "4", "--encoder-seq", "65536", "--encoder-width", "1", NULL},
+         "these sizes make the cross-attention's keys and values (batch, encoder-seq, dim) "
+         "(2, 65536, 516), more than"},
         {{"--part", "10", NULL}, "--part"},
         {{"--part", "-1", NULL}, "--part"},
         {{"--part", "3", "--all", NULL}, "--part 3 and --all"},

@@ -8,15 +8,23 @@
 // no file can be written are made by the tests (Places below), so nothing
 // is assumed of what /sys or /proc hold; the tests may run as root, whom
 // permissions do not stop.
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE   // mount() and umount2() (Linux), with POSIX 2008
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/mount.h>
+#endif
 
 #include "lesson/files.h"
 #include "lesson/graph.h"
@@ -342,6 +350,235 @@ START_TEST(test_failed_write_leaves_nothing) {
 }
 END_TEST
 
+// --- a failed or interrupted dump leaves the last good one -----------------------------------
+
+// What a directory holds: each entry's name, size and a hash of its bytes,
+// sorted by name, one a line (an arena string). Two listings are equal
+// when the directory holds the same files with the same contents.
+static const char *listing(const char *dir) {
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "cannot read %s", dir);
+    const char *names[256];
+    int n = 0;
+    struct dirent *entry;
+    while ((entry = readdir(d)) != NULL) {
+        if (strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0) {
+            ck_assert(n < 256);
+            names[n++] = path_join("%s", entry->d_name);
+        }
+    }
+    closedir(d);
+    for (int i = 1; i < n; i++) {   // insertion sort: a few dozen names
+        for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            const char *swap = names[j];
+            names[j] = names[j - 1];
+            names[j - 1] = swap;
+        }
+    }
+    const char *text = "";
+    for (int i = 0; i < n; i++) {
+        const char *path = path_join("%s/%s", dir, names[i]);
+        struct stat info;
+        ck_assert_int_eq(lstat(path, &info), 0);
+        uint64_t hash = 1469598103934665603u;   // FNV-1a of the bytes
+        if (S_ISREG(info.st_mode)) {
+            int fd = open(path, O_RDONLY);
+            ck_assert(fd >= 0);
+            unsigned char buffer[65536];
+            ssize_t got;
+            while ((got = read(fd, buffer, sizeof buffer)) > 0) {
+                for (ssize_t b = 0; b < got; b++) {
+                    hash = (hash ^ buffer[b]) * 1099511628211u;
+                }
+            }
+            close(fd);
+        }
+        text = path_join("%s%s %s %lld %016llx\n", text, names[i],
+                         S_ISDIR(info.st_mode) ? "dir" : "file", (long long)info.st_size,
+                         (unsigned long long)hash);
+    }
+    return text;
+}
+
+// A previous run's dump in dd; then a run whose output cannot all be
+// written (K.npy is now a directory with a file in it) fails, and every
+// file of the previous dump is still there, unchanged.
+START_TEST(test_failed_dump_keeps_the_previous_one) {
+    const char *sandbox = make_temp_dir();
+    RunResult r = run_in(sandbox, (const char *[]){"--dump", "dd", NULL});
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    const char *dd = path_join("%s/dd", sandbox);
+    ck_assert_int_eq(unlink(path_join("%s/K.npy", dd)), 0);
+    ck_assert_int_eq(mkdir(path_join("%s/K.npy", dd), 0777), 0);
+    ck_assert(save_file(path_join("%s/K.npy/x", dd), "x", 1));
+    const char *before = listing(dd);
+
+    r = run_in(sandbox, (const char *[]){"--seed", "1", "--dump", "dd", "--dot", "g.dot", NULL});
+    ck_assert_msg(r.status == 1, "exit %d, expected 1: %s", r.status, r.err);
+    ck_assert_str_eq(r.err, "error: --dump: cannot write 'dd/K.npy': Is a directory\n");
+    // This used to leave only the files named before K: X, the weights, Q.
+    ck_assert_str_eq(listing(dd), before);
+    ck_assert_int_eq(count_entries(sandbox), 1);   // no g.dot either
+    remove_tree(sandbox);
+}
+END_TEST
+
+// The same on a full disk: a 1 MiB tmpfs (where one can be mounted: root on
+// Linux; skipped, saying so, elsewhere) takes the default dump, not the
+// one of --seq 512 (two (1, 512, 512) tensors of 1 MiB each).
+START_TEST(test_full_disk_keeps_the_previous_dump) {
+#ifdef __linux__
+    const char *sandbox = make_temp_dir();
+    const char *disk = path_join("%s/disk", sandbox);
+    ck_assert_int_eq(mkdir(disk, 0777), 0);
+    if (mount("tmpfs", disk, "tmpfs", 0, "size=1m") != 0) {
+        fprintf(stderr, "test_full_disk_keeps_the_previous_dump: skipped, no tmpfs could be "
+                "mounted (%s)\n", strerror(errno));
+        remove_tree(sandbox);
+        return;
+    }
+    RunResult r = run_in(disk, (const char *[]){"--dump", "d", NULL});
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    const char *before = listing(path_join("%s/d", disk));
+    r = run_in(disk, (const char *[]){"--seed", "1", "--batch", "1", "--seq", "512", "--dim", "1",
+                                      "--dump", "d", NULL});
+    const char *after = listing(path_join("%s/d", disk));
+    int entries = count_entries(disk);
+    umount2(disk, MNT_DETACH);
+    ck_assert_msg(r.status == 1, "exit %d, expected 1: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, strerror(ENOSPC)) != NULL, "not a full disk: %s", r.err);
+    ck_assert_str_eq(after, before);
+    ck_assert_int_eq(entries, 1);
+    remove_tree(sandbox);
+#else
+    fprintf(stderr, "test_full_disk_keeps_the_previous_dump: skipped (needs Linux's tmpfs)\n");
+#endif
+}
+END_TEST
+
+static double seconds_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+// Does the directory hold a name containing `part`?
+static bool holds_name_with(const char *dir, const char *part) {
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        return false;
+    }
+    bool found = false;
+    struct dirent *entry;
+    while (!found && (entry = readdir(d)) != NULL) {
+        found = strstr(entry->d_name, part) != NULL;
+    }
+    closedir(d);
+    return found;
+}
+
+static pid_t start_in(const char *sandbox, const char *const *args) {
+    return start_program(sandbox, lesson_binary(LESSON), args);
+}
+
+// Send `signal_number` to a lesson writing its dump over a previous one
+// the moment a temporary file appears (the dump is being written), or,
+// with `when` = "running", a tenth of a second after the start (it is
+// still computing). The directory must then be exactly as it was - or,
+// when the signal came during the renames, hold the whole new dump - with
+// no temporary file left; the lesson dies of the signal. Returns true if
+// the signal was sent while a temporary file was there.
+static bool interrupt_a_dump(const char *sandbox, int signal_number, const char *when) {
+    const char *dd = path_join("%s/dd", sandbox);
+    const char *const big[] = {"--batch", "1", "--seq", "2048", "--dim", "16", "--seed", "3",
+                               "--dump", "dd", "--dot", "dd/g.dot", NULL};
+    const char *before = listing(dd);
+    pid_t pid = start_in(sandbox, big);
+    bool mid_write = false;
+    double start = seconds_now();
+    int status = 0;
+    for (;;) {
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            break;   // it finished before the moment came
+        }
+        bool now = strcmp(when, "running") == 0 ? seconds_now() - start > 0.1
+                                                 : holds_name_with(dd, ".tmp-");
+        if (now) {
+            mid_write = strcmp(when, "running") != 0;
+            kill(pid, signal_number);
+            waitpid(pid, &status, 0);
+            break;
+        }
+        ck_assert_msg(seconds_now() - start < 60, "the lesson ran for a minute");
+    }
+    const char *after = listing(dd);
+    ck_assert_msg(!holds_name_with(dd, ".tmp-") && !holds_name_with(dd, ".old-"),
+                  "signal %d (%s): temporary files left:\n%s", signal_number, when, after);
+    bool killed = WIFSIGNALED(status) && WTERMSIG(status) == signal_number;
+    if (strcmp(after, before) != 0) {   // then the whole new dump is in place
+        ck_assert_msg(count_entries(dd) == 13 + 1 && !holds_name_with(dd, "stale"),
+                      "signal %d (%s): neither the old dump nor the new one:\n%s", signal_number,
+                      when, after);
+        ck_assert_msg(!mid_write || killed || WIFEXITED(status), "status %d", status);
+    } else {
+        ck_assert_msg(killed, "signal %d (%s): status %d, the dump unchanged", signal_number, when,
+                      status);
+    }
+    return mid_write && strcmp(after, before) == 0;
+}
+
+START_TEST(test_signals_keep_the_previous_dump) {
+    const char *sandbox = make_temp_dir();
+    RunResult r = run_in(sandbox, (const char *[]){"--dump", "dd", NULL});
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert(save_file(path_join("%s/dd/stale.txt", sandbox), "mine", 4));   // not the lesson's
+    const int signals[] = {SIGINT, SIGTERM};
+    for (int s = 0; s < 2; s++) {
+        // During the write: a few tries, since the lesson may finish first.
+        bool caught_mid_write = false;
+        for (int attempt = 0; attempt < 5 && !caught_mid_write; attempt++) {
+            caught_mid_write = interrupt_a_dump(sandbox, signals[s], "writing");
+        }
+        ck_assert_msg(caught_mid_write, "signal %d never arrived while the dump was written",
+                      signals[s]);
+        interrupt_a_dump(sandbox, signals[s], "running");
+    }
+    // A directory --dump made goes again, and the ones it was made in.
+    pid_t pid = start_in(sandbox, (const char *[]){"--batch", "1", "--seq", "2048", "--dim", "16",
+                                                   "--dump", "new/deeper", NULL});
+    double start = seconds_now();
+    while (access(path_join("%s/new/deeper", sandbox), F_OK) != 0) {
+        ck_assert(seconds_now() - start < 30);
+    }
+    kill(pid, SIGINT);
+    int status;
+    waitpid(pid, &status, 0);
+    ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT);
+    ck_assert_int_eq(access(path_join("%s/new", sandbox), F_OK), -1);
+    remove_tree(sandbox);
+}
+END_TEST
+
+// --dot onto a .npy name in --dump's directory: --dump would overwrite it.
+START_TEST(test_dot_onto_a_dump_file) {
+    const char *sandbox = make_temp_dir();
+    // This used to exit 0 with dd/X.npy holding Graphviz text.
+    assert_refused(sandbox, (const char *[]){"--dump", "dd", "--dot", "dd/X.npy", NULL},
+                   "--dot 'dd/X.npy' is a .npy name in --dump's directory, where --dump writes "
+                   "its <name>.npy files; give the graph another name");
+    const char *absolute = path_join("%s/dd/../dd/query.npy", sandbox);
+    assert_refused(sandbox, (const char *[]){"--dot", absolute, "--dump", "./dd/", NULL},
+                   path_join("--dot '%s' is a .npy name in --dump's directory, where --dump "
+                             "writes its <name>.npy files; give the graph another name",
+                             absolute));
+    // A .npy graph elsewhere, or another name in the directory, is fine.
+    RunResult r = run_in(sandbox, (const char *[]){"--dump", "dd", "--dot", "graph.npy", NULL});
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(read_text(path_join("%s/graph.npy", sandbox)), "digraph"));
+    remove_tree(sandbox);
+}
+END_TEST
+
 // --- save_file itself ---------------------------------------------------------------------------
 
 START_TEST(test_save_file) {
@@ -447,10 +684,14 @@ static Suite *outputs_suite(void) {
     tcase_add_test(refused, test_unwritable_places);
     tcase_add_test(refused, test_dot_onto_links_and_fifos);
     tcase_add_test(refused, test_arguments_echoed_on_one_line);
+    tcase_add_test(refused, test_dot_onto_a_dump_file);
     suite_add_tcase(suite, refused);
     TCase *written = new_tcase("written all or nothing");
     tcase_add_test(written, test_dot_and_dump_together);
     tcase_add_test(written, test_failed_write_leaves_nothing);
+    tcase_add_test(written, test_failed_dump_keeps_the_previous_one);
+    tcase_add_test(written, test_full_disk_keeps_the_previous_dump);
+    tcase_add_test(written, test_signals_keep_the_previous_dump);
     tcase_add_test(written, test_save_file);
     tcase_add_test(written, test_dot_labels_escaped);
     suite_add_tcase(suite, written);

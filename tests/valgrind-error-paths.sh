@@ -1,7 +1,7 @@
 #!/bin/sh
 # Every lesson's error paths under valgrind: a refused flag, a --dot refused
-# after --dump made its directory (exit 2), and a --dump that cannot be
-# written at the end (fail(), exit 1). Each must end with its status and no
+# after --dump made its directory, a run over the budget (exit 2), and a
+# --dump that cannot be written at the end (fail(), exit 1). Each must end with its status and no
 # valgrind error: the arena, the kept dumps and the graph are all freed on
 # the way out, and the refused or failed run leaves no files behind.
 # usage: tests/valgrind-error-paths.sh "VALGRIND COMMAND" LESSON_BINARY...
@@ -31,6 +31,17 @@ for bin in "$@"; do
     if [ -e "$work/made" ]; then
         echo "$bin: the refused run left $work/made behind"
         status=1
+    fi
+    # Refused by the budget (lesson/budget.h), lowered below what any run
+    # holds, in a lesson that checks one.
+    if ATTN_COST=check "$bin" 2>&1 | grep -q "cost: predicted"; then
+        export ATTN_MAX_MIB=0.0001
+        expect 2 "$bin" --dump "$work/made"
+        unset ATTN_MAX_MIB
+        if [ -e "$work/made" ]; then
+            echo "$bin: the run refused by the budget made $work/made"
+            status=1
+        fi
     fi
     # Every size flag at 1, if the lesson takes that (valgrind is slow);
     # a run without valgrind names the dumps. The last of them is made a

@@ -11,8 +11,11 @@
 #include "core/error.h"
 
 static void **blocks = NULL;    // every live allocation, oldest first
+static size_t *sizes = NULL;    // and its size in bytes
 static size_t n_blocks = 0;
 static size_t capacity = 0;
+static size_t bytes_held = 0;   // the sum of sizes[]
+static size_t bytes_peak = 0;   // the most bytes_held has been
 
 void *arena_alloc(size_t count, size_t item_size) {
     if (item_size != 0 && count > SIZE_MAX / item_size) {
@@ -21,10 +24,16 @@ void *arena_alloc(size_t count, size_t item_size) {
     if (n_blocks == capacity) {
         size_t new_capacity = capacity == 0 ? 256 : 2 * capacity;
         void **grown = realloc(blocks, new_capacity * sizeof *grown);
-        if (grown == NULL) {
+        if (grown != NULL) {
+            blocks = grown;
+        }
+        size_t *grown_sizes = realloc(sizes, new_capacity * sizeof *grown_sizes);
+        if (grown_sizes != NULL) {
+            sizes = grown_sizes;
+        }
+        if (grown == NULL || grown_sizes == NULL) {
             fail("arena_alloc: out of memory growing the arena");
         }
-        blocks = grown;
         capacity = new_capacity;
     }
     // calloc zeroes the memory and checks count * item_size itself;
@@ -34,7 +43,12 @@ void *arena_alloc(size_t count, size_t item_size) {
         fail("arena_alloc: out of memory (%zu x %zu bytes)", count, item_size);
     }
     blocks[n_blocks] = memory;
+    sizes[n_blocks] = count * item_size;
     n_blocks += 1;
+    bytes_held += count * item_size;
+    if (bytes_held > bytes_peak) {
+        bytes_peak = bytes_held;
+    }
     return memory;
 }
 
@@ -46,12 +60,19 @@ void arena_release(size_t mark) {
     while (n_blocks > mark) {
         n_blocks -= 1;
         free(blocks[n_blocks]);
+        bytes_held -= sizes[n_blocks];
     }
+}
+
+size_t arena_peak_bytes(void) {
+    return bytes_peak;
 }
 
 void arena_free_all(void) {
     arena_release(0);
     free(blocks);
+    free(sizes);
     blocks = NULL;
+    sizes = NULL;
     capacity = 0;
 }

@@ -27,4 +27,8 @@ size_t arena_mark(void);            // how many allocations exist right now
 void arena_release(size_t mark);    // free every allocation made after mark
 void arena_free_all(void);          // free everything (end of program)
 
+// The most bytes the arena has held at once since the program started: what
+// a lesson's budget predicts (lesson/budget.h) and its tests check.
+size_t arena_peak_bytes(void);
+
 #endif

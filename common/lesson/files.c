@@ -25,24 +25,25 @@ static bool write_all(int fd, const char *bytes, size_t length) {
     return true;
 }
 
-bool save_file(const char *path, const void *bytes, size_t length) {
+char *temporary_name(const char *path) {
     // "<path>.tmp-XXXXXX": in the same directory, so rename() only changes
     // a name and cannot fail half way.
     size_t path_length = strlen(path);
-    char *temporary = malloc(path_length + sizeof SAVE_FILE_TEMPORARY);
-    if (temporary == NULL) {
+    char *name = malloc(path_length + sizeof SAVE_FILE_TEMPORARY);
+    if (name == NULL) {
         errno = ENOMEM;
-        return false;
+        return NULL;
     }
-    memcpy(temporary, path, path_length);
-    memcpy(temporary + path_length, SAVE_FILE_TEMPORARY, sizeof SAVE_FILE_TEMPORARY);
-    int fd = mkstemp(temporary);
-    if (fd < 0) {
-        int saved_errno = errno;
-        free(temporary);
-        errno = saved_errno;
-        return false;
-    }
+    memcpy(name, path, path_length);
+    memcpy(name + path_length, SAVE_FILE_TEMPORARY, sizeof SAVE_FILE_TEMPORARY);
+    return name;
+}
+
+int open_temporary(char *name) {
+    return mkstemp(name);
+}
+
+bool write_and_close(int fd, const void *bytes, size_t length) {
     // mkstemp makes the file private (0600); an output file is made the
     // way fopen() makes one: 0666 less the umask (read for all, usually).
     mode_t umask_bits = umask(0);
@@ -53,11 +54,19 @@ bool save_file(const char *path, const void *bytes, size_t length) {
         ok = false;
         saved_errno = errno;
     }
-    if (ok && rename(temporary, path) != 0) {
-        ok = false;
-        saved_errno = errno;
+    errno = saved_errno;
+    return ok;
+}
+
+bool save_file(const char *path, const void *bytes, size_t length) {
+    char *temporary = temporary_name(path);
+    if (temporary == NULL) {
+        return false;
     }
-    if (!ok) {
+    int fd = open_temporary(temporary);
+    bool ok = fd >= 0 && write_and_close(fd, bytes, length) && rename(temporary, path) == 0;
+    int saved_errno = errno;
+    if (!ok && fd >= 0) {
         unlink(temporary);
     }
     free(temporary);

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +85,11 @@ static void print_help(const Lesson *lesson) {
         snprintf(text, sizeof text, "%s (default %g)", f->help, *f->value);
         help_line(f->flag, "P", text);
     }
+    for (int i = 0; i < lesson->n_floats; i++) {
+        const FloatFlag *f = &lesson->floats[i];
+        snprintf(text, sizeof text, "%s (default %g)", f->help, *f->value);
+        help_line(f->flag, "F", text);
+    }
     for (int i = 0; i < lesson->n_choices; i++) {
         const ChoiceFlag *f = &lesson->choices[i];
         snprintf(text, sizeof text, "%s (default %s)", f->help, *f->value);
@@ -101,14 +107,51 @@ static void print_help(const Lesson *lesson) {
 
 // --- reading values -----------------------------------------------------------------
 
-// The word after a flag, or a usage error if there is none.
-static const char *value_of(const Lesson *lesson, int argc, char **argv, int i,
-                            const char *expected) {
+// One flag of the command line as it was typed: `--dim 4` (the value is the
+// next word) or `--dim=4` (the value follows the '=' in the same word).
+typedef struct {
+    const char *flag;          // "--dim"
+    const char *word;          // the word as typed, "--dim=4", for messages
+    const char *inline_value;  // "4" after the '=', or NULL
+} Word;
+
+static Word split_word(const char *arg) {
+    Word word = {arg, arg, NULL};
+    const char *equals = strchr(arg, '=');
+    if (arg[0] == '-' && arg[1] == '-' && equals != NULL) {
+        char *flag = arena_alloc((size_t)(equals - arg) + 1, 1);
+        memcpy(flag, arg, (size_t)(equals - arg));
+        word.flag = flag;
+        word.inline_value = equals + 1;
+    }
+    return word;
+}
+
+// The flag's value: what follows its '=', or else the next word (which may
+// not be missing, empty, or another flag). A usage error if there is none.
+// *used becomes the number of words the flag took.
+static const char *value_of(const Lesson *lesson, const Word *word, int argc, char **argv, int i,
+                            const char *expected, int *used) {
+    if (word->inline_value != NULL) {
+        *used = 1;
+        if (word->inline_value[0] == '\0') {
+            usage_error(lesson, "%s expects %s after the '='", word->flag, expected);
+        }
+        return word->inline_value;
+    }
+    *used = 2;
     if (i + 1 >= argc || argv[i + 1][0] == '\0' ||
         (argv[i + 1][0] == '-' && argv[i + 1][1] == '-')) {
-        usage_error(lesson, "%s expects %s after it", argv[i], expected);
+        usage_error(lesson, "%s expects %s after it", word->flag, expected);
     }
     return argv[i + 1];
+}
+
+// A flag without a value: "--train=1" is refused, as argparse refuses it.
+static void no_value(const Lesson *lesson, const Word *word) {
+    if (word->inline_value != NULL) {
+        usage_error(lesson, "%s takes no value, got '%s'", word->flag, shown(word->word));
+    }
 }
 
 // True if text is one or more decimal digits, optionally after a '-'
@@ -126,6 +169,22 @@ static bool is_whole_number(const char *text, bool negative_ok) {
         }
     }
     return true;
+}
+
+// True if text is decimal digits with at most one '.' and at least one
+// digit: "2", "2.5", ".5", "5.". No sign, exponent, spaces, nan or inf.
+static bool is_decimal(const char *text) {
+    int digits = 0, dots = 0;
+    for (const char *c = text; *c != '\0'; c++) {
+        if (*c >= '0' && *c <= '9') {
+            digits += 1;
+        } else if (*c == '.') {
+            dots += 1;
+        } else {
+            return false;
+        }
+    }
+    return digits > 0 && dots <= 1;
 }
 
 // --seed takes any 64-bit integer; a negative one becomes 2^64 + N, as
@@ -159,23 +218,23 @@ static int parse_int(const Lesson *lesson, const char *flag, const char *text, i
     return (int)value;
 }
 
-// A probability: digits with at most one '.', at least one digit, value < 1.
+// A probability: a decimal number, value < 1.
 static double parse_probability(const Lesson *lesson, const char *flag, const char *text) {
-    int digits = 0, dots = 0;
-    bool ok = true;
-    for (const char *c = text; *c != '\0'; c++) {
-        if (*c >= '0' && *c <= '9') {
-            digits += 1;
-        } else if (*c == '.') {
-            dots += 1;
-        } else {
-            ok = false;
-        }
-    }
-    double value = ok && digits > 0 && dots <= 1 ? strtod(text, NULL) : -1.0;
+    double value = is_decimal(text) ? strtod(text, NULL) : -1.0;
     if (!(value >= 0.0 && value < 1.0)) {
         usage_error(lesson, "%s expects a probability from 0 to below 1 (such as 0.1), got '%s'",
                     flag, shown(text));
+    }
+    return value;
+}
+
+// A decimal number from min to max. strtod rounds to the nearest double,
+// as Python's float() does, so the value is the one PyTorch code is given.
+static double parse_float(const Lesson *lesson, const FloatFlag *f, const char *text) {
+    double value = is_decimal(text) ? strtod(text, NULL) : NAN;
+    if (!(value >= f->min && value <= f->max)) {
+        usage_error(lesson, "%s expects a number from %g to %g (such as 2.5), got '%s'", f->flag,
+                    f->min, f->max, shown(text));
     }
     return value;
 }
@@ -196,41 +255,76 @@ static const char *parse_choice(const Lesson *lesson, const ChoiceFlag *f, const
 
 // --- the flags -------------------------------------------------------------------------
 
-// If argv[i] is one of the lesson's own flags, read it (and its value) and
+// A number flag was given: note it (as typed) in lesson->changed when it
+// differs from its default, and in lesson->raised when it is larger. The
+// budget's refusal names them: they are what made the run big.
+static const char *noted(const char *list, const char *flag, const char *text) {
+    char *longer = arena_alloc(strlen(list) + strlen(flag) + strlen(text) + 3, 1);
+    sprintf(longer, "%s%s%s %s", list, list[0] != '\0' ? " " : "", flag, text);
+    return longer;
+}
+
+static void note_number(Lesson *lesson, const char *flag, const char *text, double given,
+                        double by_default) {
+    if (given != by_default) {
+        lesson->changed = noted(lesson->changed, flag, shown(text));
+    }
+    if (given > by_default) {
+        lesson->raised = noted(lesson->raised, flag, shown(text));
+    }
+}
+
+// If `word` is one of the lesson's own flags, read it (and its value) and
 // return how many words it took; otherwise return 0.
-static int lesson_flag(Lesson *lesson, int argc, char **argv, int i) {
-    const char *arg = argv[i];
+static int lesson_flag(Lesson *lesson, const Word *word, int argc, char **argv, int i) {
+    const char *flag = word->flag;
+    int used = 0;
     for (int f = 0; f < lesson->n_sizes; f++) {
-        if (strcmp(arg, lesson->sizes[f].flag) == 0) {
-            const char *text = value_of(lesson, argc, argv, i, "a whole number");
-            *lesson->sizes[f].value = parse_int(lesson, arg, text, 1, MAX_SIZE_FLAG);
-            return 2;
+        if (strcmp(flag, lesson->sizes[f].flag) == 0) {
+            const char *text = value_of(lesson, word, argc, argv, i, "a whole number", &used);
+            int by_default = *lesson->sizes[f].value;
+            *lesson->sizes[f].value = parse_int(lesson, flag, text, 1, MAX_SIZE_FLAG);
+            note_number(lesson, flag, text, *lesson->sizes[f].value, by_default);
+            return used;
         }
     }
     for (int f = 0; f < lesson->n_ints; f++) {
-        const IntFlag *flag = &lesson->ints[f];
-        if (strcmp(arg, flag->flag) == 0) {
-            const char *text = value_of(lesson, argc, argv, i, "a whole number");
-            *flag->value = parse_int(lesson, arg, text, flag->min, flag->max);
-            return 2;
+        const IntFlag *it = &lesson->ints[f];
+        if (strcmp(flag, it->flag) == 0) {
+            const char *text = value_of(lesson, word, argc, argv, i, "a whole number", &used);
+            int by_default = *it->value;
+            *it->value = parse_int(lesson, flag, text, it->min, it->max);
+            note_number(lesson, flag, text, *it->value, by_default);
+            return used;
+        }
+    }
+    for (int f = 0; f < lesson->n_floats; f++) {
+        const FloatFlag *it = &lesson->floats[f];
+        if (strcmp(flag, it->flag) == 0) {
+            const char *text = value_of(lesson, word, argc, argv, i, "a number", &used);
+            double by_default = *it->value;
+            *it->value = parse_float(lesson, it, text);
+            note_number(lesson, flag, text, *it->value, by_default);
+            return used;
         }
     }
     for (int f = 0; f < lesson->n_probabilities; f++) {
-        if (strcmp(arg, lesson->probabilities[f].flag) == 0) {
-            const char *text = value_of(lesson, argc, argv, i, "a probability");
-            *lesson->probabilities[f].value = parse_probability(lesson, arg, text);
-            return 2;
+        if (strcmp(flag, lesson->probabilities[f].flag) == 0) {
+            const char *text = value_of(lesson, word, argc, argv, i, "a probability", &used);
+            *lesson->probabilities[f].value = parse_probability(lesson, flag, text);
+            return used;
         }
     }
     for (int f = 0; f < lesson->n_choices; f++) {
-        if (strcmp(arg, lesson->choices[f].flag) == 0) {
-            const char *text = value_of(lesson, argc, argv, i, "a word");
+        if (strcmp(flag, lesson->choices[f].flag) == 0) {
+            const char *text = value_of(lesson, word, argc, argv, i, "a word", &used);
             *lesson->choices[f].value = parse_choice(lesson, &lesson->choices[f], text);
-            return 2;
+            return used;
         }
     }
     for (int f = 0; f < lesson->n_switches; f++) {
-        if (strcmp(arg, lesson->switches[f].flag) == 0) {
+        if (strcmp(flag, lesson->switches[f].flag) == 0) {
+            no_value(lesson, word);
             *lesson->switches[f].value = true;
             return 1;
         }
@@ -244,6 +338,8 @@ void parse_lesson_args(Lesson *lesson, int argc, char **argv) {
     lesson->dump_dir = NULL;
     lesson->dot_file = NULL;
     lesson->heatmap = false;
+    lesson->raised = "";
+    lesson->changed = "";
     for (int i = 0; i < lesson->n_switches; i++) {
         *lesson->switches[i].value = false;
     }
@@ -253,34 +349,48 @@ void parse_lesson_args(Lesson *lesson, int argc, char **argv) {
     int n_seen = 0;
     int i = 1;
     while (i < argc) {
-        const char *arg = argv[i];
+        Word word = split_word(argv[i]);
+        const char *flag = word.flag;
         for (int s = 0; s < n_seen; s++) {   // a flag given twice is a mistake, not an override
-            if (strcmp(arg, seen[s]) == 0) {
-                usage_error(lesson, "%s is given twice", arg);
+            if (strcmp(flag, seen[s]) == 0) {
+                usage_error(lesson, "%s is given twice", flag);
             }
         }
-        int used = 2;
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+        int used = 1;
+        if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
+            no_value(lesson, &word);
             print_help(lesson);
             exit(0);
-        } else if (strcmp(arg, "--seed") == 0) {
-            lesson->seed = parse_seed(lesson, value_of(lesson, argc, argv, i, "an integer"));
-        } else if (strcmp(arg, "--dump") == 0) {
-            lesson->dump_dir = value_of(lesson, argc, argv, i, "a directory");
-        } else if (strcmp(arg, "--heatmap") == 0) {
+        } else if (strcmp(flag, "--seed") == 0) {
+            lesson->seed = parse_seed(lesson, value_of(lesson, &word, argc, argv, i, "an integer",
+                                                       &used));
+        } else if (strcmp(flag, "--dump") == 0) {
+            lesson->dump_dir = value_of(lesson, &word, argc, argv, i, "a directory", &used);
+        } else if (strcmp(flag, "--heatmap") == 0) {
+            no_value(lesson, &word);
             lesson->heatmap = true;
-            used = 1;
-        } else if (strcmp(arg, "--dot") == 0) {
-            lesson->dot_file = value_of(lesson, argc, argv, i, "a file name");
+        } else if (strcmp(flag, "--dot") == 0) {
+            lesson->dot_file = value_of(lesson, &word, argc, argv, i, "a file name", &used);
         } else {
-            used = lesson_flag(lesson, argc, argv, i);
+            used = lesson_flag(lesson, &word, argc, argv, i);
             if (used == 0) {
-                usage_error(lesson, "unknown flag '%s' (try --help)", shown(arg));
+                usage_error(lesson, "unknown flag '%s' (try --help)", shown(word.word));
             }
         }
-        seen[n_seen++] = arg;
+        seen[n_seen++] = flag;
         i += used;
     }
+    lesson->given = seen;
+    lesson->n_given = n_seen;
+}
+
+bool flag_given(const Lesson *lesson, const char *flag) {
+    for (int i = 0; i < lesson->n_given; i++) {
+        if (strcmp(lesson->given[i], flag) == 0) {
+            return true;
+        }
+    }
+    return false;
 }
 
 void check_divides(const Lesson *lesson, const char *divisor_flag, int divisor,

@@ -4,10 +4,12 @@
 // a Lesson; parse_lesson_args reads argv against them and the flags every
 // lesson has: --seed N, --dump DIR, --dot FILE, --heatmap, --help.
 //
-// Every flag takes its value as the next word (`--seed 7`) and may be given
-// once. Bad input ends the program before any work and before any file or
-// directory is made, with ONE line on stderr naming the flag and what was
-// expected, and exit status 2:
+// A flag takes its value as the next word (`--seed 7`) or after an '='
+// in the same word (`--seed=7`, as Python's argparse allows); either way
+// the same checks apply, and each flag may be given once. Bad input ends
+// the program before any work and before any file or directory is made,
+// with ONE line on stderr naming the flag and what was expected, and exit
+// status 2:
 //     lesson-2: --dim expects a whole number from 1 to 65536, got '0'
 #ifndef FLAGS_H
 #define FLAGS_H
@@ -41,6 +43,15 @@ typedef struct {
     const char *help;
 } ProbabilityFlag;
 
+// Any decimal number from min to max ("--mlp-ratio 2.5"): digits with at
+// most one '.', read as Python's float() reads it (the nearest double).
+typedef struct {
+    const char *flag;
+    double *value;
+    const char *help;
+    double min, max;    // the values allowed, both included
+} FloatFlag;
+
 // One word of a fixed list ("--position relative_key").
 typedef struct {
     const char *flag;
@@ -66,6 +77,8 @@ typedef struct {
     int n_ints;
     ProbabilityFlag *probabilities;
     int n_probabilities;
+    FloatFlag *floats;
+    int n_floats;
     ChoiceFlag *choices;
     int n_choices;
     SwitchFlag *switches;
@@ -75,9 +88,18 @@ typedef struct {
     const char *dump_dir;    // --dump DIR, or NULL
     const char *dot_file;    // --dot FILE, or NULL
     bool heatmap;            // --heatmap: draw attention weights (heatmap.h)
+    const char *raised;      // the numbers given above their defaults, "--seq 8192"
+    const char *changed;     // the numbers given other than their defaults (budget.h
+                             // names them when a run is too big)
+    const char **given;      // every flag given, "--seq" for --seq 8 or --seq=8
+    int n_given;
 } Lesson;
 
 void parse_lesson_args(Lesson *lesson, int argc, char **argv);
+
+// Was `flag` ("--seq") on the command line, in either form? For a mode that
+// takes its own sizes for the flags not given (a bench), or refuses them.
+bool flag_given(const Lesson *lesson, const char *flag);
 
 // The lesson's own consistency checks, made after parsing and before
 // lesson_start(). Each exits 2 with one line when the check fails.

@@ -1,10 +1,12 @@
 // heatmap.c - attention weights as a grid of shaded cells (see heatmap.h).
 //
-//   att_weight[0, :, :]  rows: query t, columns: key s
+//   weights: heatmap (rows: query t, columns: key s)
+//     shades: blank 0, · below 0.01, ░ 0.01 to 0.05, ▒ 0.05 to 0.2, ▓ 0.2 to 0.5, ...
+//   weights[:, :]
 //          0 1 2
-//       0 ██▓▓▓▓          each cell is two characters wide so the grid is
-//       1 ▒▒██▒▒          roughly square; darker = closer to the largest
-//       2 ░░▒▒██          weight of its row, blank = exactly 0
+//       0 ▒▒▓▓▓▓          each cell is two characters wide so the grid is
+//       1 ··██░░          roughly square
+//       2 ··██▒▒
 #define _POSIX_C_SOURCE 200809L
 #include "lesson/heatmap.h"
 
@@ -16,11 +18,18 @@
 #include <string.h>
 
 #define MAX_GRIDS 8    // draw at most this many (batch, head) grids
-#define MAX_CELLS 32   // and at most this many rows and columns of each: 6 + 2*32 = 70
-                       // characters wide, so a grid fits an 80-column terminal
+#define MAX_CELLS 46   // and at most this many rows and columns of each: 6 + 2*46 = 98
+                       // characters wide, so every line fits 100 columns
 
-static const char *const UTF8_SHADES[] = {" ", "\u2591", "\u2592", "\u2593", "\u2588"};
-static const char *const ASCII_SHADES[] = {" ", ".", ":", "-", "=", "+", "*", "#", "%", "@"};
+// The scale, the same for every row: a weight w gets the shade of the last
+// threshold it reaches. Apart by a factor of 2.5 to 5, so that weights a
+// learner compares (0.01, 0.1, 0.5; 1/seq for a uniform row) fall apart.
+static const float THRESHOLDS[] = {0.01f, 0.05f, 0.2f, 0.5f};
+#define LEVELS 6   // blank (0), below the first threshold, then one per threshold
+
+static const char *const UTF8_SHADES[LEVELS] = {" ", "\u00b7", "\u2591", "\u2592", "\u2593",
+                                                "\u2588"};
+static const char *const ASCII_SHADES[LEVELS] = {" ", ".", ":", "+", "#", "@"};
 
 // The first of LC_ALL, LC_CTYPE, LANG that is set decides, as in setlocale().
 static bool terminal_speaks_utf8(void) {
@@ -38,29 +47,20 @@ static bool terminal_speaks_utf8(void) {
     return false;
 }
 
-typedef struct {
-    const char *const *shades;
-    int levels;   // shades[0] is "exactly zero", shades[levels-1] the darkest
-} Palette;
-
-// Shade w on a scale whose darkest shade is `top` (its row's largest
-// weight). Zero stays blank, so masked cells are seen as holes; any positive
-// weight gets at least the lightest shade, rounding up.
-static const char *shade(const Palette *palette, float w, float top) {
+// Zero (or less) stays blank, so masked cells are seen as holes; any
+// positive weight gets at least the lightest shade.
+static const char *shade(const char *const *shades, float w) {
     if (isnan(w)) {
         return "?";
     }
-    if (w <= 0.0f || top <= 0.0f) {
-        return palette->shades[0];
+    if (w <= 0.0f) {
+        return shades[0];
     }
-    int level = (int)ceilf(w / top * (float)(palette->levels - 1));
-    if (level < 1) {
-        level = 1;
+    int level = 1;
+    for (int i = 0; i < LEVELS - 2; i++) {
+        level += w >= THRESHOLDS[i];
     }
-    if (level > palette->levels - 1) {
-        level = palette->levels - 1;
-    }
-    return palette->shades[level];
+    return shades[level];
 }
 
 // The weight at row t, column s of the grid at `lead` (the leading indices).
@@ -91,7 +91,7 @@ static void print_column_numbers(int cols) {
 
 // One (T x S) grid: the matrix at `lead` (the leading indices). At most
 // MAX_CELLS rows and columns are drawn, and a line under the title says so.
-static void print_grid(const Palette *palette, const char *title, const Tensor *w,
+static void print_grid(const char *const *shades, const char *title, const Tensor *w,
                        const int *lead, int n_lead) {
     int T = w->shape.size[n_lead];
     int S = w->shape.size[n_lead + 1];
@@ -102,22 +102,15 @@ static void print_grid(const Palette *palette, const char *title, const Tensor *
     for (int d = 0; d < n_lead; d++) {
         printf("%d, ", lead[d]);
     }
-    printf(":, :]  rows: query t, columns: key s\n");
+    printf(":, :]\n");
     if (rows < T || cols < S) {
-        printf("  (first %d x %d of %d x %d)\n", rows, cols, T, S);
+        printf("  (the first %d x %d of %d x %d)\n", rows, cols, T, S);
     }
     print_column_numbers(cols);
     for (int t = 0; t < rows; t++) {
-        // Each row (one query's weights, summing to 1) is shaded relative to
-        // its own largest weight: with 256 keys every weight is near 1/256,
-        // and on a fixed 0..1 scale all cells would look alike.
-        float top = 0.0f;
-        for (int s = 0; s < S; s++) {
-            top = fmaxf(top, cell(w, lead, n_lead, t, s));   // fmaxf skips NaN
-        }
         printf("  %3d ", t);
         for (int s = 0; s < cols; s++) {
-            const char *c = shade(palette, cell(w, lead, n_lead, t, s), top);
+            const char *c = shade(shades, cell(w, lead, n_lead, t, s));
             printf("%s%s", c, c);   // two characters per cell
         }
         printf("\n");
@@ -129,12 +122,13 @@ void print_heatmap(const char *title, const Tensor *weights) {
         printf("%s: a heatmap needs at least 2 dims, got %d\n", title, weights->shape.ndim);
         return;
     }
-    Palette palette = {ASCII_SHADES, 10};
-    if (terminal_speaks_utf8()) {
-        palette = (Palette){UTF8_SHADES, 5};
+    const char *const *shades = terminal_speaks_utf8() ? UTF8_SHADES : ASCII_SHADES;
+    printf("%s: heatmap (rows: query t, columns: key s)\n", title);
+    printf("  shades: blank 0, %s below %g", shades[1], THRESHOLDS[0]);
+    for (int i = 0; i < LEVELS - 3; i++) {
+        printf(", %s %g to %g", shades[i + 2], THRESHOLDS[i], THRESHOLDS[i + 1]);
     }
-    printf("%s: heatmap\n  each row shaded from 0 (blank) to its own largest weight (%s), "
-           "? = nan\n", title, palette.shades[palette.levels - 1]);
+    printf(", %s %g and up, ? nan\n", shades[LEVELS - 1], THRESHOLDS[LEVELS - 3]);
 
     // One grid per index of the leading dims (batch, head, ...).
     int n_lead = weights->shape.ndim - 2;
@@ -144,7 +138,7 @@ void print_heatmap(const char *title, const Tensor *weights) {
         n_grids *= weights->shape.size[d];
     }
     for (long g = 0; g < n_grids && g < MAX_GRIDS; g++) {
-        print_grid(&palette, title, weights, lead, n_lead);
+        print_grid(shades, title, weights, lead, n_lead);
         next_index(lead, weights->shape.size, n_lead);
     }
     if (n_grids > MAX_GRIDS) {

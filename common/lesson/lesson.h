@@ -53,6 +53,7 @@
 //              };
 //              parse_lesson_args(&lesson, argc, argv);  // flags (exit 2 if bad)
 //              check_fits(&lesson, ...);                // the lesson's own checks
+//              check_budget(&lesson, v1_cost(batch, seq, dim));   // see THE BUDGET
 //              lesson_start(&lesson);                   // seed; --dump and --dot
 //              Cell cell = part1_the_notebooks_cell(batch, seq, dim);
 //              part2_...(&cell);
@@ -73,17 +74,49 @@
 //      both, and is not static; each file's own helpers are static, with
 //      names the other file does not use (a test sees both files at once).
 //
+// THE BUDGET (budget.h). A learner who types a big number gets a result in
+// reasonable time or, before anything runs, one line naming the flags, the
+// budget (512 MiB held at once, about 60 seconds of work) and how to raise
+// it (ATTN_MAX_MIB, ATTN_MAX_SECONDS). So every lesson, after its own checks
+// and before lesson_start, calls
+//
+//     check_budget(&lesson, cost);
+//
+// with a Cost it works out from its flags: a static function just above
+// main(), named after the lesson (v1_cost, gqa_cost: a test may include two
+// lessons), that counts what the code makes, in doubles:
+//
+//     .bytes          every tensor the run keeps at once, 4 bytes a float
+//                     (the arena frees nothing until the end, except inside
+//                     an arena_mark/arena_release bracket: count the
+//                     largest bracket's tensors once);
+//     .dumped         the bytes of the tensors --dump writes (named ones;
+//                     int64 masks at 8 bytes): --dump keeps a copy of each;
+//     .multiply_adds  every term of every dot product (matmul, Linear, loops);
+//     .exps           elements through exp, erf or log (softmax, GELU, randn);
+//     .elements       every other element written (copies, masks, adds).
+//
+// Count each forward the parts run, not just the notebook's. A bench (a
+// mode that times sizes of its own) gets its own Cost, so that it refuses
+// what it could not finish. Every run compares what it held with .bytes
+// when it finishes and warns on stderr if it held more (the tests see the
+// warning); ATTN_COST=show prints both, ATTN_COST=check only the prediction.
+// tests/test_budget.c checks each lesson's prediction at a few sizes, and
+// test_fuzz_cli.c at the edge of a lowered budget along each size flag:
+// list a new lesson there (KNOWN, SIZED, a refusal in REFUSALS).
+//
 // A TEST THAT CALLS A LESSON'S FUNCTIONS includes the lesson's .c files
 // into itself: the lesson file first, with its main() renamed, then each
 // sibling (tests/harness.h shows the lines).
 //
-// The helper that main() calls is in three files, one job each: flags.h
-// (the command line, and refusing bad input with exit 2), run.h
-// (lesson_start, lesson_finish) and, behind them, outputs.h (the files
-// --dump and --dot write).
+// The helper that main() calls is in four files, one job each: flags.h
+// (the command line, and refusing bad input with exit 2), budget.h (what a
+// run may take), run.h (lesson_start, lesson_finish) and, behind them,
+// outputs.h (the files --dump and --dot write).
 #ifndef LESSON_H
 #define LESSON_H
 
+#include "lesson/budget.h"
 #include "lesson/flags.h"
 #include "lesson/run.h"
 

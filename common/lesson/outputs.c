@@ -3,14 +3,18 @@
 // Both are checked before any work (prepare_outputs: a path that cannot be
 // written is refused with exit 2, like a bad flag), kept while the lesson
 // runs (keep_dump takes each named tensor's bytes as it is named), and
-// written at the end, each file all or nothing (write_outputs). Until then
-// undo_outputs removes what the run made, so a run that fails leaves
-// nothing behind.
+// written at the end as one transaction (write_outputs): every file under
+// a temporary name first, then all renamed into place, so a run's output
+// lands whole or not at all. A run that fails, is refused, or is stopped by
+// SIGINT, SIGTERM, SIGHUP or SIGPIPE (Ctrl-C, kill, a closed terminal or
+// pipe) removes what it made - its temporary files and the directories
+// --dump created - and leaves what was there before as it was.
 #define _POSIX_C_SOURCE 200809L
 #include "lesson/outputs.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,27 +34,90 @@
 #define NAME_MAX 255
 #endif
 
-// --- where --dump and --dot write -----------------------------------------------------
+// --- what this run made, and removing it ------------------------------------------------
 
-// What this run has made on disk: the directories --dump created (innermost
-// last) and the files write_outputs has written. Until write_outputs is
-// done, undo_outputs removes them (run.c calls it when the program ends), so
-// a run that is refused (exit 2) or fails (exit 1) leaves nothing behind.
+// What this run has made on disk and must remove unless it finishes: the
+// directories --dump created (innermost last) and, while write_outputs
+// runs, the temporary files it writes. A signal handler reads these lists
+// at any moment, so they only change with the signals blocked, and the
+// handler does nothing but unlink() and rmdir() the names in them (both
+// safe in a handler) before the program dies of the signal.
 static const char *made_dirs[PATH_MAX / 2];   // more than a path of PATH_MAX can name
-static int n_made_dirs = 0;
-static const char **written = NULL;
-static int n_written = 0;
+static volatile sig_atomic_t n_made_dirs = 0;
+static char **temporaries = NULL;             // n_outputs + 1 places (write_outputs)
+static volatile sig_atomic_t n_temporaries = 0;
 
-void undo_outputs(void) {
-    while (n_written > 0) {
-        n_written -= 1;
-        unlink(written[n_written]);
+static const int CAUGHT[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+#define N_CAUGHT ((int)(sizeof CAUGHT / sizeof CAUGHT[0]))
+
+// Hold the caught signals back (they wait, pending) while a list changes
+// or the dump is renamed into place; *saved keeps the mask to restore.
+static void block_signals(sigset_t *saved) {
+    sigset_t blocked;
+    sigemptyset(&blocked);
+    for (int i = 0; i < N_CAUGHT; i++) {
+        sigaddset(&blocked, CAUGHT[i]);
     }
-    while (n_made_dirs > 0) {
-        n_made_dirs -= 1;
-        rmdir(made_dirs[n_made_dirs]);
+    sigprocmask(SIG_BLOCK, &blocked, saved);
+}
+
+static void restore_signals(const sigset_t *saved) {
+    sigprocmask(SIG_SETMASK, saved, NULL);
+}
+
+// Remove the temporary files and the directories this run made. Only
+// unlink() and rmdir(): a signal handler calls it. rmdir() fails, leaving
+// the directory, if something else is in it by now.
+static void remove_unfinished(void) {
+    for (int i = 0; i < n_temporaries; i++) {
+        unlink(temporaries[i]);
+    }
+    for (int i = n_made_dirs - 1; i >= 0; i--) {
+        rmdir(made_dirs[i]);
     }
 }
+
+void undo_outputs(void) {
+    sigset_t saved;
+    block_signals(&saved);
+    remove_unfinished();
+    n_temporaries = 0;
+    n_made_dirs = 0;
+    restore_signals(&saved);
+}
+
+// SIGINT and the others: clean up, then die of the signal as if it had
+// not been caught (the shell that started the lesson sees why it ended).
+// The handler runs with the other caught signals blocked, so it runs once.
+static void on_signal(int signal_number) {
+    remove_unfinished();
+    struct sigaction by_default;
+    memset(&by_default, 0, sizeof by_default);
+    by_default.sa_handler = SIG_DFL;
+    sigemptyset(&by_default.sa_mask);
+    sigaction(signal_number, &by_default, NULL);
+    raise(signal_number);   // pending until the handler returns, then fatal
+}
+
+// Catch the signals that would end the run, except one the lesson was
+// started with ignored (nohup, a background job): that one stays ignored.
+static void catch_signals(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    for (int i = 0; i < N_CAUGHT; i++) {
+        sigaddset(&action.sa_mask, CAUGHT[i]);
+    }
+    for (int i = 0; i < N_CAUGHT; i++) {
+        struct sigaction before;
+        if (sigaction(CAUGHT[i], NULL, &before) == 0 && before.sa_handler != SIG_IGN) {
+            sigaction(CAUGHT[i], &action, NULL);
+        }
+    }
+}
+
+// --- where --dump and --dot write -----------------------------------------------------
 
 // The path without trailing slashes and without a leading "./", for
 // comparing two spellings of the same relative path ("out/" and "./out").
@@ -93,13 +160,17 @@ static bool is_directory(const char *path) {
 static bool can_create_in(const char *dir) {
     char *probe = arena_alloc(strlen(dir) + 1 + sizeof SAVE_FILE_TEMPORARY, 1);
     sprintf(probe, "%s/%s", dir, SAVE_FILE_TEMPORARY);
+    sigset_t saved;
+    block_signals(&saved);   // no signal between making the probe and removing it
     int fd = mkstemp(probe);
-    if (fd < 0) {
-        return false;
+    int error = errno;
+    if (fd >= 0) {
+        close(fd);
+        unlink(probe);
     }
-    close(fd);
-    unlink(probe);
-    return true;
+    restore_signals(&saved);
+    errno = error;
+    return fd >= 0;
 }
 
 // Refuse a path the system could not take once something is added to it:
@@ -142,10 +213,16 @@ static void make_dump_dir(const Lesson *lesson, const char *dir) {
         }
         char *partial = arena_alloc(i + 1, 1);
         memcpy(partial, dir, i);
-        if (mkdir(partial, 0777) == 0) {
-            made_dirs[n_made_dirs++] = partial;
-        } else if (errno != EEXIST) {
-            int error = errno;
+        sigset_t saved;
+        block_signals(&saved);   // a signal now must see the directory in made_dirs
+        int made = mkdir(partial, 0777);
+        int error = errno;
+        if (made == 0) {
+            made_dirs[n_made_dirs] = partial;
+            n_made_dirs += 1;
+        }
+        restore_signals(&saved);
+        if (made != 0 && error != EEXIST) {
             if (!is_directory(partial)) {   // some systems say EACCES or EROFS for one that exists
                 usage_error(lesson, "--dump cannot create the directory '%s': %s",
                             shown(partial), strerror(error));
@@ -202,9 +279,24 @@ static void check_dot_directory(const Lesson *lesson, const char *file) {
         usage_error(lesson, "--dot: '%s' is a directory that --dump makes; give a file name",
                     shown(file));
     }
+    // A .npy name in --dump's directory (however either is spelled) may be
+    // one of the files the dump writes, which would overwrite the graph.
+    const char *name = strrchr(plain_path(file), '/');
+    name = name != NULL ? name + 1 : plain_path(file);
+    size_t length = strlen(name);
+    struct stat dump_dir;
+    if (lesson->dump_dir != NULL && length >= 4 && strcmp(name + length - 4, ".npy") == 0 &&
+        stat(parent, &info) == 0 && stat(lesson->dump_dir, &dump_dir) == 0 &&
+        info.st_dev == dump_dir.st_dev && info.st_ino == dump_dir.st_ino) {
+        usage_error(lesson, "--dot '%s' is a .npy name in --dump's directory, where --dump "
+                    "writes its <name>.npy files; give the graph another name", shown(file));
+    }
 }
 
 void prepare_outputs(const Lesson *lesson) {
+    if (lesson->dot_file != NULL || lesson->dump_dir != NULL) {
+        catch_signals();
+    }
     if (lesson->dot_file != NULL) {
         check_dot_file(lesson, lesson->dot_file);
     }
@@ -229,6 +321,19 @@ typedef struct {
 static Dump *dumps = NULL;
 static int n_dumps = 0;
 static int dumps_capacity = 0;
+static size_t dump_bytes = 0;        // the sum of their lengths
+static size_t dump_bytes_peak = 0;   // the most it has been (budget.c reports it)
+
+static void count_dump_bytes(size_t added, size_t removed) {
+    dump_bytes = dump_bytes + added - removed;
+    if (dump_bytes > dump_bytes_peak) {
+        dump_bytes_peak = dump_bytes;
+    }
+}
+
+size_t dumps_peak_bytes(void) {
+    return dump_bytes_peak;
+}
 
 // "<name>.npy" and save_file's temporary name after it must fit NAME_MAX.
 #define MAX_DUMP_NAME (NAME_MAX - (int)sizeof ".npy" + 1 - (int)sizeof SAVE_FILE_TEMPORARY + 1)
@@ -245,6 +350,7 @@ void keep_dump(const char *name, const Tensor *t) {
     }
     for (int i = 0; i < n_dumps; i++) {
         if (strcmp(dumps[i].name, name) == 0) {   // named again: the later one wins
+            count_dump_bytes(length, dumps[i].length);
             free(dumps[i].bytes);
             dumps[i].bytes = bytes;
             dumps[i].length = length;
@@ -268,6 +374,7 @@ void keep_dump(const char *name, const Tensor *t) {
     }
     strcpy(name_copy, name);
     dumps[n_dumps++] = (Dump){name_copy, bytes, length};
+    count_dump_bytes(length, 0);
 }
 
 void free_dumps(void) {
@@ -279,18 +386,143 @@ void free_dumps(void) {
     dumps = NULL;
     n_dumps = 0;
     dumps_capacity = 0;
+    dump_bytes = 0;
 }
 
-// --- writing them ---------------------------------------------------------------------
+// --- writing them: one transaction ------------------------------------------------------
 
-// Write one file of the run's output, or fail() (exit 1; undo_outputs then
-// removes what this run wrote and made).
-static void write_output(const char *flag, const char *path, const void *bytes, size_t length) {
-    if (!save_file(path, bytes, length)) {
-        int error = errno;
-        fail("%s: cannot write '%s': %s", flag, shown(path), strerror(error));
+// One file of the run's output.
+typedef struct {
+    const char *flag;    // "--dump" or "--dot", for messages
+    const char *path;    // where it goes
+    const void *bytes;
+    size_t length;
+    char *temporary;     // "<path>.tmp-XXXXXX" while it is being written (malloc'd)
+    char *old;           // "<path>.old-XXXXXX": the file it replaces, kept until all are in
+} Output;
+
+static Output *outputs = NULL;
+static int n_outputs = 0;
+
+// Free the names; what they name on disk is handled before this.
+static void free_outputs(void) {
+    for (int i = 0; i < n_outputs; i++) {
+        free(outputs[i].temporary);
+        free(outputs[i].old);
     }
-    written[n_written++] = path;
+    n_outputs = 0;
+    outputs = NULL;   // an arena array
+}
+
+// A failed transaction: put back the files replaced so far (or remove the
+// new ones where there was none), remove the temporary files and the
+// directories this run made, and fail (exit 1) naming the file and why.
+_Noreturn static void roll_back(int renamed, const Output *failed, int error) {
+    for (int i = renamed - 1; i >= 0; i--) {
+        if (outputs[i].old != NULL) {
+            rename(outputs[i].old, outputs[i].path);
+        } else {
+            unlink(outputs[i].path);
+        }
+    }
+    undo_outputs();
+    const char *flag = failed->flag;
+    const char *path = shown(failed->path);
+    free_outputs();
+    fail("%s: cannot write '%s': %s", flag, path, strerror(error));
+}
+
+// Phase 1: write every file under its temporary name. Each name goes on
+// the list a signal handler removes before the file is made.
+static void write_temporaries(void) {
+    temporaries = arena_alloc((size_t)n_outputs + 1, sizeof *temporaries);
+    for (int i = 0; i < n_outputs; i++) {
+        Output *out = &outputs[i];
+        struct stat info;
+        if (lstat(out->path, &info) == 0 && S_ISDIR(info.st_mode)) {
+            roll_back(0, out, EISDIR);   // rename() could not replace it
+        }
+        out->temporary = temporary_name(out->path);
+        if (out->temporary == NULL) {
+            roll_back(0, out, ENOMEM);
+        }
+        sigset_t saved;
+        block_signals(&saved);
+        int fd = open_temporary(out->temporary);
+        int error = errno;
+        if (fd >= 0) {
+            temporaries[n_temporaries] = out->temporary;
+            n_temporaries += 1;
+        }
+        restore_signals(&saved);
+        if (fd < 0 || !write_and_close(fd, out->bytes, out->length)) {
+            roll_back(0, out, fd < 0 ? error : errno);
+        }
+    }
+}
+
+// Keep the file at `out->path` (if any) under a second name, out->old, so
+// it can be put back. A hard link keeps the path in place meanwhile; where
+// the file system has none, the file is renamed aside.
+static bool keep_old(Output *out) {
+    struct stat info;
+    if (lstat(out->path, &info) != 0) {
+        return errno == ENOENT;   // nothing there: nothing to keep
+    }
+    size_t length = strlen(out->temporary);
+    out->old = malloc(length + 1);
+    if (out->old == NULL) {
+        errno = ENOMEM;
+        return false;
+    }
+    // "<path>.tmp-Ab12Cd" -> "<path>.old-Ab12Cd", a name beside it that is free.
+    memcpy(out->old, out->temporary, length + 1);
+    memcpy(out->old + length - strlen(SAVE_FILE_TEMPORARY), ".old", 4);
+    if (lstat(out->old, &info) == 0) {
+        errno = EEXIST;
+        return false;
+    }
+    if (link(out->path, out->old) == 0) {
+        return true;
+    }
+    return (errno == EPERM || errno == ENOTSUP || errno == EMLINK) &&
+           rename(out->path, out->old) == 0;
+}
+
+// Phase 2, with the signals held back: move every file into place, keeping
+// what each replaces until all are in; then drop what they replaced. A
+// failure puts everything back as it was.
+static void move_into_place(void) {
+    sigset_t saved;
+    block_signals(&saved);
+    for (int i = 0; i < n_outputs; i++) {
+        Output *out = &outputs[i];
+        if (!keep_old(out)) {
+            int error = errno;
+            free(out->old);
+            out->old = NULL;
+            roll_back(i, out, error);
+        }
+        if (rename(out->temporary, out->path) != 0) {
+            int error = errno;
+            if (out->old != NULL) {
+                rename(out->old, out->path);   // if it was renamed aside; a link just goes
+                unlink(out->old);
+                free(out->old);
+                out->old = NULL;
+            }
+            roll_back(i, out, error);
+        }
+    }
+    for (int i = 0; i < n_outputs; i++) {
+        if (outputs[i].old != NULL) {
+            unlink(outputs[i].old);
+        }
+    }
+    // All written: the files and directories are the run's output now.
+    n_temporaries = 0;
+    n_made_dirs = 0;
+    restore_signals(&saved);   // a signal that came meanwhile ends the program now
 }
 
 // The recorded graph as dot text (an arena string).
@@ -309,19 +541,21 @@ static const char *graph_text(size_t *length, const char *title) {
 }
 
 void write_outputs(const Lesson *lesson) {
-    written = arena_alloc((size_t)n_dumps + 1, sizeof *written);
+    outputs = arena_alloc((size_t)n_dumps + 1, sizeof *outputs);
+    n_outputs = 0;
     for (int i = 0; lesson->dump_dir != NULL && i < n_dumps; i++) {
         const char *dir = lesson->dump_dir;
         char *path = arena_alloc(strlen(dir) + strlen(dumps[i].name) + sizeof "/.npy", 1);
         sprintf(path, "%s/%s.npy", dir, dumps[i].name);
-        write_output("--dump", path, dumps[i].bytes, dumps[i].length);
+        outputs[n_outputs++] = (Output){"--dump", path, dumps[i].bytes, dumps[i].length, NULL,
+                                        NULL};
     }
     if (lesson->dot_file != NULL) {
         size_t length;
         const char *text = graph_text(&length, lesson->summary);
-        write_output("--dot", lesson->dot_file, text, length);
+        outputs[n_outputs++] = (Output){"--dot", lesson->dot_file, text, length, NULL, NULL};
     }
-    // All written: the files and directories are the run's output now.
-    n_written = 0;
-    n_made_dirs = 0;
+    write_temporaries();
+    move_into_place();
+    free_outputs();
 }

@@ -3,11 +3,16 @@
 #ifndef OUTPUTS_H
 #define OUTPUTS_H
 
+#include <stddef.h>
+
 #include "core/tensor.h"
 #include "lesson/flags.h"
 
 // Check that --dot's file and --dump's directory can be written, making the
-// directory (and its parents) if needed, or exit 2 naming the flag.
+// directory (and its parents) if needed, or exit 2 naming the flag. From
+// here on, SIGINT, SIGTERM, SIGHUP and SIGPIPE remove what the run made
+// (its temporary files, the directories it created) before the program
+// dies of them.
 void prepare_outputs(const Lesson *lesson);
 
 // Keep t's .npy bytes as they are now, to write as <name>.npy at the end
@@ -16,16 +21,20 @@ void prepare_outputs(const Lesson *lesson);
 void keep_dump(const char *name, const Tensor *t);
 
 // Write every kept dump into --dump's directory and the recorded graph to
-// --dot's file, each all or nothing (files.h); then they are the run's
-// output, and undo_outputs no longer touches them. A write that fails
-// fails the run (exit 1).
+// --dot's file, all or nothing: each under a temporary name first, then,
+// when all are written, each renamed over its path (the signals held back
+// meanwhile). A failure puts back what was there and fails the run (exit
+// 1). Then they are the run's output, and undo_outputs no longer touches
+// them.
 void write_outputs(const Lesson *lesson);
 
-// Remove what this run wrote and the directories it made, unless
-// write_outputs has finished.
+// Remove what this run made (temporary files, the directories it created),
+// unless write_outputs has finished.
 void undo_outputs(void);
 
 // Free the kept dumps.
 void free_dumps(void);
+// The most bytes the kept dumps have taken at once (budget.h).
+size_t dumps_peak_bytes(void);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "core/arena.h"
 #include "exact/rng.h"
+#include "lesson/budget.h"
 #include "lesson/graph.h"
 #include "lesson/outputs.h"
 #include "lesson/trace.h"
@@ -55,6 +56,7 @@ void lesson_start(Lesson *lesson) {
 
 int lesson_finish(Lesson *lesson) {
     trace_set_hook(NULL);
+    report_cost(lesson);
     write_outputs(lesson);
     release_all();
     return 0;

@@ -164,6 +164,8 @@ int main(int argc, char **argv) {
                    "(nothing random: --seed changes nothing)",
     };
     parse_lesson_args(&lesson, argc, argv);
+    // The budget (lesson/budget.h): about thirty 3x3 tensors, whatever the flags.
+    check_budget(&lesson, (Cost){.bytes = 30 * 9 * 4, .exps = 5 * 9, .elements = 30 * 9});
     lesson_start(&lesson);   // no size flags: every tensor is the post's 3x3
     if (lesson.seed != 0) {
         printf("(--seed changes nothing here: this lesson draws no random numbers)\n\n");

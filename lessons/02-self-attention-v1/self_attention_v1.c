@@ -292,6 +292,21 @@ static void part3_the_aside_X_T(const Tensor *X) {
     printf("%s\n", size_str(permute(X, (int[]){2, 1, 0})));                       // (C, T, B)
 }
 
+// --- the budget: what a run of these sizes holds and does (lesson/budget.h) ----------
+
+// Counted from the code above: X and the three layers, then two forwards
+// (net(X) and thop's), each making Q, K, V and the output (B, T, C) and
+// three (B, T, T): the scores, the scaled scores, the weights.
+static Cost v1_cost(double B, double T, double C) {
+    return (Cost){
+        .bytes = 4 * (B * T * C + 3 * (C * C + C) + 2 * (4 * B * T * C + 3 * B * T * T)),
+        .dumped = 4 * (5 * B * T * C + 3 * (C * C + C) + 2 * B * T * T),
+        .multiply_adds = 2 * (3 * B * T * C * C + 2 * B * T * T * C),
+        .exps = 2 * B * T * T,
+        .elements = B * T * C + 3 * C * C + 2 * (4 * B * T * C + 2 * B * T * T),
+    };
+}
+
 // --- the lesson ---------------------------------------------------------------------
 
 int main(int argc, char **argv) {
@@ -315,6 +330,7 @@ int main(int argc, char **argv) {
     check_fits(&lesson, "attention_weight (batch, seq, seq)", shape3(batch, seq, seq));
     check_fits(&lesson, "X (batch, seq, dim)", shape3(batch, seq, dim));
     check_fits(&lesson, "query_proj.weight (dim, dim)", shape2(dim, dim));
+    check_budget(&lesson, v1_cost(batch, seq, dim));
     lesson_start(&lesson);
 
     Cell cell = part1_the_notebooks_cell(batch, seq, dim, lesson.heatmap);

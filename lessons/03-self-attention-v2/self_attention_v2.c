@@ -313,6 +313,22 @@ static void part5_what_thop_counted(const Cell *cell) {
            (double)(profile->flops + attention) / 1e6);
 }
 
+// --- the budget: what a run of these sizes holds and does (lesson/budget.h) ----------
+
+// Counted from the code above: X and the two layers; two forwards (net(X)
+// and thop's), each making QKV (B, T, 3C), output and ret (B, T, C) and
+// three (B, T, T): the scores, the scaled scores, att_weight; then V1's
+// check: the stacked weights (3C, C) and three projections (B, T, C).
+static Cost v2_cost(double B, double T, double C) {
+    return (Cost){
+        .bytes = 4 * (14 * B * T * C + 6 * B * T * T + 7 * C * C + 7 * C),
+        .dumped = 4 * (9 * B * T * C + B * T * T + 4 * C * C + 4 * C),
+        .multiply_adds = 11 * B * T * C * C + 4 * B * T * T * C,
+        .exps = 2 * B * T * T,
+        .elements = 14 * B * T * C + 4 * B * T * T + 10 * C * C,
+    };
+}
+
 // --- the lesson ---------------------------------------------------------------------
 
 int main(int argc, char **argv) {
@@ -335,6 +351,7 @@ int main(int argc, char **argv) {
     check_fits(&lesson, "QKV (batch, seq, 3*dim)", shape3(batch, seq, 3 * dim));
     check_fits(&lesson, "att_weight (batch, seq, seq)", shape3(batch, seq, seq));
     check_fits(&lesson, "proj.weight (3*dim, dim)", shape2(3 * dim, dim));
+    check_budget(&lesson, v2_cost(batch, seq, dim));
     lesson_start(&lesson);
 
     Cell cell = part1_the_notebooks_cell(batch, seq, dim);

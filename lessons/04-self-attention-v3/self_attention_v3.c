@@ -407,6 +407,25 @@ static void part5_notes_class(const Cell *cell) {
 
 // --- the lesson -----------------------------------------------------------------------
 
+// --- the budget: what a run of these sizes holds and does (lesson/budget.h) ----------
+
+// Counted from the code above: X, b, the mask (B, T, T) and the two layers;
+// five forwards (net's, then in the notes' part net's and sdpa's, twice),
+// each making QKV (B, T, 3C), output and ret (B, T, C) and five (B, T, T):
+// the scores, the scaled scores, the padding, the filled scores, the
+// weights (and in train mode, the first forward, the dropped weights);
+// the notes' part's padded mask. --dump writes the int64 mask at 8 bytes.
+static Cost v3_cost(double B, double T, double C, bool train) {
+    double BTT = B * T * T, BTC = B * T * C;
+    return (Cost){
+        .bytes = 4 * (26 * BTC + (27 + train) * BTT + B * T + 4 * C * C + 4 * C),
+        .dumped = 4 * (9 * BTC + BTT + 4 * C * C + 4 * C) + 8 * BTT,
+        .multiply_adds = 5 * (4 * BTC * C + 2 * BTT * C),
+        .exps = 5 * BTT,
+        .elements = 26 * BTC + (27 + 2 * train) * BTT + 4 * C * C,
+    };
+}
+
 int main(int argc, char **argv) {
     int batch = 3, seq = 4, dim = 2;   // the notebook: torch.rand(3, 4, 2), SelfAttV3(2)
     bool train = false;
@@ -431,6 +450,7 @@ int main(int argc, char **argv) {
     check_fits(&lesson, "att_weight (batch, seq, seq)", shape3(batch, seq, seq));
     check_fits(&lesson, "QKV (batch, seq, 3*dim)", shape3(batch, seq, 3 * dim));
     check_fits(&lesson, "proj.weight (3*dim, dim)", shape2(3 * dim, dim));
+    check_budget(&lesson, v3_cost(batch, seq, dim, train));
     lesson_start(&lesson);
 
     Cell cell = part1_the_notebooks_cell(batch, seq, dim, train, lesson.heatmap);

@@ -252,6 +252,25 @@ static void part2_interview_points(const Cell *cell) {
 
 // --- the lesson -----------------------------------------------------------------------
 
+// --- the budget: what a run of these sizes holds and does (lesson/budget.h) ----------
+
+// Counted from the code above: X, b, the mask (B, T, T) and the four
+// layers; the forward's Q, K, V, output and ret (B, T, C) and five (B, T, T):
+// the scores, the scaled scores, the padding, the filled scores, the weights
+// (and in train mode the dropped weights); then the interview part's fused
+// weight (3C, C), QKV (B, T, 3C) and three projections (B, T, C). --dump
+// writes the int64 mask at 8 bytes.
+static Cost v4_cost(double B, double T, double C, bool train) {
+    double BTT = B * T * T, BTC = B * T * C;
+    return (Cost){
+        .bytes = 4 * (12 * BTC + (6 + train) * BTT + B * T + 7 * C * C + 7 * C),
+        .dumped = 4 * (6 * BTC + BTT + 4 * C * C + 4 * C) + 8 * BTT,
+        .multiply_adds = 10 * BTC * C + 2 * BTT * C,
+        .exps = BTT,
+        .elements = 12 * BTC + (6 + 2 * train) * BTT + 7 * C * C,
+    };
+}
+
 int main(int argc, char **argv) {
     int batch = 3, seq = 4, dim = 2;   // the notebook: torch.rand(3, 4, 2), SelfAttV4(2)
     bool train = false;
@@ -277,6 +296,7 @@ int main(int argc, char **argv) {
     check_fits(&lesson, "att_weight (batch, seq, seq)", shape3(batch, seq, seq));
     check_fits(&lesson, "the fused QKV (batch, seq, 3*dim)", shape3(batch, seq, 3 * dim));
     check_fits(&lesson, "the fused weight (3*dim, dim)", shape2(3 * dim, dim));
+    check_budget(&lesson, v4_cost(batch, seq, dim, train));
     lesson_start(&lesson);
 
     Cell cell = part1_the_notebooks_cell(batch, seq, dim, train, lesson.heatmap);

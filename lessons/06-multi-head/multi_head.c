@@ -627,6 +627,26 @@ static void part8_post_class(const Cell *cell) {
     }
 }
 
+// --- the budget: what a run of these sizes holds and does (lesson/budget.h) ----------
+
+// Counted from the code above: the mask (B, H, T, T), x and the four
+// layers; five forwards (the notebook's, the padding part's, the post's
+// class twice, one more for the comparison), each making (B, T, C) tensors
+// (Q, K, V, output_mid, its copy, the output) and three to five (B, H, T, T)
+// (scores, scaled, mask test, filled, weights; the dropped weights in train
+// mode); the copies the view/reshape part makes. --dump writes the int64
+// mask at 8 bytes.
+static Cost multi_head_cost(double B, double T, double C, double H, bool train) {
+    double BHTT = B * H * T * T, BTC = B * T * C;
+    return (Cost){
+        .bytes = 4 * (34 * BTC + (20 + train) * BHTT + B * T * T + B * T + 4 * C * C + 4 * C),
+        .dumped = 4 * (9 * BTC + BHTT + 4 * C * C + 4 * C) + 8 * BHTT,
+        .multiply_adds = 21 * BTC * C + 10 * BHTT * (C / H),
+        .exps = 5 * BHTT,
+        .elements = 34 * BTC + (21 + 2 * train) * BHTT + 4 * C * C,
+    };
+}
+
 int main(int argc, char **argv) {
     int batch = 3, seq = 2, dim = 128, heads = 8;   // the notebook's sizes
     bool train = false;
@@ -656,6 +676,7 @@ int main(int argc, char **argv) {
                shape4(batch, heads, seq, seq));
     check_fits(&lesson, "x (batch, seq, dim)", shape3(batch, seq, dim));
     check_fits(&lesson, "q_proj.weight (dim, dim)", shape2(dim, dim));
+    check_budget(&lesson, multi_head_cost(batch, seq, dim, heads, train));
     lesson_start(&lesson);
 
     Cell cell = part1_the_notebooks_cell(batch, seq, dim, heads, train, lesson.heatmap);

@@ -381,6 +381,29 @@ static void part6_self_attention(const Cell *cell) {
            "weights): %s\n", max_abs_diff(self_output, mha_output) == 0.0f ? "True" : "False");
 }
 
+// --- the budget: what a run of these sizes holds and does (lesson/budget.h) ----------
+
+// Counted from the code above (T = seq_q, S = seq_k, T3 the BLIP part's 3
+// text tokens or fewer): Q (B, T, C), K and V (B, S, C), the mask
+// (B, H, T, S), the four layers; the forward's projections and its five
+// (B, H, T, S) (scores, scaled, mask test, filled, weights; the dropped
+// weights in train mode); the BLIP part's forward on T3 queries, the post's
+// numpy cell on batch row 0, and two self-attention forwards on Q with
+// three (B, H, T, T) each. --dump writes the int64 mask at 8 bytes.
+static Cost cross_attention_cost(double B, double T, double S, double C, double H, bool train) {
+    double T3 = T < 3 ? T : 3, D = C / H;
+    double BTC = B * T * C, BSC = B * S * C, BHTS = B * H * T * S, BHTT = B * H * T * T;
+    return (Cost){
+        .bytes = 4 * (17 * BTC + 6 * BSC + (6 + train) * BHTS + 6 * BHTT + 5 * B * T3 * C +
+                      3 * B * H * T3 * S + 2 * H * T * S + 2 * T * C + 4 * C * C + 4 * C),
+        .dumped = 4 * (4 * BTC + 4 * BSC + BHTS + 4 * C * C + 4 * C) + 8 * BHTS,
+        .multiply_adds = 10 * BTC * C + 4 * BSC * C + 2 * BHTS * D + 4 * BHTT * D +
+                         2 * B * T3 * C * C + 2 * B * H * T3 * S * D + 2 * H * T * S * D,
+        .exps = BHTS + B * H * T3 * S + H * T * S + 2 * BHTT,
+        .elements = 17 * BTC + 6 * BSC + (6 + 2 * train) * BHTS + 6 * BHTT + 4 * C * C,
+    };
+}
+
 int main(int argc, char **argv) {
     int batch = 3, seq_q = 4, seq_k = 6, dim = 128, heads = 8;   // the notebook's sizes
     bool train = false;
@@ -416,6 +439,7 @@ int main(int argc, char **argv) {
     check_fits(&lesson, "Q (batch, seq_q, dim)", shape3(batch, seq_q, dim));
     check_fits(&lesson, "K (batch, seq_k, dim)", shape3(batch, seq_k, dim));
     check_fits(&lesson, "q_proj.weight (dim, dim)", shape2(dim, dim));
+    check_budget(&lesson, cross_attention_cost(batch, seq_q, seq_k, dim, heads, train));
     lesson_start(&lesson);
 
     Cell cell = part1_the_notebooks_cell(batch, seq_q, seq_k, dim, heads, train, lesson.heatmap);

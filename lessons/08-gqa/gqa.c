@@ -732,6 +732,27 @@ static void part7_first_cell(const Tensor *query, const Tensor *key, const Tenso
            (double)max_abs_diff(wrong, out));
 }
 
+// --- the budget: what a run of these sizes holds and does (lesson/budget.h) ----------
+
+// Counted from the code above, in units of the query (B, N, H, D), a key
+// (B, S, KV, D), the scores (B, H, N, S) and the group-summed scores
+// (B, KV, N, S): the einops steps copy the query four times, the checks
+// after them (repeat_interleave, MHA, MQA, the first cell) make their own
+// copies of the query and keys and three score tensors each, and the first
+// cell's wrong layout makes (B, N, H, H) weights.
+static Cost gqa_cost(double B, double N, double H, double KV, double D) {
+    double query = B * N * H * D, key = B * N * KV * D;
+    double scores = B * H * N * N, group_scores = B * KV * N * N;
+    return (Cost){
+        .bytes = 4 * (29 * query + 2 * query / H + 9 * key + 17 * scores + 6 * group_scores +
+                      2 * B * N * H * H),
+        .dumped = 4 * (2 * query + 3 * key),
+        .multiply_adds = 13 * scores * D + 3 * group_scores * D + 2 * B * N * H * H * D,
+        .exps = 6 * scores + 2 * group_scores + B * N * H * H + query + 2 * key,
+        .elements = 29 * query + 9 * key + 11 * scores + 4 * group_scores,
+    };
+}
+
 int main(int argc, char **argv) {
     int batch = 1, seq = 256, heads = 8, kv_heads = 2, head_dim = 64;   // the notebook's sizes
     SizeFlag sizes[] = {
@@ -755,6 +776,9 @@ int main(int argc, char **argv) {
     check_fits(&lesson, "scores (batch, heads, seq, seq)", shape4(batch, heads, seq, seq));
     check_fits(&lesson, "query (batch, seq, heads, head_dim)",
                shape4(batch, seq, heads, head_dim));
+    check_fits(&lesson, "the first cell's weights (batch, seq, heads, heads)",
+               shape4(batch, seq, heads, heads));
+    check_budget(&lesson, gqa_cost(batch, seq, heads, kv_heads, head_dim));
     lesson_start(&lesson);
 
     Cell c = part1_the_notebooks_cells(batch, seq, heads, kv_heads, head_dim, lesson.heatmap);

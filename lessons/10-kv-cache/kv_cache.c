@@ -685,8 +685,9 @@ static void part5_no_copy(const Cell *cell) {
 // --- the lesson -------------------------------------------------------------------------
 
 // Appendix A, after main: --bench.
-static void use_bench_sizes(const Lesson *lesson, Sizes *n, int argc, char **argv);
+static void use_bench_sizes(const Lesson *lesson, Sizes *n);
 static void bench(const Sizes *n);
+static Cost kv_cache_bench_cost(const Sizes *n);   // appendix A
 
 // Sizes that do not fit end the run (exit 2) before any work. The largest
 // tensors of each kind: the full forward's weights (B, H, N, N) (its
@@ -702,6 +703,54 @@ static void check_sizes(const Lesson *lesson, const Sizes *n) {
                shape4(n->batch, n->heads, N, N));
     check_fits(lesson, "x (batch, prompt+new, dim)", shape3(n->batch, N, n->dim));
     check_fits(lesson, "w_query.weight (dim, dim)", shape2(n->dim, n->dim));
+}
+
+// --- the budget: what a run of these sizes holds and does (lesson/budget.h) ----------
+
+// One forward of T new tokens against L keys (the cache's and theirs): the
+// floats it makes (the tokens copied out of x for each projection when
+// batch > 1, Q, K, V, the keys and values copied to every head, four
+// (B, H, T, L), the (T, L) mask, the output and its copies), and its
+// multiply-adds; and the same for the forward that reads the cache by index.
+static double forward_floats(const Sizes *n, double T, double L) {
+    double B = n->batch, C = n->dim, kv_width = n->kv_heads * (double)(n->dim / n->heads);
+    return 7 * B * T * C + 2 * B * T * kv_width + 2 * B * L * C + 4 * B * n->heads * T * L +
+           3 * T * L;
+}
+
+static double by_index_floats(const Sizes *n, double T, double L) {
+    double B = n->batch, C = n->dim, kv_width = n->kv_heads * (double)(n->dim / n->heads);
+    return 6 * B * T * C + 2 * B * T * kv_width + B * n->heads * T * L;
+}
+
+static double forward_multiply_adds(const Sizes *n, double T, double L) {
+    double B = n->batch, C = n->dim, kv_width = n->kv_heads * (double)(n->dim / n->heads);
+    return B * T * (2 * C * C + 2 * C * kv_width) + 2 * B * T * L * C;
+}
+
+// Counted from the code above (N = prompt + new): what stays (x, the
+// layers, the caches, the full forward, the prefills the parts keep, the
+// outputs they collect) and the largest of what one decoding step makes and
+// drops; the multiply-adds of every forward the parts run (each new token's
+// step reads at most N keys).
+static Cost kv_cache_cost(const Sizes *n) {
+    double B = n->batch, C = n->dim, H = n->heads, P = n->prompt, T = n->new_tokens;
+    double N = P + T, kv_width = n->kv_heads * (C / H);
+    double layers = 2 * C * C + 2 * C * kv_width + 2 * C + 2 * kv_width;
+    double kept = layers + 2 * B * N * C + (T - 1) * B * C + 6 * B * N * kv_width +
+                  forward_floats(n, N, N) + 2 * forward_floats(n, P, P) +
+                  forward_floats(n, 1, P + 1);
+    double step = fmax(forward_floats(n, P, P) + by_index_floats(n, P, P),
+                       forward_floats(n, 2, N) + by_index_floats(n, 1, N));
+    double steps = forward_floats(n, 1, N) + by_index_floats(n, 1, N);
+    return (Cost){
+        .bytes = 4 * (kept + step),
+        .dumped = 4 * (layers + 2 * B * N * C + 2 * B * N * kv_width),
+        .multiply_adds = forward_multiply_adds(n, N, N) + 4 * forward_multiply_adds(n, P, P) +
+                         5 * T * forward_multiply_adds(n, 1, N),
+        .exps = B * H * (N * N + 4 * P * P + 5 * T * N) + B * N * C,
+        .elements = kept + step + 5 * T * steps,
+    };
 }
 
 int main(int argc, char **argv) {
@@ -726,9 +775,10 @@ int main(int argc, char **argv) {
     };
     parse_lesson_args(&lesson, argc, argv);
     if (run_bench) {
-        use_bench_sizes(&lesson, &n, argc, argv);   // its own sizes for the flags not given
+        use_bench_sizes(&lesson, &n);   // its own sizes for the flags not given
     }
     check_sizes(&lesson, &n);
+    check_budget(&lesson, run_bench ? kv_cache_bench_cost(&n) : kv_cache_cost(&n));
     lesson_start(&lesson);
     if (run_bench) {
         bench(&n);   // --bench refuses --dot and --dump, so nothing traces it
@@ -766,17 +816,6 @@ enum { BENCH_BATCH = 1, BENCH_DIM = 256, BENCH_HEADS = 8, BENCH_KV_HEADS = 2, BE
 // is too uncertain to compare with the ratio expected.
 #define BENCH_NOISY 0.25
 
-// Is `flag` on the command line? parse_lesson_args has accepted every word,
-// and no value may start with "--", so a word equal to the flag is the flag.
-static bool flag_given(int argc, char **argv, const char *flag) {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], flag) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
 // --bench's sizes: the flags given, and the bench's defaults for the rest.
 // A learner who types --bench --dim 64 expects a bench at dim 64, not a
 // silent one at 256; and one who types --bench alone, a bench worth
@@ -784,16 +823,16 @@ static bool flag_given(int argc, char **argv, const char *flag) {
 // model: its parameters would overwrite the lesson's dumps under the same
 // names, and it draws no graph, so --dump and --dot are refused; so are
 // sizes its long cache, copied to every head, cannot hold.
-static void use_bench_sizes(const Lesson *lesson, Sizes *n, int argc, char **argv) {
+static void use_bench_sizes(const Lesson *lesson, Sizes *n) {
     if (lesson->dump_dir != NULL || lesson->dot_file != NULL) {
         usage_error(lesson, "--bench runs its own larger model; drop --dump and --dot");
     }
-    n->batch = flag_given(argc, argv, "--batch") ? n->batch : BENCH_BATCH;
-    n->prompt = flag_given(argc, argv, "--prompt") ? n->prompt : BENCH_PROMPT;
-    n->new_tokens = flag_given(argc, argv, "--new") ? n->new_tokens : BENCH_NEW;
-    n->dim = flag_given(argc, argv, "--dim") ? n->dim : BENCH_DIM;
-    n->heads = flag_given(argc, argv, "--heads") ? n->heads : BENCH_HEADS;
-    n->kv_heads = flag_given(argc, argv, "--kv-heads") ? n->kv_heads : BENCH_KV_HEADS;
+    n->batch = flag_given(lesson, "--batch") ? n->batch : BENCH_BATCH;
+    n->prompt = flag_given(lesson, "--prompt") ? n->prompt : BENCH_PROMPT;
+    n->new_tokens = flag_given(lesson, "--new") ? n->new_tokens : BENCH_NEW;
+    n->dim = flag_given(lesson, "--dim") ? n->dim : BENCH_DIM;
+    n->heads = flag_given(lesson, "--heads") ? n->heads : BENCH_HEADS;
+    n->kv_heads = flag_given(lesson, "--kv-heads") ? n->kv_heads : BENCH_KV_HEADS;
     check_fits(lesson, "the bench's long cache for every head (batch, heads, 2048, head_dim)",
                shape4(n->batch, n->heads, BENCH_LONG_CACHE, n->dim / n->heads));
 }
@@ -1182,4 +1221,40 @@ static void bench(const Sizes *n) {
     print_speedup(n, times);
     bench_appends(n);
     bench_no_copy(&gqa, n, outs, times);
+}
+
+// --bench's budget (lesson/budget.h): what stays (x, the layers, the four
+// outputs, the caches every repetition of each way of decoding starts, the
+// long cache and its random fill) and the largest step it drops; the work of
+// BENCH_REPEATS repetitions of the four ways of decoding (recomputing
+// everything for each new token costs a forward of t + 1 tokens at each step
+// t), of the appends, and of the long cache's steps.
+static Cost kv_cache_bench_cost(const Sizes *n) {
+    double B = n->batch, C = n->dim, H = n->heads, P = n->prompt, T = n->new_tokens;
+    double N = P + T, kv_width = n->kv_heads * (C / H);
+    double appends = BENCH_APPENDS, LONG = BENCH_LONG_CACHE;
+    double repeats = BENCH_REPEATS, steps = BENCH_LONG_STEPS;
+    double layers = 2 * C * C + 2 * C * kv_width + 2 * C + 2 * kv_width;
+    double kept = layers + B * N * C + 4 * B * T * C + 8 * repeats * B * N * kv_width +
+                  4 * B * LONG * kv_width;
+    double recompute_macs = 0, recompute_floats = 0, recompute_exps = 0;
+    for (double t = P; t < N; t++) {   // at most 2^17 steps
+        recompute_macs += forward_multiply_adds(n, t + 1, t + 1);
+        recompute_floats += forward_floats(n, t + 1, t + 1);
+        recompute_exps += B * H * (t + 1) * (t + 1);
+    }
+    double cached_macs = forward_multiply_adds(n, P, P) + T * forward_multiply_adds(n, 1, N);
+    double long_macs = 2 * steps * forward_multiply_adds(n, 1, LONG);
+    return (Cost){
+        .bytes = 4 * (kept + fmax(forward_floats(n, N, N),
+                                  fmax(forward_floats(n, 1, LONG), 4 * appends * kv_width))),
+        .multiply_adds = repeats * (recompute_macs + 3 * cached_macs + long_macs),
+        .exps = repeats * (recompute_exps + 3 * B * H * (P * P + T * N)) + 2 * B * LONG * kv_width,
+        // The appends by copy move appends^2 * kv_width floats in all, with
+        // memcpy: a float of it costs about a thirtieth of an element written
+        // in a loop.
+        .elements = repeats * (recompute_floats + 3 * T * forward_floats(n, 1, N) +
+                               appends * appends * kv_width / 32 +
+                               3 * steps * forward_floats(n, 1, LONG)),
+    };
 }

@@ -19,7 +19,7 @@
 //   The post uses GELU and DropPath without defining them; the lesson takes
 //   nn.GELU() (the erf form) and timm's DropPath, and says so.
 //
-// THE MATH (per sample; C = dim, H heads, D = C / H, hidden = C * mlp_ratio)
+// THE MATH (per sample; C = dim, H heads, D = C / H, hidden = int(C * mlp_ratio))
 //   LayerNorm(x) = (x - mean(x)) / sqrt(var(x) + 1e-5) * weight + bias, over a row's C numbers
 //   attn(h)  = proj(concat_h softmax(q_h k_h^T * D^-0.5) v_h),  [q, k, v] = h W_qkv^T
 //   mlp(h)   = fc2(GELU(fc1(h))),  GELU(z) = z * Phi(z) = z/2 * (1 + erf(z / sqrt 2))
@@ -368,7 +368,9 @@ static Tensor *Block_forward(BlockSteps *steps, const Block *self, const Tensor 
 // --- part 1: the post's numpy multi-head cell --------------------------------------------------
 
 typedef struct {
-    int batch, seq, dim, heads, mlp_ratio, hidden;
+    int batch, seq, dim, heads;
+    double mlp_ratio;
+    int hidden;
     bool qkv_bias, train;
     double drop, attn_drop, drop_path;
 } Sizes;
@@ -460,7 +462,7 @@ static Cell part1_the_posts_cells(const Sizes *s) {
 static void print_block_header(const Sizes *s, const Tensor *x) {
     printf("\n-- part 2: the post's Block, step by step (its flags are the Block's arguments) "
            "--\n");
-    printf("-- Block(%d, %d, mlp_ratio=%d, qkv_bias=%s, drop=%g, attn_drop=%g, drop_path=%g), "
+    printf("-- Block(%d, %d, mlp_ratio=%g, qkv_bias=%s, drop=%g, attn_drop=%g, drop_path=%g), "
            "%s mode --\n", s->dim, s->heads, s->mlp_ratio, python_bool(s->qkv_bias), s->drop,
            s->attn_drop, s->drop_path, s->train ? "train" : "eval");
     printf("x: %s\n", size_str(x));
@@ -717,9 +719,32 @@ static void part8_drop_path_against_dropout(uint64_t seed) {
     printf("%s\n", tensor_str(reshape(dropout(ones_x, 0.5, true), shape2(4, 6)), NULL));
 }
 
+// --- the budget: what a run of these sizes holds and does (lesson/budget.h) ----------
+
+// Counted from the code above (F = hidden): x and the block's parameters;
+// three blocks' worth of forwards (the block, then the pre/post-norm part's
+// block and its post-norm attention and MLP), each making about eleven
+// (B, N, C), two (B, N, F) and three (B, H, N, N), and in train mode the
+// dropout and drop-path copies; a view's header (64 bytes, 16 floats) for
+// each row the variance checks read, four times over; the numpy cell, the
+// GELU grid and the 2^23 floats show_scale tries are the same at any size.
+static Cost vit_block_cost(double B, double N, double C, double H, double F, bool train) {
+    double BNC = B * N * C, BNF = B * N * F, BHNN = B * H * N * N;
+    double parameters = 4 * C * C + 2 * C * F + F + 9 * C;
+    double floats = parameters + 35 * BNC + 6 * BNF + 9 * BHNN + 4 * 16 * B * N + 70000 +
+                    train * (4 * BNC + BNF + BHNN + 2 * B);
+    return (Cost){
+        .bytes = 4 * floats,
+        .dumped = 4 * (parameters + 2 * BNC + BHNN + 3 * 768),
+        .multiply_adds = 3 * (4 * BNC * C + 2 * BHNN * (C / H) + 2 * BNC * F),
+        .exps = 3 * BHNN + 3 * BNF + BNC,
+        .elements = floats + (1 << 23),
+    };
+}
+
 int main(int argc, char **argv) {
-    int batch = 2, seq = 5, dim = 16, heads = 4, mlp_ratio = 4;
-    double drop = 0.0, attn_drop = 0.0, drop_path = 0.0;   // the post's defaults
+    int batch = 2, seq = 5, dim = 16, heads = 4;
+    double mlp_ratio = 4.0, drop = 0.0, attn_drop = 0.0, drop_path = 0.0;   // the post's defaults
     bool qkv_bias = false, train = false;
     SizeFlag sizes[] = {
         {"--batch", &batch, "batch size"},
@@ -727,10 +752,10 @@ int main(int argc, char **argv) {
         {"--dim", &dim, "embedding dimension (the post's C)"},
         {"--heads", &heads, "number of heads (num_heads); must divide --dim"},
     };
-    // A whole number: int(dim * mlp_ratio) is then simply dim * mlp_ratio.
-    // ViT and BERT use 4; no model uses more than 64.
-    IntFlag ints[] = {
-        {"--mlp-ratio", &mlp_ratio, "MLP hidden size = dim * mlp-ratio", 1, 64},
+    // A float, as the post's Block(dim, num_heads, mlp_ratio=4., ...): ViT
+    // and BERT use 4, ViT-g 48/11, EVA 4*2/3; no model uses more than 64.
+    FloatFlag floats[] = {
+        {"--mlp-ratio", &mlp_ratio, "MLP hidden size = int(dim * mlp-ratio)", 0.0, 64.0},
     };
     ProbabilityFlag probabilities[] = {
         {"--drop", &drop, "dropout after attn.proj and in the MLP (proj_drop, drop1, drop2)"},
@@ -747,8 +772,8 @@ int main(int argc, char **argv) {
                    "numpy multi-head",
         .sizes = sizes,
         .n_sizes = 4,
-        .ints = ints,
-        .n_ints = 1,
+        .floats = floats,
+        .n_floats = 1,
         .probabilities = probabilities,
         .n_probabilities = 3,
         .switches = switches,
@@ -756,13 +781,21 @@ int main(int argc, char **argv) {
     };
     parse_lesson_args(&lesson, argc, argv);
     check_divides(&lesson, "--heads", heads, "--dim", dim);
-    int hidden = dim * mlp_ratio;   // at most 65536 * 64 = 2^22: no overflow
+    // int(dim * mlp_ratio) as Python works it out: the product in double,
+    // truncated toward 0. At most 65536 * 64 = 2^22: no overflow.
+    int hidden = (int)((double)dim * mlp_ratio);
+    if (hidden < 1) {
+        usage_error(&lesson, "--mlp-ratio %g makes the MLP's hidden size int(%d * %g) = 0; "
+                    "choose a larger ratio", mlp_ratio, dim, mlp_ratio);
+    }
     // The largest tensor of each kind the run builds.
     check_fits(&lesson, "attn_probs (batch, heads, seq, seq)", shape4(batch, heads, seq, seq));
     check_fits(&lesson, "qkv (batch, seq, 3*dim)", shape3(batch, seq, 3 * dim));
     check_fits(&lesson, "the MLP's hidden layer (batch, seq, dim*mlp-ratio)",
                shape3(batch, seq, hidden));
     check_fits(&lesson, "mlp.fc1.weight (dim*mlp-ratio, dim)", shape2(hidden, dim));
+    check_fits(&lesson, "attn.qkv.weight (3*dim, dim)", shape2(3 * dim, dim));
+    check_budget(&lesson, vit_block_cost(batch, seq, dim, heads, hidden, train));
     lesson_start(&lesson);
 
     Sizes s = {batch, seq, dim, heads, mlp_ratio, hidden, qkv_bias, train, drop, attn_drop,

@@ -622,7 +622,139 @@ static void check_flags(const Lesson *lesson, const Flags *f) {
                    shape2(f->dim, f->encoder_width));
         check_fits(lesson, "encoder_hidden_states (batch, encoder-seq, encoder-width)",
                    shape3(f->batch, f->encoder_seq, f->encoder_width));
+        check_fits(lesson, "the cross-attention's keys and values (batch, encoder-seq, dim)",
+                   shape3(f->batch, f->encoder_seq, f->dim));
     }
+}
+
+// --- the budget: what a run of these sizes holds and does (lesson/budget.h) ----------
+
+// The floats a step makes, its multiply-adds and the elements that go
+// through exp or erf, added up part by part.
+typedef struct {
+    double floats, multiply_adds, exps;
+} Work;
+
+static Work plus(Work a, Work b) {
+    return (Work){a.floats + b.floats, a.multiply_adds + b.multiply_adds, a.exps + b.exps};
+}
+
+static Work times(double n, Work a) {
+    return (Work){n * a.floats, n * a.multiply_adds, n * a.exps};
+}
+
+// BertSelfAttention_forward: T queries against L keys, the keys and values
+// projected from the image (cross), or from the tokens and joined to a cache
+// (past); with the relative position terms (relative). Dropout (train mode)
+// and the head mask are counted whether or not this call has them.
+static Work self_attention_work(const Flags *f, double T, double L, bool cross, bool past,
+                                bool relative) {
+    double B = f->batch, C = f->dim, D = C / f->heads, scores = B * f->heads * T * L;
+    double kv_tokens = cross ? f->encoder_seq : T, width = cross ? f->encoder_width : C;
+    double both = f->position == RELATIVE_KEY_QUERY ? 2 : 1;
+    double per_score = 4 + f->train + (f->head_mask >= 0);   // scores, scaled, masked, probs
+    Work w = {3 * B * T * C + 2 * B * kv_tokens * C + past * 2 * B * L * C + per_score * scores,
+              B * T * C * C + 2 * B * kv_tokens * width * C + 2 * scores * D, scores};
+    if (relative) {   // the distances, the embedding (T, L, D), the einsums and their adds
+        w = plus(w, (Work){T * L * (1 + D) + both * 2 * scores, both * scores * D, 0});
+    }
+    return w;
+}
+
+// BertSelfOutput (and BertOutput after its input): dense, dropout, add, LayerNorm.
+static Work output_work(const Flags *f, double T, double in_features) {
+    double B = f->batch, C = f->dim;
+    return (Work){4 * B * T * C, B * T * in_features * C, 0};
+}
+
+// BertIntermediate then BertOutput.
+static Work feed_forward_work(const Flags *f, double T) {
+    double B = f->batch, F = f->intermediate;
+    return plus((Work){2 * B * T * F, B * T * f->dim * F, B * T * F}, output_work(f, T, F));
+}
+
+// BertLayer_forward; chunked or not, the feed-forward makes at most one
+// output more than unchunked.
+static Work layer_work(const Flags *f, double T, double L, bool past, bool multimodal) {
+    bool relative = f->position != ABSOLUTE;
+    Work w = plus(self_attention_work(f, T, L, false, past, relative),
+                  output_work(f, T, f->dim));
+    if (multimodal) {
+        w = plus(w, plus(self_attention_work(f, T, f->encoder_seq, true, false, false),
+                         output_work(f, T, f->dim)));
+    }
+    return plus(w, plus(feed_forward_work(f, T), (Work){f->batch * T * f->dim, 0, 0}));
+}
+
+// What a run of these flags costs, part by part: part 1 always (the layer,
+// its parameters and inputs, the prefix's call and the layer's); the others
+// when they run (--part N, --all): the mask's check, the head mask's two
+// self-attentions, the cache (one call against two, and with relative
+// positions the post's), the post's cross-attention, the chunks (one output
+// for each chunk size that divides --seq), twelve post-norm and pre-norm
+// layers. Everything a part makes stays until the end, but for what the
+// chunked feed-forward drops.
+static Cost bert_layer_cost(const Flags *f) {
+    double B = f->batch, T = f->seq, C = f->dim, H = f->heads, F = f->intermediate;
+    double P = f->past, M = f->encoder_seq, E = f->encoder_width, L = P + T, D = C / H;
+    bool multimodal = M > 0, relative = f->position != ABSOLUTE;
+    double table = relative * (2.0 * f->max_positions - 1) * D;
+    double parameters = 4 * C * C + 6 * C + table + 2 * F * C + F + 3 * C +
+                        multimodal * (2 * C * C + 2 * E * C + 6 * C + table);
+    Work w = {parameters + B * L * C + B * M * E + 2 * B * L + H, 0, B * L * C + B * M * E};
+    if (P > 0) {
+        w = plus(w, layer_work(f, P, P, false, multimodal));
+    }
+    w = plus(w, layer_work(f, T, L, P > 0, multimodal));
+    w = plus(w, (Work){2 * T * L + T * M, 0, 0});   // what part 1 copies to print
+    bool runs[10];
+    for (int n = 2; n <= 9; n++) {
+        runs[n] = f->all || f->part == n;
+    }
+    if (runs[2]) {
+        w = plus(w, (Work){B * L + 2 * B * H * T * L, 0, B * H * T * L});
+    }
+    if (runs[3]) {
+        w = plus(w, times(2, self_attention_work(f, T, L, false, P > 0, relative)));
+    }
+    if (runs[6] && L >= 2) {
+        double cached = P > 0 ? P : L - (L - 1 < 2 ? L - 1 : 2);
+        Work two_calls = plus(layer_work(f, L - 1, L - 1, false, multimodal),
+                              layer_work(f, 1, L, true, multimodal));
+        w = plus(w, plus(layer_work(f, L, L, false, multimodal),
+                         plus(layer_work(f, cached, cached, false, multimodal),
+                              layer_work(f, L - cached, L, true, multimodal))));
+        w = plus(w, (Work){B * L * C, 0, 0});
+        if (relative) {   // fixed, the post's, and with relative_key none at all
+            w = plus(w, times(f->position == RELATIVE_KEY ? 3 : 2, two_calls));
+        }
+    }
+    if (runs[7] && multimodal && relative) {
+        w = plus(w, plus(self_attention_work(f, T, L, false, P > 0, true),
+                         times(2, self_attention_work(f, T, M, true, false, true))));
+        w = plus(w, times(3, output_work(f, T, C)));
+    }
+    if (runs[8]) {
+        double divisors = 0;
+        for (int c = 1; c <= f->seq; c++) {
+            divisors += f->seq % c == 0;
+        }
+        w = plus(w, plus(times(4, feed_forward_work(f, T)),
+                         (Work){(divisors + 4) * B * T * C, 0, 0}));
+    }
+    if (runs[9]) {
+        Work pre_norm = plus(self_attention_work(f, T, T, false, false, relative),
+                             plus(times(2, output_work(f, T, C)), feed_forward_work(f, T)));
+        w = plus(w, times(DEPTH, plus(layer_work(f, T, T, false, false), pre_norm)));
+    }
+    return (Cost){
+        .bytes = 4 * w.floats,
+        .dumped = 4 * (parameters + B * L * C + B * M * E + B * L + B * H * T * L +
+                       multimodal * B * H * T * M + 2 * B * H * L * D + 2 * B * T * C),
+        .multiply_adds = w.multiply_adds,
+        .exps = w.exps,
+        .elements = w.floats,
+    };
 }
 
 int main(int argc, char **argv) {
@@ -670,6 +802,7 @@ int main(int argc, char **argv) {
     }
     f.seed = lesson.seed;
     check_flags(&lesson, &f);
+    check_budget(&lesson, bert_layer_cost(&f));
     lesson_start(&lesson);
 
     bool part1 = f.all || f.part <= 1;   // the default prints part 1, then the list of parts

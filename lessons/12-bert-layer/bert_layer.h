@@ -168,6 +168,8 @@ Tensor *zero_one_head(int heads, int h);
 
 // --- the run: what part 1 made, for the other parts ------------------------------------------
 
+#define DEPTH 12   // BERT-base's layers: part 9 stacks this many
+
 // The lesson's flags.
 typedef struct {
     int batch, seq, dim, heads, intermediate, max_positions, pad, head_mask, past, encoder_seq,

@@ -29,7 +29,6 @@
 #define MASK_ADDED -10000.0f
 // Lesson 4's way, for part 2's comparison: masked_fill(keep == 0, -1e20).
 #define MASK_FILL -1e20f
-#define DEPTH 12   // BERT-base's layers: part 9 stacks this many
 
 // --- the layer's inputs: the padding mask and the head mask ----------------------------------
 

@@ -813,8 +813,9 @@ static void check_kernels_variable(const Lesson *lesson);
 static void bench(const Lesson *lesson, const Sizes *n, int argc, char **argv);
 
 static bool given(int argc, char **argv, const char *flag) {
+    size_t n = strlen(flag);   // --seq 512, or --seq=512
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], flag) == 0) {
+        if (strncmp(argv[i], flag, n) == 0 && (argv[i][n] == '\0' || argv[i][n] == '=')) {
             return true;
         }
     }
@@ -1661,7 +1662,8 @@ static void refuse_with_bench(const Lesson *lesson, int argc, char **argv) {
                              "--causal", "--train", "--dump", "--dot", "--heatmap"};
     for (int i = 1; i < argc; i++) {
         for (size_t f = 0; f < sizeof ignored / sizeof ignored[0]; f++) {
-            if (strcmp(argv[i], ignored[f]) == 0) {
+            size_t n = strlen(ignored[f]);   // --batch 1, or --batch=1
+            if (strncmp(argv[i], ignored[f], n) == 0 && (argv[i][n] == '\0' || argv[i][n] == '=')) {
                 usage_error(lesson, "--bench times its own sizes (batch 1, 8 heads, head_dim "
                             "64, seq 512 to 8192 or --seq N, causal and not); drop %s",
                             ignored[f]);

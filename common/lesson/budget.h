@@ -1,0 +1,82 @@
+// budget.h - what a run may take, predicted from the flags and checked
+// before it starts.
+//
+// A learner who types a big number gets a result in reasonable time or a
+// clear refusal, never a machine that swaps. Each lesson predicts what a
+// run of its sizes holds and does, and main() checks that against the
+// budget after its other checks and before lesson_start():
+//
+//     check_budget(&lesson, cost(batch, seq, dim));
+//
+// where the lesson's cost() counts, from its sizes, what its code makes:
+//
+//     static Cost cost(double B, double T, double C) {
+//         return (Cost){
+//             .bytes = 4 * (6 * B*T*T + 12 * B*T*C + 3 * C*C),   // every tensor it keeps
+//             .dumped = 4 * (2 * B*T*T + 5 * B*T*C + 3 * C*C),   // the ones --dump writes
+//             .multiply_adds = 2 * (3 * B*T*C*C + 2 * B*T*T*C),  // matmuls, Linear layers
+//             .exps = 2 * B*T*T,                                  // softmax, GELU, randn
+//             .elements = 4 * B*T*T + 8 * B*T*C,                  // everything else written
+//         };
+//     }
+//
+// (doubles: a product of sizes may pass what an int or a long holds; the
+// budget only needs it roughly). A run over the budget ends there, exit 2,
+// with one line that names the flags that made it big, the budget, and how
+// to raise it:
+//
+//     lesson-4: --seq 8192 would hold about 6.6 GiB at once, more than the
+//     512 MiB allowed; choose smaller sizes, or allow it with ATTN_MAX_MIB=6800
+//
+// THE BUDGET: at most ATTN_MAX_MIB MiB held at once (default 512) and
+// about ATTN_MAX_SECONDS seconds of work (default 60), both environment
+// variables a learner may raise (decimals allowed). The seconds are an
+// estimate: each multiply-add, exp and other element counted costs the time
+// below. Those are the slower end of what the lessons' loops took on one core
+// of an AMD EPYC (Zen 4, family 25 model 17; CPU time with gcc -O2, other
+// jobs running beside them): a multiply-add that walks down a column of a
+// matrix too big for the cache takes 2 ns, most take under 1; softmax's and
+// GELU's exact exp and erf 20 to 30 ns; a copy, a mask or a sum 3 to 5. So
+// most runs finish in a half to a third of the estimate, and a sanitizer
+// build (make sanitize) takes 3 to 5 times longer. `lscpu` names your CPU.
+//
+// A bench that times fixed sizes of its own checks what its flags can
+// change (a block size, say) the same way, and refuses what it could not
+// finish.
+//
+// TESTS: every run compares what it held with the prediction when it
+// finishes (the arena's peak plus what --dump kept): more than predicted
+// prints a warning on stderr, which the tests see. ATTN_COST=show prints the
+// prediction and what was held; ATTN_COST=check prints the prediction and
+// stops before any work (exit 0), or refuses as a run would.
+#ifndef BUDGET_H
+#define BUDGET_H
+
+#include "lesson/flags.h"
+
+typedef struct {
+    double bytes;           // the most the lesson's tensors take at once (the arena's peak)
+    double dumped;          // the bytes of the tensors --dump writes (it keeps them until
+                            // the end); counted only with --dump
+    double multiply_adds;   // one per term of every dot product: matmul, Linear, einsum loops
+    double exps;            // elements that go through exp, erf or log: softmax, GELU,
+                            // randn, dropout's draws
+    double elements;        // every other element written: copies, masks, scales, sums
+} Cost;
+
+// What one of each takes, in nanoseconds (measured as above).
+#define NS_PER_MULTIPLY_ADD 2.5
+#define NS_PER_EXP 40.0
+#define NS_PER_ELEMENT 8.0
+
+#define DEFAULT_MAX_MIB 512
+#define DEFAULT_MAX_SECONDS 60
+
+// Refuse the run (exit 2, one line) if `cost` passes the budget.
+void check_budget(const Lesson *lesson, Cost cost);
+
+// For lesson_finish: when a prediction was made, compare what the run held
+// with it (a warning if more) and, with ATTN_COST=show, print both.
+void report_cost(const Lesson *lesson);
+
+#endif
