@@ -195,6 +195,26 @@ START_TEST(test_threads_give_the_same_bits) {
 }
 END_TEST
 
+// Every recorded case, from PyTorch's inputs: 2 threads (this machine's
+// cores) and 7 (more than the query blocks of most cases) give the bits of
+// one.
+START_TEST(test_threads_on_every_recorded_case) {
+    const RecordedCase *c = recorded_case(REF_DIR, _i);
+    Sizes n = sizes_of(c);
+    Inputs in = {load_npy(path_join("%s/query.npy", c->reference)),
+                 load_npy(path_join("%s/key.npy", c->reference)),
+                 load_npy(path_join("%s/value.npy", c->reference))};
+    Tensor *lse_one, *lse_many;
+    const Tensor *one = tiled(&lse_one, NULL, &n, NULL, 1, &in);
+    for (int threads = 2; threads <= 7; threads += 5) {
+        const Tensor *many = tiled(&lse_many, NULL, &n, NULL, threads, &in);
+        const char *what = path_join("%s, %d threads", c->reference, threads);
+        assert_bitwise_equal(many, one, what);
+        assert_bitwise_equal(lse_many, lse_one, what);
+    }
+}
+END_TEST
+
 // --- invariants -------------------------------------------------------------------------
 
 // Tiled equals naive within 1e-5 for every pair of block sizes of a grid:
@@ -648,6 +668,19 @@ START_TEST(test_bench_refuses_what_it_cannot_finish) {
     assert_one_line_refusal(run, "lesson-13: ", "--bench --block-q 1 --block-k 1");
     ck_assert_msg(strstr(run.err, "--block-q 1 --block-k 1") != NULL &&
                   strstr(run.err, "budget") != NULL, "%s", run.err);
+    // And what it would hold, against the budget (lesson/budget.h): its
+    // naive runs take a few heads at a time, so it needs about 214 MiB.
+    setenv("ATTN_MAX_MIB", "100", 1);
+    run = run_program(lesson_binary(LESSON_DIR), (const char *const[]){"--bench", NULL});
+    unsetenv("ATTN_MAX_MIB");
+    assert_one_line_refusal(run, "lesson-13: ", "ATTN_MAX_MIB=100 --bench");
+    ck_assert_msg(strstr(run.err, "more than the 100 MiB allowed") != NULL &&
+                  strstr(run.err, "ATTN_MAX_MIB=220") != NULL, "%s", run.err);
+    // --flag=value is --flag value here too.
+    run = run_program(lesson_binary(LESSON_DIR),
+                      (const char *const[]){"--bench", "--block-q=1", "--block-k=1", NULL});
+    assert_one_line_refusal(run, "lesson-13: ", "--bench --block-q=1 --block-k=1");
+    ck_assert_msg(strstr(run.err, "--block-q 1 --block-k 1") != NULL, "%s", run.err);
 }
 END_TEST
 
@@ -686,6 +719,8 @@ Suite *lesson13_suite(void) {
     suite_add_tcase(suite, pytorch);
     TCase *invariants = new_tcase("invariants");
     tcase_add_test(invariants, test_threads_give_the_same_bits);
+    tcase_add_loop_test(invariants, test_threads_on_every_recorded_case, 0,
+                        recorded_case_count(REF_DIR));
     tcase_add_loop_test(invariants, test_tiled_equals_naive_over_block_grid, 0, 2);
     tcase_add_test(invariants, test_equal_scores_give_mean_of_values);
     tcase_add_test(invariants, test_lse_is_the_logsumexp_of_the_scores);

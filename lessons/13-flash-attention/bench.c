@@ -43,6 +43,18 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static double mib(double bytes) {
+    return bytes / (1024.0 * 1024.0);
+}
+
+// The FLOPs of attention as --bench counts them, 4*B*H*N*N*D: the two
+// products, 2 FLOPs a multiply-add; causal, only the scores on or below the
+// diagonal, 2*B*H*N*(N+1)*D.
+static double attention_flops(int batch, int heads, int seq, int head_dim, bool causal) {
+    double BHD = (double)batch * heads * head_dim;
+    return causal ? 2.0 * BHD * seq * (seq + 1.0) : 4.0 * BHD * seq * seq;
+}
+
 static bool naive_runs_at(int seq) {   // its scores (1, 8, N, N) within the helper's limit
     return (double)BENCH_HEADS * seq * seq <= (double)MAX_ELEMENTS;
 }
@@ -157,13 +169,33 @@ static double time_tiled(Tensor *out, const BenchRun *run, const Tensor *const i
     return ms;
 }
 
+// The heads the naive path takes at once at this seq: all of them, or half
+// as many until what it makes fits NAIVE_MAX_MIB (at seq 2048, causal, the
+// eight heads' scores, scaled, masked scores and weights would take 560 MiB,
+// more than a lesson may hold: lesson/budget.h).
+static int naive_heads_at_once(int seq, bool causal) {
+    int heads = BENCH_HEADS;
+    while (heads > 1 && naive_bytes(1, heads, seq, causal) > NAIVE_MAX_MIB * 1024.0 * 1024.0) {
+        heads /= 2;
+    }
+    return heads;
+}
+
+// The naive path, a group of heads at a time; *extra is what one group made.
 static double time_naive(Tensor *out, bool causal, const Tensor *const in[3], size_t *extra) {
-    size_t mark = arena_mark();
-    double start = now_seconds();
-    const Tensor *result = contiguous(naive_run(extra, causal, in[0], in[1], in[2]));
-    double ms = ms_since(start);
-    memcpy(out->data, result->data, (size_t)numel(out) * sizeof(float));
-    arena_release(mark);
+    int N = size(in[0], 2), group = naive_heads_at_once(N, causal);
+    size_t head = (size_t)N * BENCH_HEAD_DIM;   // floats of one (N, D) head
+    double ms = 0.0;
+    for (int h = 0; h < BENCH_HEADS; h += group) {
+        size_t mark = arena_mark();
+        double start = now_seconds();
+        const Tensor *result = contiguous(naive_run(extra, causal, narrow(in[0], 1, h, group),
+                                                    narrow(in[1], 1, h, group),
+                                                    narrow(in[2], 1, h, group)));
+        ms += ms_since(start);
+        memcpy(out->data + h * head, result->data, group * head * sizeof(float));
+        arena_release(mark);
+    }
     return ms;
 }
 
@@ -303,9 +335,11 @@ static void print_remarks(const BenchCase *cases, const BenchRun *settings) {
     printf("what the numbers say (this machine, this run):\n");
     printf("- naive: %.1f GFLOP/s at seq 2048, %.1fx slower than tiled. The helper's loops do "
            "one\n  multiply-add at a time, and the (B, H, N, N) scores (%.0f MiB at 2048) go "
-           "through\n  memory several times: its extra memory grows 4x each time seq doubles.\n",
+           "through\n  memory several times: its extra memory grows 4x each time seq doubles "
+           "(at 2048 it\n  takes %d heads at a time, %d with the mask, to stay within %d MiB).\n",
            case_gflops(plain, plain->naive.best), plain->naive.best / plain->tiled.best,
-           mib(BENCH_HEADS * 2048.0 * 2048.0 * sizeof(float)));
+           mib(BENCH_HEADS * 2048.0 * 2048.0 * sizeof(float)), naive_heads_at_once(2048, false),
+           naive_heads_at_once(2048, true), NAIVE_MAX_MIB);
     printf("- tiled: %.0f%% of the core's peak at seq 2048 without the mask. What is not FMAs "
            "keeps\n  it below: the exp2 and the sum of every score, copying each query block, "
            "storing\n  the scores and loading them back. Its extra memory stays %.2f MiB at "
@@ -433,17 +467,6 @@ const Kernels *check_kernels(const Lesson *lesson, const char *name) {
     return kernels;
 }
 
-// Whether argv has `flag`, alone or as --flag=value.
-static bool given(int argc, char **argv, const char *flag) {
-    size_t n = strlen(flag);
-    for (int i = 1; i < argc; i++) {
-        if (strncmp(argv[i], flag, n) == 0 && (argv[i][n] == '\0' || argv[i][n] == '=')) {
-            return true;
-        }
-    }
-    return false;
-}
-
 // The processor time of one run of the tiled path at PROBE_SEQ (or of the
 // naive one, when `naive`), in seconds, per thread: on a busy machine the
 // clock on the wall runs on while other jobs have the core, this one does
@@ -467,38 +490,61 @@ static double probe_seconds(const BenchRun *run, bool naive) {
 }
 
 // The flags that make a run of --bench slow, as text: " --block-q 1 --block-k 1".
-static const char *slow_flags(const BenchRun *settings, int argc, char **argv) {
+static const char *slow_flags(const Lesson *lesson, const BenchRun *settings) {
     static char with[160];
     with[0] = '\0';
     int values[3] = {settings->block_q, settings->block_k, settings->threads};
     static const char *const tuning[] = {"--block-q", "--block-k", "--threads"};
     for (int f = 0; f < 3; f++) {
-        if (given(argc, argv, tuning[f])) {
+        if (flag_given(lesson, tuning[f])) {
             snprintf(with + strlen(with), sizeof with - strlen(with), " %s %d", tuning[f],
                      values[f]);
         }
     }
-    if (given(argc, argv, "--kernels") || with[0] == '\0') {
+    if (flag_given(lesson, "--kernels") || with[0] == '\0') {
         snprintf(with + strlen(with), sizeof with - strlen(with), " the %s kernels",
                  settings->kernels->name);
     }
     return with;
 }
 
-void check_bench(const Lesson *lesson, BenchRun *settings, int argc, char **argv) {
+// What --bench holds at once (lesson/budget.h): at each seq its inputs, out
+// and out_naive, and one run of a path (the tiled path's out and scratch,
+// or what the naive path makes for the heads it takes at once). Its time is
+// not counted from sizes (its kernels run many times faster than the
+// budget's plain loops): check_bench estimates it from runs it times.
+static Cost bench_cost(const BenchRun *settings) {
+    double most = 0.0, D = BENCH_HEAD_DIM, H = BENCH_HEADS;
+    for (int i = 0; i < N_BENCH_SEQS; i++) {
+        double N = BENCH_SEQS[i], head = N * D * sizeof(float);   // one (N, D) head
+        double Bq = fmin(settings->block_q, N), Bk = fmin(settings->block_k, N);
+        double width = ceil(Bq / KERNEL_COLUMNS) * KERNEL_COLUMNS;
+        double tiled = H * head + settings->threads * ((D + Bk + 4) * width + 16) * 4;
+        double naive = 0.0;
+        for (int causal = 0; causal < 2 && naive_runs_at(BENCH_SEQS[i]); causal++) {
+            int heads = naive_heads_at_once(BENCH_SEQS[i], causal);
+            naive = fmax(naive, naive_bytes(1, heads, N, causal) + heads * head);
+        }
+        most = fmax(most, 5 * H * head + fmax(tiled, naive));
+    }
+    return (Cost){.bytes = most};
+}
+
+void check_bench(const Lesson *lesson, BenchRun *settings) {
     static const char *const ignored[] = {"--batch", "--seq", "--heads", "--kv-heads",
                                           "--head-dim", "--causal", "--dump", "--dot",
                                           "--heatmap"};
     for (size_t f = 0; f < sizeof ignored / sizeof ignored[0]; f++) {
-        if (given(argc, argv, ignored[f])) {
+        if (flag_given(lesson, ignored[f])) {
             usage_error(lesson, "--bench times its own sizes (batch 1, 8 heads, head_dim 64, "
                         "seq 512 to 8192, causal and not); drop %s", ignored[f]);
         }
     }
     // Its own block sizes unless given: the ones that ran fastest on the
     // machine docs/13-flash-attention.md was measured on.
-    settings->block_q = given(argc, argv, "--block-q") ? settings->block_q : BENCH_BLOCK_Q;
-    settings->block_k = given(argc, argv, "--block-k") ? settings->block_k : BENCH_BLOCK_K;
+    settings->block_q = flag_given(lesson, "--block-q") ? settings->block_q : BENCH_BLOCK_Q;
+    settings->block_k = flag_given(lesson, "--block-k") ? settings->block_k : BENCH_BLOCK_K;
+    check_budget(lesson, bench_cost(settings));
     // The time of every run it will make, scaled from single runs at
     // PROBE_SEQ by the work, N * N pairs (a little over half of them
     // causal): the tiled runs first, then the naive ones, then the kernel
@@ -528,7 +574,7 @@ void check_bench(const Lesson *lesson, BenchRun *settings, int argc, char **argv
     }
     if (seconds > BUDGET_SECONDS) {
         usage_error(lesson, "--bench with%s would take %s%.0f s (estimated from runs at seq "
-                    "%d), over its budget of %d s", slow_flags(settings, argc, argv),
+                    "%d), over its budget of %d s", slow_flags(lesson, settings),
                     seconds > 2 * BUDGET_SECONDS ? "more than " : "about ",
                     seconds > 2 * BUDGET_SECONDS ? 2.0 * BUDGET_SECONDS : seconds, PROBE_SEQ,
                     BUDGET_SECONDS);

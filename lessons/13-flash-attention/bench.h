@@ -23,9 +23,11 @@ const Tensor *tiled_run(size_t *extra, const BenchRun *run, const Tensor *query,
                         const Tensor *key, const Tensor *value);
 const Tensor *naive_run(size_t *extra, bool causal, const Tensor *query, const Tensor *key,
                         const Tensor *value);
-// 4*B*H*N*N*D, causal 2*B*H*N*(N+1)*D: the FLOPs --bench counts.
-double attention_flops(int batch, int heads, int seq, int head_dim, bool causal);
-double mib(double bytes);
+// The naive path's extra memory: (B, H, N, N) scores, scaled scores,
+// (causal) masked scores and weights, and (causal) three (N, N) masks. It
+// runs only when that is at most NAIVE_MAX_MIB.
+#define NAIVE_MAX_MIB 256
+double naive_bytes(double B, double H, double N, bool causal);
 
 // In bench.c.
 // --kernels NAME as a table ("auto": what ATTN_KERNELS names, else the
@@ -33,9 +35,9 @@ double mib(double bytes);
 const Kernels *check_kernels(const Lesson *lesson, const char *name);
 // --bench times its own sizes: the shape flags are refused, and so are
 // block sizes, kernels or threads with which it could not finish within
-// its budget (estimated from a short run). Sets its own block sizes where
-// --block-q and --block-k are not given.
-void check_bench(const Lesson *lesson, BenchRun *settings, int argc, char **argv);
+// its budget (memory: lesson/budget.h; time: estimated from a short run).
+// Sets its own block sizes where --block-q and --block-k are not given.
+void check_bench(const Lesson *lesson, BenchRun *settings);
 void bench(const BenchRun *settings);
 
 #endif

@@ -99,6 +99,12 @@
 #define ROWS_SHOWN 8        // of a longer walk through key blocks: the first 8 and the last 8
 #define LOG2_E 1.4426950408889634   // log2(e) = 1 / ln 2
 #define LN_2 0.6931471805599453
+#define MIB (1024.0 * 1024.0)
+// How much faster the vector kernels are than the scalar twins, for the
+// budget: --seq 4096 took 0.65 s with them and 52 s without on one core of
+// an AMD EPYC (Zen 4, family 25 model 17), 80x; counted as 32x (`lscpu`
+// names your CPU).
+#define VECTOR_SPEEDUP 32.0
 
 // --- the module: attention, tiled ------------------------------------------------------
 
@@ -458,31 +464,19 @@ static const Tensor *naive_attention(NaiveSteps *steps, const Tensor *query, con
     return view(out, shape4(B, H, N, D));                                     // (B, H, N, D)
 }
 
-// The naive path runs when its scores fit the helper's limit on one tensor.
-static bool naive_fits(int batch, int heads, int seq) {
-    return (double)batch * heads * seq * seq <= (double)MAX_ELEMENTS;
+// The bytes the naive path allocates besides out: the scores, the scaled
+// scores, (causal) the masked scores and the weights, (B, H, N, N) each,
+// and (causal) three (N, N) masks.
+double naive_bytes(double B, double H, double N, bool causal) {
+    return ((causal ? 4 : 3) * B * H * N * N + (causal ? 3 : 0) * N * N) * sizeof(float);
 }
 
-// One run of each path, for --bench (bench.h): its output, and in *extra
-// the memory it allocated besides.
-const Tensor *tiled_run(size_t *extra, const BenchRun *run, const Tensor *query,
-                        const Tensor *key, const Tensor *value) {
-    FlashAttention flash = FlashAttention_init(size(query, 1), size(key, 1), run->causal,
-                                               run->block_q, run->block_k);
-    flash.kernels = run->kernels;
-    flash.threads = run->threads;
-    FlashAttentionSteps steps;
-    const Tensor *out = FlashAttention_forward(NULL, &steps, &flash, query, key, value);
-    *extra = steps.scratch_bytes;
-    return out;
-}
-
-const Tensor *naive_run(size_t *extra, bool causal, const Tensor *query, const Tensor *key,
-                        const Tensor *value) {
-    NaiveSteps steps;
-    const Tensor *out = naive_attention(&steps, query, key, value, causal);
-    *extra = steps.extra_bytes;
-    return out;
+// The naive path runs when its scores fit the helper's limit on one tensor
+// and all it makes fits NAIVE_MAX_MIB (half the budget a run may hold:
+// lesson/budget.h); beyond, the tiled path runs alone.
+static bool naive_fits(int batch, int heads, int seq, bool causal) {
+    return (double)batch * heads * seq * seq <= (double)MAX_ELEMENTS &&
+           naive_bytes(batch, heads, seq, causal) <= NAIVE_MAX_MIB * MIB;
 }
 
 // --- part 1: the draws, as the PyTorch script prints them ---------------------------------
@@ -637,9 +631,10 @@ static void show_against_naive(const Tensor *out, const Tensor *out_naive, const
     int R = n->heads / n->kv_heads;
     printf("\n-- part 4: the tiled kernel against the naive path (--kv-heads, --threads) --\n");
     if (out_naive == NULL) {
-        printf("the naive path is skipped: its scores (%d, %d, %d, %d) would pass the helper's "
-               "limit\n  of %ld floats a tensor (the tiled path needs no such tensor)\n",
-               n->batch, n->heads, n->seq, n->seq, (long)MAX_ELEMENTS);
+        printf("the naive path is skipped: its (%d, %d, %d, %d) tensors would take %.0f MiB, "
+               "more\n  than the %d MiB it may hold (the tiled path needs no such tensor)\n",
+               n->batch, n->heads, n->seq, n->seq,
+               naive_bytes(n->batch, n->heads, n->seq, n->causal) / MIB, NAIVE_MAX_MIB);
         return;
     }
     printf("out_naive = torch.softmax(query @ key.transpose(-2, -1) / math.sqrt(%d), dim=-1) "
@@ -655,21 +650,9 @@ static void show_against_naive(const Tensor *out, const Tensor *out_naive, const
 
 // --- part 5: what the two paths cost ----------------------------------------------------
 
-double mib(double bytes) {
-    return bytes / (1024.0 * 1024.0);
-}
-
-// The FLOPs of attention as --bench counts them: the two products, 2 FLOPs
-// a multiply-add; causal, only the scores on or below the diagonal.
-double attention_flops(int batch, int heads, int seq, int head_dim, bool causal) {
-    double BHD = (double)batch * heads * head_dim;
-    return causal ? 2.0 * BHD * seq * (seq + 1.0) : 4.0 * BHD * seq * seq;
-}
-
 static void show_cost(const FlashAttentionSteps *tiled, const Sizes *n, bool naive_ran) {
     double B = n->batch, H = n->heads, KV = n->kv_heads, N = n->seq, D = n->head_dim;
     int passes = n->causal ? 8 : 6;   // the naive path's: see naive_attention
-    double naive_bytes = ((n->causal ? 4 : 3) * B * H * N * N + (n->causal ? 3 : 0) * N * N) * 4;
     printf("\n-- part 5: what the two paths cost at these sizes (--seq, --block-q, --block-k) "
            "--\n");
     printf("FLOPs (a multiply-add is 2): the naive path 4*B*H*N*N*D = %.0f,\n",
@@ -678,10 +661,10 @@ static void show_cost(const FlashAttentionSteps *tiled, const Sizes *n, bool nai
            n->causal ? "2*B*H*N*(N+1)*D: no tile above the diagonal, triangles on it"
                      : "the same work, in another order");
     printf("extra memory, besides out and lse (what each path allocates):\n");
-    printf("  naive: %10.2f KiB%s: the scores, the scaled scores%s and the weights,\n"
-           "         (B, H, N, N) each%s\n", naive_bytes / 1024.0,
-           naive_ran ? "" : " (had it run)", n->causal ? ", the masked scores" : "",
-           n->causal ? ", and 3 (N, N) masks" : "");
+    printf("  naive: %10.2f KiB: the scores, the scaled scores%s and the weights,\n"
+           "         (B, H, N, N) each%s%s\n", naive_bytes(B, H, N, n->causal) / 1024.0,
+           n->causal ? ", the masked scores" : "", n->causal ? ", and 3 (N, N) masks" : "",
+           naive_ran ? "" : " (had it run)");
     printf("  tiled: %10.2f KiB: a (D, Bq) query block, a (Bk, Bq) score block and 4 vectors\n"
            "         of Bq, Bq rounded up to a multiple of 16%s: it does not grow with N\n",
            tiled->scratch_bytes / 1024.0, n->threads > 1 ? ", for each thread" : "");
@@ -711,6 +694,39 @@ static void show_heatmap(const NaiveSteps *naive, int seq) {
     printf("the naive path's weights of head 0, queries and keys 0..%d (the tiled kernel "
            "never stores them):\n", shown - 1);
     print_heatmap("attention_weight", w);
+}
+
+// --- the budget: what a run of these sizes holds and does (lesson/budget.h) -------------
+
+// Counted from the code above: query, key, value, out, lse, a Tiling a
+// worker, and what the naive path makes when it runs (part 2's few numbers
+// left out). The tiled path does 2*D multiply-adds and an exp2 for each
+// (query, key) pair a query sees: the scalar twins at about 1.5x a plain
+// multiply-add's time, the vector kernels VECTOR_SPEEDUP times faster.
+static Cost flash_cost(const Sizes *n, const Kernels *kernels) {
+    double B = n->batch, H = n->heads, KV = n->kv_heads, N = n->seq, D = n->head_dim;
+    double query = B * H * N * D, key = B * KV * N * D, lse = B * H * N;
+    double pairs = n->causal ? B * H * N * (N + 1) / 2 : B * H * N * N;
+    double Bq = fmin(n->block_q, N), Bk = fmin(n->block_k, N);
+    double width = ceil(Bq / KERNEL_COLUMNS) * KERNEL_COLUMNS;
+    double workers = fmin(n->threads, B * H * ceil(N / Bq));
+    double speed = kernels->lanes > 1 ? VECTOR_SPEEDUP : 1.0;
+    Cost cost = {
+        .bytes = 4 * (2 * query + 2 * key + lse + workers * ((D + Bk + 4) * width + 16)),
+        .dumped = 4 * (2 * query + 2 * key + lse),
+        .multiply_adds = 1.5 * 2 * D * pairs / speed,
+        .exps = query + 2 * key + pairs / speed,   // randn, then the scores' exp2
+        .elements = 2 * query + lse,               // out's zeros, the scaled query blocks, lse
+    };
+    if (naive_fits(n->batch, n->heads, n->seq, n->causal)) {
+        double scores = B * H * N * N;
+        cost.bytes += naive_bytes(B, H, N, n->causal) + 4 * query;
+        cost.dumped += 4 * query;
+        cost.multiply_adds += 2 * D * scores;
+        cost.exps += scores;
+        cost.elements += (n->causal ? 5 : 3) * scores;
+    }
+    return cost;
 }
 
 // --- the lesson -------------------------------------------------------------------------
@@ -744,21 +760,18 @@ int main(int argc, char **argv) {
     check_divides(&lesson, "--kv-heads", n.kv_heads, "--heads", n.heads);
     check_fits(&lesson, "query (batch, heads, seq, head_dim)",
                shape4(n.batch, n.heads, n.seq, n.head_dim));
-    BenchRun settings = {false, n.block_q, n.block_k, n.threads, kernels};
-    if (run_bench) {
-        check_bench(&lesson, &settings, argc, argv);   // its own sizes; refuses what cannot end
-    }
-    lesson_start(&lesson);
-    if (run_bench) {
-        bench(&settings);   // --bench refuses --dot and --dump: nothing traces it
+    if (run_bench) {   // its own sizes, budget and time limit (bench.c); no --dot, no --dump
+        BenchRun settings = {false, n.block_q, n.block_k, n.threads, kernels};
+        check_bench(&lesson, &settings);
+        lesson_start(&lesson);
+        bench(&settings);
         return lesson_finish(&lesson);
     }
-
+    check_budget(&lesson, flash_cost(&n, kernels));
+    lesson_start(&lesson);
     Draws in = draw_inputs(&n);                                               // part 1
-    FlashAttention flash =
-        FlashAttention_init(n.heads, n.kv_heads, n.causal, n.block_q, n.block_k);
-    flash.kernels = kernels;
-    flash.threads = n.threads;
+    FlashAttention flash = {n.heads, n.kv_heads, n.causal, n.block_q, n.block_k, kernels,
+                            n.threads};
     FlashAttentionSteps tiled;
     Tensor *lse;
     const Tensor *out =
@@ -766,7 +779,7 @@ int main(int argc, char **argv) {
     named("lse", lse);                                                        // (B, H, N)
     NaiveSteps naive = {NULL, 0, 0};
     const Tensor *out_naive = NULL;
-    if (naive_fits(n.batch, n.heads, n.seq)) {
+    if (naive_fits(n.batch, n.heads, n.seq, n.causal)) {
         out_naive = named("out_naive", naive_attention(&naive, in.query, in.key, in.value,
                                                        n.causal));            // (B, H, N, D)
     }
@@ -781,4 +794,28 @@ int main(int argc, char **argv) {
     show_cost(&tiled, &n, out_naive != NULL);                                 // part 5
     trace_pause(was_paused);
     return lesson_finish(&lesson);
+}
+
+// === appendix A: what --bench (bench.c) calls =====================================
+
+// One run of each path, for --bench (bench.h): its output, and in *extra
+// the memory it allocated besides.
+const Tensor *tiled_run(size_t *extra, const BenchRun *run, const Tensor *query,
+                        const Tensor *key, const Tensor *value) {
+    FlashAttention flash = FlashAttention_init(size(query, 1), size(key, 1), run->causal,
+                                               run->block_q, run->block_k);
+    flash.kernels = run->kernels;
+    flash.threads = run->threads;
+    FlashAttentionSteps steps;
+    const Tensor *out = FlashAttention_forward(NULL, &steps, &flash, query, key, value);
+    *extra = steps.scratch_bytes;
+    return out;
+}
+
+const Tensor *naive_run(size_t *extra, bool causal, const Tensor *query, const Tensor *key,
+                        const Tensor *value) {
+    NaiveSteps steps;
+    const Tensor *out = naive_attention(&steps, query, key, value, causal);
+    *extra = steps.extra_bytes;
+    return out;
 }
