@@ -70,7 +70,7 @@ def main():
     parser.add_argument("--onnx-python", default="python3")
     args = parser.parse_args()
     threads = [int(t) for t in args.threads.split(",")]
-    best, notes = {}, {}
+    best, notes, peak_share = {}, {}, []
 
     def keep(peer, line, ms_text):
         m = CASE.search(line)
@@ -83,6 +83,9 @@ def main():
         text = run(pinned(most) + [LESSON, "--bench", "--threads", str(most)])
         notes["lesson"] = [line for line in text.splitlines()
                            if line.startswith(("CPU:", "FMA peak", "  avx", "  scalar"))]
+        share = re.search(r"- tiled: (\d+)% of the core's peak", text)
+        if share:                                   # seq 2048, not causal, one thread
+            peak_share.append(int(share.group(1)))
         for line in text.splitlines():
             m = re.match(r"\s+(\d+)\s+([01])\s+([\d.]+)\s+\d+%\s+([\d.]+)\s+\d+%\s+[\d.]+x$", line)
             if m:                                   # the one-thread against T-threads table
@@ -124,6 +127,9 @@ def main():
         print(note)
     peers = sorted({p for p, *_ in best if p != "lesson 13"},
                    key=lambda p: (not p.endswith("SDPA"), not p.startswith("ONNX"), p))
+    if peak_share:
+        print(f"lesson 13 at seq 2048, not causal, one thread: {max(peak_share)}% of the FMA peak "
+              f"measured in the same rounds (rounds: {', '.join(f'{p}%' for p in peak_share)})")
     print(f"best of {args.rounds} interleaved rounds, ms; in brackets: the peer's time over the "
           "lesson's (above 1: the lesson is faster)")
     for t in threads:
@@ -139,6 +145,32 @@ def main():
                              f"{ms:.1f} ({ms / mine:.2f}x)" if mine else f"{ms:.1f}")
             print(f"| {n} | {causal} | {'-' if mine is None else f'{mine:.1f}'} | "
                   + " | ".join(cells) + " |")
+
+    # Issue 19's goal, as ratios of this run's figures.
+    def ratio(n, causal, t):   # the fastest peer's time over the lesson's, on t threads
+        mine = best.get(("lesson 13", n, causal, t))
+        theirs = [best[(p, n, causal, t)] for p in peers if (p, n, causal, t) in best]
+        return min(theirs) / mine if mine and theirs else None
+
+    def said(value, goal, text):
+        mark = "-" if value is None else "met" if value >= goal else "MISSED"
+        shown = "-" if value is None else f"{value:.2f}"
+        print(f"- {text}: {shown} (goal {goal:g}): {mark}")
+
+    print("\nthe goal (B=1, 8 heads of 64):")
+    said(ratio(2048, 0, 1), 1.15, "seq 2048, one thread, not causal: fastest peer / lesson")
+    said(ratio(2048, 1, 1), 1.5, "seq 2048, one thread, causal: fastest peer / lesson")
+    cases = [r for (n, c) in sorted({(n, c) for (_, n, c, t) in best if t == 1})
+             for r in [ratio(n, c, 1)] if r is not None]
+    said(min(cases) if cases else None, 1.0, "every seq, one thread: the closest peer / lesson")
+    if 2 in threads:
+        one, two = best.get(("lesson 13", 2048, 0, 1)), best.get(("lesson 13", 2048, 0, 2))
+        said(one / two if one and two else None, 1.8, "seq 2048: two threads over one")
+        pairs = [r for (n, c) in sorted({(n, c) for (_, n, c, t) in best if t == 2})
+                 for r in [ratio(n, c, 2)] if r is not None]
+        said(min(pairs) if pairs else None, 1.0, "two threads: the closest peer / lesson")
+    if peak_share:
+        said(max(peak_share) / 100, 0.85, "seq 2048, one thread: share of the FMA peak")
 
 
 if __name__ == "__main__":

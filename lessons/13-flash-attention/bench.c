@@ -248,7 +248,13 @@ static void measure_seq(BenchCase cases[2], int seq, const BenchRun *settings) {
     arena_release(mark);
 }
 
-static void print_row(const BenchCase *c) {
+// The cores N threads run on: N, or as many as the machine has.
+static int cores_used(int threads) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores > 0 && cores < threads ? (int)cores : threads;
+}
+
+static void print_row(const BenchCase *c, int threads) {
     char naive[32] = "        -      -";
     if (c->naive.runs > 0) {
         snprintf(naive, sizeof naive, "%9.1f %5.0f%%", c->naive.best, 100 * spread(&c->naive));
@@ -261,7 +267,7 @@ static void print_row(const BenchCase *c) {
     } else {
         printf(" %7s", "-");
     }
-    printf(" %8.1f %8.1f%%", gflops, 100 * gflops / c->peak);
+    printf(" %8.1f %8.1f%%", gflops, 100 * gflops / (c->peak * cores_used(threads)));
     if (c->naive.runs > 0) {
         printf(" %9.1f", mib((double)c->naive_extra));
     } else {
@@ -310,12 +316,12 @@ static void compare_kernels(const BenchRun *settings) {
 // "1.93x, as expected (about 2x)" or why it cannot be read.
 static void print_ratio(double measured, double expected, double noise) {
     if (noise > 2 * NOISY) {
-        printf("%.2fx; the rounds varied by up to %.0f%%, too much to compare it with the "
+        printf("%.2fx; the rounds varied by up to %.0f%%,\n  too much to compare it with the "
                "expected %.1fx", measured, 100 * noise, expected);
     } else if (fabs(measured / expected - 1) <= (noise > NOISY ? noise : NOISY)) {
         printf("%.2fx, as expected (about %.1fx)", measured, expected);
     } else {
-        printf("%.2fx, not the expected %.1fx (the rounds varied by up to %.0f%%, less than "
+        printf("%.2fx, not the expected %.1fx\n  (the rounds varied by up to %.0f%%, less than "
                "that)", measured, expected, 100 * noise);
     }
 }
@@ -333,30 +339,31 @@ static void print_remarks(const BenchCase *cases, const BenchRun *settings) {
         }
     }
     printf("what the numbers say (this machine, this run):\n");
-    printf("- naive: %.1f GFLOP/s at seq 2048, %.1fx slower than tiled. The helper's loops do "
-           "one\n  multiply-add at a time, and the (B, H, N, N) scores (%.0f MiB at 2048) go "
-           "through\n  memory several times: its extra memory grows 4x each time seq doubles "
-           "(at 2048 it\n  takes %d heads at a time, %d with the mask, to stay within %d MiB).\n",
-           case_gflops(plain, plain->naive.best), plain->naive.best / plain->tiled.best,
+    const Times *one_thread = settings->threads > 1 ? &plain->tiled_one : &plain->tiled;
+    printf("- naive: %.1f GFLOP/s at seq 2048, %.1fx slower than tiled on one thread. The "
+           "helper's\n  loops do "
+           "one multiply-add at a time, and the (B, H, N, N) scores (%.0f MiB at 2048)\n  go "
+           "through memory several times: its extra memory grows 4x each time seq doubles\n  "
+           "(at 2048 it takes %d heads at a time, %d with the mask, to stay within %d MiB).\n",
+           case_gflops(plain, plain->naive.best), plain->naive.best / one_thread->best,
            mib(BENCH_HEADS * 2048.0 * 2048.0 * sizeof(float)), naive_heads_at_once(2048, false),
            naive_heads_at_once(2048, true), NAIVE_MAX_MIB);
-    printf("- tiled: %.0f%% of the core's peak at seq 2048 without the mask. What is not FMAs "
-           "keeps\n  it below: the exp2 and the sum of every score, copying each query block, "
-           "storing\n  the scores and loading them back. Its extra memory stays %.2f MiB at "
-           "every seq.\n", 100 * case_gflops(plain, plain->tiled.best) / plain->peak,
-           mib((double)plain->tiled_extra));
+    printf("- tiled: %.0f%% of the core's peak at seq 2048 without the mask, on one thread. "
+           "What is\n  not FMAs keeps it below: the exp2 and the sum of every score, copying "
+           "each query\n  block, storing the scores and loading them back. Its extra memory "
+           "stays %.2f MiB at\n  every seq.\n", 100 * case_gflops(plain, one_thread->best) /
+           plain->peak, mib((double)plain->tiled_extra));
     printf("- causal: a query sees (N+1)/2N of the keys, so about 2x faster is expected; at "
            "seq 2048\n  it is ");
     print_ratio(plain->tiled.best / causal->tiled.best, 2.0 * 2048 / 2049,
                 spread(&plain->tiled) + spread(&causal->tiled));
     printf(".\n");
     if (settings->threads > 1) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        int expected = cores > 0 && cores < settings->threads ? (int)cores : settings->threads;
-        printf("- %d threads on %ld cores: at seq 2048 they are ", settings->threads, cores);
-        print_ratio(plain->tiled_one.best / plain->tiled.best, expected,
+        printf("- %d threads on %ld cores against one, at seq 2048: ", settings->threads,
+               sysconf(_SC_NPROCESSORS_ONLN));
+        print_ratio(plain->tiled_one.best / plain->tiled.best, cores_used(settings->threads),
                     spread(&plain->tiled) + spread(&plain->tiled_one));
-        printf("\n  faster than one, with the same bits.\n");
+        printf(".\n  The same bits either way.\n");
     }
     float diff = 0.0f;
     for (int i = 0; i < 2 * N_BENCH_SEQS; i++) {
@@ -405,14 +412,15 @@ void bench(const BenchRun *settings) {
 
     BenchCase cases[2 * N_BENCH_SEQS];
     printf("best of %d interleaved rounds (naive: %d); spread: how much slower the slowest "
-           "was;\nof peak: of the FMA peak measured again in the same rounds\n", TILED_ROUNDS,
-           NAIVE_ROUNDS);
+           "was;\nof peak: of the FMA peak of %d core%s, measured again in the same rounds\n",
+           TILED_ROUNDS, NAIVE_ROUNDS, cores_used(settings->threads),
+           cores_used(settings->threads) > 1 ? "s" : "");
     printf("   seq causal  naive ms spread  tiled ms spread speedup  GFLOP/s  of peak "
            "naive MiB tiled MiB\n");
     for (int i = 0; i < N_BENCH_SEQS; i++) {
         measure_seq(&cases[2 * i], BENCH_SEQS[i], settings);
-        print_row(&cases[2 * i]);
-        print_row(&cases[2 * i + 1]);
+        print_row(&cases[2 * i], settings->threads);
+        print_row(&cases[2 * i + 1], settings->threads);
         fflush(stdout);
     }
     if (settings->threads > 1) {
