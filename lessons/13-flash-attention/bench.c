@@ -384,6 +384,11 @@ static void print_remarks(const BenchCase *cases, const BenchRun *settings) {
                ? ".\n  It moved: another job had the core part of the time, and the times "
                  "above are slower\n  by as much (their shares of the peak, measured beside "
                  "them, much less so)." : ": steady.");
+    if (settings->threads > 1) {
+        printf("  It is measured on one core: a job on another core slows the runs on %d "
+               "threads\n  and not the peak, so their share of it reads low then.\n",
+               settings->threads);
+    }
 }
 
 // --- the bench --------------------------------------------------------------------------------
