@@ -62,21 +62,6 @@ START_TEST(test_columns_counts_characters) {
 }
 END_TEST
 
-// Lessons whose lines are fixed on a branch not merged yet: main's lesson 13
-// prints four lines of 109 to 128 columns, which branch lesson13-fast
-// (issue 16, lesson 13's part) has cut to fit. Delete the entry when that
-// branch merges; the test then covers lesson 13 like every other.
-static const char *const NOT_YET[] = {"13-flash-attention"};
-
-static bool not_yet(const char *dir) {
-    for (size_t i = 0; i < sizeof NOT_YET / sizeof NOT_YET[0]; i++) {
-        if (strcmp(dir, NOT_YET[i]) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
 // A short run of each bench, standing in for the documented ones (a
 // minute each): lesson 10's on a small model, lesson 14's at one seq.
 static const struct {
@@ -274,9 +259,6 @@ START_TEST(test_every_line_fits_100_columns) {
     for (int i = 0; i < runs.count; i++) {
         const Run *run = &runs.run[i];
         ck_assert_msg(run->lesson <= n_dirs, "no lesson %d", run->lesson);
-        if (not_yet(dirs[run->lesson - 1])) {
-            continue;
-        }
         const char *binary = lesson_binary(dirs[run->lesson - 1]);
         RunResult r = run_program(binary, run->args);
         ck_assert_msg(r.status == 0 || r.status == 2, "lesson-%d (%s) exited %d: %s",
