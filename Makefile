@@ -19,7 +19,7 @@ BUILD   ?= build/$(notdir $(firstword $(CC)))
 # -Icommon: includes name their folder, "core/tensor.h" (common/attention.h).
 WARNINGS   = -std=c11 -Wall -Wextra -Werror
 ALL_CFLAGS = $(WARNINGS) -ffp-contract=off $(CFLAGS) $(SANITIZE) -Icommon -MMD -MP
-LDLIBS     = -lm
+LDLIBS     = -lm -pthread
 
 # Every source is found by a wildcard, so adding a file to common/'s folders,
 # a lesson's directory or tests/ needs no change here. Each .c compiles to
@@ -143,8 +143,8 @@ sanitize:
 # valgrind: every lesson, then every test in one process (CK_FORK=no; the
 # lessons a test runs are not under valgrind, and the fuzz test runs fewer
 # cases), then each lesson's error paths (tests/valgrind-error-paths.sh).
-# ATTN_KERNELS=scalar: lessons 14 and 16 take their portable kernels (valgrind
-# 3.19 cannot run AVX-512).
+# ATTN_KERNELS=scalar: lessons 13, 14 and 16 take their portable kernels
+# (valgrind 3.19 cannot run AVX-512).
 VALGRIND = env ATTN_KERNELS=scalar valgrind -q --error-exitcode=3 --leak-check=full \
            --show-leak-kinds=all --errors-for-leak-kinds=all
 # Lesson 16 trains for 300 steps by default, minutes under valgrind: 3 steps take every

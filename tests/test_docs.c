@@ -702,7 +702,8 @@ START_TEST(test_readme_flag_table_is_the_lessons_help) {
     int count = lesson_dirs(names);
     Lines readme = split_lines(read_text("README.md"));
     int k = 0;
-    while (k < readme.count && !starts_with(readme.line[k], "<!-- tests/test_docs.c checks this table")) {
+    const char *marker = "<!-- tests/test_docs.c checks this table";
+    while (k < readme.count && !starts_with(readme.line[k], marker)) {
         k += 1;
     }
     ck_assert_msg(k < readme.count, "README.md has no table of flags (the line "

@@ -520,7 +520,8 @@ END_TEST
 static const char *const KNOWN[] = {
     "01-toy-qkv", "02-self-attention-v1", "03-self-attention-v2", "04-self-attention-v3",
     "05-self-attention-v4", "06-multi-head", "07-cross-attention", "08-gqa", "09-causal-mask",
-    "10-kv-cache", "11-vit-block", "12-bert-layer", "16-train",
+    "10-kv-cache", "11-vit-block", "12-bert-layer", "13-flash-attention", "14-attention-backward",
+    "15-llama-block", "16-train",
 };
 static const char *const SLOW[] = {
     "(none)",

@@ -88,7 +88,8 @@ START_TEST(test_record_by_hand) {
     ck_assert_msg(lines_in_order(text,
                                  "  t0 [label=\"()\", style=\"rounded,dashed\", fontsize=8];\n"
                                  "  t1 [label=\"(4,)\", style=\"rounded,dashed\", fontsize=8];\n"
-                                 "  t2 [label=\"(1, 2, 3)\", style=\"rounded,dashed\", fontsize=8];\n"
+                                 "  t2 [label=\"(1, 2, 3)\", style=\"rounded,dashed\", "
+                                 "fontsize=8];\n"
                                  "  t3 [label=\"labeled later\\n(5, 5)\"];\n"
                                  "  t1 -> t0 [label=\"three inputs(1, -0.5)\"];\n"
                                  "  t2 -> t0 [label=\"three inputs(1, -0.5)\"];\n"

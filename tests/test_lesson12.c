@@ -5,7 +5,7 @@
 // block of docs/12-bert-layer.md (with --all: every part); so were
 // posts_errors.txt, the texts PyTorch raises for the post's relative
 // positions. The lesson's sources are included, bert_layer.c with its
-// main() renamed, then parts.c, so the tests can build layers of their own
+// main() renamed, then parts.c and the_post.c, so the tests can build layers of their own
 // and call the forwards directly.
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +17,7 @@
 #include "../lessons/12-bert-layer/bert_layer.c"
 #undef main
 #include "../lessons/12-bert-layer/parts.c"
+#include "../lessons/12-bert-layer/the_post.c"
 
 #define LESSON_DIR "12-bert-layer"
 #define REF_DIR DATA_DIR "/lesson12"

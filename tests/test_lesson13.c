@@ -2,10 +2,14 @@
 //
 // Reference values in tests/data/lesson13/<case>/ were recorded from
 // PyTorch 1.13 by tests/reference/gen_lesson13.py, which runs the PyTorch
-// script of docs/13-flash-attention.md. The lesson source is included with
-// its main() renamed, so the tests can call the tiled forward, the naive
-// path and the kernels directly. No test times anything: --bench is a
-// benchmark, not a test.
+// script of docs/13-flash-attention.md. The lesson's three files are
+// included with its main() renamed, so the tests can call the tiled
+// forward, the naive path and the kernels directly. No test times anything:
+// --bench is a benchmark, not a test.
+//
+// Under valgrind (make valgrind), ATTN_KERNELS=scalar keeps every test off
+// the vector kernels: valgrind 3.19 cannot run AVX-512 (make test and make
+// sanitize check the vector kernels against their twins).
 #define _POSIX_C_SOURCE 200809L   // the lesson's clock_gettime
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +20,8 @@
 #define main lesson_main
 #include "../lessons/13-flash-attention/flash_attention.c"
 #undef main
+#include "../lessons/13-flash-attention/bench.c"
+#include "../lessons/13-flash-attention/kernels.c"
 
 #define LESSON_DIR "13-flash-attention"
 #define REF_DIR DATA_DIR "/lesson13"
@@ -26,37 +32,43 @@
 #define ATOL 1e-6f
 #define RTOL 1e-5f
 
-// A recorded PyTorch run (REF_DIR/cases.txt lists them), with its sizes.
-typedef struct {
-    const char *dir;   // tests/data/lesson13/<case>
-    Sizes n;
-    const RecordedCase *recorded;   // its line of cases.txt: its flags
-} Case;
+// The sizes of a recorded PyTorch run (REF_DIR/cases.txt lists them).
+static Sizes sizes_of(const RecordedCase *r) {
+    return (Sizes){.batch = (int)case_int(r, "batch"),
+                   .seq = (int)case_int(r, "seq"),
+                   .heads = (int)case_int(r, "heads"),
+                   .kv_heads = (int)case_int(r, "kv_heads"),
+                   .head_dim = (int)case_int(r, "head_dim"),
+                   .block_q = (int)case_int(r, "block_q"),
+                   .block_k = (int)case_int(r, "block_k"),
+                   .threads = 1,
+                   .causal = case_int(r, "causal")};
+}
 
-static const Case *case_of(const RecordedCase *r) {
-    Case *c = arena_alloc(1, sizeof *c);
-    Sizes n = {.batch = (int)case_int(r, "batch"),
-               .seq = (int)case_int(r, "seq"),
-               .heads = (int)case_int(r, "heads"),
-               .kv_heads = (int)case_int(r, "kv_heads"),
-               .head_dim = (int)case_int(r, "head_dim"),
-               .block_q = (int)case_int(r, "block_q"),
-               .block_k = (int)case_int(r, "block_k"),
-               .causal = case_int(r, "causal")};
-    *c = (Case){.dir = r->reference, .n = n, .recorded = r};
-    return c;
+static Sizes sizes(int batch, int seq, int heads, int kv_heads, int head_dim, int block_q,
+                   int block_k, bool causal) {
+    return (Sizes){batch, seq, heads, kv_heads, head_dim, block_q, block_k, 1, causal, "auto"};
 }
 
 static const char *const EXACT[] = {"query", "key", "value", NULL};
-static const char *const COMPUTED[] = {"out", "out_naive", NULL};
+static const char *const COMPUTED[] = {"out", "out_naive", "lse", NULL};
 
-static FlashAttention flash_for(const Sizes *n, const Kernels *kernels) {
-    FlashAttention flash =
-        FlashAttention_init(n->heads, n->kv_heads, n->causal, n->block_q, n->block_k);
-    if (kernels != NULL) {
-        flash.kernels = kernels;
+// The kernel sets these tests may run: every set this CPU has that is no
+// faster than kernels_best() (which ATTN_KERNELS chooses), slowest first.
+static int usable_kernels(const Kernels **sets) {
+    static const char *const names[] = {"scalar", "avx2", "avx512"};
+    const char *best = kernels_best()->name;
+    int n = 0;
+    for (int i = 0; i < 3; i++) {
+        const Kernels *k = kernels_named(names[i]);
+        if (k != NULL) {
+            sets[n++] = k;
+        }
+        if (strcmp(names[i], best) == 0) {
+            break;
+        }
     }
-    return flash;
+    return n;
 }
 
 // query (B, H, N, D), key and value (B, KV, N, D) from the generator, as
@@ -65,7 +77,7 @@ typedef struct {
     const Tensor *query, *key, *value;
 } Inputs;
 
-static Inputs draw_inputs(uint64_t seed, const Sizes *n) {
+static Inputs draw(uint64_t seed, const Sizes *n) {
     manual_seed(seed);
     Shape kv_shape = shape4(n->batch, n->kv_heads, n->seq, n->head_dim);
     Inputs in;
@@ -75,16 +87,31 @@ static Inputs draw_inputs(uint64_t seed, const Sizes *n) {
     return in;
 }
 
-static const Tensor *tiled(FlashAttentionSteps *steps, const Sizes *n, const Kernels *kernels,
-                           const Inputs *in) {
-    FlashAttention flash = flash_for(n, kernels);
-    return FlashAttention_forward(steps, &flash, in->query, in->key, in->value);
+// The tiled forward with these kernels (NULL: the best) and threads.
+static const Tensor *tiled(Tensor **lse, FlashAttentionSteps *steps, const Sizes *n,
+                           const Kernels *kernels, int threads, const Inputs *in) {
+    FlashAttention flash =
+        FlashAttention_init(n->heads, n->kv_heads, n->causal, n->block_q, n->block_k);
+    flash.kernels = kernels != NULL ? kernels : kernels_best();
+    flash.threads = threads;
+    return FlashAttention_forward(lse, steps, &flash, in->query, in->key, in->value);
+}
+
+// Every element of got is bit for bit the one of want. (One check for the
+// whole array: each ck_assert costs check a write to its log.)
+static void assert_same_bits(const float *got, const float *want, long count, const char *what) {
+    long i = 0;
+    while (i < count && memcmp(&got[i], &want[i], sizeof(float)) == 0) {
+        i += 1;
+    }
+    ck_assert_msg(i == count, "%s: element %ld is %.9g, expected %.9g", what, i,
+                  i < count ? got[i] : 0.0f, i < count ? want[i] : 0.0f);
 }
 
 // --- against PyTorch --------------------------------------------------------------------
 
 START_TEST(test_matches_pytorch) {
-    const Case *c = case_of(recorded_case(REF_DIR, _i));
+    const RecordedCase *c = recorded_case(REF_DIR, _i);
     ReferenceRun recorded = {
         .lesson = LESSON_DIR,
         .exact = EXACT,
@@ -92,29 +119,99 @@ START_TEST(test_matches_pytorch) {
         .atol = ATOL,
         .rtol = RTOL,
     };
-    RunResult run = check_recorded_case(recorded, c->recorded);
+    RunResult run = check_recorded_case(recorded, c);
     ck_assert_msg(strstr(run.out, "(within 1e-5: float rounding only)") != NULL,
-                  "%s: the lesson does not report out within 1e-5 of out_naive", c->dir);
+                  "%s: the lesson does not report out within 1e-5 of out_naive", c->reference);
 }
 END_TEST
 
-// The forward alone, in this process, on PyTorch's recorded inputs, with
-// the vector kernels (where this CPU has them) and with the scalar twins.
-// (Not on seed0, the largest, which the run above checks: valgrind is slow.)
+// The forward alone, in this process, on PyTorch's recorded inputs: within
+// rounding of PyTorch, and the same bits with every kernel set and with 7
+// threads. (Not on seed0, the largest, which the run above
+// checks: valgrind is slow.)
 START_TEST(test_forward_on_recorded_inputs) {
-    const Case *c = case_of(recorded_case(REF_DIR, _i));
-    Inputs in = {load_npy(path_join("%s/query.npy", c->dir)),
-                 load_npy(path_join("%s/key.npy", c->dir)),
-                 load_npy(path_join("%s/value.npy", c->dir))};
-    const Tensor *want = load_npy(path_join("%s/out_naive.npy", c->dir));
-    assert_close(tiled(NULL, &c->n, NULL, &in), want, ATOL, RTOL,
-                 path_join("%s tiled, best kernels", c->dir));
-    if (numel(in.query) <= 16384) {   // the scalar twins are slow under valgrind
-        assert_close(tiled(NULL, &c->n, &SCALAR_KERNELS, &in), want, ATOL, RTOL,
-                     path_join("%s tiled, scalar twins", c->dir));
+    const RecordedCase *c = recorded_case(REF_DIR, _i);
+    Sizes n = sizes_of(c);
+    Inputs in = {load_npy(path_join("%s/query.npy", c->reference)),
+                 load_npy(path_join("%s/key.npy", c->reference)),
+                 load_npy(path_join("%s/value.npy", c->reference))};
+    const Tensor *want = load_npy(path_join("%s/out_naive.npy", c->reference));
+    const Tensor *want_lse = load_npy(path_join("%s/lse.npy", c->reference));
+    Tensor *lse;
+    const Tensor *out = tiled(&lse, NULL, &n, NULL, 1, &in);
+    assert_close(out, want, ATOL, RTOL, path_join("%s tiled", c->reference));
+    assert_close(lse, want_lse, ATOL, RTOL, path_join("%s lse", c->reference));
+    const Kernels *sets[3];
+    int n_sets = usable_kernels(sets);
+    for (int k = 0; k < n_sets; k++) {
+        if (sets[k] == &SCALAR_KERNELS && numel(in.query) > 16384) {
+            continue;   // the twins are slow under valgrind (the kernel tests have them)
+        }
+        int threads = sets[k] == kernels_best() ? 7 : 1;   // the best on one thread is `out`
+        Tensor *other_lse;
+        const Tensor *other = tiled(&other_lse, NULL, &n, sets[k], threads, &in);
+        const char *what = path_join("%s, %s kernels, %d threads", c->reference, sets[k]->name,
+                                     threads);
+        assert_bitwise_equal(other, out, what);
+        assert_bitwise_equal(other_lse, lse, what);
     }
-    assert_close(naive_attention(NULL, in.query, in.key, in.value, c->n.causal), want, ATOL,
-                 RTOL, path_join("%s naive", c->dir));
+    assert_close(naive_attention(NULL, in.query, in.key, in.value, n.causal), want, ATOL, RTOL,
+                 path_join("%s naive", c->reference));
+}
+END_TEST
+
+// --- threads ------------------------------------------------------------------------------
+
+// Odd splits: more threads than query blocks, a single query block, seq 1,
+// blocks of 1: the same bits as one thread, causal or not.
+START_TEST(test_threads_give_the_same_bits) {
+    const Sizes shapes[] = {
+        sizes(2, 45, 3, 1, 24, 8, 5, true),      // 6 blocks a head, 36 in all
+        sizes(1, 20, 2, 2, 16, 64, 64, false),   // one query block a head: 2 blocks in all
+        sizes(1, 1, 2, 1, 5, 64, 64, true),      // seq 1
+        sizes(1, 9, 1, 1, 4, 1, 1, true),        // blocks of 1
+        sizes(1, 530, 4, 2, 40, 64, 512, true),  // the bench's blocks, a short last one
+    };
+    for (int s = 0; s < 5; s++) {
+        for (int causal = 0; causal < 2; causal++) {
+            Sizes n = shapes[s];
+            n.causal = causal;
+            Inputs in = draw(30 + s, &n);
+            Tensor *lse_one, *lse_many;
+            FlashAttentionSteps one, many;
+            const Tensor *want = tiled(&lse_one, &one, &n, NULL, 1, &in);
+            for (int threads = 3; threads <= 64; threads += 61) {   // 3, and 64: more than blocks
+                const Tensor *got = tiled(&lse_many, &many, &n, NULL, threads, &in);
+                const char *what = path_join("shape %d, causal %d, %d threads", s, causal,
+                                             threads);
+                assert_bitwise_equal(got, want, what);
+                assert_bitwise_equal(lse_many, lse_one, what);
+                ck_assert_msg(many.flops == one.flops && many.tiles[TILE_DIAGONAL] ==
+                              one.tiles[TILE_DIAGONAL], "%s: other counts", what);
+                ck_assert_int_eq(many.n_row_steps, one.n_row_steps);
+            }
+        }
+    }
+}
+END_TEST
+
+// Every recorded case, from PyTorch's inputs: 2 threads (this machine's
+// cores) and 7 (more than the query blocks of most cases) give the bits of
+// one.
+START_TEST(test_threads_on_every_recorded_case) {
+    const RecordedCase *c = recorded_case(REF_DIR, _i);
+    Sizes n = sizes_of(c);
+    Inputs in = {load_npy(path_join("%s/query.npy", c->reference)),
+                 load_npy(path_join("%s/key.npy", c->reference)),
+                 load_npy(path_join("%s/value.npy", c->reference))};
+    Tensor *lse_one, *lse_many;
+    const Tensor *one = tiled(&lse_one, NULL, &n, NULL, 1, &in);
+    for (int threads = 2; threads <= 7; threads += 5) {
+        const Tensor *many = tiled(&lse_many, NULL, &n, NULL, threads, &in);
+        const char *what = path_join("%s, %d threads", c->reference, threads);
+        assert_bitwise_equal(many, one, what);
+        assert_bitwise_equal(lse_many, lse_one, what);
+    }
 }
 END_TEST
 
@@ -125,15 +222,15 @@ END_TEST
 START_TEST(test_tiled_equals_naive_over_block_grid) {
     static const int blocks[] = {1, 3, 5, 16, 17, 36, 37, 4096};
     enum { N_BLOCKS = sizeof blocks / sizeof blocks[0] };
-    Sizes n = {1, 37, 4, 2, 20, 0, 0, _i == 1};   // GQA, head_dim not a multiple of 16
-    Inputs in = draw_inputs(11, &n);
+    Sizes n = sizes(1, 37, 4, 2, 20, 0, 0, _i == 1);   // GQA, head_dim not a multiple of 16
+    Inputs in = draw(11, &n);
     const Tensor *want = naive_attention(NULL, in.query, in.key, in.value, n.causal);
     for (int a = 0; a < N_BLOCKS; a++) {
         for (int b = 0; b < N_BLOCKS; b++) {
             size_t mark = arena_mark();
             n.block_q = blocks[a];
             n.block_k = blocks[b];
-            assert_close(tiled(NULL, &n, NULL, &in), want, TOLERANCE, 0.0f,
+            assert_close(tiled(NULL, NULL, &n, NULL, 1, &in), want, TOLERANCE, 0.0f,
                          path_join("causal %d, blocks %d x %d", n.causal, n.block_q, n.block_k));
             arena_release(mark);
         }
@@ -148,10 +245,10 @@ START_TEST(test_equal_scores_give_mean_of_values) {
     static const int blocks[][2] = {{64, 64}, {3, 4}, {1, 1}, {10, 3}};
     for (int causal = 0; causal < 2; causal++) {
         for (int i = 0; i < 4; i++) {
-            Sizes n = {2, 10, 4, 2, 6, blocks[i][0], blocks[i][1], causal};
-            Inputs in = draw_inputs(5, &n);
+            Sizes n = sizes(2, 10, 4, 2, 6, blocks[i][0], blocks[i][1], causal);
+            Inputs in = draw(5, &n);
             in.query = zeros(shape4(n.batch, n.heads, n.seq, n.head_dim));
-            const Tensor *out = tiled(NULL, &n, NULL, &in);                   // (B, H, N, D)
+            const Tensor *out = tiled(NULL, NULL, &n, NULL, 1, &in);          // (B, H, N, D)
             Tensor *want = zeros(shape4(n.batch, n.heads, n.seq, n.head_dim));
             for (int b = 0; b < n.batch; b++) {
                 for (int h = 0; h < n.heads; h++) {
@@ -176,22 +273,53 @@ START_TEST(test_equal_scores_give_mean_of_values) {
 }
 END_TEST
 
-// The tiled path's extra memory is one allocation whose size depends on
-// the blocks and head_dim only: measured at two sequence lengths, 8 times
-// apart, it is the same, and the forward makes as many allocations at both
-// (its output and its scratch: nothing else). The naive path's grows 64x.
+// lse[b, h, t] = log(sum over the keys t sees of exp(x)), the scores x
+// worked out here in double: for every query, causal or not, any blocks.
+START_TEST(test_lse_is_the_logsumexp_of_the_scores) {
+    for (int causal = 0; causal < 2; causal++) {
+        Sizes n = sizes(2, 23, 4, 2, 12, 8, 5, causal);
+        Inputs in = draw(12, &n);
+        Tensor *lse;
+        tiled(&lse, NULL, &n, NULL, 1, &in);
+        ck_assert_int_eq(lse->shape.ndim, 3);
+        for (int b = 0; b < n.batch; b++) {
+            for (int h = 0; h < n.heads; h++) {
+                for (int t = 0; t < n.seq; t++) {
+                    double sum = 0.0;
+                    for (int s = 0; s <= (causal ? t : n.seq - 1); s++) {
+                        double dot = 0.0;
+                        for (int d = 0; d < n.head_dim; d++) {
+                            dot += (double)*at4(in.query, b, h, t, d) *
+                                   *at4(in.key, b, h / 2, s, d);
+                        }
+                        sum += exp(dot / sqrt(n.head_dim));
+                    }
+                    float got = *at3(lse, b, h, t);
+                    ck_assert_msg(fabs(got - log(sum)) <= 2e-6 * (1 + fabs(log(sum))),
+                                  "causal %d: lse[%d, %d, %d] = %.8f, expected %.8f", causal, b,
+                                  h, t, got, log(sum));
+                }
+            }
+        }
+    }
+}
+END_TEST
+
+// The tiled path's extra memory is one allocation a worker whose size
+// depends on the blocks and head_dim only: measured at two sequence
+// lengths, 8 times apart, it is the same, and the forward makes as many
+// allocations at both. The naive path's grows 64x.
 START_TEST(test_extra_memory_does_not_grow_with_seq) {
     int seqs[2] = {32, 256};
     size_t tiled_bytes[2], naive_bytes[2], allocations[2];
     for (int i = 0; i < 2; i++) {
-        Sizes n = {1, seqs[i], 2, 1, 16, 16, 32, i == 1};
-        Inputs in = draw_inputs(3, &n);
-        FlashAttention flash = flash_for(&n, NULL);
+        Sizes n = sizes(1, seqs[i], 2, 1, 16, 16, 32, i == 1);
+        Inputs in = draw(3, &n);
         size_t mark = arena_mark();
-        FlashAttention_forward(NULL, &flash, in.query, in.key, in.value);
+        tiled(NULL, NULL, &n, NULL, 1, &in);
         allocations[i] = arena_mark() - mark;
         FlashAttentionSteps steps;
-        FlashAttention_forward(&steps, &flash, in.query, in.key, in.value);
+        tiled(NULL, &steps, &n, NULL, 1, &in);
         tiled_bytes[i] = steps.scratch_bytes;
         NaiveSteps naive;
         naive_attention(&naive, in.query, in.key, in.value, false);
@@ -200,34 +328,40 @@ START_TEST(test_extra_memory_does_not_grow_with_seq) {
     ck_assert_msg(tiled_bytes[0] == tiled_bytes[1],
                   "tiled extra memory: %zu bytes at seq %d, %zu at seq %d", tiled_bytes[0],
                   seqs[0], tiled_bytes[1], seqs[1]);
-    // (D + Bk + 4) * Bq floats: a (D, Bq) query block, a (Bk, Bq) score block, 4 vectors.
-    ck_assert_uint_eq(tiled_bytes[0], (16 + 32 + 4) * 16 * sizeof(float));
+    // (D + Bk + 4) * Bq floats: a (D, Bq) query block, a (Bk, Bq) score block, 4
+    // vectors; and 16 more to start on a cache line.
+    ck_assert_uint_eq(tiled_bytes[0], ((16 + 32 + 4) * 16 + 16) * sizeof(float));
     ck_assert_msg(allocations[0] == allocations[1],
                   "the forward made %zu allocations at seq %d and %zu at seq %d",
                   allocations[0], seqs[0], allocations[1], seqs[1]);
     ck_assert_uint_eq(naive_bytes[1], 64 * naive_bytes[0]);
     ck_assert_uint_eq(naive_bytes[0], 3 * 2 * 32 * 32 * sizeof(float));
+    // Each thread has its own scratch.
+    Sizes n = sizes(1, 64, 2, 1, 16, 16, 32, false);
+    Inputs in = draw(3, &n);
+    FlashAttentionSteps three;
+    tiled(NULL, &three, &n, NULL, 3, &in);
+    ck_assert_uint_eq(three.scratch_bytes, 3 * tiled_bytes[0]);
 }
 END_TEST
 
 // The tile counts: a tile is skipped when every score in it is masked,
 // full when none is, on the diagonal otherwise, checked score by score;
-// and the forward counts the same tiles and the FLOPs of what it computed.
+// and the FLOPs the forward counts are 4 * D per (query, key) pair a query
+// sees: 2*B*H*N*(N+1)*D causal, whatever the blocks.
 START_TEST(test_tile_kinds_and_counts) {
     static const int blocks[][2] = {{16, 16}, {8, 16}, {16, 5}, {1, 1}, {7, 64}, {64, 3}};
     int N = 64;
     for (int i = 0; i < 6; i++) {
         int Bq = blocks[i][0], Bk = blocks[i][1];
         long counts[3] = {0, 0, 0};
-        double flops = 0.0;
         for (int qs = 0; qs < N; qs += Bq) {
             int nq = min_int(Bq, N - qs);
             for (int ks = 0; ks < N; ks += Bk) {
-                int nk = min_int(Bk, N - ks), masked = 0, last_seen = -1;
+                int nk = min_int(Bk, N - ks), masked = 0;
                 for (int t = qs; t < qs + nq; t++) {
                     for (int s = ks; s < ks + nk; s++) {
                         masked += s > t;
-                        last_seen = s <= t && s > last_seen ? s : last_seen;
                     }
                 }
                 TileKind want = masked == 0 ? TILE_FULL
@@ -236,21 +370,22 @@ START_TEST(test_tile_kinds_and_counts) {
                               "tile queries %d.., keys %d.. (blocks %d x %d)", qs, ks, Bq, Bk);
                 ck_assert(tile_kind(false, qs, nq, ks, nk) == TILE_FULL);
                 counts[want] += 1;
-                if (want != TILE_SKIPPED) {   // computed up to the last key any query sees
-                    flops += 4.0 * nq * (last_seen - ks + 1) * 2;
-                }
             }
         }
-        Sizes n = {1, N, 3, 3, 2, Bq, Bk, true};
-        Inputs in = draw_inputs(1, &n);
+        Sizes n = sizes(1, N, 3, 3, 2, Bq, Bk, true);
+        Inputs in = draw(1, &n);
         FlashAttentionSteps steps;
-        tiled(&steps, &n, NULL, &in);
+        tiled(NULL, &steps, &n, NULL, 1, &in);
         for (int k = 0; k < 3; k++) {
             ck_assert_msg(steps.tiles[k] == 3 * counts[k], "blocks %d x %d: %ld tiles of kind "
                           "%d counted, expected %ld", Bq, Bk, steps.tiles[k], k, 3 * counts[k]);
         }
-        ck_assert_msg(steps.flops == 3 * flops, "blocks %d x %d: %.0f FLOPs, expected %.0f", Bq,
-                      Bk, steps.flops, 3 * flops);
+        ck_assert_msg(steps.flops == attention_flops(1, 3, N, 2, true),
+                      "blocks %d x %d: %.0f FLOPs, expected %.0f", Bq, Bk, steps.flops,
+                      attention_flops(1, 3, N, 2, true));
+        n.causal = false;
+        tiled(NULL, &steps, &n, NULL, 1, &in);
+        ck_assert(steps.flops == attention_flops(1, 3, N, 2, false));
     }
 }
 END_TEST
@@ -259,10 +394,10 @@ END_TEST
 // its whole row of scores; alpha is 0 at the first block and exactly 1
 // where the max did not grow.
 START_TEST(test_row_steps_end_at_two_pass_m_and_l) {
-    Sizes n = {1, 45, 2, 1, 8, 6, 7, _i == 1};
-    Inputs in = draw_inputs(8, &n);
+    Sizes n = sizes(1, 45, 2, 1, 8, 6, 7, _i == 1);
+    Inputs in = draw(8, &n);
     FlashAttentionSteps steps;
-    tiled(&steps, &n, NULL, &in);
+    tiled(NULL, &steps, &n, NULL, 1, &in);
     ck_assert_int_eq(steps.n_row_steps, (45 + 6) / 7);   // query 44 sees every key block
     double m = -INFINITY, l = 0.0;
     double x[45];
@@ -293,14 +428,14 @@ END_TEST
 // A view that is not row-major (a transposed tensor) is copied first: the
 // same output, and the copy is counted as extra memory.
 START_TEST(test_non_contiguous_inputs) {
-    Sizes n = {1, 12, 2, 2, 8, 5, 4, false};
-    Inputs in = draw_inputs(2, &n);
-    const Tensor *key_view = transpose(clone(transpose(in.key, 2, 3)), 2, 3);   // (B, KV, N, D)
-    ck_assert(!is_contiguous(key_view));
-    FlashAttention flash = flash_for(&n, NULL);
+    Sizes n = sizes(1, 12, 2, 2, 8, 5, 4, false);
+    Inputs in = draw(2, &n);
+    Inputs viewed = in;
+    viewed.key = transpose(clone(transpose(in.key, 2, 3)), 2, 3);           // (B, KV, N, D)
+    ck_assert(!is_contiguous(viewed.key));
     FlashAttentionSteps in_place, copied;
-    const Tensor *want = FlashAttention_forward(&in_place, &flash, in.query, in.key, in.value);
-    const Tensor *got = FlashAttention_forward(&copied, &flash, in.query, key_view, in.value);
+    const Tensor *want = tiled(NULL, &in_place, &n, NULL, 1, &in);
+    const Tensor *got = tiled(NULL, &copied, &n, NULL, 1, &viewed);
     assert_bitwise_equal(got, want, "a transposed key");
     ck_assert_uint_eq(copied.scratch_bytes,
                       in_place.scratch_bytes + (size_t)numel(in.key) * sizeof(float));
@@ -309,68 +444,101 @@ END_TEST
 
 // --- the kernels ------------------------------------------------------------------------
 
-// Every element of got is bit for bit the one of want.
-static void assert_same_bits(const float *got, const float *want, int count, const char *what) {
-    for (int i = 0; i < count; i++) {
-        ck_assert_msg(memcmp(&got[i], &want[i], sizeof(float)) == 0,
-                      "%s: element %d is %.9g, the scalar twin's %.9g", what, i, got[i],
-                      want[i]);
-    }
-}
-
-// The whole forward with the vector kernels equals the scalar twins bit
-// for bit (where this CPU has the vector kernels; elsewhere the best
-// kernels ARE the scalar twins).
-START_TEST(test_scalar_twin_equals_vector_bitwise) {
-    static const Sizes shapes[] = {
-        {2, 29, 6, 3, 24, 7, 5, true},     // GQA, head_dim 24 = 16 + 8 scalar columns
-        {1, 64, 2, 2, 64, 64, 64, false},
-        {1, 13, 3, 1, 40, 1, 4, true},     // blocks of 1 query: 5 of 6 tile rows repeated
-        {1, 50, 2, 2, 16, 48, 256, true},
+// The whole forward with each kernel set equals the scalar twins bit for
+// bit, on shapes that reach every edge of the register tiles: head_dim not
+// a multiple of 8 or 16, blocks of 1, short last blocks, blocks wider than
+// 64 queries, the diagonal crossing register tiles.
+START_TEST(test_kernel_sets_equal_the_scalar_twins) {
+    const Sizes shapes[] = {
+        sizes(2, 29, 6, 3, 24, 7, 5, true),      // GQA, head_dim 24 = 16 + 8
+        sizes(1, 64, 2, 2, 64, 64, 64, false),
+        sizes(1, 13, 3, 1, 40, 1, 4, true),      // blocks of 1 query
+        sizes(1, 50, 2, 2, 16, 48, 256, true),
+        sizes(1, 150, 2, 1, 20, 80, 33, true),   // 80 queries: registers of 64 + 16
+        sizes(1, 70, 2, 2, 3, 70, 70, true),     // head_dim 3: no whole vector
+        sizes(1, 600, 1, 1, 64, 64, 512, true),  // the bench's blocks
     };
-    if (kernels_vector() == NULL) {
-        printf("(no AVX2+FMA here: the best kernels are the scalar twins)\n");
+    const Kernels *sets[3];
+    int n_sets = usable_kernels(sets);
+    if (n_sets == 1) {
+        printf("(no vector kernels usable here: the twins are all there is)\n");
     }
-    for (int i = 0; i < 4; i++) {
-        Inputs in = draw_inputs(20 + i, &shapes[i]);
-        FlashAttentionSteps vector_steps, scalar_steps;
-        const Tensor *fast = tiled(&vector_steps, &shapes[i], NULL, &in);
-        const Tensor *twin = tiled(&scalar_steps, &shapes[i], &SCALAR_KERNELS, &in);
-        assert_bitwise_equal(fast, twin, path_join("shape %d: vector against scalar", i));
-        ck_assert_int_eq(vector_steps.n_row_steps, scalar_steps.n_row_steps);
-        assert_same_bits(&vector_steps.row_steps[0].l, &scalar_steps.row_steps[0].l, 1,
-                         "the first l");
+    for (int i = 0; i < 7; i++) {
+        Inputs in = draw(20 + i, &shapes[i]);
+        FlashAttentionSteps twin_steps, steps;
+        Tensor *twin_lse, *lse;
+        const Tensor *twin = tiled(&twin_lse, &twin_steps, &shapes[i], &SCALAR_KERNELS, 1, &in);
+        for (int k = 1; k < n_sets; k++) {
+            const Tensor *fast = tiled(&lse, &steps, &shapes[i], sets[k], 1, &in);
+            const char *what = path_join("shape %d: %s against scalar", i, sets[k]->name);
+            assert_bitwise_equal(fast, twin, what);
+            assert_bitwise_equal(lse, twin_lse, what);
+            ck_assert_int_eq(steps.n_row_steps, twin_steps.n_row_steps);
+            for (int r = 0; r < steps.n_row_steps; r++) {
+                assert_same_bits(&steps.row_steps[r].l, &twin_steps.row_steps[r].l, 1, what);
+            }
+        }
     }
 }
 END_TEST
 
-// The tile kernel alone: every tile shape it is called with (1 to MR rows,
-// NR or fewer columns, A by rows or by columns, accumulating or not).
-START_TEST(test_tile_kernel_vector_equals_scalar) {
-    const Kernels *vector = kernels_vector();
-    if (vector == NULL) {
-        return;
-    }
+// The three kernels one by one, on random tiles of the shapes they are
+// called with: keys from 1 to past a register tile's rows, queries from 1
+// to past 64 (width rounded up to 16), head_dim not a multiple of 8, of 16,
+// and past 64, the diagonal anywhere (and none), alpha 1 or not.
+START_TEST(test_each_kernel_equals_its_twin) {
+    const Kernels *sets[3];
+    int n_sets = usable_kernels(sets);
     manual_seed(4);
-    Tensor *a = randn(shape2(64, 64)), *b = randn(shape2(64, 24)), *c0 = randn(shape2(6, 24));
-    static const int kcs[] = {1, 7, 64};
-    for (int mr = 1; mr <= MR; mr++) {
-        for (int nr = 1; nr <= NR; nr += NR - 1) {
-            for (int k = 0; k < 3; k++) {
-                for (int by_rows = 0; by_rows < 2; by_rows++) {
-                    for (int accumulate = 0; accumulate < 2; accumulate++) {
-                        float c_vector[6 * 24], c_scalar[6 * 24];
-                        memcpy(c_vector, c0->data, sizeof c_vector);
-                        memcpy(c_scalar, c0->data, sizeof c_scalar);
-                        int a_row = by_rows ? 64 : 1, a_col = by_rows ? 1 : 64;
-                        vector->tile(mr, nr, kcs[k], a->data, a_row, a_col, b->data, 24,
-                                     c_vector, 24, accumulate);
-                        tile_scalar(mr, nr, kcs[k], a->data, a_row, a_col, b->data, 24,
-                                    c_scalar, 24, accumulate);
-                        assert_same_bits(c_vector, c_scalar, 6 * 24,
-                                         path_join("tile %d x %d, kc %d, by_rows %d, "
-                                                   "accumulate %d", mr, nr, kcs[k], by_rows,
-                                                   accumulate));
+    Tensor *k = randn(shape2(70, 70)), *v = randn(shape2(70, 70));
+    Tensor *q_t = randn(shape2(70, 80)), *o = randn(shape2(80, 70));
+    Tensor *m = randn(shape1(80)), *l = rand_tensor(shape1(80));
+    static const int keys[] = {1, 4, 6, 17, 70};
+    static const int queries[] = {1, 17, 64, 80};
+    static const int dims[] = {3, 8, 24, 70};
+    static const int diagonals[] = {NO_MASK, 0, -5, 7, 40};
+    for (int s = 1; s < n_sets; s++) {
+        for (int a = 0; a < 5; a++) {
+            for (int b = 0; b < 4; b++) {
+                for (int c = 0; c < 4; c++) {
+                    for (int e = 0; e < 5; e++) {
+                        int width = (queries[b] + 15) / 16 * 16;
+                        Tile tile = {keys[a], queries[b], width, dims[c], diagonals[e]};
+                        const char *what = path_join("%s: keys %d, queries %d, D %d, diagonal "
+                                                     "%d", sets[s]->name, keys[a], queries[b],
+                                                     dims[c], diagonals[e]);
+                        float s_want[70 * 80], s_got[70 * 80], max_want[80], max_got[80];
+                        // q_t's rows have width floats here: (D, width) out of (70, 80).
+                        float q_block[70 * 80];
+                        for (int d = 0; d < dims[c]; d++) {
+                            memcpy(q_block + d * width, q_t->data + d * 80,
+                                   (size_t)width * sizeof(float));
+                        }
+                        SCALAR_KERNELS.scores(s_want, max_want, &tile, k->data, q_block);
+                        sets[s]->scores(s_got, max_got, &tile, k->data, q_block);
+                        assert_same_bits(s_got, s_want, (long)keys[a] * width, what);
+                        assert_same_bits(max_got, max_want, width, what);
+
+                        float m_want[80], m_got[80], l_want[80], l_got[80], a_want[80],
+                            a_got[80];
+                        for (int j = 0; j < width; j++) {   // some columns seen before, some not
+                            m_want[j] = m_got[j] = j % 3 == 0 ? -INFINITY : m->data[j];
+                            l_want[j] = l_got[j] = j % 3 == 0 ? 0.0f : l->data[j];
+                        }
+                        SCALAR_KERNELS.online_softmax(s_want, m_want, l_want, a_want, max_want,
+                                                      &tile);
+                        sets[s]->online_softmax(s_got, m_got, l_got, a_got, max_got, &tile);
+                        assert_same_bits(s_got, s_want, (long)keys[a] * width, what);
+                        assert_same_bits(m_got, m_want, width, what);
+                        assert_same_bits(l_got, l_want, width, what);
+                        assert_same_bits(a_got, a_want, width, what);
+
+                        float o_want[80 * 70], o_got[80 * 70];
+                        memcpy(o_want, o->data, sizeof o_want);
+                        memcpy(o_got, o->data, sizeof o_got);
+                        SCALAR_KERNELS.accumulate(o_want, &tile, a_want, s_want, v->data);
+                        sets[s]->accumulate(o_got, &tile, a_got, s_got, v->data);
+                        assert_same_bits(o_got, o_want, (long)queries[b] * dims[c], what);
                     }
                 }
             }
@@ -379,37 +547,69 @@ START_TEST(test_tile_kernel_vector_equals_scalar) {
 }
 END_TEST
 
-// The kernels' exp: within 1 ulp of libm's expf wherever the result is a
-// normal float, 0 below that (and for -inf and NaN), and the vector exp
-// equals the scalar one bit for bit.
-START_TEST(test_exp) {
-    enum { COUNT = 1 << 16 };
-    static float x[COUNT], vector_out[COUNT], scalar_out[COUNT];
-    for (int i = 0; i < COUNT - 8; i++) {
-        x[i] = -87.3f + (88.3f + 87.3f) * (float)i / (COUNT - 9);
+// The kernels' exp2: within 1 ulp of exp2 wherever the result is a normal
+// float (x from EXP2_LO to 0; every float of that range was checked once,
+// this is a sweep), 0 below that and for -inf and NaN; and each vector
+// version's exp2 (inside online_softmax, with m = 0) is the scalar one bit
+// for bit.
+START_TEST(test_exp2) {
+    enum { COUNT = 1 << 16, SPECIAL = 8 };
+    static float x[COUNT], want[COUNT], got[COUNT];
+    for (int i = 0; i < COUNT - SPECIAL; i++) {
+        x[i] = EXP2_LO * (float)i / (COUNT - SPECIAL - 1);
     }
-    const float special[8] = {-INFINITY, NAN, 0.0f, -0.0f, EXP_LO, -87.34f, -1e-30f, -200.0f};
-    memcpy(&x[COUNT - 8], special, sizeof special);
+    const float special[SPECIAL] = {-INFINITY, NAN, 0.0f, -0.0f, -125.0001f, -126.0f, -1e-30f,
+                                    -200.0f};
+    memcpy(&x[COUNT - SPECIAL], special, sizeof special);
+    int bad = -1;   // the first x whose exp2 is wrong
     for (int i = 0; i < COUNT; i++) {
-        scalar_out[i] = flash_expf(x[i]);
-        if (isfinite(x[i]) && x[i] >= EXP_LO) {
-            float want = expf(x[i]);
-            float ulp = nextafterf(want, INFINITY) - want;
-            ck_assert_msg(fabsf(scalar_out[i] - want) <= ulp, "exp(%.9g) = %.9g, expf %.9g",
-                          x[i], scalar_out[i], want);
-        } else if (!(x[i] > EXP_HI)) {
-            ck_assert_msg(scalar_out[i] == 0.0f, "exp(%g) = %g, expected 0", x[i],
-                          scalar_out[i]);
-        }
+        want[i] = flash_exp2(x[i]);
+        double exact = x[i] >= EXP2_LO ? exp2((double)x[i]) : 0.0;
+        float ulp = nextafterf((float)exact, INFINITY) - (float)exact;
+        bool good = x[i] >= EXP2_LO ? fabs(want[i] - exact) <= ulp : want[i] == 0.0f;
+        bad = !good && bad < 0 ? i : bad;
     }
-    const Kernels *vector = kernels_vector();
-    if (vector != NULL) {
-        // exp_columns with m = 0: exp(x - 0), one row of COUNT columns.
-        static float zero[COUNT], sums[COUNT];
-        memcpy(vector_out, x, sizeof x);
-        vector->exp_columns(vector_out, sums, zero, 1, COUNT, COUNT);
-        assert_same_bits(vector_out, scalar_out, COUNT, "exp");
+    ck_assert_msg(bad < 0, "exp2(%.9g) = %.9g, exactly %.9g", x[bad < 0 ? 0 : bad],
+                  want[bad < 0 ? 0 : bad], x[bad < 0 ? 0 : bad] >= EXP2_LO ?
+                  exp2((double)x[bad < 0 ? 0 : bad]) : 0.0);
+    const Kernels *sets[3];
+    int n_sets = usable_kernels(sets);
+    static float zero[COUNT], l[COUNT], alpha[COUNT];
+    for (int s = 1; s < n_sets; s++) {
+        Tile row = {1, 1, COUNT, 1, NO_MASK};   // one key, COUNT columns: exp2(x - 0)
+        memcpy(got, x, sizeof x);
+        memset(zero, 0, sizeof zero);
+        sets[s]->online_softmax(got, zero, l, alpha, zero, &row);
+        assert_same_bits(got, want, COUNT, path_join("%s exp2", sets[s]->name));
     }
+}
+END_TEST
+
+// ATTN_KERNELS chooses kernels_best() (as lesson 14's); kernels_named knows
+// the three names; the lesson refuses a name it does not know.
+START_TEST(test_kernel_choice) {
+    ck_assert_ptr_eq(kernels_named("scalar"), &SCALAR_KERNELS);
+    ck_assert_ptr_null(kernels_named("avx1024"));
+    const char *before = getenv("ATTN_KERNELS");
+    char *saved = before != NULL ? strcpy(arena_alloc(strlen(before) + 1, 1), before) : NULL;
+    setenv("ATTN_KERNELS", "scalar", 1);
+    ck_assert_ptr_eq(kernels_best(), &SCALAR_KERNELS);
+    RunResult scalar = run_program(lesson_binary(LESSON_DIR),
+                                   (const char *const[]){"--seq", "20", "--causal", NULL});
+    setenv("ATTN_KERNELS", "sse9", 1);
+    RunResult bad = run_program(lesson_binary(LESSON_DIR), (const char *const[]){NULL});
+    if (saved != NULL) {
+        setenv("ATTN_KERNELS", saved, 1);
+    } else {
+        unsetenv("ATTN_KERNELS");
+    }
+    RunResult best = run_program(lesson_binary(LESSON_DIR),
+                                 (const char *const[]){"--seq", "20", "--causal", NULL});
+    ck_assert_int_eq(scalar.status, 0);
+    ck_assert_msg(strcmp(scalar.out, best.out) == 0, "ATTN_KERNELS=scalar prints other numbers");
+    assert_one_line_refusal(bad, "lesson-13: ", "ATTN_KERNELS=sse9");
+    ck_assert_msg(strstr(bad.err, "ATTN_KERNELS expects scalar, avx2 or avx512") != NULL, "%s",
+                  bad.err);
 }
 END_TEST
 
@@ -421,14 +621,15 @@ static const BadFlags BAD_FLAGS[] = {
     {{"--block-k", "0", NULL}, "--block-k expects a whole number from 1 to 4096"},
     {{"--block-k", "100000000000", NULL}, "--block-k"},
     {{"--block-k", "-3", NULL}, "--block-k"},
+    {{"--threads", "0", NULL}, "--threads expects a whole number from 1 to 256"},
+    {{"--threads", "257", NULL}, "--threads"},
+    {{"--kernels", "avx1024", NULL}, "--kernels"},
     {{"--kv-heads", "3", NULL}, "--kv-heads 3 does not divide --heads 8"},
     {{"--kv-heads", "16", NULL}, "--kv-heads 16 does not divide --heads 8"},
     {{"--heads", "6", "--kv-heads", "4", NULL}, "--kv-heads 4 does not divide --heads 6"},
     {{"--seq", "0", NULL}, "--seq"},
-    {{"--seq", "4096", NULL}, "the naive scores (batch, heads, seq, seq)"},
-    {{"--head-dim", "65536", "--seq", "1024", NULL},
-     "query (batch, heads, seq, head_dim)"},
-    {{"--batch", "65536", "--heads", "65536", NULL}, "the naive scores"},   // no int overflow
+    {{"--head-dim", "65536", "--seq", "1024", NULL}, "query (batch, heads, seq, head_dim)"},
+    {{"--batch", "65536", "--heads", "65536", NULL}, "query"},   // no int overflow
     {{"--causal", "1", NULL}, "unknown flag '1'"},
     {{"--bench", NULL}, "--bench times its own sizes"},   // check_bad_flags adds --dump
     {{"--bench", "--seq", "100", NULL}, "drop"},
@@ -457,14 +658,56 @@ START_TEST(test_bench_refuses_shape_flags) {
 }
 END_TEST
 
+// Blocks of one query and one key would keep --bench busy for many
+// minutes: it refuses them, naming the flags and its budget, before it
+// prints anything.
+START_TEST(test_bench_refuses_what_it_cannot_finish) {
+    RunResult run = run_program(lesson_binary(LESSON_DIR),
+                                (const char *const[]){"--bench", "--block-q", "1", "--block-k",
+                                                      "1", NULL});
+    assert_one_line_refusal(run, "lesson-13: ", "--bench --block-q 1 --block-k 1");
+    ck_assert_msg(strstr(run.err, "--block-q 1 --block-k 1") != NULL &&
+                  strstr(run.err, "budget") != NULL, "%s", run.err);
+    // And what it would hold, against the budget (lesson/budget.h): its
+    // naive runs take a few heads at a time, so it needs about 214 MiB.
+    setenv("ATTN_MAX_MIB", "100", 1);
+    run = run_program(lesson_binary(LESSON_DIR), (const char *const[]){"--bench", NULL});
+    unsetenv("ATTN_MAX_MIB");
+    assert_one_line_refusal(run, "lesson-13: ", "ATTN_MAX_MIB=100 --bench");
+    ck_assert_msg(strstr(run.err, "more than the 100 MiB allowed") != NULL &&
+                  strstr(run.err, "ATTN_MAX_MIB=220") != NULL, "%s", run.err);
+    // --flag=value is --flag value here too.
+    run = run_program(lesson_binary(LESSON_DIR),
+                      (const char *const[]){"--bench", "--block-q=1", "--block-k=1", NULL});
+    assert_one_line_refusal(run, "lesson-13: ", "--bench --block-q=1 --block-k=1");
+    ck_assert_msg(strstr(run.err, "--block-q 1 --block-k 1") != NULL, "%s", run.err);
+}
+END_TEST
+
+// --kv-heads defaults to --heads, and a sequence too long for the naive
+// path runs the tiled one alone and says so.
+START_TEST(test_runs_at_its_sizes) {
+    check_prints(LESSON_DIR, (const char *const[]){"--heads", "2", "--seq", "8", NULL},
+                 "key = torch.randn(1, 2, 8, 64)\n"
+                 "  (query head h reads key/value head h // 1)\n");
+    RunResult run = check_prints(LESSON_DIR,
+                                 (const char *const[]){"--seq", "8193", "--heads", "1",
+                                                       "--head-dim", "1", NULL},
+                                 "out: torch.Size([1, 1, 8193, 1]), lse: torch.Size([1, 1, "
+                                 "8193])\n");
+    ck_assert_msg(strstr(run.out, "the naive path is skipped") != NULL, "%s", run.out);
+}
+END_TEST
+
 START_TEST(test_help) {
     RunResult run =
         check_prints(LESSON_DIR, (const char *const[]){"--help", NULL},
                      "usage: lesson-13 [flags]\n"
                      "  --block-q N      queries per block (Bq) (default 64)\n"
-                     "  --block-k N      keys per block (Bk) (default 64)\n");
-    ck_assert_msg(strstr(run.out, "--bench") != NULL && strstr(run.out, "--causal") != NULL,
-                  "%s", run.out);
+                     "  --block-k N      keys per block (Bk) (default 64)\n"
+                     "  --threads N      threads sharing the query blocks (default 1)\n");
+    ck_assert_msg(strstr(run.out, "--bench") != NULL && strstr(run.out, "--causal") != NULL &&
+                  strstr(run.out, "--kernels") != NULL, "%s", run.out);
 }
 END_TEST
 
@@ -475,21 +718,28 @@ Suite *lesson13_suite(void) {
     tcase_add_loop_test(pytorch, test_forward_on_recorded_inputs, 1, recorded_case_count(REF_DIR));
     suite_add_tcase(suite, pytorch);
     TCase *invariants = new_tcase("invariants");
+    tcase_add_test(invariants, test_threads_give_the_same_bits);
+    tcase_add_loop_test(invariants, test_threads_on_every_recorded_case, 0,
+                        recorded_case_count(REF_DIR));
     tcase_add_loop_test(invariants, test_tiled_equals_naive_over_block_grid, 0, 2);
     tcase_add_test(invariants, test_equal_scores_give_mean_of_values);
+    tcase_add_test(invariants, test_lse_is_the_logsumexp_of_the_scores);
     tcase_add_test(invariants, test_extra_memory_does_not_grow_with_seq);
     tcase_add_test(invariants, test_tile_kinds_and_counts);
     tcase_add_loop_test(invariants, test_row_steps_end_at_two_pass_m_and_l, 0, 2);
     tcase_add_test(invariants, test_non_contiguous_inputs);
     suite_add_tcase(suite, invariants);
     TCase *kernels = new_tcase("kernels");
-    tcase_add_test(kernels, test_scalar_twin_equals_vector_bitwise);
-    tcase_add_test(kernels, test_tile_kernel_vector_equals_scalar);
-    tcase_add_test(kernels, test_exp);
+    tcase_add_test(kernels, test_kernel_sets_equal_the_scalar_twins);
+    tcase_add_test(kernels, test_each_kernel_equals_its_twin);
+    tcase_add_test(kernels, test_exp2);
+    tcase_add_test(kernels, test_kernel_choice);
     suite_add_tcase(suite, kernels);
     TCase *flags = new_tcase("flags");
     tcase_add_test(flags, test_bad_flags);
     tcase_add_test(flags, test_bench_refuses_shape_flags);
+    tcase_add_test(flags, test_bench_refuses_what_it_cannot_finish);
+    tcase_add_test(flags, test_runs_at_its_sizes);
     tcase_add_test(flags, test_help);
     suite_add_tcase(suite, flags);
     return suite;

@@ -154,7 +154,8 @@ START_TEST(test_rms_norm_by_hand) {
     const Tensor *y = LlamaRMSNorm_forward(&norm, tensor_from(shape1(2), (const float[]){3, 4}));
     double r = 1.0 / sqrt(12.5 + 1e-6);
     ck_assert(fabs(y->data[0] - 3 * r) < 1e-6 && fabs(y->data[1] - 8 * r) < 1e-6);
-    const Tensor *minus = LlamaRMSNorm_forward(&norm, tensor_from(shape1(2), (const float[]){-3, -4}));
+    const Tensor *minus =
+        LlamaRMSNorm_forward(&norm, tensor_from(shape1(2), (const float[]){-3, -4}));
     ck_assert(minus->data[0] == -y->data[0] && minus->data[1] == -y->data[1]);
 }
 END_TEST

@@ -577,7 +577,8 @@ START_TEST(test_linear) {
     assert_exact(linear(&with_bias, x), shape2(2, 2), (float[]){-1.5f, 3, -1.5f, 12}, "bias");
     assert_exact(linear(&no_bias, x), shape2(2, 2), (float[]){-2, 4, -2, 13}, "no bias");
     // (..., in) -> (..., out): (2, 1, 2, 3) -> (2, 1, 2, 2), each row alone.
-    const Tensor *x4 = tensor_from(shape4(2, 1, 2, 3), (float[]){1, 2, 3, 4, 5, 6, 0, 0, 0, 1, 1, 1});
+    const Tensor *x4 =
+        tensor_from(shape4(2, 1, 2, 3), (float[]){1, 2, 3, 4, 5, 6, 0, 0, 0, 1, 1, 1});
     assert_exact(linear(&with_bias, x4), shape4(2, 1, 2, 2),
                  (float[]){-1.5f, 3, -1.5f, 12, 0.5f, -1, 0.5f, 2}, "4-D input");
     // A transposed input (x stored as x^T) gives the same numbers.

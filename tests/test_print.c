@@ -183,7 +183,8 @@ START_TEST(test_nan_inf_and_negative_zero) {
     assert_prints(vector(2, (float[]){1.0f, -NAN}), NULL, "tensor([1., nan])");
     assert_prints(vector(2, (float[]){1.0f, -INFINITY}), NULL, "tensor([1., -inf])");
     assert_prints(vector(2, (float[]){-0.0f, 1.0f}), NULL, "tensor([-0., 1.])");
-    assert_prints(vector(3, (float[]){0.0f, 0.5f, -0.0f}), NULL, "tensor([0.0000, 0.5000, -0.0000])");
+    assert_prints(vector(3, (float[]){0.0f, 0.5f, -0.0f}), NULL,
+                  "tensor([0.0000, 0.5000, -0.0000])");
     assert_prints(tensor_from(shape2(2, 2), (float[]){1.0f, NAN, 1e-5f, -2.0f}), NULL,
                   "tensor([[ 1.0000e+00,         nan],\n"
                   "        [ 1.0000e-05, -2.0000e+00]])");

@@ -141,7 +141,8 @@ START_TEST(test_numel_size_shape) {
     ck_assert_str_eq(size_x_str(scalar), "");
     ck_assert_int_eq(numel(zeros(shape2(0, 3))), 0);   // empty
 
-    // PyTorch: t.size(3) -> "Dimension out of range (expected to be in range of [-3, 2], but got 3)"
+    // PyTorch: t.size(3) -> "Dimension out of range (expected to be in range of [-3, 2], but
+    // got 3)"
     Args args = {.t = t, .a = 3};
     assert_fails_with(do_size, args, "size: dimension out of range (expected to be in range "
                       "of [-3, 2], but got 3)");

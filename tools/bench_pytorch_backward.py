@@ -48,14 +48,20 @@ LESSON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build",
 
 # What runs in the PyTorch process: argv = [seqs, calls]; one line per case.
 WORKER = r'''
-import math, sys, time
+import math, re, sys, time
 import torch
 import torch.nn.functional as F
 torch.set_num_threads(1)
 torch.manual_seed(0)
 seqs, calls = [int(n) for n in sys.argv[1].split(",")], int(sys.argv[2])
-blas = sorted({line.split()[-1] for line in open("/proc/self/maps")
-               if "blas" in line.lower() or "dnnl" in line.lower()})
+try:   # the BLAS and oneDNN libraries loaded; without /proc, how torch was built
+    with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+        blas = sorted({line.split()[-1] for line in maps
+                       if "blas" in line.lower() or "dnnl" in line.lower()})
+except OSError:
+    built = re.search(r"BLAS_INFO=(\w+)", torch.__config__.show())
+    blas = [f"(no /proc/self/maps to read; torch built with "
+            f"BLAS_INFO={built.group(1) if built else 'unknown'})"]
 print(f"# torch {torch.__version__}, {torch.get_num_threads()} thread, CPU capability "
       f"{torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, 'cpu') else '?'}, "
       f"libraries loaded: {' '.join(blas) or 'none found'}", flush=True)

@@ -23,6 +23,20 @@ Each number of a matched line is then
                  last printed digit (0.4825 against 0.4826, or 6.0337e-06
                  against 6.0338e-06): float rounding that happened to cross a
                  rounding boundary of the printed text;
+  near zero      printed in scientific notation, and within SCALE_SPACINGS (4)
+                 spacings of float32 at the largest magnitude printed in the
+                 same tensor (-6.4313e-05 against -6.4373e-05 in a tensor
+                 whose largest number is 0.7468: 6e-08 apart, one spacing of
+                 float32 at 0.7468 is 6e-08). A number near 0 in a tensor of
+                 larger ones is what is left when large terms cancel, and its
+                 float rounding is the rounding of those terms, not of its
+                 own few digits; PyTorch prints such a tensor in scientific
+                 notation, each number to 5 digits of its own size, so the
+                 "last digit" rule would ask it to agree to 1e-09. In a
+                 tensor printed with fixed decimals every number shares one
+                 last digit and this rule does not apply. A tensor is the
+                 lines from an opening bracket to the one that closes it (a
+                 line outside brackets is its own);
   different      anything else, printed with both values;
   rounding size  a number that measures float rounding inside one program
                  (on a line saying `max |a - b|`, `largest difference` or
@@ -37,8 +51,11 @@ terms of a dot product one after the other, as the lessons' matmul does; or
 OpenBLAS, which adds them in blocks, in another order); the official wheels
 have MKL built in.
 
-Exit status: 0 when every compared number is identical or differs only in
-its last printed digit, 1 otherwise (or when a program fails), 2 when
+`python3 -m doctest tools/compare.py` checks the rules on the examples in
+classify's docstring.
+
+Exit status: 0 when every compared number is identical, differs only in its
+last printed digit or is near zero within its tensor's rounding, 1 otherwise (or when a program fails), 2 when
 python3 cannot import torch or the page has no marked block.
 """
 import ctypes
@@ -57,6 +74,7 @@ NUMBER = re.compile(
     r"(?<![\w.])(?:[-+]?(?:\d+\.(?!\.)\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|-?inf|nan)(?!\w)")
 ROUNDING_WORDS = ("max |", "largest difference", "within")
 ROUNDING_LIMIT = 1e-4
+SCALE_SPACINGS = 4   # "near zero": float32 spacings at the tensor's largest magnitude
 
 
 def template(line):
@@ -81,8 +99,48 @@ def last_digit_unit(text):
     return 10.0 ** ((int(exponent) if exponent else 0) - places)
 
 
-def classify(lesson, page, line_template):
-    """identical, last digit, rounding size or different, and |a - b|."""
+def float32_spacing(x):
+    """The distance between float32 numbers at |x|: 2^(e - 23) for |x| in [2^e, 2^(e+1))."""
+    if not math.isfinite(x) or x == 0.0:
+        return 0.0
+    return 2.0 ** (math.floor(math.log2(abs(x))) - 23)
+
+
+def tensor_scales(lines):
+    """For each line, the largest finite magnitude printed in its tensor: the
+    lines from an opening bracket to the one that closes it, or the line
+    alone outside brackets."""
+    scales, group, depth = [0.0] * len(lines), [], 0
+    for i, line in enumerate(lines):
+        group.append(i)
+        depth = max(0, depth + line.count("[") - line.count("]"))
+        if depth == 0:
+            values = [abs(float(x)) for k in group for x in numbers(lines[k])]
+            largest = max([v for v in values if math.isfinite(v)], default=0.0)
+            for k in group:
+                scales[k] = largest
+            group = []
+    for k in group:   # brackets never closed: each line its own
+        scales[k] = max([abs(float(x)) for x in numbers(lines[k])
+                         if math.isfinite(float(x))], default=0.0)
+    return scales
+
+
+def classify(lesson, page, line_template, scale=0.0):
+    """identical, last digit, near zero, rounding size or different, and |a - b|.
+    `scale`: the largest magnitude printed in the numbers' tensor.
+
+    >>> classify("0.4825", "0.4826", "#")[0]
+    'last digit'
+    >>> classify("-6.4313e-05", "-6.4373e-05", "[#, #]", 0.74684)[0]
+    'near zero'
+    >>> classify("-6.4313e-05", "-6.4373e-05", "[#, #]", 6.4373e-05)[0]
+    'different'
+    >>> classify("-6.4313e-05", "-6.4913e-05", "[#, #]", 0.74684)[0]
+    'different'
+    >>> classify("0.0001", "0.0003", "[#, #]", 0.74684)[0]
+    'different'
+    """
     if lesson == page:
         return "identical", 0.0
     a, b = float(lesson), float(page)
@@ -93,6 +151,9 @@ def classify(lesson, page, line_template):
     units = [last_digit_unit(lesson), last_digit_unit(page)]
     if None not in units and difference <= max(units) * (1 + 1e-9):
         return "last digit", difference
+    scientific = "e" in lesson.lower() or "e" in page.lower()
+    if scientific and difference <= SCALE_SPACINGS * float32_spacing(scale):
+        return "near zero", difference
     return "different", difference
 
 
@@ -122,16 +183,19 @@ def compare(lesson_text, page_text):
     for block in matcher.get_matching_blocks():
         pairs.extend((block.a + k, block.b + k) for k in range(block.size))
     matched_page = {p for p, _ in pairs}
+    page_scales, lesson_scales = tensor_scales(page_lines), tensor_scales(lesson_lines)
     report = {"page_lines": len(page_lines), "lesson_lines": len(lesson_lines),
               "matched": len(pairs),
               "unmatched_page": [(p + 1, page_lines[p]) for p in range(len(page_lines))
                                  if p not in matched_page and page_lines[p].strip()],
-              "counts": {"identical": 0, "last digit": 0, "different": 0, "rounding size": 0},
+              "counts": {"identical": 0, "last digit": 0, "near zero": 0, "different": 0,
+                         "rounding size": 0},
               "entries": [], "largest": 0.0}
     for p, q in pairs:
         line_template = template(page_lines[p])
         for a, b in zip(numbers(lesson_lines[q]), numbers(page_lines[p])):
-            kind, difference = classify(a, b, line_template)
+            kind, difference = classify(a, b, line_template,
+                                        max(page_scales[p], lesson_scales[q]))
             report["counts"][kind] += 1
             if kind != "identical":
                 report["entries"].append((kind, q + 1, p + 1, a, b, difference, lesson_lines[q]))
@@ -143,13 +207,14 @@ def compare(lesson_text, page_text):
 
 def print_report(report, out=sys.stdout):
     c = report["counts"]
-    compared = c["identical"] + c["last digit"] + c["different"]
+    compared = c["identical"] + c["last digit"] + c["near zero"] + c["different"]
     print(f"lines: the page's code printed {report['page_lines']}, the lesson "
           f"{report['lesson_lines']}; {report['matched']} matched "
           f"({report['lesson_lines'] - report['matched']} lesson lines are sections "
           f"the page's code does not print)", file=out)
     print(f"numbers: {compared} compared: {c['identical']} identical, {c['last digit']} "
-          f"differ in the last printed digit, {c['different']} different", file=out)
+          f"differ in the last printed digit, {c['near zero']} near zero, "
+          f"{c['different']} different", file=out)
     if c["rounding size"]:
         print(f"         {c['rounding size']} measure float rounding inside one program "
               f"(max |a - b| and the like, both below {ROUNDING_LIMIT:g}): not compared",
@@ -247,7 +312,8 @@ def main(argv):
     print(f"  {where}")
     report = compare(lesson_text, page_text)
     print_report(report)
-    print("OK: every compared number is identical or differs only in its last printed digit"
+    print("OK: every compared number is identical, or differs in its last printed digit or "
+          "near zero"
           if report["ok"] else "DIFFERENT: see above")
     return 0 if report["ok"] else 1
 

@@ -67,33 +67,47 @@ static void help_line(const char *flag, const char *value, const char *text) {
     printf("  %-16s %s\n", left, text);
 }
 
+// A flag that takes a value, with its default after its help: "N", "P" or
+// "F" and the default as %d or %g, "WORD" and the default's word.
+static void help_with_default(const char *flag, const char *value, const char *help,
+                              const char *default_text) {
+    char text[256];
+    snprintf(text, sizeof text, "%s (default %s)", help, default_text);
+    help_line(flag, value, text);
+}
+
+static const char *int_text(char *buffer, size_t size, int value) {
+    snprintf(buffer, size, "%d", value);
+    return buffer;
+}
+
+static const char *decimal_text(char *buffer, size_t size, double value) {
+    snprintf(buffer, size, "%g", value);
+    return buffer;
+}
+
 static void print_help(const Lesson *lesson) {
     printf("usage: %s [flags]\n%s\n\nflags:\n", lesson->program, lesson->summary);
-    char text[256];
+    char d[32];   // a default as text
     for (int i = 0; i < lesson->n_sizes; i++) {
         const SizeFlag *f = &lesson->sizes[i];
-        snprintf(text, sizeof text, "%s (default %d)", f->help, *f->value);
-        help_line(f->flag, "N", text);
+        help_with_default(f->flag, "N", f->help, int_text(d, sizeof d, *f->value));
     }
     for (int i = 0; i < lesson->n_ints; i++) {
         const IntFlag *f = &lesson->ints[i];
-        snprintf(text, sizeof text, "%s (default %d)", f->help, *f->value);
-        help_line(f->flag, "N", text);
+        help_with_default(f->flag, "N", f->help, int_text(d, sizeof d, *f->value));
     }
     for (int i = 0; i < lesson->n_probabilities; i++) {
         const ProbabilityFlag *f = &lesson->probabilities[i];
-        snprintf(text, sizeof text, "%s (default %g)", f->help, *f->value);
-        help_line(f->flag, "P", text);
+        help_with_default(f->flag, "P", f->help, decimal_text(d, sizeof d, *f->value));
     }
     for (int i = 0; i < lesson->n_floats; i++) {
         const FloatFlag *f = &lesson->floats[i];
-        snprintf(text, sizeof text, "%s (default %g)", f->help, *f->value);
-        help_line(f->flag, "F", text);
+        help_with_default(f->flag, "F", f->help, decimal_text(d, sizeof d, *f->value));
     }
     for (int i = 0; i < lesson->n_choices; i++) {
-        const ChoiceFlag *f = &lesson->choices[i];
-        snprintf(text, sizeof text, "%s (default %s)", f->help, *f->value);
-        help_line(f->flag, "WORD", text);
+        help_with_default(lesson->choices[i].flag, "WORD", lesson->choices[i].help,
+                          *lesson->choices[i].value);
     }
     for (int i = 0; i < lesson->n_switches; i++) {
         help_line(lesson->switches[i].flag, "", lesson->switches[i].help);
@@ -277,6 +291,18 @@ static void note_number(Lesson *lesson, const char *flag, const char *text, doub
     }
 }
 
+// A whole-number flag (a size or an IntFlag): its value read into *value,
+// from min to max, and noted; returns the words it took.
+static int take_int(Lesson *lesson, const Word *word, int argc, char **argv, int i, int *value,
+                    int min, int max) {
+    int used = 0;
+    const char *text = value_of(lesson, word, argc, argv, i, "a whole number", &used);
+    int by_default = *value;
+    *value = parse_int(lesson, word->flag, text, min, max);
+    note_number(lesson, word->flag, text, *value, by_default);
+    return used;
+}
+
 // If `word` is one of the lesson's own flags, read it (and its value) and
 // return how many words it took; otherwise return 0.
 static int lesson_flag(Lesson *lesson, const Word *word, int argc, char **argv, int i) {
@@ -284,21 +310,14 @@ static int lesson_flag(Lesson *lesson, const Word *word, int argc, char **argv, 
     int used = 0;
     for (int f = 0; f < lesson->n_sizes; f++) {
         if (strcmp(flag, lesson->sizes[f].flag) == 0) {
-            const char *text = value_of(lesson, word, argc, argv, i, "a whole number", &used);
-            int by_default = *lesson->sizes[f].value;
-            *lesson->sizes[f].value = parse_int(lesson, flag, text, 1, MAX_SIZE_FLAG);
-            note_number(lesson, flag, text, *lesson->sizes[f].value, by_default);
-            return used;
+            return take_int(lesson, word, argc, argv, i, lesson->sizes[f].value, 1,
+                            MAX_SIZE_FLAG);
         }
     }
     for (int f = 0; f < lesson->n_ints; f++) {
         const IntFlag *it = &lesson->ints[f];
         if (strcmp(flag, it->flag) == 0) {
-            const char *text = value_of(lesson, word, argc, argv, i, "a whole number", &used);
-            int by_default = *it->value;
-            *it->value = parse_int(lesson, flag, text, it->min, it->max);
-            note_number(lesson, flag, text, *it->value, by_default);
-            return used;
+            return take_int(lesson, word, argc, argv, i, it->value, it->min, it->max);
         }
     }
     for (int f = 0; f < lesson->n_floats; f++) {

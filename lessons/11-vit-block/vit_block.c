@@ -742,64 +742,15 @@ static Cost vit_block_cost(double B, double N, double C, double H, double F, boo
     };
 }
 
+// The flags (appendix B), parsed into *lesson and checked together.
+static Sizes read_flags(Lesson *lesson, int argc, char **argv);
+
 int main(int argc, char **argv) {
-    int batch = 2, seq = 5, dim = 16, heads = 4;
-    double mlp_ratio = 4.0, drop = 0.0, attn_drop = 0.0, drop_path = 0.0;   // the post's defaults
-    bool qkv_bias = false, train = false;
-    SizeFlag sizes[] = {
-        {"--batch", &batch, "batch size"},
-        {"--seq", &seq, "sequence length (patches; the post's N)"},
-        {"--dim", &dim, "embedding dimension (the post's C)"},
-        {"--heads", &heads, "number of heads (num_heads); must divide --dim"},
-    };
-    // A float, as the post's Block(dim, num_heads, mlp_ratio=4., ...): ViT
-    // and BERT use 4, ViT-g 48/11, EVA 4*2/3; no model uses more than 64.
-    FloatFlag floats[] = {
-        {"--mlp-ratio", &mlp_ratio, "MLP hidden size = int(dim * mlp-ratio)", 0.0, 64.0},
-    };
-    ProbabilityFlag probabilities[] = {
-        {"--drop", &drop, "dropout after attn.proj and in the MLP (proj_drop, drop1, drop2)"},
-        {"--attn-drop", &attn_drop, "dropout on the attention weights"},
-        {"--drop-path", &drop_path, "stochastic depth: drop a sample's whole branch"},
-    };
-    SwitchFlag switches[] = {
-        {"--qkv-bias", &qkv_bias, "give the qkv Linear a bias (the post's default: no)"},
-        {"--train", &train, "train mode: dropout and drop path on"},
-    };
-    Lesson lesson = {
-        .program = "lesson-11",
-        .summary = "vit-block: Chen Ming's ViT Block (Attention, Mlp, LayerNorm, DropPath) and "
-                   "numpy multi-head",
-        .sizes = sizes,
-        .n_sizes = 4,
-        .floats = floats,
-        .n_floats = 1,
-        .probabilities = probabilities,
-        .n_probabilities = 3,
-        .switches = switches,
-        .n_switches = 2,
-    };
-    parse_lesson_args(&lesson, argc, argv);
-    check_divides(&lesson, "--heads", heads, "--dim", dim);
-    // int(dim * mlp_ratio) as Python works it out: the product in double,
-    // truncated toward 0. At most 65536 * 64 = 2^22: no overflow.
-    int hidden = (int)((double)dim * mlp_ratio);
-    if (hidden < 1) {
-        usage_error(&lesson, "--mlp-ratio %g makes the MLP's hidden size int(%d * %g) = 0; "
-                    "choose a larger ratio", mlp_ratio, dim, mlp_ratio);
-    }
-    // The largest tensor of each kind the run builds.
-    check_fits(&lesson, "attn_probs (batch, heads, seq, seq)", shape4(batch, heads, seq, seq));
-    check_fits(&lesson, "qkv (batch, seq, 3*dim)", shape3(batch, seq, 3 * dim));
-    check_fits(&lesson, "the MLP's hidden layer (batch, seq, dim*mlp-ratio)",
-               shape3(batch, seq, hidden));
-    check_fits(&lesson, "mlp.fc1.weight (dim*mlp-ratio, dim)", shape2(hidden, dim));
-    check_fits(&lesson, "attn.qkv.weight (3*dim, dim)", shape2(3 * dim, dim));
-    check_budget(&lesson, vit_block_cost(batch, seq, dim, heads, hidden, train));
+    Lesson lesson;
+    Sizes s = read_flags(&lesson, argc, argv);   // appendix B: the flags, parsed and checked
+    check_budget(&lesson, vit_block_cost(s.batch, s.seq, s.dim, s.heads, s.hidden, s.train));
     lesson_start(&lesson);
 
-    Sizes s = {batch, seq, dim, heads, mlp_ratio, hidden, qkv_bias, train, drop, attn_drop,
-               drop_path};
     Cell cell = part1_the_posts_cells(&s);
     trace_pause(true);   // the parts look at what was computed: not drawn, not dumped
     part2_the_block(&cell, &s);
@@ -956,4 +907,63 @@ static void part7_macs(const Sizes *s) {
     } else {
         printf("(with hidden <= 2*C the attention sublayer costs more than the MLP at every N)\n");
     }
+}
+
+// === appendix B: the flags ======================================================================
+
+static Sizes read_flags(Lesson *lesson, int argc, char **argv) {
+    static int batch = 2, seq = 5, dim = 16, heads = 4;
+    static double mlp_ratio = 4.0, drop = 0.0, attn_drop = 0.0, drop_path = 0.0;   // the post's defaults
+    static bool qkv_bias = false, train = false;
+    static SizeFlag sizes[] = {
+        {"--batch", &batch, "batch size"},
+        {"--seq", &seq, "sequence length (patches; the post's N)"},
+        {"--dim", &dim, "embedding dimension (the post's C)"},
+        {"--heads", &heads, "number of heads (num_heads); must divide --dim"},
+    };
+    // A float, as the post's Block(dim, num_heads, mlp_ratio=4., ...): ViT
+    // and BERT use 4, ViT-g 48/11, EVA 4*2/3; no model uses more than 64.
+    static FloatFlag floats[] = {
+        {"--mlp-ratio", &mlp_ratio, "MLP hidden size = int(dim * mlp-ratio)", 0.0, 64.0},
+    };
+    static ProbabilityFlag probabilities[] = {
+        {"--drop", &drop, "dropout after attn.proj and in the MLP (proj_drop, drop1, drop2)"},
+        {"--attn-drop", &attn_drop, "dropout on the attention weights"},
+        {"--drop-path", &drop_path, "stochastic depth: drop a sample's whole branch"},
+    };
+    static SwitchFlag switches[] = {
+        {"--qkv-bias", &qkv_bias, "give the qkv Linear a bias (the post's default: no)"},
+        {"--train", &train, "train mode: dropout and drop path on"},
+    };
+    *lesson = (Lesson){
+        .program = "lesson-11",
+        .summary = "vit-block: Chen Ming's ViT Block (Attention, Mlp, LayerNorm, DropPath) and "
+                   "numpy multi-head",
+        .sizes = sizes,
+        .n_sizes = 4,
+        .floats = floats,
+        .n_floats = 1,
+        .probabilities = probabilities,
+        .n_probabilities = 3,
+        .switches = switches,
+        .n_switches = 2,
+    };
+    parse_lesson_args(lesson, argc, argv);
+    check_divides(lesson, "--heads", heads, "--dim", dim);
+    // int(dim * mlp_ratio) as Python works it out: the product in double,
+    // truncated toward 0. At most 65536 * 64 = 2^22: no overflow.
+    int hidden = (int)((double)dim * mlp_ratio);
+    if (hidden < 1) {
+        usage_error(lesson, "--mlp-ratio %g makes the MLP's hidden size int(%d * %g) = 0; "
+                    "choose a larger ratio", mlp_ratio, dim, mlp_ratio);
+    }
+    // The largest tensor of each kind the run builds.
+    check_fits(lesson, "attn_probs (batch, heads, seq, seq)", shape4(batch, heads, seq, seq));
+    check_fits(lesson, "qkv (batch, seq, 3*dim)", shape3(batch, seq, 3 * dim));
+    check_fits(lesson, "the MLP's hidden layer (batch, seq, dim*mlp-ratio)",
+               shape3(batch, seq, hidden));
+    check_fits(lesson, "mlp.fc1.weight (dim*mlp-ratio, dim)", shape2(hidden, dim));
+    check_fits(lesson, "attn.qkv.weight (3*dim, dim)", shape2(3 * dim, dim));
+    return (Sizes){batch, seq, dim, heads, mlp_ratio, hidden, qkv_bias, train, drop, attn_drop,
+                   drop_path};
 }

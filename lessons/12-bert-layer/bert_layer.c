@@ -62,7 +62,7 @@
 //   - post-norm: every row of layer_output has standard deviation 1;
 //     pre-norm (lesson 11's order, same weights) lets the rows grow (part 9).
 //
-// THE PARTS (part 1 here, parts 2-9 in parts.c; --part N prints part N alone,
+// THE PARTS (part 1 here, 2-9 in parts.c, 6 and 7 in the_post.c; --part N prints N alone,
 // --all every part; the default prints part 1 and the list of the others)
 //   1. the layer, run as BLIP's decoder runs it (every flag; --heatmap draws it)
 //   2. BERT's additive mask against lesson 4's masked_fill (--pad)
@@ -569,65 +569,36 @@ Tensor *BertLayer_forward(BertLayerSteps *steps, KeyValue *present, const BertLa
 
 // --- the lesson -----------------------------------------------------------------------------
 
-// The lesson's own checks, after parsing and before any work (exit 2).
-// The largest tensors of each kind: the weights of one call over all L
-// tokens (B, H, L, L) (part 6 makes it); the feed-forward's (B, L, F) and
-// its weight (F, C); the inputs (B, L, C) and the (C, C) weights; with
-// relative positions the positional_embedding (L, L, D) and the table
-// (2MP - 1, D); with cross-attention its (B, H, T, M), the keys' weight
-// (C, E) and the image features (B, M, E).
-static void check_flags(const Lesson *lesson, const Flags *f) {
-    int L = f->past + f->seq;   // at most 2 * MAX_SIZE_FLAG: no overflow
-    check_divides(lesson, "--heads", f->heads, "--dim", f->dim);
-    if (f->head_mask >= f->heads) {
-        usage_error(lesson, "--head-mask expects a head from -1 (none) to %d (--heads %d), "
-                    "got '%d'", f->heads - 1, f->heads, f->head_mask);
+// The flags (appendix B), parsed into *lesson and checked together; what a
+// run of them costs (appendix A), checked before any work.
+static Flags read_flags(Lesson *lesson, int argc, char **argv);
+static Cost bert_layer_cost(const Flags *f);
+
+int main(int argc, char **argv) {
+    Lesson lesson;
+    Flags f = read_flags(&lesson, argc, argv);   // appendix B: the flags, parsed and checked
+    check_budget(&lesson, bert_layer_cost(&f));
+    lesson_start(&lesson);
+
+    bool part1 = f.all || f.part <= 1;   // the default prints part 1, then the list of parts
+    Run run = part1_the_layer(&f, part1, lesson.heatmap && part1);
+    trace_pause(true);   // the parts are commentary, not the layer's dataflow
+    if (f.part == 0 && !f.all) {
+        print_the_parts();
     }
-    if (f->pad > L) {
-        usage_error(lesson, "--pad %d is more than the --past + --seq = %d keys", f->pad, L);
-    }
-    if (f->chunk > 0) {
-        check_divides(lesson, "--chunk", f->chunk, "--seq", f->seq);
-        if (f->past > 0) {   // the prefix goes through the same layer
-            check_divides(lesson, "--chunk", f->chunk, "--past", f->past);
+    void (*const parts[10])(const Run *, const Flags *) = {
+        [2] = part2_the_additive_mask, [3] = part3_head_mask, [4] = part4_dropout,
+        [5] = part5_relative_positions, [6] = part6_the_cache, [7] = part7_cross_attention,
+        [8] = part8_chunks, [9] = part9_post_norm};
+    for (int n = 2; n <= 9; n++) {
+        if (f.all || f.part == n) {
+            parts[n](&run, &f);
         }
     }
-    if (f->position != ABSOLUTE && f->max_positions < L) {
-        usage_error(lesson, "--max-positions %d is smaller than --past + --seq = %d: relative "
-                    "positions need a table row for every distance up to %d", f->max_positions,
-                    L, L - 1);
-    }
-    if (f->part != 0 && f->all) {
-        usage_error(lesson, "--part %d and --all: give one of them", f->part);
-    }
-    int D = f->dim / f->heads;
-    check_fits(lesson, "attention_probs (batch, heads, past+seq, past+seq)",
-               shape4(f->batch, f->heads, L, L));
-    check_fits(lesson, "intermediate_output (batch, past+seq, intermediate)",
-               shape3(f->batch, L, f->intermediate));
-    check_fits(lesson, "intermediate.dense.weight (intermediate, dim)",
-               shape2(f->intermediate, f->dim));
-    check_fits(lesson, "hidden_states (batch, past+seq, dim)", shape3(f->batch, L, f->dim));
-    check_fits(lesson, "attention.self.query.weight (dim, dim)", shape2(f->dim, f->dim));
-    if (f->position != ABSOLUTE) {
-        check_fits(lesson, "positional_embedding (past+seq, past+seq, dim/heads)",
-                   shape3(L, L, D));
-        check_fits(lesson, "distance_embedding.weight (2*max-positions - 1, dim/heads)",
-                   shape2(2 * f->max_positions - 1, D));
-    }
-    if (f->encoder_seq > 0) {
-        check_fits(lesson, "cross_attention_probs (batch, heads, seq, encoder-seq)",
-                   shape4(f->batch, f->heads, f->seq, f->encoder_seq));
-        check_fits(lesson, "crossattention.self.key.weight (dim, encoder-width)",
-                   shape2(f->dim, f->encoder_width));
-        check_fits(lesson, "encoder_hidden_states (batch, encoder-seq, encoder-width)",
-                   shape3(f->batch, f->encoder_seq, f->encoder_width));
-        check_fits(lesson, "the cross-attention's keys and values (batch, encoder-seq, dim)",
-                   shape3(f->batch, f->encoder_seq, f->dim));
-    }
+    return lesson_finish(&lesson);
 }
 
-// --- the budget: what a run of these sizes holds and does (lesson/budget.h) ----------
+// === appendix A: the budget: what a run of these sizes holds and does (lesson/budget.h) =====
 
 // The floats a step makes, its multiply-adds and the elements that go
 // through exp or erf, added up part by part.
@@ -757,12 +728,73 @@ static Cost bert_layer_cost(const Flags *f) {
     };
 }
 
-int main(int argc, char **argv) {
-    Flags f = {.batch = 2, .seq = 5, .dim = 16, .heads = 4, .intermediate = 64,
+// === appendix B: the flags, and the lesson's own checks =======================================
+
+// The lesson's own checks, after parsing and before any work (exit 2).
+// The largest tensors of each kind: the weights of one call over all L
+// tokens (B, H, L, L) (part 6 makes it); the feed-forward's (B, L, F) and
+// its weight (F, C); the inputs (B, L, C) and the (C, C) weights; with
+// relative positions the positional_embedding (L, L, D) and the table
+// (2MP - 1, D); with cross-attention its (B, H, T, M), the keys' weight
+// (C, E) and the image features (B, M, E).
+static void check_flags(const Lesson *lesson, const Flags *f) {
+    int L = f->past + f->seq;   // at most 2 * MAX_SIZE_FLAG: no overflow
+    check_divides(lesson, "--heads", f->heads, "--dim", f->dim);
+    if (f->head_mask >= f->heads) {
+        usage_error(lesson, "--head-mask expects a head from -1 (none) to %d (--heads %d), "
+                    "got '%d'", f->heads - 1, f->heads, f->head_mask);
+    }
+    if (f->pad > L) {
+        usage_error(lesson, "--pad %d is more than the --past + --seq = %d keys", f->pad, L);
+    }
+    if (f->chunk > 0) {
+        check_divides(lesson, "--chunk", f->chunk, "--seq", f->seq);
+        if (f->past > 0) {   // the prefix goes through the same layer
+            check_divides(lesson, "--chunk", f->chunk, "--past", f->past);
+        }
+    }
+    if (f->position != ABSOLUTE && f->max_positions < L) {
+        usage_error(lesson, "--max-positions %d is smaller than --past + --seq = %d: relative "
+                    "positions need a table row for every distance up to %d", f->max_positions,
+                    L, L - 1);
+    }
+    if (f->part != 0 && f->all) {
+        usage_error(lesson, "--part %d and --all: give one of them", f->part);
+    }
+    int D = f->dim / f->heads;
+    check_fits(lesson, "attention_probs (batch, heads, past+seq, past+seq)",
+               shape4(f->batch, f->heads, L, L));
+    check_fits(lesson, "intermediate_output (batch, past+seq, intermediate)",
+               shape3(f->batch, L, f->intermediate));
+    check_fits(lesson, "intermediate.dense.weight (intermediate, dim)",
+               shape2(f->intermediate, f->dim));
+    check_fits(lesson, "hidden_states (batch, past+seq, dim)", shape3(f->batch, L, f->dim));
+    check_fits(lesson, "attention.self.query.weight (dim, dim)", shape2(f->dim, f->dim));
+    if (f->position != ABSOLUTE) {
+        check_fits(lesson, "positional_embedding (past+seq, past+seq, dim/heads)",
+                   shape3(L, L, D));
+        check_fits(lesson, "distance_embedding.weight (2*max-positions - 1, dim/heads)",
+                   shape2(2 * f->max_positions - 1, D));
+    }
+    if (f->encoder_seq > 0) {
+        check_fits(lesson, "cross_attention_probs (batch, heads, seq, encoder-seq)",
+                   shape4(f->batch, f->heads, f->seq, f->encoder_seq));
+        check_fits(lesson, "crossattention.self.key.weight (dim, encoder-width)",
+                   shape2(f->dim, f->encoder_width));
+        check_fits(lesson, "encoder_hidden_states (batch, encoder-seq, encoder-width)",
+                   shape3(f->batch, f->encoder_seq, f->encoder_width));
+        check_fits(lesson, "the cross-attention's keys and values (batch, encoder-seq, dim)",
+                   shape3(f->batch, f->encoder_seq, f->dim));
+    }
+}
+
+
+static Flags read_flags(Lesson *lesson, int argc, char **argv) {
+    static Flags f = {.batch = 2, .seq = 5, .dim = 16, .heads = 4, .intermediate = 64,
                .max_positions = 16, .pad = 1, .head_mask = -1, .past = 0, .encoder_seq = 0,
                .encoder_width = 16, .chunk = 0, .part = 0};
-    const char *position = "absolute";
-    SizeFlag sizes[] = {
+    static const char *position = "absolute";
+    static SizeFlag sizes[] = {
         {"--batch", &f.batch, "batch size"},
         {"--seq", &f.seq, "tokens of the (second) call: hidden_states"},
         {"--dim", &f.dim, "hidden_size"},
@@ -771,7 +803,7 @@ int main(int argc, char **argv) {
         {"--max-positions", &f.max_positions, "max_position_embeddings (relative positions)"},
         {"--encoder-width", &f.encoder_width, "encoder_width: the image features' width"},
     };
-    IntFlag ints[] = {
+    static IntFlag ints[] = {
         {"--pad", &f.pad, "padding at the end of the last batch row", 0, MAX_SIZE_FLAG},
         {"--head-mask", &f.head_mask, "zero this head with head_mask (-1: none)", -1,
          MAX_SIZE_FLAG},
@@ -782,43 +814,25 @@ int main(int argc, char **argv) {
         {"--part", &f.part, "print part N alone (0: part 1, the layer, and the list of parts)",
          0, 9},
     };
-    ChoiceFlag choices[] = {
+    static ChoiceFlag choices[] = {
         {"--position", &position, "position_embedding_type", POSITION_TYPES},
     };
-    SwitchFlag switches[] = {
+    static SwitchFlag switches[] = {
         {"--train", &f.train, "training mode: dropout on (default: eval mode)"},
         {"--all", &f.all, "print every part, 1 to 9"},
     };
-    Lesson lesson = {
+    *lesson = (Lesson){
         .program = "lesson-12",
         .summary = "bert-layer: BertSelfAttention ... BertLayer of Chen Ming's post, as BLIP's "
                    "text decoder, fixed",
         .sizes = sizes, .n_sizes = 7, .ints = ints, .n_ints = 6,
         .choices = choices, .n_choices = 1, .switches = switches, .n_switches = 2,
     };
-    parse_lesson_args(&lesson, argc, argv);
+    parse_lesson_args(lesson, argc, argv);
     for (int i = 0; POSITION_TYPES[i] != NULL; i++) {
         f.position = strcmp(position, POSITION_TYPES[i]) == 0 ? (PositionType)i : f.position;
     }
-    f.seed = lesson.seed;
-    check_flags(&lesson, &f);
-    check_budget(&lesson, bert_layer_cost(&f));
-    lesson_start(&lesson);
-
-    bool part1 = f.all || f.part <= 1;   // the default prints part 1, then the list of parts
-    Run run = part1_the_layer(&f, part1, lesson.heatmap && part1);
-    trace_pause(true);   // the parts are commentary, not the layer's dataflow
-    if (f.part == 0 && !f.all) {
-        print_the_parts();
-    }
-    void (*const parts[10])(const Run *, const Flags *) = {
-        [2] = part2_the_additive_mask, [3] = part3_head_mask, [4] = part4_dropout,
-        [5] = part5_relative_positions, [6] = part6_the_cache, [7] = part7_cross_attention,
-        [8] = part8_chunks, [9] = part9_post_norm};
-    for (int n = 2; n <= 9; n++) {
-        if (f.all || f.part == n) {
-            parts[n](&run, &f);
-        }
-    }
-    return lesson_finish(&lesson);
+    f.seed = lesson->seed;
+    check_flags(lesson, &f);
+    return f;
 }

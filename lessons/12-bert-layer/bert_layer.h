@@ -3,8 +3,9 @@
 // The post's classes, one struct each, with the post's field names: read
 // this beside bert_layer.c, whose functions are their __init__ and forward.
 // bert_layer.c is the lesson (the layer, fixed; part 1, the layer run as
-// BLIP's decoder runs it; main); parts.c holds parts 2 to 9, the
-// demonstrations, and the post's own relative positions, run there only.
+// BLIP's decoder runs it; main); parts.c holds parts 2 to 5, 8 and 9, the
+// demonstrations; the_post.c parts 6 and 7 and the post's own relative
+// positions, run there only.
 // What one file calls of the other is declared here.
 //
 // Size letters (docs/README.md has the table): B batch, T tokens of this
@@ -201,9 +202,13 @@ typedef struct {
 // `past` (NULL: none), as part 1 passes them.
 BertArgs layer_args(const Run *run, const Tensor *mask, const KeyValue *past);
 
+// A copy of the layer in eval mode, unchunked, for the parts after the first.
+BertLayer eval_copy(const BertLayer *layer);
+
 // parts.c: part 1, the layer built from the flags, its inputs drawn and the
 // layer run (printed when `printing`); the list of the other parts; parts 2
-// to 9, each printing its opening line, then what it shows.
+// to 9 (6 and 7 in the_post.c), each printing its opening line, then what it
+// shows.
 Run part1_the_layer(const Flags *f, bool printing, bool heatmap);
 void print_the_parts(void);
 void part2_the_additive_mask(const Run *run, const Flags *f);

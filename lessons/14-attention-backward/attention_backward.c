@@ -72,6 +72,7 @@
 #include <time.h>
 
 #include "attention.h"
+#include "kernels.h"
 
 #define MASK_FILL -1e20f    // lesson 5's masked_fill value
 #define ATT_DROPOUT 0.1     // lesson 5's nn.Dropout(0.1)
@@ -80,35 +81,9 @@
 #define MAP_MAX_BLOCKS 16   // the tile map is drawn up to 16 x 16 blocks
 #define CHECK_STEP 1e-4     // the central differences' step, in double
 
-// Everything the tiled paths spend their time in goes through these
-// functions. Each exists as a scalar twin in plain C and as AVX2 and AVX-512
-// versions that give the same bits; all of them are in the appendix after
-// main(), chosen at run time (kernels_best).
-typedef struct {
-    const char *name;
-    // C (m x n) = (accumulate ? C : 0) + A (m x k) @ B (k x n), each element
-    // summed over p = 0 .. k-1 in order, one fused multiply-add a step:
-    //     C[i][j] = fma(A[i][p], B[p][j], C[i][j])
-    // C[i][j] = c[i*ldc + j], A[i][p] = a[i*a_row + p*a_col], B[p][j] = b[p*ldb + j].
-    void (*matmul)(float *c, int ldc, const float *a, int a_row, int a_col, const float *b,
-                   int ldb, int m, int n, int k, bool accumulate);
-    // The forward's online softmax (lesson 13), columns = queries, cols a multiple of 8:
-    // m[j] = max(m[j], s[p][j]) over p; then s[p][j] = exp(s[p][j] - m[j]), sums[j] their sum.
-    void (*column_max)(float *m, const float *s, int rows, int cols, int lds);
-    void (*exp_columns)(float *s, float *sums, const float *m, int rows, int cols, int lds);
-    // The backward's, rows = queries, in place: s[j][p] becomes P = exp(s[j][p] - lse[j]),
-    // or 0 where key p comes after query j (p > j + diagonal); then ds[j][p] becomes
-    // dS = (P * (ds[j][p] - delta[j])) * scale.
-    void (*softmax_backward)(float *s, float *ds, const float *lse, const float *delta, int rows,
-                             int cols, int lds, float scale, int diagonal);
-    // delta[j] = sum over d of x[j][d] * y[j][d], rows of length D, summed in matmul's
-    // order (d = 0, 1, ..., one fma a step), so that a dot product of the same
-    // two rows comes out the same whichever of the two computes it.
-    void (*row_dots)(float *delta, const float *x, const float *y, int rows, int D);
-    // y[i] = x[i] * s for i < count: a query block times 1/sqrt(D), as the forward scales it.
-    void (*scale)(float *y, const float *x, long count, float s);
-} Kernels;
-
+// Kernels (kernels.h): everything the tiled paths spend their time in, as a
+// scalar twin in plain C and AVX2 and AVX-512 versions that give the same
+// bits, defined in appendix A after main(), chosen at run time.
 static const Kernels *kernels_best(void);   // ATTN_KERNELS if set, else the fastest this CPU has
 static float flash_expf(float x);           // the kernels' exp, scalar
 
@@ -497,9 +472,7 @@ static const Tensor *naive_attention(const Tensor **P, const Tensor *query, cons
 
 // What the naive backward keeps or makes besides the gradients: P (kept by
 // the forward), dP and dS, (B, H, N, N) each.
-static size_t naive_extra_bytes(int B, int H, int N) {
-    return 3 * (size_t)B * H * N * N * sizeof(float);
-}
+static size_t naive_extra_bytes(int B, int H, int N);
 
 // The backward as autograd runs it on the naive path (appendix C): part 1's
 // formulas on whole (N, N) matrices per head, dP and dS made whole too.
@@ -513,9 +486,8 @@ typedef struct {
     bool causal, train;
 } Sizes;
 
-// Central differences (appendix D): for a few parameters w, (L(w + h) -
-// L(w - h)) / 2h with L = sum(ret * grad_out) computed in double, printed
-// beside the analytic gradient: the formulas checked without autograd.
+// Central differences (appendix D), (L(w + h) - L(w - h)) / 2h with L = sum(ret * grad_out)
+// in double, beside the analytic gradient: the formulas checked without autograd.
 static void print_central_differences(const SelfAttV4 *net, const SelfAttV4Steps *f,
                                       const SelfAttV4Grads *g, const Tensor *X,
                                       const Tensor *mask, const Tensor *grad_out);
@@ -718,6 +690,9 @@ static void show_tile_visits(const Sizes *n, const BackwardSteps *steps) {
 static Tensor *first_tile_P(const FlashAttention *flash, const Tensor *query, const Tensor *key,
                             const Tensor *lse);
 
+// What the two backwards cost, FLOPs and extra memory (appendix B, beside the bench).
+static void print_costs(const Sizes *n, const BackwardSteps *steps, const Tensor *lse);
+
 // Part 2: lesson 13's attention, forward keeping lse, backward by tiles.
 static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
     int B = n->batch, H = n->heads, KV = n->kv_heads, N = n->seq, D = n->head_dim;
@@ -790,18 +765,7 @@ static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
         printf("the naive path is skipped: its P (%d, %d, %d, %d) would pass the helper's limit "
                "of %ld elements\n", B, H, N, N, MAX_ELEMENTS);
     }
-    double BHND = (double)B * H * N * N * D;
-    printf("FLOPs: the tiled backward did %.0f (five products, 2*Bq*Bk*D each, per visited tile; "
-           "10*B*H*N*N*D\n  = %.0f without the mask): 2.5 times the forward's 4*B*H*N*N*D = %.0f, "
-           "S and P recomputed;\n  the naive backward keeps P and does 4 products, "
-           "8*B*H*N*N*D = %.0f\n", steps.flops, 10 * BHND, 4 * BHND, 8 * BHND);
-    printf("extra memory: naive, P (kept by its forward), dP and dS, (B, H, N, N) each: %.2f KiB;"
-           "\n  tiled, lse (B, H, N), kept by the forward, and delta (N) of one head: %.2f KiB; its "
-           "blocks,\n  K_j^T and V_j^T (D, Bk), two (Bq, Bk) and Q_i / sqrt(D) (Bq, D): %.2f KiB, "
-           "whatever N is\n",
-           naive_extra_bytes(B, H, N) / 1024.0,
-           ((double)numel(lse) * sizeof(float) + steps.delta_bytes) / 1024.0,
-           steps.scratch_bytes / 1024.0);
+    print_costs(n, &steps, lse);   // FLOPs and extra memory of the two backwards
     printf("the speed: make lesson-14 ARGS=--bench\n");
     trace_pause(was_paused);
 }
@@ -810,63 +774,24 @@ static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
 
 static void check_kernels_variable(const Lesson *lesson);
 // --bench: check its flags, time, print (appendix B).
-static void bench(const Lesson *lesson, const Sizes *n, int argc, char **argv);
-
-static bool given(int argc, char **argv, const char *flag) {
-    size_t n = strlen(flag);   // --seq 512, or --seq=512
-    for (int i = 1; i < argc; i++) {
-        if (strncmp(argv[i], flag, n) == 0 && (argv[i][n] == '\0' || argv[i][n] == '=')) {
-            return true;
-        }
-    }
-    return false;
-}
+static void bench(const Lesson *lesson, const Sizes *n);
+// The flags (appendix F): parsed into *lesson, then checked together.
+static Sizes read_flags(Lesson *lesson, bool *run_bench, int argc, char **argv);
+static void check_sizes(const Lesson *lesson, Sizes *n);
+// What a run of these flags costs (appendix E), checked before any work.
+static Cost attention_backward_cost(const Sizes *n);
 
 int main(int argc, char **argv) {
-    Sizes n = {.batch = 3, .seq = 4, .dim = 2, .heads = 2, .kv_heads = 2, .head_dim = 4,
-               .block_q = 2, .block_k = 2};
+    Lesson lesson;
     bool run_bench = false;
-    SizeFlag sizes[] = {
-        {"--batch", &n.batch, "batch size"},
-        {"--seq", &n.seq, "sequence length (part 2 and --bench: N)"},
-        {"--dim", &n.dim, "part 1: hidden dimension"},
-        {"--heads", &n.heads, "part 2: query heads"},
-        {"--kv-heads", &n.kv_heads, "part 2: key/value heads, dividing --heads; if not given, "
-                                    "--heads"},
-        {"--head-dim", &n.head_dim, "part 2: numbers per head"},
-    };
-    IntFlag ints[] = {
-        {"--block-q", &n.block_q, "part 2: queries per block, Bq (--bench: 64 if not given)", 1,
-         MAX_BLOCK},
-        {"--block-k", &n.block_k, "part 2: keys per block, Bk (--bench: 64 if not given)", 1,
-         MAX_BLOCK},
-    };
-    SwitchFlag switches[] = {
-        {"--causal", &n.causal, "the causal mask (part 1: instead of padding)"},
-        {"--train", &n.train, "part 1: training mode, dropout on"},
-        {"--bench", &run_bench, "time the tiled backward against the naive one on one core"},
-    };
-    Lesson lesson = {
-        .program = "lesson-14",
-        .summary = "attention-backward: the gradients of attention by hand, then "
-                   "FlashAttention-2's tiled backward",
-        .sizes = sizes, .n_sizes = 6, .ints = ints, .n_ints = 2,
-        .switches = switches, .n_switches = 3,
-    };
-    parse_lesson_args(&lesson, argc, argv);
+    Sizes n = read_flags(&lesson, &run_bench, argc, argv);   // appendix F
     check_kernels_variable(&lesson);
     if (run_bench) {
-        bench(&lesson, &n, argc, argv);
+        bench(&lesson, &n);   // its own sizes, its own budget
         return lesson_finish(&lesson);
     }
-    if (!given(argc, argv, "--kv-heads")) {
-        n.kv_heads = n.heads;
-    }
-    check_divides(&lesson, "--kv-heads", n.kv_heads, "--heads", n.heads);
-    check_fits(&lesson, "X (batch, seq, dim)", shape3(n.batch, n.seq, n.dim));
-    check_fits(&lesson, "query_proj.weight (dim, dim)", shape2(n.dim, n.dim));
-    check_fits(&lesson, "query (batch, heads, seq, head_dim)",
-               shape4(n.batch, n.heads, n.seq, n.head_dim));
+    check_sizes(&lesson, &n);
+    check_budget(&lesson, attention_backward_cost(&n));
     lesson_start(&lesson);
     part1_by_hand(&n, lesson.heatmap);
     part2_flash_backward(&n, lesson.seed, lesson.heatmap);
@@ -1414,6 +1339,24 @@ static void check_kernels_variable(const Lesson *lesson) {
 
 // === appendix B: the bench, the tiled backward against the naive one on one core ================
 
+// Part 2's last lines: the FLOPs the tiled backward counted and what the
+// naive one would do, and the extra memory of each.
+static void print_costs(const Sizes *n, const BackwardSteps *steps, const Tensor *lse) {
+    int B = n->batch, H = n->heads, N = n->seq, D = n->head_dim;
+    double BHND = (double)B * H * N * N * D;
+    printf("FLOPs: the tiled backward did %.0f (five products, 2*Bq*Bk*D each, per visited tile; "
+           "10*B*H*N*N*D\n  = %.0f without the mask): 2.5 times the forward's 4*B*H*N*N*D = %.0f, "
+           "S and P recomputed;\n  the naive backward keeps P and does 4 products, "
+           "8*B*H*N*N*D = %.0f\n", steps->flops, 10 * BHND, 4 * BHND, 8 * BHND);
+    printf("extra memory: naive, P (kept by its forward), dP and dS, (B, H, N, N) each: %.2f KiB;"
+           "\n  tiled, lse (B, H, N), kept by the forward, and delta (N) of one head: %.2f KiB; its "
+           "blocks,\n  K_j^T and V_j^T (D, Bk), two (Bq, Bk) and Q_i / sqrt(D) (Bq, D): %.2f KiB, "
+           "whatever N is\n",
+           naive_extra_bytes(B, H, N) / 1024.0,
+           ((double)numel(lse) * sizeof(float) + steps->delta_bytes) / 1024.0,
+           steps->scratch_bytes / 1024.0);
+}
+
 #define BENCH_HEADS 8
 #define BENCH_HEAD_DIM 64
 #define BENCH_BLOCK 64         // Bq = Bk unless --block-q or --block-k says otherwise
@@ -1484,6 +1427,24 @@ typedef struct {
     float diff;               // max |tiled - naive| over the three gradients
 } BenchCase;
 
+// The naive path's P (1, H, N, N), as autograd keeps it: lesson 13's naive
+// forward run one head at a time, its scores and their copies freed after
+// each head, so that the bench holds what it reports (P, dP and dS).
+static const Tensor *naive_P(const Tensor *query, const Tensor *key, const Tensor *value,
+                             bool causal) {
+    int H = size(query, 1), N = size(query, 2);
+    Tensor *P = zeros(shape4(1, H, N, N));                                     // (1, H, N, N)
+    for (int h = 0; h < H; h++) {
+        size_t mark = arena_mark();
+        const Tensor *P_h;                                                     // (1, 1, N, N)
+        naive_attention(&P_h, narrow(query, 1, h, 1), narrow(key, 1, h, 1),
+                        narrow(value, 1, h, 1), causal);
+        memcpy(at4(P, 0, h, 0, 0), at4(P_h, 0, 0, 0, 0), (size_t)N * N * sizeof(float));
+        arena_release(mark);
+    }
+    return P;
+}
+
 static void bench_case(BenchCase *c, int N, bool causal, int block_q, int block_k,
                        uint64_t seed) {
     size_t mark = arena_mark();
@@ -1495,14 +1456,11 @@ static void bench_case(BenchCase *c, int N, bool causal, int block_q, int block_
     Tensor *lse;
     const Tensor *out = FlashAttention_forward(&lse, &flash, query, key, value);
     bool naive_fits = (double)BENCH_HEADS * N * N <= (double)MAX_ELEMENTS;
-    const Tensor *P = NULL;
-    if (naive_fits) {
-        naive_attention(&P, query, key, value, causal);
-    }
+    const Tensor *P = naive_fits ? naive_P(query, key, value, causal) : NULL;
     *c = (BenchCase){N, causal, {0, 0, 0}, {0, 0, 0}, 0.0, naive_extra_bytes(1, BENCH_HEADS, N),
                      0, NAN};
-    Tensor *tiled_grads[3], *naive_grads[3];   // the first run's, kept; later runs' are freed
-    double spent = 0.0;   // seconds the tiled path has run
+    Tensor *tiled_grads[3];   // the first run's, kept; later runs' are freed
+    double spent = 0.0;       // seconds the tiled path has run
     for (int r = 0; r < BENCH_REPEATS || (spent < BENCH_MIN_SECONDS && r < BENCH_MAX_REPEATS);
          r++) {
         size_t run_mark = arena_mark();
@@ -1521,21 +1479,16 @@ static void bench_case(BenchCase *c, int N, bool causal, int block_q, int block_
             arena_release(run_mark);
         }
         if (naive_fits && r < BENCH_REPEATS && (r < 2 || c->naive.best < BENCH_SLOW_MS)) {
-            run_mark = arena_mark();
+            run_mark = arena_mark();   // every run's gradients, dP and dS freed once compared
             start = now_seconds();
             QKVGrads n = naive_backward(P, query, key, value, grad_out);
             add_run(&c->naive, (now_seconds() - start) * 1e3);
             if (r == 0) {
-                naive_grads[0] = n.query, naive_grads[1] = n.key, naive_grads[2] = n.value;
-            } else {
-                arena_release(run_mark);
+                c->diff = fmaxf(fmaxf(max_abs_diff(tiled_grads[0], n.query),
+                                      max_abs_diff(tiled_grads[1], n.key)),
+                                max_abs_diff(tiled_grads[2], n.value));
             }
-        }
-    }
-    if (naive_fits) {
-        c->diff = 0.0f;
-        for (int i = 0; i < 3; i++) {
-            c->diff = fmaxf(c->diff, max_abs_diff(tiled_grads[i], naive_grads[i]));
+            arena_release(run_mark);
         }
     }
     arena_release(mark);
@@ -1546,22 +1499,25 @@ static double bench_flops(int N, bool causal) {   // 10*B*H*N*N*D, causal 5*B*H*
     return causal ? 5.0 * HND * (N + 1.0) : 10.0 * HND * N;
 }
 
-static void refuse_with_bench(const Lesson *lesson, int argc, char **argv);
+static void refuse_with_bench(const Lesson *lesson);
+static Cost bench_cost(const int *seqs, int n_seqs, int block_q, int block_k,
+                       const Kernels *kernels);
 
-static void bench(const Lesson *lesson, const Sizes *n, int argc, char **argv) {
-    if (given(argc, argv, "--seq") && n->seq > BENCH_MAX_SEQ) {
+static void bench(const Lesson *lesson, const Sizes *n) {
+    if (flag_given(lesson, "--seq") && n->seq > BENCH_MAX_SEQ) {
         usage_error(lesson, "--bench --seq %d: the tiled backward alone would take minutes a "
                     "run; --bench takes --seq up to %d", n->seq, BENCH_MAX_SEQ);
     }
-    refuse_with_bench(lesson, argc, argv);
-    int seq = given(argc, argv, "--seq") ? n->seq : 0, block_q = n->block_q, block_k = n->block_k;
-    if (!given(argc, argv, "--block-q") && !given(argc, argv, "--block-k")) {
+    refuse_with_bench(lesson);
+    int seq = flag_given(lesson, "--seq") ? n->seq : 0, block_q = n->block_q, block_k = n->block_k;
+    if (!flag_given(lesson, "--block-q") && !flag_given(lesson, "--block-k")) {
         block_q = block_k = BENCH_BLOCK;
     }
     const int default_seqs[] = {512, 1024, 2048, 4096, 8192};
     int n_seqs = seq > 0 ? 1 : 5;
     const int *seqs = seq > 0 ? &seq : default_seqs;
     const Kernels *kernels = kernels_best();
+    check_budget(lesson, bench_cost(seqs, n_seqs, block_q, block_k, kernels));
     printf("-- bench: the backward, batch 1, %d heads, head_dim %d, blocks of %d queries x %d "
            "keys, one thread --\n", BENCH_HEADS, BENCH_HEAD_DIM, block_q, block_k);
     printf("kernels: %s (picked at run time; ATTN_KERNELS=scalar, avx2 or avx512 chooses: the "
@@ -1657,17 +1613,13 @@ static void bench(const Lesson *lesson, const Sizes *n, int argc, char **argv) {
 
 // --bench times its own sizes (--seq picks one of them): the other shape flags
 // and the files would be ignored, so they are refused.
-static void refuse_with_bench(const Lesson *lesson, int argc, char **argv) {
+static void refuse_with_bench(const Lesson *lesson) {
     const char *ignored[] = {"--batch", "--dim", "--heads", "--kv-heads", "--head-dim",
                              "--causal", "--train", "--dump", "--dot", "--heatmap"};
-    for (int i = 1; i < argc; i++) {
-        for (size_t f = 0; f < sizeof ignored / sizeof ignored[0]; f++) {
-            size_t n = strlen(ignored[f]);   // --batch 1, or --batch=1
-            if (strncmp(argv[i], ignored[f], n) == 0 && (argv[i][n] == '\0' || argv[i][n] == '=')) {
-                usage_error(lesson, "--bench times its own sizes (batch 1, 8 heads, head_dim "
-                            "64, seq 512 to 8192 or --seq N, causal and not); drop %s",
-                            ignored[f]);
-            }
+    for (size_t f = 0; f < sizeof ignored / sizeof ignored[0]; f++) {
+        if (flag_given(lesson, ignored[f])) {   // --batch 1, or --batch=1
+            usage_error(lesson, "--bench times its own sizes (batch 1, 8 heads, head_dim 64, seq "
+                        "512 to 8192 or --seq N, causal and not); drop %s", ignored[f]);
         }
     }
 }
@@ -1791,6 +1743,11 @@ static const Tensor *naive_attention(const Tensor **P, const Tensor *query, cons
     return view(matmul(weights, v), shape4(B, H, N, D));                      // (B, H, N, D)
 }
 
+// P, dP and dS, (B, H, N, N) each.
+static size_t naive_extra_bytes(int B, int H, int N) {
+    return 3 * (size_t)B * H * N * N * sizeof(float);
+}
+
 // The backward as autograd runs it on the naive path, by loops on whole
 // (N, N) matrices: dV = P^T dO (summed over a group), dP = dO V^T, dS = P (dP -
 // rowsum(P dP)) (autograd's softmax backward: the row term from the whole row
@@ -1878,8 +1835,8 @@ static double loss_in_double(const SelfAttV4 *net, const Tensor *X, const Tensor
     for (int i = 0; i < 9; i++) {
         long n = numel(held[i]);
         v[i] = arena_alloc((size_t)n, sizeof(double));
+        const Tensor *t = contiguous(held[i]);   // one copy at most, not one an element
         for (long e = 0; e < n; e++) {
-            const Tensor *t = contiguous(held[i]);
             v[i][e] = t->data[t->offset + e] + (held[i] == moved && e == index ? h : 0.0);
         }
     }
@@ -1952,8 +1909,10 @@ static void print_central_differences(const SelfAttV4 *net, const SelfAttV4Steps
         long flat = w->shape.ndim == 1   ? i[0]
                     : w->shape.ndim == 2 ? (long)i[0] * size(w, 1) + i[1]
                                    : ((long)i[0] * size(w, 1) + i[1]) * C + i[2];
+        size_t mark = arena_mark();   // each loss's doubles freed once it is summed
         double up = loss_in_double(net, X, mask, f->noise, grad_out, w, flat, CHECK_STEP);
         double down = loss_in_double(net, X, mask, f->noise, grad_out, w, flat, -CHECK_STEP);
+        arena_release(mark);
         double central = (up - down) / (2.0 * CHECK_STEP);
         const Tensor *grad = contiguous(entries[e].grad);
         double analytic = grad->data[grad->offset + flat];
@@ -1967,4 +1926,129 @@ static void print_central_differences(const SelfAttV4 *net, const SelfAttV4Steps
         largest = fmax(largest, fabs(analytic - central));
     }
     printf("max |autograd - central| = %.1e (float rounding of the analytic gradients)\n", largest);
+}
+
+// === appendix E: what a run costs, for the budget (lesson/budget.h) ===============================
+
+// Part 1 at (B, T, C): counted from what it held (ATTN_COST=show) at many
+// sizes: about 8 (B, T, T) tensors (the mask, scores, att_weight and their
+// gradients; 4 more with --train: the noise, the dropped weights and theirs),
+// 29 (B, T, C) and 24 (C, C) (parameters, gradients, their transposes, and
+// the central differences' copies in double). Its work: the forward and
+// backward, 4 and 8 BTC*C and 2 and 4 BTT*C multiply-adds, and ten losses in
+// double for the central differences, a forward each. Part 2 at (B, H, N, D):
+// 6 (B, H, N, D) and 6 (B, KV, N, D) tensors (inputs, outputs, gradients,
+// copies), lse (B, H, N), the tiles' scratch (Bq + Bk rows of D, about 16
+// times over, and 5 (Bq, Bk): S, P, dP, dS and the forward's); the naive path, when its P fits, 5 (B, H, N, N) (scores, scaled,
+// P, dP, dS), one more and three (N, N) for the causal mask. Its work: the
+// tiled forward (2 products) and backward (5), the naive one (2 and 4),
+// each BHNN*D multiply-adds, P's exp three times.
+static Cost attention_backward_cost(const Sizes *n) {
+    double B = n->batch, T = n->seq, C = n->dim, H = n->heads, KV = n->kv_heads, N = n->seq;
+    double D = n->head_dim, BTT = B * T * T, BTC = B * T * C, BHNN = B * H * N * N;
+    bool part1 = BTT <= (double)MAX_ELEMENTS, naive = BHNN <= (double)MAX_ELEMENTS;
+    double Bq = fmin(n->block_q, N), Bk = fmin(n->block_k, N);
+    double floats = part1 * ((8 + 4 * n->train) * BTT + 29 * BTC + 24 * C * C) +
+                    6 * B * H * N * D + 6 * B * KV * N * D + B * H * N + 16 * (Bq + Bk) * D +
+                    5 * Bq * Bk +
+                    naive * ((5 + n->causal) * BHNN + 3 * n->causal * N * N);
+    return (Cost){
+        .bytes = 4 * floats,
+        .dumped = 4 * (part1 * (2 * BTT + 10 * BTC + 8 * C * C) + 5 * B * H * N * D +
+                       4 * B * KV * N * D + B * H * N),
+        .multiply_adds = part1 * (52 * BTC * C + 26 * BTT * C) + (7 + 6 * naive) * BHNN * D,
+        .exps = part1 * ((11 + n->train) * BTT + BTC + 4 * C * C) + (2 + naive) * BHNN +
+                2 * B * H * N * D + 2 * B * KV * N * D,
+        .elements = floats,
+    };
+}
+
+// --bench's budget. Memory: the largest case's inputs, outputs, the
+// tiled path's two sets of gradients (the first run's, kept, and a later
+// run's) and its (Bq, Bk) tiles, and where the naive path runs, its P (H, N, N), a naive run's dP
+// and dS, and one head's scores while P is made. Time: the bench's loops are
+// not the lessons' plain loops the budget's rates describe (budget.h), so it
+// estimates its own seconds from the rates measured here (one core of an
+// AMD EPYC, Zen 4, under load, gcc -O2; the slower end, as budget.h's):
+// the naive backward's inner loops over d (vectorised by the compiler) at
+// 0.5 ns a multiply-add; the tiled kernels at 2 ns a multiply-add divided by
+// the floats a register holds (1, 8, 16), and 100 ns a visited tile plus
+// 2 ns an element of it for what is not a product (the exp, the copies).
+// Each case runs the tiled backward at least BENCH_REPEATS times and then
+// while it has run less than a second, the naive one BENCH_REPEATS times
+// (twice when slow). The seconds go to check_budget as the elements that
+// take as long (NS_PER_ELEMENT each).
+static Cost bench_cost(const int *seqs, int n_seqs, int block_q, int block_k,
+                       const Kernels *kernels) {
+    double H = BENCH_HEADS, D = BENCH_HEAD_DIM, bytes = 0, seconds = 0.2;   // 0.2: fma_peak
+    double lanes = kernels == &SCALAR_KERNELS ? 1 : kernels == &AVX2_KERNELS ? 8 : 16;
+    for (int i = 0; i < n_seqs; i++) {
+        double N = seqs[i], HNN = H * N * N;
+        bool naive = HNN <= (double)MAX_ELEMENTS;
+        double tiles = H * ceil(N / fmin(block_q, N)) * ceil(N / fmin(block_k, N));
+        double tiled_run = 5 * HNN * D * 0.4e-9 / lanes + tiles * 100e-9 + HNN * 0.5e-9;
+        double naive_run = 4 * HNN * D * 0.4e-9;
+        double held = 11 * H * N * D + H * N + 5 * fmin(block_q, N) * fmin(block_k, N) +
+                      naive * (HNN + fmax(7 * N * N + 2 * N * D, 2 * HNN + 3 * H * N * D));
+        bytes = fmax(bytes, 4 * held);
+        for (int causal = 0; causal < 2; causal++) {   // the causal case: about half the tiles
+            double share = causal ? 0.5 : 1.0;
+            seconds += fmax(BENCH_REPEATS * share * tiled_run,
+                            fmin(BENCH_MAX_REPEATS, 1 + BENCH_MIN_SECONDS / (share * tiled_run)) *
+                            share * tiled_run) +
+                       naive * (2 * HNN * D * 0.4e-9 + HNN * 20e-9 +
+                                (naive_run > BENCH_SLOW_MS * 1e-3 ? 2 : BENCH_REPEATS) * naive_run);
+        }
+    }
+    return (Cost){.bytes = bytes, .elements = seconds * 1e9 / NS_PER_ELEMENT};
+}
+
+// === appendix F: the flags ========================================================================
+
+static Sizes read_flags(Lesson *lesson, bool *run_bench, int argc, char **argv) {
+    static Sizes n = {.batch = 3, .seq = 4, .dim = 2, .heads = 2, .kv_heads = 2, .head_dim = 4,
+                      .block_q = 2, .block_k = 2};
+    static bool bench_switch = false;
+    static SizeFlag sizes[] = {
+        {"--batch", &n.batch, "batch size"},
+        {"--seq", &n.seq, "sequence length (part 2 and --bench: N)"},
+        {"--dim", &n.dim, "part 1: hidden dimension"},
+        {"--heads", &n.heads, "part 2: query heads"},
+        {"--kv-heads", &n.kv_heads, "part 2: key/value heads, dividing --heads; if not given, "
+                                    "--heads"},
+        {"--head-dim", &n.head_dim, "part 2: numbers per head"},
+    };
+    static IntFlag ints[] = {
+        {"--block-q", &n.block_q, "part 2: queries per block, Bq (--bench: 64 if not given)", 1,
+         MAX_BLOCK},
+        {"--block-k", &n.block_k, "part 2: keys per block, Bk (--bench: 64 if not given)", 1,
+         MAX_BLOCK},
+    };
+    static SwitchFlag switches[] = {
+        {"--causal", &n.causal, "the causal mask (part 1: instead of padding)"},
+        {"--train", &n.train, "part 1: training mode, dropout on"},
+        {"--bench", &bench_switch, "time the tiled backward against the naive one on one core"},
+    };
+    *lesson = (Lesson){
+        .program = "lesson-14",
+        .summary = "attention-backward: the gradients of attention by hand, then "
+                   "FlashAttention-2's tiled backward",
+        .sizes = sizes, .n_sizes = 6, .ints = ints, .n_ints = 2,
+        .switches = switches, .n_switches = 3,
+    };
+    parse_lesson_args(lesson, argc, argv);
+    *run_bench = bench_switch;
+    return n;
+}
+
+// --kv-heads defaults to --heads; the sizes must fit together and the helper's limits.
+static void check_sizes(const Lesson *lesson, Sizes *n) {
+    if (!flag_given(lesson, "--kv-heads")) {
+        n->kv_heads = n->heads;
+    }
+    check_divides(lesson, "--kv-heads", n->kv_heads, "--heads", n->heads);
+    check_fits(lesson, "X (batch, seq, dim)", shape3(n->batch, n->seq, n->dim));
+    check_fits(lesson, "query_proj.weight (dim, dim)", shape2(n->dim, n->dim));
+    check_fits(lesson, "query (batch, heads, seq, head_dim)",
+               shape4(n->batch, n->heads, n->seq, n->head_dim));
 }

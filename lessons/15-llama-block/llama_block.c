@@ -733,11 +733,13 @@ static void part9_counts(const Run *run) {
 // --- the lesson ------------------------------------------------------------------------------
 
 static Run run_of(LlamaFlags flags);   // appendix A, after main
+static Cost llama_block_cost(const Run *run);
 static void name_steps(const Run *run);
 
 int main(int argc, char **argv) {
     Lesson lesson;
     Run run = run_of(read_llama_flags(&lesson, argc, argv));
+    check_budget(&lesson, llama_block_cost(&run));   // what these sizes hold and do, or exit 2
     lesson_start(&lesson);
     run.layer = LlamaDecoderLayer_init(&run.config);          // the draws, in PyTorch's order
     run.hidden_states = named("hidden_states", randn(shape3(run.B, run.N, run.C)));   // (B, N, C)
@@ -786,6 +788,31 @@ static void name_steps(const Run *run) {
     named("key_states", a->key_states);
     named("value_states", a->value_states);
     named("attn_weights", a->attn_weights);
+}
+
+// The budget's prediction (lesson/budget.h). What a run holds at most is part 1's forward,
+// kept, while part 4 runs the layer again; with them the parameters, the two caches (parts 7
+// and 8, (B, KV, N, D) keys and values each) and their outputs. The counts per size were
+// read off what runs held (ATTN_COST=show) over 128 sizes: a forward of N tokens keeps
+// scores and attn_weights (B, H, N, N), about 12 (B, N, C) and 4 (B, N, F) tensors and 5
+// (B, KV, N, D); cos and sin (N, D/2). Its work: about five forwards (part 1, part 4's two,
+// parts 7 and 8 a token at a time), each B*N*(2C*C + 2C*KV*D + 3C*F) multiply-adds in the
+// projections and B*H*N*N*D in scores and weights (causal: half of 2 products).
+static Cost llama_block_cost(const Run *run) {
+    double B = run->B, N = run->N, C = run->C, H = run->H, KV = run->KV, D = run->D;
+    double F = run->F, BHNN = B * H * N * N;
+    double parameters = 2 * C * C + 2 * C * KV * D + 3 * C * F + 2 * C;
+    double floats = 4 * BHNN + 24 * B * N * C + 8 * B * N * F + 10 * B * KV * N * D + 6 * N * D +
+                    4 * C * C + 3 * F * C;
+    double forward_macs = B * N * (2 * C * C + 2 * C * KV * D + 3 * C * F) + BHNN * D;
+    return (Cost){
+        .bytes = 4 * floats,
+        .dumped = 4 * (parameters + 2 * BHNN + 4 * B * N * C + B * N * C + 2 * B * KV * N * D +
+                       N * D + D / 2),
+        .multiply_adds = 5 * forward_macs,
+        .exps = 5 * BHNN / 2 + B * N * C + parameters,
+        .elements = 2 * floats,
+    };
 }
 
 // === appendix B: part 1's printout, the layer and its forward as PyTorch names them ==========

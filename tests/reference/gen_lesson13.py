@@ -14,6 +14,7 @@ tests/data/lesson13/<case>/:
     query.npy key.npy value.npy   the torch.randn inputs (bit for bit)
     out.npy                        the page's tiled loop in PyTorch, (batch, heads, seq, head_dim)
     out_naive.npy                  torch.softmax(q @ k^T / sqrt(d) [causal mask]) @ v
+    lse.npy                        the tiled loop's m + log(l) of every query, (batch, heads, seq)
     stdout.txt                     the lines the block prints that hold no decimal
                                    number and no "max |...|" of rounding (the lesson
                                    prints them identically; the rest is float rounding,
@@ -59,13 +60,14 @@ CASES = {
 
 
 def record(directory, seed, flags):
-    sys.argv = ["compare-13", "--seed", str(seed)] + flags
+    own_argv, sys.argv = sys.argv, ["compare-13", "--seed", str(seed)] + flags
     printed = io.StringIO()
     names = {"__name__": "__main__"}
     with contextlib.redirect_stdout(printed):
         exec(page_block(13), names)
+    sys.argv = own_argv   # cases.txt names this script from it
     save_all(directory, {name: names[name] for name in
-                         ("query", "key", "value", "out", "out_naive")})
+                         ("query", "key", "value", "out", "out_naive", "lse")})
     lines = [line for line in printed.getvalue().split("\n")
              if not re.search(r"\d\.\d", line) and "max |" not in line]
     with stdout_txt(directory):

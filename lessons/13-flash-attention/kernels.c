@@ -1,0 +1,851 @@
+// kernels.c - lesson 13's inner loops: the one place in this project that
+// leaves portable C. (kernels.h says what each kernel computes.)
+//
+// Each kernel is here three times, in this order:
+//   - the scalar twin: plain C11, every fused multiply-add an fmaf(). It is
+//     the specification, and what runs on a CPU without AVX2 or with a
+//     compiler other than GCC and Clang.
+//   - AVX2 + FMA: 8 floats per register, 16 registers.
+//   - AVX-512: 16 floats per register, 32 registers.
+// The vector versions do the same float operations in the same order for
+// every number (each vector lane is one turn of the scalar loop), so all
+// three give the same bits; the tests check it. They are written with
+// GCC/Clang vector extensions (`a + b` on 16 floats) and one intrinsic per
+// operation C has no operator for (the fused multiply-add, max), and each
+// function carries a target attribute, so the Makefile's flags stay those
+// of the rest of the project: the binary runs on any x86-64, and
+// kernels_best() asks the CPU at run time which versions it can run. The
+// project builds with -ffp-contract=off (no multiply-add is fused unless
+// written), so every fma is spelled out.
+//
+// How they are fast (docs/13-flash-attention.md has the numbers):
+//   - The two products run in a register tile (the "micro-kernel"): a
+//     block of the result stays in registers while the sum runs, so each
+//     step loads one row of B, broadcasts one number of A per row, and
+//     does one FMA per register of the tile: 12 registers (AVX2, 6 x 16
+//     floats) or 16 (AVX-512, 4 x 64). Each FMA waits for the one before
+//     it on the same register (about 4 cycles on the AMD EPYC, Zen 4, this
+//     was tuned on; `lscpu` names yours); 12 or 16 independent sums keep
+//     the FMA units busy meanwhile.
+//   - exp2 is a short polynomial, vectorised (the scalar exp of libm would
+//     cost more than the products).
+//   - Causal: tiles of the register tile that lie wholly above the
+//     diagonal are not computed (the diagonal tile is a triangle), and the
+//     accumulation stops at the last key each query sees.
+#include "kernels.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int lesser(int a, int b) {
+    return a < b ? a : b;
+}
+
+// =========================================================================================
+// exp2
+// =========================================================================================
+// exp2(x) = 2^n * 2^r with n = round(x) and r = x - n in [-0.5, 0.5]: 2^r is
+// a polynomial of degree 6 (the coefficients minimise its largest relative
+// error on [-0.5, 0.5], 1.6e-8), and 2^n is added to the result's exponent
+// field. Checked on every float from -125 to 0: at most 0.95 ulp from
+// exp2. Below EXP2_LO the result is flushed to 0 (it would need an
+// exponent below -126).
+#define ROUND_MAGIC 0x1.8p23f      // 1.5 * 2^23: x + this rounds x to an integer
+#define EXP2_C1 0x1.62e430p-1f          // ln 2 (to float): the Taylor series' r ln 2 ...
+#define EXP2_C2 0x1.ebfbdcp-3f          // ... (r ln 2)^2 / 2, and so on, adjusted for
+#define EXP2_C3 0x1.c6aee8p-5f          //     the least largest error
+#define EXP2_C4 0x1.3b2d4cp-7f
+#define EXP2_C5 0x1.5f3e54p-10f
+#define EXP2_C6 0x1.41fbbep-13f
+
+static uint32_t float_bits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static float bits_float(uint32_t u) {
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+// The scalar twin; exp2_8 and exp2_16 below are this, line for line.
+float flash_exp2(float x) {
+    // x + 1.5 * 2^23 lies in [2^23, 2^24), where floats are exactly 1 apart:
+    // the addition rounds x to the nearest integer n, and leaves n in the
+    // low bits of t.
+    float t = x + ROUND_MAGIC;
+    float n = t - ROUND_MAGIC;
+    float r = x - n;                        // exact
+    float poly = EXP2_C6;                        // 2^r, Horner's way
+    poly = fmaf(poly, r, EXP2_C5);
+    poly = fmaf(poly, r, EXP2_C4);
+    poly = fmaf(poly, r, EXP2_C3);
+    poly = fmaf(poly, r, EXP2_C2);
+    poly = fmaf(poly, r, EXP2_C1);
+    poly = fmaf(poly, r, 1.0f);
+    // 2^n * poly: n added to poly's exponent field (bits 23..30). t's low
+    // bits hold n (two's complement, the magic's own low bits are 0), and
+    // shifting left by 23 drops everything above them.
+    uint32_t y = float_bits(poly) + (float_bits(t) << 23);
+    return x >= EXP2_LO ? bits_float(y) : 0.0f;   // a NaN compares false: 0
+}
+
+// max as the x86 max instruction has it: the second argument unless the
+// first is larger.
+static float max_float(float a, float b) {
+    return a > b ? a : b;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_VECTOR_KERNELS 1
+#include <immintrin.h>
+
+#define AVX2_CODE __attribute__((target("avx2,fma")))
+#define AVX512_CODE __attribute__((target("avx512f,avx2,fma")))
+#define ALWAYS_INLINE __attribute__((always_inline)) static inline
+
+typedef float v8f __attribute__((vector_size(32)));      // 8 floats: one AVX2 register
+typedef int32_t v8i __attribute__((vector_size(32)));    // the same 32 bytes as 8 int32
+typedef float v16f __attribute__((vector_size(64)));     // 16 floats: one AVX-512 register
+typedef int32_t v16i __attribute__((vector_size(64)));
+
+AVX2_CODE ALWAYS_INLINE v8f load8(const float *p) {
+    v8f v;
+    memcpy(&v, p, sizeof v);   // one unaligned load
+    return v;
+}
+
+AVX2_CODE ALWAYS_INLINE void store8(float *p, v8f v) {
+    memcpy(p, &v, sizeof v);
+}
+
+AVX2_CODE ALWAYS_INLINE v8f splat8(float x) {
+    return (v8f){x, x, x, x, x, x, x, x};
+}
+
+AVX2_CODE ALWAYS_INLINE v8f fma8(v8f a, v8f b, v8f c) {   // fmaf on each lane
+    return _mm256_fmadd_ps(a, b, c);
+}
+
+AVX2_CODE ALWAYS_INLINE v8f max8(v8f a, v8f b) {          // max_float on each lane
+    return _mm256_max_ps(a, b);
+}
+
+AVX512_CODE ALWAYS_INLINE v16f load16(const float *p) {
+    v16f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+AVX512_CODE ALWAYS_INLINE void store16(float *p, v16f v) {
+    memcpy(p, &v, sizeof v);
+}
+
+AVX512_CODE ALWAYS_INLINE v16f splat16(float x) {
+    return _mm512_set1_ps(x);
+}
+
+AVX512_CODE ALWAYS_INLINE v16f fma16(v16f a, v16f b, v16f c) {
+    return _mm512_fmadd_ps(a, b, c);
+}
+
+AVX512_CODE ALWAYS_INLINE v16f max16(v16f a, v16f b) {
+    return _mm512_max_ps(a, b);
+}
+
+// flash_exp2 on 8 lanes, line for line.
+AVX2_CODE ALWAYS_INLINE v8f exp2_8(v8f x) {
+    v8f t = x + ROUND_MAGIC;
+    v8f n = t - ROUND_MAGIC;
+    v8f r = x - n;
+    v8f poly = splat8(EXP2_C6);
+    poly = fma8(poly, r, splat8(EXP2_C5));
+    poly = fma8(poly, r, splat8(EXP2_C4));
+    poly = fma8(poly, r, splat8(EXP2_C3));
+    poly = fma8(poly, r, splat8(EXP2_C2));
+    poly = fma8(poly, r, splat8(EXP2_C1));
+    poly = fma8(poly, r, splat8(1.0f));
+    v8i y = (v8i)poly + ((v8i)t << 23);   // (v8i)t: the same bits, as integers
+    v8i keep = x >= EXP2_LO;              // all ones where true, 0 where false (and NaN)
+    return (v8f)(y & keep);
+}
+
+// flash_exp2 on 16 lanes, with the two AVX-512 instructions made for it:
+// roundscale rounds to the nearest integer (what the magic addition does),
+// and scalef multiplies by 2^n (what adding n to the exponent field does;
+// the same bits for every x >= EXP2_LO, where the result is a normal
+// float), zeroing the lanes where x < EXP2_LO. (Measured on the AMD Zen 4
+// here, these two are faster than the magic addition and the integer add.)
+AVX512_CODE ALWAYS_INLINE v16f exp2_16(v16f x) {
+    __mmask16 keep = _mm512_cmp_ps_mask(x, splat16(EXP2_LO), _CMP_GE_OQ);
+    v16f n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v16f r = x - n;
+    v16f poly = splat16(EXP2_C6);
+    poly = fma16(poly, r, splat16(EXP2_C5));
+    poly = fma16(poly, r, splat16(EXP2_C4));
+    poly = fma16(poly, r, splat16(EXP2_C3));
+    poly = fma16(poly, r, splat16(EXP2_C2));
+    poly = fma16(poly, r, splat16(EXP2_C1));
+    poly = fma16(poly, r, splat16(1.0f));
+    return _mm512_maskz_scalef_ps(keep, poly, n);
+}
+
+// The register tiles: MR8 rows by 16 floats with AVX2 (12 of its 16
+// registers), MR16 rows by 64 with AVX-512 (16 of its 32). A tile of fewer
+// rows is computed as a full one whose missing rows repeat the last (memory
+// that exists); they are not stored. `nv`, the registers a row takes, is a
+// constant where each tile function is called (a switch picks the copy), so
+// the compiler unrolls the loops over rows and registers and keeps the whole
+// tile in registers.
+enum { MR8 = 6, MR16 = 4 };
+#endif   // x86-64 with GCC or Clang
+
+// =========================================================================================
+// scores: s_t = k @ q_t, masked, and each column's largest
+// =========================================================================================
+
+static void scores_scalar(float *s_t, float *block_max, const Tile *tile, const float *k,
+                          const float *q_t) {
+    int D = tile->head_dim, W = tile->width;
+    for (int j = 0; j < W; j++) {
+        block_max[j] = -INFINITY;
+    }
+    for (int p = 0; p < tile->keys; p++) {
+        for (int j = 0; j < W; j++) {
+            float acc = -INFINITY;   // key p comes after query j: masked
+            if (p <= j + tile->diagonal) {
+                acc = 0.0f;
+                for (int d = 0; d < D; d++) {
+                    acc = fmaf(k[p * D + d], q_t[d * W + j], acc);
+                }
+            }
+            s_t[p * W + j] = acc;
+            block_max[j] = max_float(block_max[j], acc);
+        }
+    }
+}
+
+#ifdef HAVE_VECTOR_KERNELS
+// One register tile of scores: keys p0 .. p0+MR-1 against queries j0 ..
+// j0 + lanes * nv - 1, summed over d in order; then the causal mask (where
+// key p0+i comes after query j0+j, that is j < masked + i, with `masked`
+// row p0's masked columns: 0 or less where the mask does not reach), each
+// column's largest into col_max (registers the caller keeps), the row
+// stored. The vector versions compute whole registers of queries; the
+// rows and registers wholly masked they do not compute (below).
+AVX2_CODE ALWAYS_INLINE void scores_tile8(const int nv, const bool diagonal, float *s_t,
+                                          v8f *col_max, const Tile *tile, const float *k,
+                                          const float *q_t, int p0, int j0, int masked) {
+    int D = tile->head_dim, W = tile->width, mr = lesser(MR8, tile->keys - p0);
+    const float *k_rows[MR8];
+    v8f c[MR8][2];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR8; i++) {
+        k_rows[i] = k + (p0 + (i < mr ? i : mr - 1)) * D;
+#pragma GCC unroll 2
+        for (int u = 0; u < nv; u++) {
+            c[i][u] = splat8(0.0f);
+        }
+    }
+    for (int d = 0; d < D; d++) {
+        v8f q_d[2];
+#pragma GCC unroll 2
+        for (int u = 0; u < nv; u++) {
+            q_d[u] = load8(q_t + d * W + j0 + 8 * u);
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < MR8; i++) {
+            v8f k_id = splat8(k_rows[i][d]);
+#pragma GCC unroll 2
+            for (int u = 0; u < nv; u++) {
+                c[i][u] = fma8(k_id, q_d[u], c[i][u]);
+            }
+        }
+    }
+    const v8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
+#pragma GCC unroll 8
+    for (int i = 0; i < MR8; i++) {
+#pragma GCC unroll 2
+        for (int u = 0; u < nv; u++) {
+            if (diagonal && masked + i > 8 * u) {   // is_masked: all ones in the masked lanes
+                v8i is_masked = lane + 8 * u < masked + i;
+                c[i][u] = (v8f)(((v8i)c[i][u] & ~is_masked) |
+                                ((v8i)splat8(-INFINITY) & is_masked));
+            }
+            if (i < mr) {
+                col_max[u] = max8(col_max[u], c[i][u]);
+                store8(s_t + (p0 + i) * W + j0 + 8 * u, c[i][u]);
+            }
+        }
+    }
+}
+
+// Every register tile of queries j0 .. j0 + 8 nv - 1, down the keys, the
+// columns' largest kept in registers all the way.
+AVX2_CODE ALWAYS_INLINE void scores_columns8(const int nv, const bool diagonal, float *s_t,
+                                             float *block_max,
+                                             const Tile *tile, const float *k,
+                                             const float *q_t, int j0) {
+    v8f col_max[2];
+#pragma GCC unroll 2
+    for (int u = 0; u < nv; u++) {
+        col_max[u] = splat8(-INFINITY);
+    }
+    for (int p0 = 0; p0 < tile->keys; p0 += MR8) {
+        // Row p0 masks its columns before j0 + masked (the rows after it,
+        // more): the registers of queries that every key of the tile comes
+        // after are -inf, and not computed.
+        int masked = p0 - tile->diagonal - j0;
+        int skip = !diagonal || masked <= 0 ? 0 : lesser(nv, masked / 8);
+        for (int p = p0; skip > 0 && p < lesser(p0 + MR8, tile->keys); p++) {
+            for (int j = j0; j < j0 + 8 * skip; j++) {
+                s_t[p * tile->width + j] = -INFINITY;
+            }
+        }
+        if (nv - skip == 2) {
+            scores_tile8(2, diagonal, s_t, col_max, tile, k, q_t, p0, j0, masked);
+        } else if (nv - skip == 1) {
+            scores_tile8(1, diagonal, s_t, col_max + skip, tile, k, q_t, p0, j0 + 8 * skip,
+                         masked - 8 * skip);
+        }
+    }
+#pragma GCC unroll 2
+    for (int u = 0; u < nv; u++) {
+        store8(block_max + j0 + 8 * u, col_max[u]);
+    }
+}
+
+AVX2_CODE static void scores_avx2(float *s_t, float *block_max, const Tile *tile,
+                                  const float *k, const float *q_t) {
+    for (int j0 = 0; j0 < tile->width; j0 += 16) {
+        bool diagonal = tile->diagonal != NO_MASK;   // (a constant in each copy below)
+        if (tile->width - j0 >= 16 && diagonal) {
+            scores_columns8(2, true, s_t, block_max, tile, k, q_t, j0);
+        } else if (tile->width - j0 >= 16) {
+            scores_columns8(2, false, s_t, block_max, tile, k, q_t, j0);
+        } else {
+            scores_columns8(1, diagonal, s_t, block_max, tile, k, q_t, j0);
+        }
+    }
+}
+
+// The same with 16 floats a register.
+AVX512_CODE ALWAYS_INLINE void scores_tile16(const int nv, const bool diagonal, float *s_t,
+                                             v16f *col_max, const Tile *tile, const float *k,
+                                             const float *q_t, int p0, int j0, int masked) {
+    int D = tile->head_dim, W = tile->width, mr = lesser(MR16, tile->keys - p0);
+    const float *k_rows[MR16];
+    v16f c[MR16][4];
+#pragma GCC unroll 4
+    for (int i = 0; i < MR16; i++) {
+        k_rows[i] = k + (p0 + (i < mr ? i : mr - 1)) * D;
+#pragma GCC unroll 4
+        for (int u = 0; u < nv; u++) {
+            c[i][u] = splat16(0.0f);
+        }
+    }
+    for (int d = 0; d < D; d++) {
+        v16f q_d[4];
+#pragma GCC unroll 4
+        for (int u = 0; u < nv; u++) {
+            q_d[u] = load16(q_t + d * W + j0 + 16 * u);
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < MR16; i++) {
+            v16f k_id = splat16(k_rows[i][d]);
+#pragma GCC unroll 4
+            for (int u = 0; u < nv; u++) {
+                c[i][u] = fma16(k_id, q_d[u], c[i][u]);
+            }
+        }
+    }
+    const v16i lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+#pragma GCC unroll 4
+    for (int i = 0; i < MR16; i++) {
+#pragma GCC unroll 4
+        for (int u = 0; u < nv; u++) {
+            if (diagonal && masked + i > 16 * u) {
+                v16i is_masked = lane + 16 * u < masked + i;
+                c[i][u] = (v16f)(((v16i)c[i][u] & ~is_masked) |
+                                 ((v16i)splat16(-INFINITY) & is_masked));
+            }
+            if (i < mr) {
+                col_max[u] = max16(col_max[u], c[i][u]);
+                store16(s_t + (p0 + i) * W + j0 + 16 * u, c[i][u]);
+            }
+        }
+    }
+}
+
+AVX512_CODE ALWAYS_INLINE void scores_columns16(const int nv, const bool diagonal, float *s_t,
+                                             float *block_max,
+                                                const Tile *tile, const float *k,
+                                                const float *q_t, int j0) {
+    v16f col_max[4];
+#pragma GCC unroll 4
+    for (int u = 0; u < nv; u++) {
+        col_max[u] = splat16(-INFINITY);
+    }
+    for (int p0 = 0; p0 < tile->keys; p0 += MR16) {
+        int masked = p0 - tile->diagonal - j0;
+        int skip = !diagonal || masked <= 0 ? 0 : lesser(nv, masked / 16);
+        for (int p = p0; skip > 0 && p < lesser(p0 + MR16, tile->keys); p++) {
+            for (int j = j0; j < j0 + 16 * skip; j++) {
+                s_t[p * tile->width + j] = -INFINITY;
+            }
+        }
+        int from = j0 + 16 * skip, left = masked - 16 * skip;
+        switch (nv - skip) {   // the registers left, each count a copy of the tile
+        case 4: scores_tile16(4, diagonal, s_t, col_max, tile, k, q_t, p0, from, left); break;
+        case 3: scores_tile16(3, diagonal, s_t, col_max + skip, tile, k, q_t, p0, from, left);
+            break;
+        case 2: scores_tile16(2, diagonal, s_t, col_max + skip, tile, k, q_t, p0, from, left);
+            break;
+        case 1: scores_tile16(1, diagonal, s_t, col_max + skip, tile, k, q_t, p0, from, left);
+            break;
+        default: break;
+        }
+    }
+#pragma GCC unroll 4
+    for (int u = 0; u < nv; u++) {
+        store16(block_max + j0 + 16 * u, col_max[u]);
+    }
+}
+
+AVX512_CODE static void scores_avx512(float *s_t, float *block_max, const Tile *tile,
+                                      const float *k, const float *q_t) {
+    bool diagonal = tile->diagonal != NO_MASK;
+    for (int j0 = 0; j0 < tile->width; j0 += 64) {
+        int nv = lesser(64, tile->width - j0) / 16;
+        if (nv == 4 && !diagonal) {   // the case the forward spends its time in
+            scores_columns16(4, false, s_t, block_max, tile, k, q_t, j0);
+        } else if (nv == 4) {
+            scores_columns16(4, true, s_t, block_max, tile, k, q_t, j0);
+        } else if (nv == 3) {
+            scores_columns16(3, diagonal, s_t, block_max, tile, k, q_t, j0);
+        } else if (nv == 2) {
+            scores_columns16(2, diagonal, s_t, block_max, tile, k, q_t, j0);
+        } else {
+            scores_columns16(1, diagonal, s_t, block_max, tile, k, q_t, j0);
+        }
+    }
+}
+#endif
+
+// =========================================================================================
+// online_softmax: one block's step of the running max and sum
+// =========================================================================================
+
+static void online_softmax_scalar(float *s_t, float *m, float *l, float *alpha,
+                                  const float *block_max, const Tile *tile) {
+    int W = tile->width;
+    for (int j = 0; j < W; j++) {
+        float m_new = max_float(m[j], block_max[j]);
+        float sum = 0.0f;
+        for (int p = 0; p < tile->keys; p++) {
+            float e = flash_exp2(s_t[p * W + j] - m_new);
+            s_t[p * W + j] = e;
+            sum += e;
+        }
+        alpha[j] = flash_exp2(m[j] - m_new);
+        l[j] = l[j] * alpha[j] + sum;
+        m[j] = m_new;
+    }
+}
+
+#ifdef HAVE_VECTOR_KERNELS
+// Columns j0 .. j0 + lanes * nv - 1, a row at a time: nv independent exp2s
+// in flight, where one alone would wait on its own chain of FMAs.
+AVX2_CODE ALWAYS_INLINE void softmax_columns8(const int nv, float *s_t, float *m, float *l,
+                                              float *alpha, const float *block_max,
+                                              const Tile *tile, int j0) {
+    int W = tile->width;
+    v8f m_new[2], sum[2];
+#pragma GCC unroll 2
+    for (int u = 0; u < nv; u++) {
+        m_new[u] = max8(load8(m + j0 + 8 * u), load8(block_max + j0 + 8 * u));
+        sum[u] = splat8(0.0f);
+    }
+    for (int p = 0; p < tile->keys; p++) {
+#pragma GCC unroll 2
+        for (int u = 0; u < nv; u++) {
+            float *x = s_t + p * W + j0 + 8 * u;
+            v8f e = exp2_8(load8(x) - m_new[u]);
+            store8(x, e);
+            sum[u] += e;
+        }
+    }
+#pragma GCC unroll 2
+    for (int u = 0; u < nv; u++) {
+        int j = j0 + 8 * u;
+        v8f a = exp2_8(load8(m + j) - m_new[u]);
+        store8(alpha + j, a);
+        store8(l + j, load8(l + j) * a + sum[u]);
+        store8(m + j, m_new[u]);
+    }
+}
+
+AVX2_CODE static void online_softmax_avx2(float *s_t, float *m, float *l, float *alpha,
+                                          const float *block_max, const Tile *tile) {
+    for (int j0 = 0; j0 < tile->width; j0 += 16) {   // 8 columns a register, one per lane
+        softmax_columns8(2, s_t, m, l, alpha, block_max, tile, j0);
+    }
+}
+
+AVX512_CODE ALWAYS_INLINE void softmax_columns16(const int nv, float *s_t, float *m, float *l,
+                                                 float *alpha, const float *block_max,
+                                                 const Tile *tile, int j0) {
+    int W = tile->width;
+    v16f m_new[4], sum[4];
+#pragma GCC unroll 4
+    for (int u = 0; u < nv; u++) {
+        m_new[u] = max16(load16(m + j0 + 16 * u), load16(block_max + j0 + 16 * u));
+        sum[u] = splat16(0.0f);
+    }
+    for (int p = 0; p < tile->keys; p++) {
+#pragma GCC unroll 4
+        for (int u = 0; u < nv; u++) {
+            float *x = s_t + p * W + j0 + 16 * u;
+            v16f e = exp2_16(load16(x) - m_new[u]);
+            store16(x, e);
+            sum[u] += e;
+        }
+    }
+#pragma GCC unroll 4
+    for (int u = 0; u < nv; u++) {
+        int j = j0 + 16 * u;
+        v16f a = exp2_16(load16(m + j) - m_new[u]);
+        store16(alpha + j, a);
+        store16(l + j, load16(l + j) * a + sum[u]);
+        store16(m + j, m_new[u]);
+    }
+}
+
+AVX512_CODE static void online_softmax_avx512(float *s_t, float *m, float *l, float *alpha,
+                                              const float *block_max, const Tile *tile) {
+    for (int j0 = 0; j0 < tile->width; j0 += 64) {   // 16 columns a register, one per lane
+        switch (lesser(4, (tile->width - j0) / 16)) {
+        case 4: softmax_columns16(4, s_t, m, l, alpha, block_max, tile, j0); break;
+        case 3: softmax_columns16(3, s_t, m, l, alpha, block_max, tile, j0); break;
+        case 2: softmax_columns16(2, s_t, m, l, alpha, block_max, tile, j0); break;
+        default: softmax_columns16(1, s_t, m, l, alpha, block_max, tile, j0); break;
+        }
+    }
+}
+#endif
+
+// =========================================================================================
+// accumulate: o = alpha o + p_t^T @ v
+// =========================================================================================
+
+// Columns d_from .. d_to-1 of every row of o (the twin does them all; the
+// vector versions leave it the columns that do not fill a register).
+static void accumulate_columns(float *o, const Tile *tile, const float *alpha,
+                               const float *p_t, const float *v, int d_from, int d_to) {
+    int D = tile->head_dim, W = tile->width;
+    for (int j = 0; j < tile->queries; j++) {
+        int seen = lesser(tile->keys, j + tile->diagonal + 1);   // keys 0 .. seen-1
+        for (int d = d_from; d < d_to; d++) {
+            float acc = o[j * D + d] * alpha[j];
+            for (int p = 0; p < seen; p++) {
+                acc = fmaf(p_t[p * W + j], v[p * D + d], acc);
+            }
+            o[j * D + d] = acc;
+        }
+    }
+}
+
+static void accumulate_scalar(float *o, const Tile *tile, const float *alpha, const float *p_t,
+                              const float *v) {
+    accumulate_columns(o, tile, alpha, p_t, v, 0, tile->head_dim);
+}
+
+#ifdef HAVE_VECTOR_KERNELS
+// Whether any of rows i .. i+mr-1 is rescaled (alpha is 1 for most rows of
+// most blocks; multiplying by 1 changes no bit, so those skip it).
+static bool rescaled(const float *alpha, int i, int mr) {
+    for (int r = i; r < i + mr; r++) {
+        if (alpha[r] != 1.0f) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// One register tile of the output: queries i0 .. i0+mr-1 and numbers d0 ..
+// d0 + lanes * nv - 1 of a head, o = alpha o + the weighted values, summed
+// in registers over the keys in order. On a diagonal tile query i0+i sums
+// keys 0 .. seen + i - 1 and no more (the staircase), as the twin does:
+// adding a masked weight's 0 * v could turn a -0 into +0.
+AVX2_CODE ALWAYS_INLINE void accumulate_tile8(const int nv, const bool whole, float *o,
+                                              const Tile *tile, const float *alpha,
+                                              const float *p_t, const float *v, int i0, int d0) {
+    int D = tile->head_dim, W = tile->width, mr = lesser(MR8, tile->queries - i0);
+    int seen = lesser(tile->keys, i0 + tile->diagonal + 1);   // query i0's keys (maybe none)
+    int every_row = seen > 0 ? seen : 0;
+    int last_row = tile->diagonal == NO_MASK ? every_row
+                                             : lesser(tile->keys, every_row + MR8 - 1);
+    bool scaled = rescaled(alpha, i0, mr);
+    // Row i of the tile is query i0 + i; a tile that is not whole repeats its
+    // last query in the missing rows (`whole` is a constant in each copy, so
+    // a whole tile's rows are constant offsets).
+    int rows[MR8];
+    v8f c[MR8][2];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR8; i++) {
+        rows[i] = whole ? i : (i < mr ? i : mr - 1);
+#pragma GCC unroll 2
+        for (int u = 0; u < nv; u++) {
+            c[i][u] = load8(o + (i0 + rows[i]) * D + d0 + 8 * u);
+            c[i][u] = scaled ? c[i][u] * splat8(alpha[i0 + rows[i]]) : c[i][u];
+        }
+    }
+    const float *p_i0 = p_t + i0;   // p_i0[p * W + i]: query i0 + i's weight for key p
+    for (int p = 0; p < every_row; p++) {
+        v8f v_p[2];
+#pragma GCC unroll 2
+        for (int u = 0; u < nv; u++) {
+            v_p[u] = load8(v + p * D + d0 + 8 * u);
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < MR8; i++) {
+            v8f weight = splat8(p_i0[p * W + rows[i]]);
+#pragma GCC unroll 2
+            for (int u = 0; u < nv; u++) {
+                c[i][u] = fma8(weight, v_p[u], c[i][u]);
+            }
+        }
+    }
+    for (int p = every_row; p < last_row; p++) {   // the staircase: queries with p < seen + i
+#pragma GCC unroll 8
+        for (int i = 0; i < MR8; i++) {
+#pragma GCC unroll 2
+            for (int u = 0; u < nv; u++) {
+                if (p < seen + i) {
+                    c[i][u] = fma8(splat8(p_i0[p * W + rows[i]]), load8(v + p * D + d0 + 8 * u),
+                                   c[i][u]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < MR8; i++) {
+#pragma GCC unroll 2
+        for (int u = 0; u < nv; u++) {
+            if (i < mr) {
+                store8(o + (i0 + rows[i]) * D + d0 + 8 * u, c[i][u]);
+            }
+        }
+    }
+}
+
+AVX2_CODE static void accumulate_avx2(float *o, const Tile *tile, const float *alpha,
+                                      const float *p_t, const float *v) {
+    int D = tile->head_dim, vector_cols = D / 8 * 8;
+    for (int i0 = 0; i0 < tile->queries; i0 += MR8) {
+        for (int d0 = 0; d0 < vector_cols; d0 += 16) {
+            bool whole = tile->queries - i0 >= MR8;
+            if (vector_cols - d0 >= 16 && whole) {   // the case the forward spends its time in
+                accumulate_tile8(2, true, o, tile, alpha, p_t, v, i0, d0);
+            } else if (vector_cols - d0 >= 16) {
+                accumulate_tile8(2, false, o, tile, alpha, p_t, v, i0, d0);
+            } else {
+                accumulate_tile8(1, false, o, tile, alpha, p_t, v, i0, d0);
+            }
+        }
+    }
+    accumulate_columns(o, tile, alpha, p_t, v, vector_cols, D);
+}
+
+AVX512_CODE ALWAYS_INLINE void accumulate_tile16(const int nv, float *o, const Tile *tile,
+                                                 const float *alpha, const float *p_t,
+                                                 const float *v, int i0, int d0) {
+    int D = tile->head_dim, W = tile->width, mr = lesser(MR16, tile->queries - i0);
+    int seen = lesser(tile->keys, i0 + tile->diagonal + 1);
+    int every_row = seen > 0 ? seen : 0;
+    int last_row = tile->diagonal == NO_MASK ? every_row
+                                             : lesser(tile->keys, every_row + MR16 - 1);
+    bool scaled = rescaled(alpha, i0, mr);
+    int rows[MR16];
+    v16f c[MR16][4];
+#pragma GCC unroll 4
+    for (int i = 0; i < MR16; i++) {
+        rows[i] = i0 + (i < mr ? i : mr - 1);
+#pragma GCC unroll 4
+        for (int u = 0; u < nv; u++) {
+            c[i][u] = load16(o + rows[i] * D + d0 + 16 * u);
+            c[i][u] = scaled ? c[i][u] * splat16(alpha[rows[i]]) : c[i][u];
+        }
+    }
+    for (int p = 0; p < every_row; p++) {
+        v16f v_p[4];
+#pragma GCC unroll 4
+        for (int u = 0; u < nv; u++) {
+            v_p[u] = load16(v + p * D + d0 + 16 * u);
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < MR16; i++) {
+            v16f weight = splat16(p_t[p * W + rows[i]]);
+#pragma GCC unroll 4
+            for (int u = 0; u < nv; u++) {
+                c[i][u] = fma16(weight, v_p[u], c[i][u]);
+            }
+        }
+    }
+    for (int p = every_row; p < last_row; p++) {
+#pragma GCC unroll 4
+        for (int i = 0; i < MR16; i++) {
+#pragma GCC unroll 4
+            for (int u = 0; u < nv; u++) {
+                if (p < seen + i) {
+                    c[i][u] = fma16(splat16(p_t[p * W + rows[i]]),
+                                    load16(v + p * D + d0 + 16 * u), c[i][u]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < MR16; i++) {
+#pragma GCC unroll 4
+        for (int u = 0; u < nv; u++) {
+            if (i < mr) {
+                store16(o + rows[i] * D + d0 + 16 * u, c[i][u]);
+            }
+        }
+    }
+}
+
+AVX512_CODE static void accumulate_avx512(float *o, const Tile *tile, const float *alpha,
+                                          const float *p_t, const float *v) {
+    int D = tile->head_dim, vector_cols = D / 16 * 16;
+    for (int i0 = 0; i0 < tile->queries; i0 += MR16) {
+        for (int d0 = 0; d0 < vector_cols; d0 += 64) {
+            switch (lesser(4, (vector_cols - d0) / 16)) {
+            case 4: accumulate_tile16(4, o, tile, alpha, p_t, v, i0, d0); break;
+            case 3: accumulate_tile16(3, o, tile, alpha, p_t, v, i0, d0); break;
+            case 2: accumulate_tile16(2, o, tile, alpha, p_t, v, i0, d0); break;
+            default: accumulate_tile16(1, o, tile, alpha, p_t, v, i0, d0); break;
+            }
+        }
+    }
+    accumulate_columns(o, tile, alpha, p_t, v, vector_cols, D);
+}
+#endif
+
+// =========================================================================================
+// The FMA peak, for --bench: `chains` independent running sums (12, as
+// many as the AVX2 tile keeps; or 1, where each FMA waits for the one
+// before), one fused multiply-add each per step. Returns their total (so
+// that the loop is not optimised away); a step is 2 * lanes FLOPs a chain.
+// =========================================================================================
+
+static float fma_chains_scalar(long steps, bool one_chain) {
+    float acc[12];
+    int chains = one_chain ? 1 : 12;
+    for (int c = 0; c < 12; c++) {
+        acc[c] = (float)c;
+    }
+    for (long i = 0; i < steps; i++) {
+        for (int c = 0; c < chains; c++) {
+            acc[c] = fmaf(acc[c], 0.999999f, 1e-3f);
+        }
+    }
+    float total = 0.0f;
+    for (int c = 0; c < 12; c++) {
+        total += acc[c];
+    }
+    return total;
+}
+
+#ifdef HAVE_VECTOR_KERNELS
+AVX2_CODE __attribute__((noinline)) static float fma_chains_avx2(long steps, bool one_chain) {
+    v8f acc[12], a = splat8(0.999999f), b = splat8(1e-3f);
+#pragma GCC unroll 12
+    for (int c = 0; c < 12; c++) {
+        acc[c] = splat8((float)c);
+    }
+    if (one_chain) {
+        for (long i = 0; i < steps; i++) {
+            acc[0] = fma8(acc[0], a, b);
+        }
+    } else {
+        for (long i = 0; i < steps; i++) {
+#pragma GCC unroll 12
+            for (int c = 0; c < 12; c++) {
+                acc[c] = fma8(acc[c], a, b);
+            }
+        }
+    }
+    v8f total = acc[0];
+    for (int c = 1; c < 12; c++) {
+        total += acc[c];
+    }
+    return total[0];
+}
+
+AVX512_CODE __attribute__((noinline)) static float fma_chains_avx512(long steps,
+                                                                      bool one_chain) {
+    v16f acc[12], a = splat16(0.999999f), b = splat16(1e-3f);
+#pragma GCC unroll 12
+    for (int c = 0; c < 12; c++) {
+        acc[c] = splat16((float)c);
+    }
+    if (one_chain) {
+        for (long i = 0; i < steps; i++) {
+            acc[0] = fma16(acc[0], a, b);
+        }
+    } else {
+        for (long i = 0; i < steps; i++) {
+#pragma GCC unroll 12
+            for (int c = 0; c < 12; c++) {
+                acc[c] = fma16(acc[c], a, b);
+            }
+        }
+    }
+    v16f total = acc[0];
+    for (int c = 1; c < 12; c++) {
+        total += acc[c];
+    }
+    return total[0];
+}
+#endif
+
+// =========================================================================================
+// Which kernels run here
+// =========================================================================================
+
+const Kernels SCALAR_KERNELS = {"scalar", 1, scores_scalar, online_softmax_scalar,
+                                accumulate_scalar, fma_chains_scalar};
+#ifdef HAVE_VECTOR_KERNELS
+static const Kernels AVX2_KERNELS = {"avx2", 8, scores_avx2, online_softmax_avx2,
+                                     accumulate_avx2, fma_chains_avx2};
+static const Kernels AVX512_KERNELS = {"avx512", 16, scores_avx512, online_softmax_avx512,
+                                       accumulate_avx512, fma_chains_avx512};
+#endif
+
+const Kernels *kernels_named(const char *name) {
+#ifdef HAVE_VECTOR_KERNELS
+    __builtin_cpu_init();
+    if (strcmp(name, "avx512") == 0 && __builtin_cpu_supports("avx512f")) {
+        return &AVX512_KERNELS;
+    }
+    if (strcmp(name, "avx2") == 0 && __builtin_cpu_supports("avx2") &&
+        __builtin_cpu_supports("fma")) {
+        return &AVX2_KERNELS;
+    }
+#endif
+    return strcmp(name, "scalar") == 0 ? &SCALAR_KERNELS : NULL;
+}
+
+const Kernels *kernels_best(void) {
+    const char *forced = getenv("ATTN_KERNELS");
+    if (forced != NULL && forced[0] != '\0' && kernels_named(forced) != NULL) {
+        return kernels_named(forced);
+    }
+    const Kernels *avx512 = kernels_named("avx512"), *avx2 = kernels_named("avx2");
+    return avx512 != NULL ? avx512 : avx2 != NULL ? avx2 : &SCALAR_KERNELS;
+}

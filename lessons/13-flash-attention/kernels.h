@@ -1,0 +1,82 @@
+// kernels.h - the three inner loops of lesson 13's tiled forward, each
+// written three times: a scalar twin in plain C11 (the specification), an
+// AVX2 + FMA version (8 floats a step) and an AVX-512 version (16), which
+// give the scalar twin's results bit for bit. kernels.c has them, each
+// vector version beside its twin; flash_attention.c calls them through a
+// Kernels table picked at run time.
+//
+// The numbers they work on are in base 2: the queries arrive multiplied by
+// log2(e) / sqrt(D), so a score is x * log2(e) and exp(x - m) is
+// exp2(score - m). (FlashAttention-2 does the same: exp2 needs no
+// multiply by log2(e) per score.)
+#ifndef KERNELS_H
+#define KERNELS_H
+
+#include <stdbool.h>
+
+// The score block is kept transposed, one column per query, and its width
+// is the block's queries rounded up to a multiple of this (so every vector
+// of columns is whole).
+#define KERNEL_COLUMNS 16
+// `diagonal` when no key of the tile is after any of its queries.
+#define NO_MASK (1 << 28)
+
+// One tile: a block of queries against a block of keys.
+typedef struct {
+    int keys;        // the keys the tile computes: rows of s_t
+    int queries;     // the queries of the block: rows of o
+    int width;       // columns of q_t and s_t: `queries` rounded up to KERNEL_COLUMNS
+    int head_dim;    // D
+    int diagonal;    // query j sees key p when p <= j + diagonal; NO_MASK: every key
+} Tile;
+
+typedef struct {
+    const char *name;   // "avx512", "avx2" or "scalar"
+    int lanes;          // floats per vector register: 16, 8, or 1
+    // The scores, transposed, in base 2 (q_t holds the scaled queries), and
+    // the causal mask: for p < keys, j < width,
+    //     s_t[p][j] = sum over d of k[p][d] * q_t[d][j]   where query j sees key p
+    //               = -inf                                 where it does not
+    // summed in the order d = 0, 1, ..., one fused multiply-add a step; and
+    //     block_max[j] = the largest of column j.
+    // k (keys, D) and v are row-major with rows of D; q_t (D, width) and
+    // s_t (keys, width) have rows of `width`.
+    void (*scores)(float *s_t, float *block_max, const Tile *tile, const float *k,
+                   const float *q_t);
+    // One step of the online softmax, one column per query, j < width:
+    //     m_new = max(m, block_max)
+    //     alpha = exp2(m - m_new)                 (0 for a first block: m = -inf)
+    //     s_t   = exp2(s_t - m_new)               (the block's weights, unnormalised)
+    //     l     = l * alpha + the column's sum of s_t, added in order p = 0, 1, ...
+    //     m     = m_new
+    void (*online_softmax)(float *s_t, float *m, float *l, float *alpha,
+                           const float *block_max, const Tile *tile);
+    // The output accumulator of each query j < queries, o (queries, D):
+    //     o[j] = o[j] * alpha[j] + sum over the keys it sees of p_t[p][j] * v[p]
+    // the sum in the order p = 0, 1, ..., one fused multiply-add a step.
+    void (*accumulate)(float *o, const Tile *tile, const float *alpha, const float *p_t,
+                       const float *v);
+    // For --bench: `steps` fused multiply-adds on each of 12 independent
+    // chains of `lanes` floats (or on one chain, where each waits for the
+    // one before). Returns their sum, so that the loop is not optimised away.
+    float (*fma_chains)(long steps, bool one_chain);
+} Kernels;
+
+extern const Kernels SCALAR_KERNELS;
+
+// The kernels the environment variable ATTN_KERNELS names ("scalar", "avx2"
+// or "avx512", as lesson 14 reads it; make valgrind sets scalar, since
+// valgrind 3.19 cannot run AVX-512) when this CPU has them, else the
+// fastest this CPU runs. Never NULL.
+const Kernels *kernels_best(void);
+// The kernels called `name` ("avx512", "avx2", "scalar"), or NULL where
+// this CPU or compiler does not have them.
+const Kernels *kernels_named(const char *name);
+
+// The twins' exp2, for x <= 0 (the only arguments softmax has): within
+// 1 ulp of exp2; 0 below EXP2_LO (so exp2(-inf) = 0, masked scores drop
+// out) and for NaN. The vector versions compute the same bits.
+#define EXP2_LO (-125.0f)
+float flash_exp2(float x);
+
+#endif
