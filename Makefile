@@ -130,32 +130,44 @@ test-%:
 	   $(BUILD)/tests/test_lesson$(shell printf '%02d' '$*') $(BUILD)/$(call lesson_dir,$*)
 	@sh tests/run-tests.sh $(BUILD)/tests/test_lesson$(shell printf '%02d' '$*')
 
-# AddressSanitizer + UndefinedBehaviorSanitizer: every lesson and every test.
+# AddressSanitizer + UndefinedBehaviorSanitizer: every lesson and every test. The sanitizers
+# make a program 3 to 5 times slower, so check's time limit for each test is tripled
+# (CK_TIMEOUT_MULTIPLIER; lesson 16's default run, which the docs' and fuzz tests take
+# twice or more, goes from 2 to 10 seconds).
 SANITIZERS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 sanitize:
 	@sh tests/ensure-check.sh
-	@$(MAKE) --no-print-directory $(parallel) --output-sync=target BUILD=build/sanitize \
-	   SANITIZE="$(SANITIZERS)" lessons run-tests
+	@CK_TIMEOUT_MULTIPLIER=3 $(MAKE) --no-print-directory $(parallel) --output-sync=target \
+	   BUILD=build/sanitize SANITIZE="$(SANITIZERS)" lessons run-tests
 
 # valgrind: every lesson, then every test in one process (CK_FORK=no; the
 # lessons a test runs are not under valgrind, and the fuzz test runs fewer
 # cases), then each lesson's error paths (tests/valgrind-error-paths.sh).
-# ATTN_KERNELS=scalar: lessons 13 and 14 take their portable kernels
+# ATTN_KERNELS=scalar: lessons 13, 14 and 16 take their portable kernels
 # (valgrind 3.19 cannot run AVX-512).
 VALGRIND = env ATTN_KERNELS=scalar valgrind -q --error-exitcode=3 --leak-check=full \
            --show-leak-kinds=all --errors-for-leak-kinds=all
+# Lesson 16 trains for 300 steps by default, minutes under valgrind: 3 steps take every
+# path of its code. VALGRIND_SHORT names such runs, `lesson-directory:flags` with commas
+# for spaces; tests/valgrind-error-paths.sh reads it too.
+VALGRIND_SHORT = 16-train:--steps,3
 valgrind: $(LESSON_BINS) $(TEST_BINS)
 	@for bin in $(LESSON_BINS); do \
-	   echo "valgrind $$bin"; $(VALGRIND) ./$$bin > /dev/null || exit 1; \
+	   short=$$(echo "$(VALGRIND_SHORT)" | tr ' ' '\n' | sed -n "s|^$${bin##*/}:||p" | tr ',' ' '); \
+	   echo "valgrind $$bin $$short"; $(VALGRIND) ./$$bin $$short > /dev/null || exit 1; \
 	 done
 	@for bin in $(TEST_BINS); do \
 	   echo "valgrind $$bin"; CK_FORK=no ATTN_FUZZ_CASES=20 $(VALGRIND) ./$$bin > /dev/null || exit 1; \
 	 done
-	@sh tests/valgrind-error-paths.sh "$(VALGRIND)" $(LESSON_BINS:%=./%)
+	@VALGRIND_SHORT="$(VALGRIND_SHORT)" sh tests/valgrind-error-paths.sh "$(VALGRIND)" \
+	   $(LESSON_BINS:%=./%)
 
 # --- the diagrams ------------------------------------------------------------------
 
-# Each lesson draws its own dataflow with --dot; Graphviz renders it to SVG.
+# Each lesson draws its own dataflow with --dot; Graphviz renders it to SVG. Lesson 16 also
+# draws its attention maps itself, one image a task (--svg): plain SVG text that is the same
+# on every machine (Graphviz's is not), so .ci/run checks them against the committed ones.
+DRAWN_SVGS = docs/diagrams/16-train-recall-maps.svg docs/diagrams/16-train-reverse-maps.svg
 docs: $(LESSON_BINS)
 	@mkdir -p docs/diagrams
 	@for dir in $(LESSON_DIRS); do \
@@ -163,6 +175,11 @@ docs: $(LESSON_BINS)
 	   ./$(BUILD)/$$dir --dot docs/diagrams/$$name.dot > /dev/null || exit 1; \
 	   dot -Tsvg docs/diagrams/$$name.dot -o docs/diagrams/$$name.svg || exit 1; \
 	   echo "  DOT     docs/diagrams/$$name.svg"; \
+	 done
+	@for svg in $(DRAWN_SVGS); do \
+	   task=$${svg#docs/diagrams/16-train-}; task=$${task%-maps.svg}; \
+	   ./$(BUILD)/lessons/16-train --task $$task --svg $$svg > /dev/null || exit 1; \
+	   echo "  SVG     $$svg"; \
 	 done
 
 clean:
@@ -177,7 +194,7 @@ help:
 	@echo "make test-N         lesson N's tests alone (tests/test_lessonNN.c)"
 	@echo "make sanitize       run every lesson and test under ASan + UBSan"
 	@echo "make valgrind       run every lesson and test under valgrind"
-	@echo "make docs           redraw docs/diagrams/*.svg from each lesson's --dot"
+	@echo "make docs           redraw docs/diagrams/*.svg from each lesson's --dot (and --svg)"
 	@echo "make clean          remove build/"
 	@echo "make CC=clang ...   the same with clang (built in build/clang)"
 

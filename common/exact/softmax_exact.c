@@ -16,7 +16,8 @@
 //                                              softmax_lastdim_kernel, else softmax_kernel
 //   aten/src/ATen/native/cpu/SoftMaxKernel.cpp _vec_softmax_lastdim (steps 1-4),
 //                                              _vec_softmax (other dims),
-//                                              _vec_host_softmax_backward_lastdim (the backward's sum)
+//                                              _vec_host_softmax_backward_lastdim
+//                                              (the backward's sum)
 //   aten/src/ATen/cpu/vec/functional_base.h    vec::reduce_all, vec_reduce_all, vec::map
 //   aten/src/ATen/cpu/vec/vec256/vec256_float.h  Vectorized<float>::exp() = Sleef_expf8_u10
 //   Sleef 3.5.1, src/libm/sleefsimdsp.c        xexpf; src/arch/helperavx2.h (fma)
@@ -33,11 +34,34 @@
 // last bits can differ from these.)
 #include "exact/softmax_exact.h"
 
+#include <float.h>
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
 
 enum { LANES = 8 };   // floats in one AVX2 vector
 
+// A float's bits, and the float of given bits.
+static uint32_t bits_of(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static float float_of(uint32_t u) {
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
 // --- exp: Sleef's expf, "u10" (at most 1.0 ULP off) ---------------------------------------
+
+// 2^e for -126 <= e <= 127, made from its bits (a float's exponent field
+// holds e + 127): what ldexpf(1.0f, e) returns, without a call.
+static float power_of_two(int e) {
+    return float_of((uint32_t)(e + 127) << 23);
+}
 
 // exp(d) = 2^q * exp(s), where q = round(d / ln 2) is an integer and s = d - q*ln2
 // is small (|s| <= ln2/2). exp(s) comes from a polynomial, 2^q from the exponent bits.
@@ -66,7 +90,7 @@ float sleef_expf(float d) {
     // times 2^q, as two factors 2^h * 2^(q-h) (h = floor(q/2)) so that
     // neither overflows; for q < -126 the result is subnormal
     int h = q >= 0 ? q / 2 : -((1 - q) / 2);
-    return u * ldexpf(1.0f, h) * ldexpf(1.0f, q - h);
+    return u * power_of_two(h) * power_of_two(q - h);
 }
 
 // --- softmax along the last dim -------------------------------------------------------------
@@ -120,8 +144,10 @@ void softmax_exact_lastdim(float *data, long rows, int n) {
     }
 }
 
-// _vec_host_softmax_backward_lastdim's sum (vec::map2_reduce_all): each
-// product grad * out rounded, then added as kernel_sum adds.
+// _vec_host_softmax_backward_lastdim's sum (vec::map2_reduce_all): the first
+// 8 products grad * out rounded, each later one added into its lane with a
+// fused multiply-add (the compiler fused PyTorch's acc + x * y), then the
+// lanes added as kernel_sum adds.
 float softmax_exact_backward_row(const float *grad, const float *out, int n) {
     if (n < 1) {
         return 0.0f;
@@ -138,7 +164,7 @@ float softmax_exact_backward_row(const float *grad, const float *out, int n) {
         lane[k] = grad[k] * out[k];
     }
     for (int i = LANES; i < n; i++) {
-        lane[i % LANES] += grad[i] * out[i];
+        lane[i % LANES] = fmaf(grad[i], out[i], lane[i % LANES]);
     }
     return kernel_sum(lane, LANES);
 }
@@ -183,6 +209,89 @@ void softmax_exact_otherdim(float *data, long outer, int n, long inner) {
         for (long j = 0; j < inner; j++) {
             float (*exp_fn)(float) = j < vectorized ? sleef_expf : libc_expf;
             softmax_column(&data[o * n * inner + j], n, inner, exp_fn);
+        }
+    }
+}
+
+// --- log_softmax along the last dim, and its backward (cross-entropy, lesson 16) -------------
+
+// log(d) as Sleef_logf8_u10 computes it (Sleef 3.5.1, xlogf_u1, AVX2 with FMA): write
+// d = m * 2^e with m in [0.75, 1.5), then log d = e ln 2 + 2 atanh((m - 1) / (m + 1)),
+// the quotient and the sum carried in two floats (a "double-float": value + what its
+// rounding lost) so that the result is within 1 ULP. fmaf exactly where Sleef fuses.
+float sleef_logf(float d) {
+    if (isnan(d) || d < 0.0f) {
+        return NAN;
+    }
+    if (d == 0.0f) {
+        return -INFINITY;
+    }
+    if (isinf(d)) {
+        return INFINITY;
+    }
+    bool subnormal = d < FLT_MIN;
+    if (subnormal) {
+        d = d * 0x1p64f;
+    }
+    int e = (int)((bits_of(d * (1.0f / 0.75f)) >> 23) & 0xff) - 0x7f;
+    float m = float_of(bits_of(d) - ((uint32_t)e << 23));     // d / 2^e
+    e = subnormal ? e - 64 : e;
+    // s = e * ln 2, ln 2 in two parts: (0.69314718246459960938, -1.904654323148236017e-09)
+    float ef = (float)e;
+    float s_hi = 0.69314718246459960938f * ef;
+    float s_lo = fmaf(-1.904654323148236017e-09f, ef, fmaf(0.69314718246459960938f, ef, -s_hi));
+    // x = (m - 1) / (m + 1), numerator and denominator each exact as two floats
+    float n_hi = -1.0f + m, v = n_hi - -1.0f;
+    float n_lo = (-1.0f - (n_hi - v)) + (m - v);
+    float d_hi = 1.0f + m;
+    v = d_hi - 1.0f;
+    float d_lo = (1.0f - (d_hi - v)) + (m - v);
+    float t = 1.0f / d_hi;
+    float x_hi = n_hi * t;
+    float u = fmaf(t, n_hi, -x_hi);
+    float w = fmaf(-d_lo, t, fmaf(-d_hi, t, 1.0f));
+    float x_lo = fmaf(x_hi, w, fmaf(n_lo, t, u));
+    // 2 atanh(x) = 2x + x^3 (2/3 + 2/5 x^2 + ...), the polynomial as Sleef tuned it
+    float x2 = x_hi * x_hi;
+    float p = fmaf(fmaf(0.3027294874f, x2, 0.3996108174f), x2, 0.6666694880f);
+    float sum = s_hi + x_hi * 2.0f;
+    float sum_lo = (((s_hi - sum) + x_hi * 2.0f) + s_lo) + x_lo * 2.0f;
+    float tail = (x2 * x_hi) * p;
+    float total = sum + tail;
+    float total_lo = ((sum - total) + tail) + sum_lo;
+    return total + total_lo;
+}
+
+// _vec_log_softmax_lastdim, one row: max, the sum of exp(x - max) as the softmax adds it,
+// Sleef's log of it, then (x - max) - log(sum): two roundings, in that order.
+void log_softmax_exact_lastdim(float *out, const float *x, long rows, int n) {
+    for (long r = 0; r < rows; r++) {
+        const float *x_r = x + r * n;
+        float *out_r = out + r * n;
+        float max = x_r[0];
+        for (int i = 1; i < n; i++) {
+            max = fmaxf(max, x_r[i]);
+        }
+        for (int i = 0; i < n; i++) {       // out holds exp(x - max) for a moment
+            out_r[i] = sleef_expf(x_r[i] - max);
+        }
+        float log_sum = sleef_logf(kernel_sum(out_r, n));
+        for (int i = 0; i < n; i++) {
+            out_r[i] = (x_r[i] - max) - log_sum;
+        }
+    }
+}
+
+// _vec_host_softmax_backward_lastdim<log_softmax = true>, one row: the sum of the row's
+// gradient (as the softmax sums), then grad - exp(out) * sum, one fused multiply-add (the
+// compiler fused PyTorch's x - exp(y) * sum).
+void log_softmax_exact_backward_lastdim(float *grad_input, const float *grad, const float *out,
+                                        long rows, int n) {
+    for (long r = 0; r < rows; r++) {
+        const float *g = grad + r * n, *y = out + r * n;
+        float sum = kernel_sum(g, n);
+        for (int i = 0; i < n; i++) {
+            grad_input[r * n + i] = fmaf(-sleef_expf(y[i]), sum, g[i]);
         }
     }
 }

@@ -50,25 +50,34 @@ static int ceil_log2(long n) {
     return bits;
 }
 
-// The four running sums of `count` groups of 4 "values" (a value: `width`
-// floats, 1 or LANES; group g holds values 4g .. 4g+3 of x, value v starting
-// at x[v * width]), with the cascade above: sums[k * width + l] gets lane l
-// of value 4g + k of every group g.
-static void multi_row_sum(float *sums, const float *x, long count, int width) {
+// The four running sums of `count` groups of 4 "values" (a value: `width` floats side by
+// side, 1 or LANES), with the cascade above: sums[k * width + l] gets lane l of value k of
+// every group. Group g starts at x[g * group_stride], its value k at + k * value_stride.
+// Only what is used is zeroed, and with fewer than `step` groups the higher levels, which
+// would stay 0, are left out: adding +0 to a sum that started at +0 changes no bit.
+static inline __attribute__((always_inline)) void multi_row_sum(
+    float *sums, const float *x, long count, int width, long group_stride, long value_stride) {
     int power = ceil_log2(count) / LEVELS;
     power = power > 4 ? power : 4;
     long step = 1L << power, mask = step - 1;
-    float acc[LEVELS][ROWS * LANES] = {{0.0f}};
-    int n = ROWS * width;   // the floats of one group
+    float acc[LEVELS][ROWS * LANES];
+    int levels = count >= step ? LEVELS : 1;
+    for (int level = 0; level < levels; level++) {
+        for (int i = 0; i < ROWS * width; i++) {
+            acc[level][i] = 0.0f;
+        }
+    }
     long g = 0;
     while (g + step <= count) {
         for (long j = 0; j < step; j++, g++) {
-            for (int i = 0; i < n; i++) {
-                acc[0][i] += x[g * n + i];
+            for (int k = 0; k < ROWS; k++) {
+                for (int l = 0; l < width; l++) {
+                    acc[0][k * width + l] += x[g * group_stride + k * value_stride + l];
+                }
             }
         }
         for (int level = 1; level < LEVELS; level++) {
-            for (int i = 0; i < n; i++) {
+            for (int i = 0; i < ROWS * width; i++) {
                 acc[level][i] += acc[level - 1][i];
                 acc[level - 1][i] = 0.0f;
             }
@@ -78,27 +87,31 @@ static void multi_row_sum(float *sums, const float *x, long count, int width) {
         }
     }
     for (; g < count; g++) {
-        for (int i = 0; i < n; i++) {
-            acc[0][i] += x[g * n + i];
+        for (int k = 0; k < ROWS; k++) {
+            for (int l = 0; l < width; l++) {
+                acc[0][k * width + l] += x[g * group_stride + k * value_stride + l];
+            }
         }
     }
-    for (int level = 1; level < LEVELS; level++) {
-        for (int i = 0; i < n; i++) {
+    for (int level = 1; level < levels; level++) {
+        for (int i = 0; i < ROWS * width; i++) {
             acc[0][i] += acc[level][i];
         }
     }
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < ROWS * width; i++) {
         sums[i] = acc[0][i];
     }
 }
 
-// row_sum: `count` values of `width` floats into one value (width floats).
-static void row_sum(float *sum, const float *x, long count, int width) {
+// row_sum: `count` values of `width` floats, value v at x[v * stride], into one value
+// (width floats): four running sums, value v going into sum v % 4.
+static inline __attribute__((always_inline)) void row_sum(float *sum, const float *x, long count,
+                                                         int width, long stride) {
     float sums[ROWS * LANES];
-    multi_row_sum(sums, x, count / ROWS, width);
+    multi_row_sum(sums, x, count / ROWS, width, ROWS * stride, stride);
     for (long v = count / ROWS * ROWS; v < count; v++) {   // the values left over
         for (int l = 0; l < width; l++) {
-            sums[l] += x[v * width + l];
+            sums[l] += x[v * stride + l];
         }
     }
     for (int k = 1; k < ROWS; k++) {
@@ -114,12 +127,12 @@ static void row_sum(float *sum, const float *x, long count, int width) {
 float sum_exact(const float *x, long n) {
     if (n < LANES) {                      // scalar_inner_sum
         float sum;
-        row_sum(&sum, x, n, 1);
+        row_sum(&sum, x, n, 1, 1);
         return 0.0f + sum;                // the output starts at 0 and the sum is added to it
     }
     long vectors = n / LANES;             // vectorized_inner_sum
     float lanes[LANES];
-    row_sum(lanes, x, vectors, LANES);
+    row_sum(lanes, x, vectors, LANES, LANES);
     float sum = 0.0f;
     for (long i = vectors * LANES; i < n; i++) {
         sum += x[i];
@@ -128,4 +141,36 @@ float sum_exact(const float *x, long n) {
         sum += lanes[l];
     }
     return sum;
+}
+
+// The sum over rows of a contiguous (rows, cols) matrix, as PyTorch's cascade_sum reduces
+// the leading dims with the last one kept (vectorized_outer_sum, or scalar_outer_sum when
+// cols < 8): the columns in blocks of 32 (4 vectors; 4 single columns when cols < 8) are
+// each one running sum down the rows, with the cascade; the columns left over use
+// row_sum's four running sums, rows 4g + k going into sum k.
+void sum_exact_columns(float *sums, const float *x, long rows, long cols) {
+    if (cols < LANES) {
+        sum_exact_columns_strided(sums, x, rows, cols, cols, 1);
+        return;
+    }
+    long c = 0;
+    for (; c + ROWS * LANES <= cols; c += ROWS * LANES) {
+        multi_row_sum(&sums[c], &x[c], rows, LANES, cols, LANES);
+    }
+    for (; c < cols; c++) {
+        row_sum(&sums[c], &x[c], rows, 1, cols);
+    }
+}
+
+// scalar_outer_sum: blocks of 4 columns, each a running sum down the rows with the
+// cascade; the columns left over, row_sum's four running sums.
+void sum_exact_columns_strided(float *sums, const float *x, long rows, long cols,
+                               long row_stride, long col_stride) {
+    long c = 0;
+    for (; c + ROWS <= cols; c += ROWS) {
+        multi_row_sum(&sums[c], &x[c * col_stride], rows, 1, row_stride, col_stride);
+    }
+    for (; c < cols; c++) {
+        row_sum(&sums[c], &x[c * col_stride], rows, 1, row_stride);
+    }
 }

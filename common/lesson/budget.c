@@ -101,15 +101,15 @@ static unsigned long long rounded_up(double needed) {
 void check_budget(const Lesson *lesson, Cost cost) {
     double bytes = cost.bytes + (lesson->dump_dir != NULL ? cost.dumped : 0.0);
     double seconds = (cost.multiply_adds * NS_PER_MULTIPLY_ADD + cost.exps * NS_PER_EXP +
-                      cost.elements * NS_PER_ELEMENT) * 1e-9;
+                      cost.elements * NS_PER_ELEMENT) * 1e-9 + cost.kernel_seconds;
     double max_mib = budget_from(lesson, "ATTN_MAX_MIB", DEFAULT_MAX_MIB);
     double max_seconds = budget_from(lesson, "ATTN_MAX_SECONDS", DEFAULT_MAX_SECONDS);
     const char *show = getenv("ATTN_COST");
     if (show != NULL) {
         fprintf(stderr, "%s: cost: predicted bytes=%.0f seconds=%.3g (multiply-adds %.3g, exps "
-                "%.3g, elements %.3g); budget bytes=%.0f seconds=%.0f\n", lesson->program, bytes,
-                seconds, cost.multiply_adds, cost.exps, cost.elements, max_mib * MIB,
-                max_seconds);
+                "%.3g, elements %.3g, kernels %.3g s); budget bytes=%.0f seconds=%.0f\n",
+                lesson->program, bytes, seconds, cost.multiply_adds, cost.exps, cost.elements,
+                cost.kernel_seconds, max_mib * MIB, max_seconds);
     }
     // Memory first: a run that swaps is the worse of the two.
     if (bytes > max_mib * MIB) {

@@ -62,6 +62,9 @@ typedef struct {
     double exps;            // elements that go through exp, erf or log: softmax, GELU,
                             // randn, dropout's draws
     double elements;        // every other element written: copies, masks, scales, sums
+    double kernel_seconds;  // work done in a lesson's own blocked or vector kernels, which
+                            // the prices below do not fit (lesson 16's matrix products run 10
+                            // to 70 times faster than a plain loop's): the lesson's estimate
 } Cost;
 
 // What one of each takes, in nanoseconds (measured as above).

@@ -112,6 +112,9 @@ static void print_help(const Lesson *lesson) {
     for (int i = 0; i < lesson->n_switches; i++) {
         help_line(lesson->switches[i].flag, "", lesson->switches[i].help);
     }
+    for (int i = 0; i < lesson->n_paths; i++) {
+        help_line(lesson->paths[i].flag, lesson->paths[i].what, lesson->paths[i].help);
+    }
     help_line("--seed", "N", "PyTorch seed: torch.manual_seed(N) (default 0)");
     help_line("--dump", "DIR", "write each named tensor as DIR/<name>.npy");
     help_line("--dot", "FILE", "write the dataflow as a Graphviz graph");
@@ -348,6 +351,15 @@ static int lesson_flag(Lesson *lesson, const Word *word, int argc, char **argv, 
             return 1;
         }
     }
+    for (int f = 0; f < lesson->n_paths; f++) {
+        const PathFlag *it = &lesson->paths[f];
+        if (strcmp(flag, it->flag) == 0) {
+            bool dir = strcmp(it->what, "DIR") == 0;
+            *it->value = value_of(lesson, word, argc, argv, i, dir ? "a directory" : "a file name",
+                                  &used);
+            return used;
+        }
+    }
     return 0;
 }
 
@@ -361,6 +373,9 @@ void parse_lesson_args(Lesson *lesson, int argc, char **argv) {
     lesson->changed = "";
     for (int i = 0; i < lesson->n_switches; i++) {
         *lesson->switches[i].value = false;
+    }
+    for (int i = 0; i < lesson->n_paths; i++) {
+        *lesson->paths[i].value = NULL;
     }
     // The flags read so far. An unknown flag ends the program, so this
     // holds each known flag at most once and stays short.

@@ -60,6 +60,15 @@ typedef struct {
     const char *const *choices;    // NULL-terminated
 } ChoiceFlag;
 
+// A path the lesson writes or reads besides --dump and --dot ("--save DIR", lesson 16): NULL
+// unless given. The lesson checks it (exit 2 when it cannot be used) before any work.
+typedef struct {
+    const char *flag;
+    const char **value;
+    const char *what;   // "DIR" or "FILE", as --help shows it
+    const char *help;
+} PathFlag;
+
 // A flag without a value ("--train"): false unless given.
 typedef struct {
     const char *flag;
@@ -83,6 +92,8 @@ typedef struct {
     int n_choices;
     SwitchFlag *switches;
     int n_switches;
+    PathFlag *paths;
+    int n_paths;
     // Filled in by parse_lesson_args:
     uint64_t seed;           // --seed N (default 0); negative N is 2^64 + N
     const char *dump_dir;    // --dump DIR, or NULL

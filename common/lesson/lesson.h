@@ -94,7 +94,10 @@
 //                     int64 masks at 8 bytes): --dump keeps a copy of each;
 //     .multiply_adds  every term of every dot product (matmul, Linear, loops);
 //     .exps           elements through exp, erf or log (softmax, GELU, randn);
-//     .elements       every other element written (copies, masks, adds).
+//     .elements       every other element written (copies, masks, adds);
+//     .kernel_seconds the time of work done in the lesson's own vector kernels,
+//                     which the prices above (plain loops') do not fit: the
+//                     lesson's estimate (lesson 16 prices its products so).
 //
 // Count each forward the parts run, not just the notebook's. A bench (a
 // mode that times sizes of its own) gets its own Cost, so that it refuses

@@ -1,0 +1,116 @@
+// bench.c - --bench: milliseconds per training step and tokens per second, at the lesson's
+// sizes and at a larger model, on one core.
+//
+// Each case is a whole training step as part 3 takes it: make_batch, the forward, the loss,
+// loss.backward(), clip_grad_norm_, AdamW. The cases are timed in rounds, in turn (case 1,
+// case 2, case 1, ...), so that a busy machine slows them alike; each keeps its best round,
+// and the spread of its rounds says how steady the machine was. tools/bench_pytorch_train.py
+// runs this beside PyTorch training the same model and prints the ratio.
+#define _POSIX_C_SOURCE 200809L
+#include "bench.h"
+
+#include <stdio.h>
+#include <time.h>
+
+#include "kernels.h"
+#include "train.h"
+
+enum { CASES = 2, ROUNDS = 7, WARMUP = 3 };
+
+static double now_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+// The larger model: twice the width, four layers, twice the sequence (and 8 heads, 4 of them
+// key/value heads, so that a head stays 16 wide).
+static Settings larger(const Settings *base) {
+    Settings s = *base;
+    Config *c = &s.config;
+    c->hidden_size *= 2;
+    c->num_attention_heads *= 2;
+    c->num_key_value_heads *= 2;
+    c->num_hidden_layers = 4;
+    c->seq *= 2;
+    c->intermediate_size = (8 * c->hidden_size / 3 + 7) / 8 * 8;
+    c->vocab_size = c->vocab_size > c->seq ? c->vocab_size : c->seq;   // recall's keys fit
+    return s;
+}
+
+// The two cases: the flags' sizes and the larger model, each with room for every step the
+// rounds take; how many steps a round takes of each (more for small work, whose rounds
+// would be too short to time).
+static void bench_cases(Settings cases[CASES], int steps_per_round[CASES], const Settings *s) {
+    cases[0] = *s;
+    cases[1] = larger(s);
+    for (int i = 0; i < CASES; i++) {
+        cases[i].steps = WARMUP + ROUNDS * 20;
+        cases[i].load_dir = cases[i].save_dir = cases[i].svg_file = NULL;
+        const Config *c = &cases[i].config;
+        double work = (double)cases[i].batch * c->seq * c->hidden_size * c->num_hidden_layers;
+        steps_per_round[i] = work < 2e5 ? 20 : work < 2e7 ? 5 : 2;
+    }
+}
+
+Cost bench_cost(const Settings *settings) {
+    Settings cases[CASES];
+    int steps_per_round[CASES];
+    bench_cases(cases, steps_per_round, settings);
+    Cost cost = {0};
+    for (int i = 0; i < CASES; i++) {   // both runs are made first, then timed in turn
+        Cost steps = steps_cost(&cases[i], WARMUP + ROUNDS * steps_per_round[i]);
+        cost.bytes += run_bytes(&cases[i]);
+        cost.kernel_seconds += steps.kernel_seconds;
+    }
+    return cost;
+}
+
+int bench_training(const Lesson *lesson, const Settings *settings) {
+    (void)lesson;
+    Settings cases[CASES];
+    int steps_per_round[CASES];
+    Run runs[CASES];
+    bench_cases(cases, steps_per_round, settings);
+    for (int i = 0; i < CASES; i++) {
+        manual_seed(0);
+        runs[i] = run_init(&cases[i]);
+    }
+    double best[CASES], worst[CASES];
+    int taken[CASES] = {0};
+    for (int i = 0; i < CASES; i++) {
+        for (int w = 0; w < WARMUP; w++) {
+            train_step(&runs[i], taken[i]++);
+        }
+        best[i] = 1e30;
+        worst[i] = 0.0;
+    }
+    for (int round = 0; round < ROUNDS; round++) {
+        for (int i = 0; i < CASES; i++) {
+            double start = now_seconds();
+            for (int k = 0; k < steps_per_round[i]; k++) {
+                train_step(&runs[i], taken[i]++);
+            }
+            double ms = (now_seconds() - start) * 1e3 / steps_per_round[i];
+            best[i] = ms < best[i] ? ms : best[i];
+            worst[i] = ms > worst[i] ? ms : worst[i];
+        }
+    }
+    printf("training steps on one core, kernels %s: best of %d rounds, each case in turn\n",
+           kernels->name, ROUNDS);
+    for (int i = 0; i < CASES; i++) {
+        double gflop = 2 * step_multiply_adds(&cases[i]) * 1e-9;   // a multiply, an add
+        printf("  case %d: %d steps a round, best %.3f ms, worst %.3f ms (spread %.0f%%)\n"
+               "          %.2f GFLOP of matrix products a step: %.1f GFLOP/s at the best\n",
+               i + 1, steps_per_round[i], best[i], worst[i],
+               100.0 * (worst[i] - best[i]) / best[i], gflop, gflop / (best[i] * 1e-3));
+    }
+    for (int i = 0; i < CASES; i++) {
+        const Config *c = &cases[i].config;
+        printf("bench task=%s layers=%d dim=%d seq=%d batch=%d ms_per_step=%.3f "
+               "tokens_per_s=%.0f\n", c->task == RECALL ? "recall" : "reverse",
+               c->num_hidden_layers, c->hidden_size, c->seq, cases[i].batch, best[i],
+               cases[i].batch * c->seq / (best[i] * 1e-3));
+    }
+    return 0;
+}

@@ -1,0 +1,60 @@
+// kernels.h - where lesson 16 spends its time: a matrix product, softmax's rows and SwiGLU's
+// silu, each as a plain loop and as AVX2 / AVX-512 code that gives the same bits
+// (kernels.c has them side by side).
+#ifndef KERNELS16_H
+#define KERNELS16_H
+
+#include <stdbool.h>
+
+// One AdamW step's numbers, rounded to floats as PyTorch rounds them (adamw.c works them out).
+typedef struct {
+    float decay;                   // 1 - lr * weight_decay
+    float beta1, one_minus_beta1;  // 0.9, 0.1
+    float beta2, one_minus_beta2;  // 0.99, 0.01
+    float correction2;             // sqrt(1 - beta2^step)
+    float eps;
+    float minus_step_size;         // -lr / (1 - beta1^step)
+} AdamWStep;
+
+typedef struct {
+    const char *name;   // "scalar", "avx2", "avx512"
+    // c (m x n) = a (m x k) @ b (k x n), or c += it (accumulate): every element summed over
+    // p = 0, 1, ..., k-1 in order, each product rounded, then added (no fused multiply-add):
+    //     sum = 0;  for p: sum = sum + a[i][p] * b[p][j];   c[i][j] = sum  (or c[i][j] + sum)
+    // the order of the reference BLAS's sgemm and of PyTorch's own small bmm, so that every
+    // product of the lesson is PyTorch's to the bit. a[i][p] = a[i*a_row + p*a_col] (a
+    // transposed matrix is a_row = 1), b[p][j] = b[p*ldb + j], c[i][j] = c[i*ldc + j].
+    void (*gemm)(float *c, int ldc, const float *a, int a_row, int a_col, const float *b,
+                 int ldb, int m, int n, int k, bool accumulate);
+    // softmax_exact_lastdim (common/exact/softmax_exact.h): `rows` rows of n, in place.
+    void (*softmax_rows)(float *x, long rows, int n);
+    // out = z / (1 + exp(-z)) over n contiguous floats, as PyTorch's F.silu: Sleef's exp in
+    // whole blocks of 16, the C library's for the n % 16 left.
+    void (*silu)(float *out, const float *z, long n);
+    // its backward: s = 1 / (1 + exp(-z)), dz = dy * s * (1 + z * (1 - s)), the last
+    // multiply-add fused, the exps as the forward's.
+    void (*silu_backward)(float *dz, const float *dy, const float *z, long n);
+    // AdamW on n weights (adamw.c has the formula): value, exp_avg and exp_avg_sq updated in
+    // place from grad, with torch.optim.AdamW's roundings and fused multiply-adds.
+    void (*adamw)(float *value, float *exp_avg, float *exp_avg_sq, const float *grad, long n,
+                  const AdamWStep *step);
+    // torch.norm(x, 2) of n floats: the square root of their sum of squares, added in
+    // PyTorch's order (norm_scalar says which).
+    float (*norm)(const float *x, long n);
+    // A training step's time over its products' multiply-adds with these kernels, in ns, for
+    // the budget's estimate (lesson/budget.h; train.c's steps_cost). Whole runs at the
+    // lesson's sizes took 0.83 (scalar), 0.057 (avx2), 0.035 (avx512) on the EPYC of docs/16
+    // with the other core busy; these round up, for a slower machine.
+    double ns_per_multiply_add;
+} Kernels;
+
+// The kernels this run uses: ATTN_KERNELS=scalar, avx2 or avx512 if set (make valgrind sets
+// scalar), else the fastest this CPU has. All of them give the same bits.
+extern const Kernels *kernels;
+void kernels_choose(void);
+// NULL if the kernels called `name` cannot run here (or there are none by that name).
+const Kernels *kernels_named(const char *name);
+// NULL, or why ATTN_KERNELS cannot be used (a lesson refuses it with exit 2).
+const char *kernels_variable_problem(void);
+
+#endif

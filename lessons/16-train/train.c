@@ -1,0 +1,908 @@
+// Lesson 16: train - a tiny Llama trained end to end in C, step for step with PyTorch.
+//
+// WHAT THIS ADDS
+//   Every attention map so far came from random weights, so it showed nothing. Here the
+//   decoder of lesson 15 (RMSNorm, RoPE, causal grouped-query attention, SwiGLU), stacked
+//   into a model with a token embedding, a final norm and an output projection, learns a
+//   task in a few hundred steps, and we watch its heads learn where to look:
+//     recall:  "A3 C1 F6 B0 H2 D7 | C? D?" - after a key seen before, write its value.
+//              One layer cannot (a key's own position never sees the value after it); two
+//              can: a head of layer 0 lets each value see its key (the token before it), a
+//              head of layer 1 finds the value whose key matches the question: an
+//              induction head.
+//     reverse: "3 1 4 1 5 | 5 1 4 1 3" - write the tokens back in reverse order.
+//   The training loop is PyTorch's, written out: the forward keeps what the backward needs;
+//   loss.backward() is backward.c, every piece's gradient by hand (attention's as lesson 14
+//   derives it); clip_grad_norm_, the learning-rate schedule and AdamW are adamw.c. Every
+//   number is PyTorch's to the bit: the same draws, the same batches, the same float
+//   operations in the same order, so the losses printed are PyTorch's, all of them.
+//
+// THE MATH (one step; lesson 15 has the layer's)
+//   logits = lm_head(norm(layers(embed_tokens[input_ids])))                (B, N, NV)
+//   loss   = mean over the asked positions of -log softmax(logits)[label]
+//   g      = d loss / d parameter, by the chain rule, last operation first
+//   g     *= min(1, max_norm / |g|)                            clip_grad_norm_
+//   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  w = w (1 - lr wd) - lr m^ / (sqrt(v^) + eps)
+//   with m^ = m / (1 - b1^t), v^ = v / (1 - b2^t): AdamW with bias correction
+//
+// THE PYTORCH IT MIRRORS (docs/16-train.md has the whole script, which needs only torch)
+//   torch.manual_seed(seed); model = TinyLlama(config); example = make_batch(1)
+//   opt = torch.optim.AdamW(model.parameters(), lr, betas=(0.9, 0.99), weight_decay=wd)
+//   for step in range(steps):
+//       input_ids, labels = make_batch(batch)
+//       loss = F.cross_entropy(model(input_ids).view(-1, NV), labels.view(-1))
+//       opt.zero_grad(); loss.backward(); clip_grad_norm_(model.parameters(), clip)
+//       opt.param_groups[0]["lr"] = lr_at(step); opt.step()
+//
+// RUN IT
+//   make lesson-16                          recall, trained in a few seconds on one core
+//   make lesson-16 ARGS="--task reverse"    the other task
+//   make lesson-16 ARGS="--layers 1"        one layer cannot learn recall: watch it fail
+//   make lesson-16 ARGS="--bench"           ms per training step, at two sizes
+//   flags: --task --layers --dim --heads --kv-heads --hidden --vocab --seq --batch --steps
+//          --lr --weight-decay --warmup --clip --save DIR --load DIR --svg FILE --bench
+//          --seed --dump DIR --dot FILE --help
+//
+// WHAT TO LOOK FOR
+//   - The first losses are about ln(16) = 2.77: the untrained model spreads its guesses.
+//   - recall: the loss sits near 1.6 for a hundred steps, then falls off a cliff: the two
+//     heads have found each other. The maps show when (part 4).
+//   - The first AdamW step moves every weight by about lr, whatever its gradient (part 2).
+//
+// Size letters: B batch, N tokens a sequence (--seq), C hidden_size (--dim), H query heads,
+// KV key/value heads, R = H / KV, D head_dim = C / H, F intermediate_size, NV vocabulary.
+// Index letters: b batch row, t query position, s key position, h query head, g = h / R its
+// key/value head, d inside a head, c a channel of C, r a row b*N + t of a (B*N, .) matrix.
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adamw.h"
+#include "attention.h"
+#include "backward.h"
+#include "bench.h"
+#include "checkpoint.h"
+#include "exact/sum_exact.h"
+#include "kernels.h"
+#include "model.h"
+#include "show.h"
+#include "svg.h"
+#include "train.h"
+
+// --- the tasks ------------------------------------------------------------------------------
+
+// torch.sort(torch.rand(B, n), dim=-1, stable=True).indices: a random order of 0 .. n-1 in
+// each row (equal floats, which are rare, keep their index order).
+static Tensor *random_orders(int B, int n) {
+    const Tensor *keys = rand_tensor(shape2(B, n));                              // (B, n)
+    Tensor *order = zeros(shape2(B, n));                                         // (B, n)
+    for (int b = 0; b < B; b++) {
+        const float *key = &keys->data[b * n];
+        float *o = &order->data[b * n];
+        for (int i = 0; i < n; i++) {   // insertion sort of the indices by their keys
+            int j = i;
+            for (; j > 0 && key[(int)o[j - 1]] > key[i]; j--) {
+                o[j] = o[j - 1];
+            }
+            o[j] = (float)i;
+        }
+    }
+    return order;
+}
+
+// A batch of the task, drawn from PyTorch's generator as the page's make_batch draws it.
+static Batch make_batch(const Config *config, int B) {
+    int N = config->seq, NV = config->vocab_size;
+    Batch batch = {zeros(shape2(B, N)), full(shape2(B, N), IGNORE_INDEX)};
+    batch.input_ids->dtype = batch.labels->dtype = DTYPE_INT64;
+    float *ids = batch.input_ids->data, *labels = batch.labels->data;
+    if (config->task == REVERSE) {
+        int n = N / 2;   // x = torch.randint(0, NV - 1, (B, n)); the separator is NV - 1
+        const Tensor *x = randint(0, NV - 1, shape2(B, n));                      // (B, n)
+        for (int b = 0; b < B; b++) {
+            const float *x_b = &x->data[b * n];
+            for (int t = 0; t <= N; t++) {   // token t of x, the separator, x reversed
+                float token = t < n ? x_b[t] : t == n ? (float)(NV - 1) : x_b[2 * n - t];
+                if (t < N) {
+                    ids[b * N + t] = token;          // the model reads tokens 0 .. N-1
+                }
+                if (t > n) {
+                    labels[b * N + t - 1] = token;   // and must write tokens n+1 .. N
+                }
+            }
+        }
+        return batch;
+    }
+    // recall: `pairs` distinct keys (tokens 0 .. NV/2 - 1) with values (NV/2 .. NV-1), then
+    // `questions` keys asked again, each followed by its value, which is the label
+    int questions = N / 8 > 1 ? N / 8 : 1, pairs = N / 2 - questions, n_keys = NV / 2;
+    const Tensor *keys = random_orders(B, n_keys);                               // (B, NV/2)
+    const Tensor *values = randint(n_keys, NV, shape2(B, pairs));                // (B, pairs)
+    const Tensor *asked = randint(0, pairs, shape2(B, questions));               // (B, q)
+    for (int b = 0; b < B; b++) {
+        for (int i = 0; i < pairs; i++) {
+            ids[b * N + 2 * i] = keys->data[b * n_keys + i];
+            ids[b * N + 2 * i + 1] = values->data[b * pairs + i];
+        }
+        for (int i = 0; i < questions; i++) {
+            int pair = (int)asked->data[b * questions + i], t = 2 * pairs + 2 * i;
+            ids[b * N + t] = ids[b * N + 2 * pair];
+            ids[b * N + t + 1] = ids[b * N + 2 * pair + 1];
+            labels[b * N + t] = ids[b * N + t + 1];
+        }
+    }
+    return batch;
+}
+
+// --- the model ------------------------------------------------------------------------------
+
+static const char *layer_param(int layer, const char *name) {
+    char *text = arena_alloc(80, 1);
+    snprintf(text, 80, "layers.%d.%s", layer, name);
+    return text;
+}
+
+// The modules in the order PyTorch makes them, which is the order of the draws:
+// embed_tokens (nn.Embedding: normal_(0, 1)), each layer's q, k, v, o, gate, up and down
+// projections (nn.Linear(bias=False): kaiming_uniform_, as lesson 2 draws them), lm_head.
+// The RMSNorm weights are ones and draw nothing.
+static Model model_init(const Config *c) {
+    Model model = {.config = *c};
+    int C = c->hidden_size, F = c->intermediate_size, NV = c->vocab_size;
+    int HD = c->num_attention_heads * c->head_dim, KVD = c->num_key_value_heads * c->head_dim;
+    model.embed_tokens = zeros(shape2(NV, C));                                   // (NV, C)
+    normal_(model.embed_tokens, 0.0, 1.0);
+    named("embed_tokens.weight", model.embed_tokens);
+    for (int l = 0; l < c->num_hidden_layers; l++) {
+        DecoderLayer *layer = &model.layers[l];
+        layer->q_proj = linear_init(layer_param(l, "self_attn.q_proj"), C, HD, false);
+        layer->k_proj = linear_init(layer_param(l, "self_attn.k_proj"), C, KVD, false);
+        layer->v_proj = linear_init(layer_param(l, "self_attn.v_proj"), C, KVD, false);
+        layer->o_proj = linear_init(layer_param(l, "self_attn.o_proj"), HD, C, false);
+        layer->gate_proj = linear_init(layer_param(l, "mlp.gate_proj"), C, F, false);
+        layer->up_proj = linear_init(layer_param(l, "mlp.up_proj"), C, F, false);
+        layer->down_proj = linear_init(layer_param(l, "mlp.down_proj"), F, C, false);
+        layer->input_layernorm = ones(shape1(C));                                // (C,)
+        named(layer_param(l, "input_layernorm.weight"), layer->input_layernorm);
+        layer->post_attention_layernorm = ones(shape1(C));                       // (C,)
+        named(layer_param(l, "post_attention_layernorm.weight"), layer->post_attention_layernorm);
+    }
+    model.norm = ones(shape1(C));                                                // (C,)
+    named("norm.weight", model.norm);
+    model.lm_head = linear_init("lm_head", C, NV, false);
+    return model;
+}
+
+// --- the forward, keeping what the backward needs -----------------------------------------
+
+float *floats(long count) {
+    return arena_alloc((size_t)count, sizeof(float));
+}
+
+// y (rows, out) = x (rows, in) @ W^T: nn.Linear without a bias. The kernel reads a row of
+// its right operand at a time, so W (out, in) is turned into W^T (in, out) first.
+void linear_forward(float *y, const Linear *layer, const float *x, int rows, float *scratch) {
+    int in = layer->in_features, out = layer->out_features;
+    const float *W = layer->weight->data;
+    for (int o = 0; o < out; o++) {
+        for (int i = 0; i < in; i++) {
+            scratch[i * out + o] = W[o * in + i];
+        }
+    }
+    kernels->gemm(y, out, x, in, 1, scratch, out, rows, out, in, false);
+}
+
+// LlamaRMSNorm (lesson 15) on `rows` rows of C: out = weight * (x * rstd), where
+// rstd = 1 / sqrt(mean(x^2) + eps) is kept for the backward.
+static void rms_norm(float *out, float *rstd, const float *x, const float *weight, int rows,
+                     int C, float eps, float *squares) {
+    for (int r = 0; r < rows; r++) {
+        const float *x_r = x + (long)r * C;
+        for (int c = 0; c < C; c++) {
+            squares[c] = x_r[c] * x_r[c];
+        }
+        rstd[r] = 1.0f / sqrtf(sum_exact(squares, C) / (float)C + eps);   // PyTorch's sum
+        for (int c = 0; c < C; c++) {
+            out[(long)r * C + c] = weight[c] * (x_r[c] * rstd[r]);
+        }
+    }
+}
+
+// RoPE's table: position t turns pair i by t * theta_i, theta_i = base^(-2i/D) (lesson 15).
+// The angle is a float product, as PyTorch's; cos and sin are worked in double, rounded once.
+static void rope_table(float *cos_t, float *sin_t, int N, int D, int base) {
+    for (int i = 0; i < D / 2; i++) {
+        float inv_freq = 1.0f / powf((float)base, (float)(2 * i) / (float)D);
+        for (int t = 0; t < N; t++) {
+            float angle = (float)t * inv_freq;
+            cos_t[t * (D / 2) + i] = (float)cos((double)angle);
+            sin_t[t * (D / 2) + i] = (float)sin((double)angle);
+        }
+    }
+}
+
+// RoPE in place on `rows` rows (row r at position r % N) of `heads` heads of D, the pairs
+// (i, i + D/2) of rotate_half: x * cos + rotate_half(x) * sin, each product rounded.
+void rope_rotate(float *x, const float *cos, const float *sin, int r0, int rows, int N,
+                 int heads, int D) {
+    int half = D / 2;
+    for (int r = r0; r < r0 + rows; r++) {
+        int t = r % N;
+        for (int h = 0; h < heads; h++) {
+            float *x_h = x + ((long)r * heads + h) * D;
+            for (int i = 0; i < half; i++) {
+                float a = x_h[i], e = x_h[i + half];
+                float c = cos[t * half + i], s = sin[t * half + i];
+                x_h[i] = a * c - e * s;
+                x_h[i + half] = e * c + a * s;
+            }
+        }
+    }
+}
+
+// Causal attention of the queries at positions start .. start+T-1 on the keys 0 .. start+T-1
+// (L of them), query head h reading key/value head g = h / R where it lies (lesson 15):
+//   att = softmax(q k^T / sqrt(D), -inf after the query's own position),  y = att @ v
+// Whole sequences are start 0, T = N. With start > 0 (B = 1, decoding) the keys and values
+// of positions before start are the ones earlier calls left in a->k and a->v: the KV cache.
+static void attention_forward(LayerActivations *a, const Config *c, int B, int start, int T,
+                              float *k_t) {
+    int N = c->seq, H = c->num_attention_heads, KV = c->num_key_value_heads, D = c->head_dim;
+    int R = H / KV, L = start + T;
+    float scale = (float)sqrt((double)D);   // math.sqrt(head_dim), rounded to a float
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < H; h++) {
+            int g = h / R;
+            const float *q = a->q + (((long)b * N + start) * H + h) * D;   // row t: + t*H*D
+            const float *k = a->k + ((long)b * N * KV + g) * D;            // row s: + s*KV*D
+            const float *v = a->v + ((long)b * N * KV + g) * D;
+            float *att = a->att + ((long)b * H + h) * N * N;               // (T, L)
+            for (int s = 0; s < L; s++) {                                  // k^T (D, L)
+                for (int d = 0; d < D; d++) {
+                    k_t[d * L + s] = k[(long)s * KV * D + d];
+                }
+            }
+            kernels->gemm(att, L, q, H * D, 1, k_t, L, T, L, D, false);      // q @ k^T
+            for (int t = 0; t < T; t++) {
+                for (int s = 0; s < L; s++) {
+                    att[t * L + s] = s <= start + t ? att[t * L + s] / scale : -INFINITY;
+                }
+            }
+            kernels->softmax_rows(att, T, L);         // exp(-inf) = 0: no weight on the future
+            kernels->gemm(a->y + (((long)b * N + start) * H + h) * D, H * D, att, L, 1, v, KV * D,
+                          T, D, L, false);                                  // att @ v
+        }
+    }
+}
+
+// LlamaDecoderLayer.forward on rows r0 .. r0+rows-1 (positions start .. start+T-1):
+// a->x in, the layer's output into out. Every step as lesson 15 has it.
+static void layer_forward(float *out, LayerActivations *a, const DecoderLayer *layer,
+                          const Activations *acts, const Config *c, int B, int start, int T) {
+    int N = c->seq, C = c->hidden_size, F = c->intermediate_size, H = c->num_attention_heads;
+    int KV = c->num_key_value_heads, D = c->head_dim, r0 = B == 1 ? start : 0, rows = B * T;
+    long rC = (long)r0 * C, rF = (long)r0 * F;
+    float *scratch = acts->scratch;
+    rms_norm(a->h1 + rC, a->rstd1 + r0, a->x + rC, layer->input_layernorm->data, rows, C,
+             c->rms_norm_eps, scratch);                                          // (B, T, C)
+    linear_forward(a->q + (long)r0 * H * D, &layer->q_proj, a->h1 + rC, rows, scratch);
+    linear_forward(a->k + (long)r0 * KV * D, &layer->k_proj, a->h1 + rC, rows, scratch);
+    linear_forward(a->v + (long)r0 * KV * D, &layer->v_proj, a->h1 + rC, rows, scratch);
+    rope_rotate(a->q, acts->cos, acts->sin, r0, rows, N, H, D);                 // (B, T, H, D)
+    rope_rotate(a->k, acts->cos, acts->sin, r0, rows, N, KV, D);                // (B, T, KV, D)
+    attention_forward(a, c, B, start, T, scratch);                               // (B, T, H, D)
+    linear_forward(a->x2 + rC, &layer->o_proj, a->y + (long)r0 * H * D, rows, scratch);
+    for (long i = rC; i < rC + (long)rows * C; i++) {
+        a->x2[i] = a->x[i] + a->x2[i];                                           // residual
+    }
+    rms_norm(a->h2 + rC, a->rstd2 + r0, a->x2 + rC, layer->post_attention_layernorm->data, rows,
+             C, c->rms_norm_eps, scratch);                                       // (B, T, C)
+    linear_forward(a->gate + rF, &layer->gate_proj, a->h2 + rC, rows, scratch); // (B, T, F)
+    linear_forward(a->up + rF, &layer->up_proj, a->h2 + rC, rows, scratch);     // (B, T, F)
+    kernels->silu(a->act + rF, a->gate + rF, (long)rows * F);     // z / (1 + exp(-z)), kernels.h
+    for (long i = rF; i < rF + (long)rows * F; i++) {
+        a->prod[i] = a->act[i] * a->up[i];                                       // SwiGLU
+    }
+    linear_forward(out + rC, &layer->down_proj, a->prod + rF, rows, scratch);   // (B, T, C)
+    for (long i = rC; i < rC + (long)rows * C; i++) {
+        out[i] = a->x2[i] + out[i];                                              // residual
+    }
+}
+
+// The model's forward on the tokens at positions start .. start+T-1 of ids (B, N): the
+// embedding, the layers, the final norm, lm_head; logits for those rows.
+static void model_forward(Activations *acts, const Model *model, const float *ids, int B,
+                          int start, int T) {
+    const Config *c = &model->config;
+    int C = c->hidden_size, L = c->num_hidden_layers, r0 = B == 1 ? start : 0, rows = B * T;
+    for (int r = r0; r < r0 + rows; r++) {                                       // embed_tokens
+        memcpy(acts->layers[0].x + (long)r * C, model->embed_tokens->data + (long)ids[r] * C,
+               (size_t)C * sizeof(float));
+    }
+    for (int l = 0; l < L; l++) {
+        float *out = l + 1 < L ? acts->layers[l + 1].x : acts->x_final;
+        layer_forward(out, &acts->layers[l], &model->layers[l], acts, c, B, start, T);
+    }
+    rms_norm(acts->h_final + (long)r0 * C, acts->rstd_final + r0, acts->x_final + (long)r0 * C,
+             model->norm->data, rows, C, c->rms_norm_eps, acts->scratch);
+    linear_forward(acts->logits + (long)r0 * c->vocab_size, &model->lm_head,
+                   acts->h_final + (long)r0 * C, rows, acts->scratch);           // (B, T, NV)
+}
+
+// F.cross_entropy(logits.view(-1, NV), labels.view(-1)): log_softmax, then the mean of
+// -log p(label) over the rows that ask (label -100 asks nothing). PyTorch's nll_loss adds
+// those terms in a cascade (8 levels; a level moves up every 16 rows or more) instead of
+// one after the other, and so does this, so that the loss is PyTorch's to the bit. PyTorch
+// takes the log_softmax of every row; only the rows that ask reach the loss, so only theirs
+// are computed here (the others' log_probs are left unset).
+static float cross_entropy(float *log_probs, int *asked, const float *logits,
+                           const Tensor *labels, int NV) {
+    long rows = numel(labels);
+    int power = 0;
+    while ((1L << power) < rows) {
+        power += 1;   // ceil(log2(rows))
+    }
+    power = power / 8 > 4 ? power / 8 : 4;
+    long mask = (1L << power) - 1;
+    float level_sums[8] = {0};
+    *asked = 0;
+    for (long r = 0; r < rows; r++) {
+        int label = (int)labels->data[r];
+        if (label == IGNORE_INDEX) {
+            continue;
+        }
+        *asked += 1;
+        log_softmax_exact_lastdim(&log_probs[r * NV], &logits[r * NV], 1, NV);
+        level_sums[0] -= log_probs[r * NV + label];
+        for (int level = 0; level < 7 && (r & (mask << (level * power))) == 0; level++) {
+            level_sums[level + 1] += level_sums[level];
+            level_sums[level] = 0.0f;
+        }
+    }
+    float loss = 0.0f;
+    for (int level = 0; level < 8; level++) {
+        loss += level_sums[level];
+    }
+    return loss / (float)*asked;
+}
+
+// How many asked rows have the label as their largest logit (the first, on a tie); adds the
+// rows asked to *asked and the sequences (rows of labels) answered without a mistake to
+// *perfect.
+static long answers_right(long *asked, long *perfect, const float *logits, const Tensor *labels,
+                          int NV) {
+    int B = size(labels, 0), N = size(labels, 1);
+    long right = 0;
+    for (int b = 0; b < B; b++) {
+        int wrong = 0;
+        for (long r = (long)b * N; r < (long)(b + 1) * N; r++) {
+            int label = (int)labels->data[r], best = 0;
+            if (label == IGNORE_INDEX) {
+                continue;
+            }
+            for (int i = 1; i < NV; i++) {
+                best = logits[r * NV + i] > logits[r * NV + best] ? i : best;
+            }
+            right += best == label;
+            wrong += best != label;
+            *asked += 1;
+        }
+        *perfect += wrong == 0;
+    }
+    return right;
+}
+
+// --- a run: everything training needs, made once ------------------------------------------
+
+// Every buffer a forward of B sequences writes, made once and reused by every step.
+static Activations activations_init(const Config *c, int B) {
+    int N = c->seq, C = c->hidden_size, F = c->intermediate_size, NV = c->vocab_size;
+    int HD = c->num_attention_heads * c->head_dim, KVD = c->num_key_value_heads * c->head_dim;
+    long rows = (long)B * N;
+    Activations acts = {.batch = B};
+    for (int l = 0; l < c->num_hidden_layers; l++) {
+        LayerActivations *a = &acts.layers[l];
+        a->x = floats(rows * C);
+        a->rstd1 = floats(rows);
+        a->h1 = floats(rows * C);
+        a->q = floats(rows * HD);
+        a->k = floats(rows * KVD);
+        a->v = floats(rows * KVD);
+        a->att = floats(rows * c->num_attention_heads * N);
+        a->y = floats(rows * HD);
+        a->x2 = floats(rows * C);
+        a->rstd2 = floats(rows);
+        a->h2 = floats(rows * C);
+        a->gate = floats(rows * F);
+        a->up = floats(rows * F);
+        a->act = floats(rows * F);
+        a->prod = floats(rows * F);
+    }
+    acts.x_final = floats(rows * C);
+    acts.rstd_final = floats(rows);
+    acts.h_final = floats(rows * C);
+    acts.logits = floats(rows * NV);
+    acts.log_probs = floats(rows * NV);
+    acts.cos = floats((long)N * c->head_dim / 2);
+    acts.sin = floats((long)N * c->head_dim / 2);
+    long widest = C > F ? C : F;   // the scratch holds a weight transposed, or a head's k^T
+    widest = widest * (widest > NV ? widest : NV);
+    acts.scratch = floats(widest > (long)N * c->head_dim ? widest : (long)N * c->head_dim);
+    rope_table(acts.cos, acts.sin, N, c->head_dim, c->rope_theta);
+    return acts;
+}
+
+Run run_init(const Settings *s) {
+    Run run = {.s = *s};
+    const Config *c = &s->config;
+    run.model = model_init(c);                        // the draws: the parameters first,
+    run.example = make_batch(c, 1);                   // then the example
+    run.acts = activations_init(c, s->batch);
+    run.one = activations_init(c, 1);
+    run.grads = grads_init(&run.model);
+    run.scratch = backward_scratch_init(c, s->batch);
+    run.opt = adamw_init(&run.model, &run.grads, s->beta1, s->beta2, s->eps, s->weight_decay);
+    if (s->load_dir != NULL) {
+        checkpoint_load(&run.opt, c, s->load_dir);
+    }
+    int steps = s->steps > 1 ? s->steps : 1;
+    run.loss = floats(steps);
+    run.accuracy = floats(steps);
+    run.grad_norm = floats(steps);
+    run.map_steps[1] = s->steps / 2;
+    run.map_steps[2] = s->steps;
+    run.maps = floats(3L * c->num_hidden_layers * c->num_attention_heads * c->seq * c->seq);
+    return run;
+}
+
+// A batch's forward, loss and backward: every parameter's gradient (.grad) filled in.
+static float forward_backward(Run *run, const Batch *batch, float *right) {
+    const Config *c = &run->s.config;
+    int asked;
+    model_forward(&run->acts, &run->model, batch->input_ids->data, run->s.batch, 0, c->seq);
+    float loss = cross_entropy(run->acts.log_probs, &asked, run->acts.logits, batch->labels,
+                               c->vocab_size);
+    long asked_rows = 0, perfect = 0;
+    *right = (float)answers_right(&asked_rows, &perfect, run->acts.logits, batch->labels,
+                                  c->vocab_size) / (float)asked_rows;
+    model_backward(&run->grads, &run->scratch, &run->model, &run->acts, batch->input_ids,
+                   batch->labels, asked);
+    return loss;
+}
+
+// clip_grad_norm_, the step's learning rate, opt.step(). Returns the norm before clipping.
+static float optimizer_step(Run *run, int step) {
+    const Settings *s = &run->s;
+    float norm = clip_grad_norm(&run->opt, s->clip > 0 ? (float)s->clip : INFINITY);
+    adamw_step(&run->opt, learning_rate(step, s->steps, s->warmup, s->lr));
+    return norm;
+}
+
+// One step on a fresh batch, without a word: what --bench times.
+void train_step(Run *run, int step) {
+    size_t mark = arena_mark();
+    Batch batch = make_batch(&run->s.config, run->s.batch);
+    run->loss[step] = forward_backward(run, &batch, &run->accuracy[step]);
+    run->grad_norm[step] = optimizer_step(run, step);
+    arena_release(mark);
+}
+
+// The example's attention weights, every layer and head, into map `which` (0, 1, 2).
+static void take_maps(Run *run, int which) {
+    const Config *c = &run->s.config;
+    int N = c->seq, H = c->num_attention_heads;
+    model_forward(&run->one, &run->model, run->example.input_ids->data, 1, 0, N);
+    for (int l = 0; l < c->num_hidden_layers; l++) {
+        memcpy(run->maps + ((long)which * c->num_hidden_layers + l) * H * N * N,
+               run->one.layers[l].att, (size_t)H * N * N * sizeof(float));
+    }
+}
+
+static void part(int number, const char *what, const char *flags) {
+    printf("\n-- part %d: %s (%s) --\n", number, what, flags);
+}
+
+static void print_step(const Run *run, int step) {   // step from 1
+    const Settings *s = &run->s;
+    printf("step %3d: loss %.6f  accuracy %.4f  grad_norm %.4f  lr %.6f\n", step,
+           (double)run->loss[step - 1], (double)run->accuracy[step - 1],
+           (double)run->grad_norm[step - 1], learning_rate(step - 1, s->steps, s->warmup, s->lr));
+}
+
+// --- part 1: the task, the model, the first batch and its loss -----------------------------
+
+static float part1_setup(Run *run, Batch *first, float *right) {
+    const Settings *s = &run->s;
+    const Config *c = &s->config;
+    print_setup(c, s, &run->opt, sequence_text(c, run->example.input_ids->data));
+    if (s->load_dir != NULL) {
+        printf("model.load_state_dict(): every parameter replaced by %s/<name>.npy\n",
+               s->load_dir);
+    }
+    *first = make_batch(c, s->batch);
+    printf("input_ids, labels = make_batch(%d): input_ids[0] = %s\n", s->batch,
+           sequence_text(c, first->input_ids->data));
+    float loss = forward_backward(run, first, right);
+    printf("loss = F.cross_entropy(model(input_ids).view(-1, %d), labels.view(-1)) = %.6f\n"
+           "  guessing evenly among the %d tokens would give ln(%d) = %.4f\n", c->vocab_size,
+           (double)loss, c->vocab_size, c->vocab_size, log((double)c->vocab_size));
+    return loss;
+}
+
+// --- part 2: step 1 by hand: the gradients, clipping, AdamW's first update ------------------
+
+static void part2_step_one(Run *run) {
+    part(2, "step 1 by hand: the gradients, clipping, AdamW's update", "--clip and --lr change it");
+    AdamW *opt = &run->opt;
+    printf("loss.backward() (backward.c) leaves in every parameter's .grad, by its norm:\n");
+    for (int i = 0; i < opt->n_params; i++) {
+        const Param *p = &opt->params[i];
+        printf("  %-44s %-10s %.6f\n", p->name, shape_str(p->shape, SIZES_TUPLE),
+               (double)norm_of(p->grad, p->numel));
+    }
+    Param *lm_head = &opt->params[opt->n_params - 1];
+    float w = lm_head->value[0];
+    float norm = optimizer_step(run, 0);                 // clip_grad_norm_, then opt.step()
+    run->grad_norm[0] = norm;
+    const Settings *s = &run->s;
+    double clip = s->clip > 0 ? s->clip : INFINITY, g = lm_head->grad[0];
+    if (norm > clip) {
+        printf("clip_grad_norm_(model.parameters(), %g): their norm together is %.4f > %g,\n"
+               "  so every .grad is multiplied by %g / (%.4f + 1e-6) = %.4f\n", clip,
+               (double)norm, clip, clip, (double)norm, clip / (norm + 1e-6));
+    } else {
+        printf("clip_grad_norm_(model.parameters(), %g): their norm together is %.4f <= %g: "
+               "left alone\n", clip, (double)norm, clip);
+    }
+    double lr = learning_rate(0, s->steps, s->warmup, s->lr);
+    printf("opt.step() with lr %g (warmup: %g * 1/%d) on w = lm_head.weight[0, 0] = %.6f,\n"
+           "  whose gradient is g = %.6g after clipping:\n"
+           "  m = 0.9 * 0 + 0.1 * g = %.6g      v = 0.99 * 0 + 0.01 * g^2 = %.6g\n"
+           "  m / (1 - 0.9^1) = g, v / (1 - 0.99^1) = g^2: in step 1 the bias correction undoes "
+           "the averaging\n"
+           "  w * (1 - lr * %g) - lr * g / (sqrt(g^2) + 1e-8) = w - lr * sign(g) = %.6f\n",
+           lr, s->lr, s->warmup > 0 ? s->warmup : 1, (double)w, g, (double)lm_head->exp_avg[0],
+           (double)lm_head->exp_avg_sq[0], s->weight_decay, (double)lm_head->value[0]);
+    printf("  the first step moves every weight by about lr, whatever the size of its gradient\n");
+}
+
+// --- part 3: training ------------------------------------------------------------------------
+
+static void part3_training(Run *run, float first_loss, float first_right) {
+    const Settings *s = &run->s;
+    part(3, "training: the loss and accuracy as they fall", "--steps, --lr and --task change it");
+    run->loss[0] = first_loss;
+    run->accuracy[0] = first_right;
+    for (int step = 1; step <= s->steps; step++) {   // step 1's update is part 2's
+        if (step > 1) {
+            train_step(run, step - 1);
+        }
+        if (step <= 20 || step % 50 == 0 || step == s->steps) {
+            print_step(run, step);
+        }
+        if (step == run->map_steps[1]) {
+            take_maps(run, 1);
+        }
+    }
+    print_chart(run->loss, run->accuracy, s->steps);
+}
+
+// --- part 4: what each head learned ----------------------------------------------------------
+
+static void part4_maps(Run *run) {
+    const Config *c = &run->s.config;
+    int N = c->seq, H = c->num_attention_heads, L = c->num_hidden_layers;
+    take_maps(run, 2);
+    part(4, "what each head learned: its attention on the example", "--task changes it");
+    const float *ids = run->example.input_ids->data, *labels = run->example.labels->data;
+    printf("the example: %s\n  row: the query's token, column: the key's; darker: more weight\n",
+           sequence_text(c, ids));
+    const char *when[3] = {"at the start", "after step", "after step"};
+    for (int m = 0; m < 3; m++) {
+        printf("%s%s", m > 0 ? "\n" : "", when[m]);
+        printf(m > 0 ? " %d:\n" : ":\n", run->map_steps[m]);
+        for (int l = 0; l < L; l++) {
+            const float *att = run->maps + ((long)m * L + l) * H * N * N;
+            print_maps(c, ids, att, l);
+            printf("        ");
+            for (int h = 0; h < H; h++) {
+                HeadFocus f = head_focus(c, ids, labels, att + (long)h * N * N);
+                printf("%s%.2f %.2f", h == 0 ? "" : "      ", (double)f.previous, (double)f.answer);
+            }
+            printf("   (previous token, answer)\n");
+        }
+    }
+    print_focus_key(c);
+    if (run->s.heatmap) {
+        const float *last = run->maps + 2L * L * H * N * N;      // the maps at the end
+        print_heatmap("attn_weights", tensor_from(shape4(L, H, N, N), last));
+    }
+}
+
+// --- part 5: greedy decoding with the KV cache ----------------------------------------------
+
+// Answer a sequence the way generation does: the tokens up to the first question in one call,
+// then each call feeds what the model wrote (and the next question's tokens) and reads the
+// argmax of the last logits. Earlier tokens are not run again: their keys and values wait in
+// the layers' k and v, the KV cache (lesson 10). ids (N) gets the model's answers; returns
+// how many it got right.
+static int decode(Run *run, float *ids, const float *labels, bool print) {
+    const Config *c = &run->s.config;
+    int N = c->seq, NV = c->vocab_size, right = 0, t = 0;
+    while (t < N) {
+        int asked = t;
+        while (asked < N && (int)labels[asked] == IGNORE_INDEX) {
+            asked += 1;
+        }
+        if (asked == N) {
+            break;
+        }
+        model_forward(&run->one, &run->model, ids, 1, t, asked - t + 1);   // the new tokens
+        const float *logits = run->one.logits + (long)asked * NV;
+        int best = 0;
+        for (int i = 1; i < NV; i++) {
+            best = logits[i] > logits[best] ? i : best;
+        }
+        right += best == (int)labels[asked];
+        if (print) {
+            printf("  a call with tokens %d..%d: the last logits' argmax is %s (%s)\n", t, asked,
+                   token_text(c, best), best == (int)labels[asked] ? "right" : "wrong");
+        }
+        if (asked + 1 < N) {
+            ids[asked + 1] = (float)best;   // what the model wrote is its next input
+        }
+        t = asked + 1;
+    }
+    return right;
+}
+
+static void part5_decoding(Run *run) {
+    const Config *c = &run->s.config;
+    part(5, "greedy decoding with a KV cache", "--task changes it");
+    float ids[2 * MAX_SIZE_FLAG];
+    memcpy(ids, run->example.input_ids->data, (size_t)c->seq * sizeof(float));
+    printf("the example, %s: each call runs only its new tokens\n",
+           sequence_text(c, run->example.input_ids->data));
+    decode(run, ids, run->example.labels->data, true);
+    printf("  written: %s\n", sequence_text(c, ids));
+    printf("4 fresh sequences, make_batch(4):\n");
+    Batch fresh = make_batch(c, 4);
+    for (int b = 0; b < 4; b++) {
+        const float *given = fresh.input_ids->data + (long)b * c->seq;
+        memcpy(ids, given, (size_t)c->seq * sizeof(float));
+        int right = decode(run, ids, fresh.labels->data + (long)b * c->seq, false);
+        printf("  %s  ->  %s  (%d right)\n", sequence_text(c, given), sequence_text(c, ids),
+               right);
+    }
+}
+
+// --- part 6: the trained model on fresh sequences, and the checkpoint ----------------------
+
+static void part6_evaluation(Run *run) {
+    const Settings *s = &run->s;
+    const Config *c = &s->config;
+    part(6, "the trained model on fresh sequences", "--steps changes it");
+    long right = 0, asked = 0, perfect = 0, sequences = 32L * s->batch;
+    for (int i = 0; i < 32; i++) {   // make_batch(batch) 32 times, after training
+        size_t mark = arena_mark();
+        Batch batch = make_batch(c, s->batch);
+        model_forward(&run->acts, &run->model, batch.input_ids->data, s->batch, 0, c->seq);
+        right += answers_right(&asked, &perfect, run->acts.logits, batch.labels, c->vocab_size);
+        arena_release(mark);
+    }
+    printf("answers right: %ld of %ld (%.2f%%); sequences with every answer right: %ld of %ld "
+           "(%.2f%%)\n", right, asked, 100.0 * right / asked, perfect, sequences,
+           100.0 * perfect / sequences);    if (s->save_dir != NULL) {
+        printf("the state_dict, %d tensors, goes to %s/<name>.npy\n", run->opt.n_params,
+               s->save_dir);
+    }
+}
+
+// --- what a run takes (lesson/budget.h) --------------------------------------------------------
+
+// The multiply-adds of one training step's matrix products: every Linear's forward, dx and dW
+// (3 products of rows x in x out), attention's 2 forward and 4 backward products of N x N x D
+// per head (counted whole, though half of them lie above the causal diagonal).
+double step_multiply_adds(const Settings *s) {
+    const Config *c = &s->config;
+    double C = c->hidden_size, D = c->head_dim, F = c->intermediate_size, N = c->seq;
+    double H = c->num_attention_heads, KV = c->num_key_value_heads, L = c->num_hidden_layers;
+    double rows = (double)s->batch * N;
+    double linear = L * (2 * C * H * D + 2 * C * KV * D + 3 * C * F) + C * c->vocab_size;
+    return 3 * rows * linear + 6 * L * s->batch * H * N * N * D;
+}
+
+// What `steps` training steps take: their matrix products' multiply-adds at the price of the
+// kernels chosen (Kernels.ns_per_multiply_add), which covers a whole step: the exps of silu
+// and softmax, RMSNorm, the sums and AdamW grow with the same sizes and run in the same
+// kernels, far below the budget's prices for plain loops.
+Cost steps_cost(const Settings *s, double steps) {
+    return (Cost){
+        .kernel_seconds = steps * step_multiply_adds(s) * kernels->ns_per_multiply_add * 1e-9,
+    };
+}
+
+// The floats of a state_dict: every parameter of the model.
+static double parameter_count(const Config *c) {
+    double C = c->hidden_size, F = c->intermediate_size, NV = c->vocab_size;
+    double HD = c->num_attention_heads * c->head_dim, KVD = c->num_key_value_heads * c->head_dim;
+    return 2 * NV * C + C + c->num_hidden_layers * (2 * C * HD + 2 * C * KVD + 3 * C * F + 2 * C);
+}
+
+// The floats an Activations of B sequences holds (activations_init), per row of (B*N, .).
+static double activation_row(const Config *c) {
+    double C = c->hidden_size, F = c->intermediate_size, NV = c->vocab_size;
+    double HD = c->num_attention_heads * c->head_dim, KVD = c->num_key_value_heads * c->head_dim;
+    return c->num_hidden_layers * (4 * C + 2 + 2 * HD + 2 * KVD + c->num_attention_heads *
+                                   (double)c->seq + 4 * F) + 2 * C + 1 + 2 * NV;
+}
+
+// The bytes run_init makes: the parameters, their gradients and AdamW's two averages; the
+// activations of a batch and of one sequence; the backward's scratch; the three maps.
+double run_bytes(const Settings *s) {
+    const Config *c = &s->config;
+    double C = c->hidden_size, F = c->intermediate_size, N = c->seq, NV = c->vocab_size;
+    double D = c->head_dim, HD = c->num_attention_heads * D;
+    double KVD = c->num_key_value_heads * D, B = s->batch, L = c->num_hidden_layers;
+    double wide = C > F ? C : F;
+    double scratch = wide * (wide > NV ? wide : NV) + N * D;   // each Activations' own
+    double activations = (B * N + N) * activation_row(c) + 2 * scratch;
+    double backward = B * N * (NV + 5 * C + 2 * HD + 2 * KVD + 3 * F + wide) + 2 * N * N +
+                      (N > C ? N : C) * D + C + 3 * N * HD;
+    double maps = 3 * L * c->num_attention_heads * N * N;
+    double batches = 4 * B * N + 3 * (s->steps + 1);   // one batch's ids and labels; the logs
+    return 4 * (4 * parameter_count(c) + activations + backward + maps + batches);
+}
+
+// A lesson run: its training steps, step 1's again for the parts, the example's maps, 32
+// batches of evaluation (forwards, a third of a step each); what --dump and --dot copy.
+static Cost train_cost(const Settings *s, const Lesson *lesson) {
+    const Config *c = &s->config;
+    double P = parameter_count(c), B = s->batch, N = c->seq;
+    double logs = 3 * (s->steps + 1), maps = 3 * c->num_hidden_layers * c->num_attention_heads *
+                                             N * N;
+    Cost cost = steps_cost(s, s->steps + 1 + 32 / 3.0);
+    cost.bytes = run_bytes(s) + 4 * ((s->save_dir != NULL) + (s->load_dir != NULL)) * P;
+    if (lesson->dump_dir != NULL) {   // step 1's logits and .grads, the logs and maps: copies
+        cost.bytes += 4 * (P + B * N * c->vocab_size + logs + maps);
+        cost.dumped = 4 * (2 * P + B * N * (c->vocab_size + 2) + logs + maps + N);
+    }
+    if (lesson->dot_file != NULL) {   // step 1's activations as tensors to draw
+        cost.bytes += 4 * (P + B * N * activation_row(c));
+    }
+    return cost;
+}
+
+// --- the lesson ------------------------------------------------------------------------------
+
+static void record_step_one(const Run *run, const Batch *first, bool dot, bool dump);
+static void finish_outputs(const Run *run, bool dump);   // appendix A, after main
+
+int main(int argc, char **argv) {
+    Lesson lesson;
+    Settings s = read_flags(&lesson, argc, argv);   // exit 2 on a bad flag or checkpoint
+    kernels_choose();
+    check_budget(&lesson, s.bench ? bench_cost(&s) : train_cost(&s, &lesson));
+    if (s.bench) {
+        return bench_training(&lesson, &s);
+    }
+    lesson_start(&lesson);
+    trace_pause(lesson.dump_dir == NULL);   // the drawn parameters: --dump's, not --dot's
+    Run run = run_init(&s);                 // the parameters and the example drawn
+    trace_pause(false);
+    take_maps(&run, 0);
+    if (run.map_steps[1] == 0) {
+        take_maps(&run, 1);
+    }
+    Batch first;
+    float right, loss = part1_setup(&run, &first, &right);
+    record_step_one(&run, &first, lesson.dot_file != NULL, lesson.dump_dir != NULL);
+    if (s.steps > 0) {                      // --load with --steps 0: no training
+        part2_step_one(&run);
+        part3_training(&run, loss, right);
+    }
+    part4_maps(&run);
+    part5_decoding(&run);
+    part6_evaluation(&run);
+    finish_outputs(&run, lesson.dump_dir != NULL);   // --save, --svg, the run's dumps
+    return lesson_finish(&lesson);
+}
+
+// === appendix A: the tensors --dot draws and --dump writes ===================================
+
+// A copy of an activation, reported to --dot as computed by `op` from the inputs.
+static const Tensor *traced(const char *label, const float *data, Shape shape, int n_inputs,
+                            const Tensor *const *inputs, const char *op) {
+    Tensor *t = tensor_from(shape, data);
+    trace(op, t, n_inputs, inputs, 0, NULL);
+    return labeled(label, t);
+}
+
+// Step 1 as a graph for --dot (one box per tensor, one arrow per operation: the forward, the
+// loss, its backward, the update), and its batch, logits and gradients for --dump.
+static void record_step_one(const Run *run, const Batch *first, bool dot, bool dump) {
+    const Config *c = &run->s.config;
+    const Activations *a = &run->acts;
+    const AdamW *opt = &run->opt;
+    if (dump) {
+        named("input_ids", first->input_ids);
+        named("labels", first->labels);
+        named("logits", tensor_from(shape3(run->s.batch, c->seq, c->vocab_size), a->logits));
+        for (int i = 0; i < opt->n_params; i++) {   // before clip_grad_norm_
+            named(grad_name(opt->params[i].name),
+                  tensor_from(opt->params[i].shape, opt->params[i].grad));
+        }
+    }
+    if (!dot) {
+        return;
+    }
+    bool was_paused = trace_pause(!dot);
+    int B = run->s.batch, N = c->seq, C = c->hidden_size, F = c->intermediate_size;
+    int H = c->num_attention_heads, KV = c->num_key_value_heads, D = c->head_dim;
+    const Tensor *x = traced("x", a->layers[0].x, shape3(B, N, C), 1,
+                             (const Tensor *const[]){labeled("input_ids", first->input_ids)},
+                             "embed_tokens");
+    for (int l = 0; l < c->num_hidden_layers; l++) {
+        const LayerActivations *la = &a->layers[l];
+        const Tensor *h1 = traced("h1", la->h1, shape3(B, N, C), 1, &x, "input_layernorm");
+        const Tensor *q = traced("q", la->q, shape4(B, N, H, D), 1, &h1, "q_proj, RoPE");
+        const Tensor *k = traced("k", la->k, shape4(B, N, KV, D), 1, &h1, "k_proj, RoPE");
+        const Tensor *v = traced("v", la->v, shape4(B, N, KV, D), 1, &h1, "v_proj");
+        const Tensor *att = traced("att", la->att, shape4(B, H, N, N), 2,
+                                   (const Tensor *const[]){q, k}, "causal softmax(q k^T)");
+        const Tensor *y = traced("y", la->y, shape4(B, N, H, D), 2,
+                                 (const Tensor *const[]){att, v}, "att @ v");
+        const Tensor *x2 = traced("x2", la->x2, shape3(B, N, C), 2,
+                                  (const Tensor *const[]){x, y}, "x + o_proj(y)");
+        const Tensor *h2 = traced("h2", la->h2, shape3(B, N, C), 1, &x2,
+                                  "post_attention_layernorm");
+        const Tensor *prod = traced("prod", la->prod, shape3(B, N, F), 1, &h2,
+                                    "silu(gate_proj) * up_proj");
+        const float *next = l + 1 < c->num_hidden_layers ? a->layers[l + 1].x : a->x_final;
+        x = traced("x", next, shape3(B, N, C), 2, (const Tensor *const[]){x2, prod},
+                   "x2 + down_proj(prod)");
+    }
+    const Tensor *h = traced("h", a->h_final, shape3(B, N, C), 1, &x, "norm");
+    const Tensor *logits = traced("logits", a->logits, shape3(B, N, c->vocab_size), 1, &h,
+                                  "lm_head");
+    const Tensor *loss = traced("loss", &run->loss[0], (Shape){0, {0}}, 2,
+                                (const Tensor *const[]){logits, labeled("labels", first->labels)},
+                                "cross_entropy");
+    long total = 0;
+    for (int i = 0; i < opt->n_params; i++) {
+        total += opt->params[i].numel;
+    }
+    Tensor *all = zeros(shape1((int)total));
+    const Tensor *grads = traced("every .grad", all->data, all->shape, 1, &loss,
+                                 "loss.backward() (backward.c)");
+    traced("every parameter", all->data, all->shape, 1, &grads, "clip_grad_norm_, AdamW");
+    trace_pause(was_paused);
+}
+
+// At the end: the run's losses, accuracies, norms and maps for --dump, the state_dict for
+// --save, the maps as an image for --svg.
+static void finish_outputs(const Run *run, bool dump) {
+    const Settings *s = &run->s;
+    const Config *c = &s->config;
+    if (dump && s->steps > 0) {
+        named("losses", tensor_from(shape1(s->steps), run->loss));
+        named("accuracies", tensor_from(shape1(s->steps), run->accuracy));
+        named("grad_norms", tensor_from(shape1(s->steps), run->grad_norm));
+    }
+    if (dump) {
+        named("example", run->example.input_ids);
+        named("attn_weights", tensor_from(shape5(3, c->num_hidden_layers,
+                                                 c->num_attention_heads, c->seq, c->seq),
+                                          run->maps));
+    }
+    if (s->save_dir != NULL && !checkpoint_save(&run->opt, c, s->save_dir)) {
+        fail("--save %s: %s", s->save_dir, strerror(errno));
+    }
+    if (s->svg_file != NULL && !svg_maps(s->svg_file, c, run->example.input_ids->data,
+                                         run->maps, run->map_steps)) {
+        fail("--svg %s: %s", s->svg_file, strerror(errno));
+    }
+}

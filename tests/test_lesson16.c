@@ -1,0 +1,819 @@
+// test_lesson16.c - lesson 16 (train): a tiny Llama trained step for step with PyTorch.
+//
+// Against PyTorch, bit for bit (tests/reference/gen_lesson16.py ran the page's script): the
+// initial parameters, step 1's batch, logits and every gradient, the losses, accuracies and
+// gradient norms of every step, the example's maps, the parameters after the last step
+// (--save) and every printed line, for six runs (both tasks, 1 to 3 layers, groups of 1 to 5
+// query heads, clipping on and off, and the lesson's default run, whose first 20 losses,
+// maps and answers the page quotes; its maps' image is the committed one).
+// Without PyTorch: every piece of the backward against central differences in double;
+// AdamW's first two steps, clipping and the schedule worked by hand; the vector kernels
+// against their scalar twins; cached decoding against the full forward; a small model
+// trained, saved and loaded again reaching the accuracy the page documents; checkpoints
+// that are missing, cut short or of another shape refused before anything runs; bad flags;
+// the format of --bench's lines.
+#define _POSIX_C_SOURCE 200809L
+#include "harness.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define main lesson_main
+#include "../lessons/16-train/train.c"
+#undef main
+#include "../lessons/16-train/adamw.c"
+#include "../lessons/16-train/backward.c"
+#include "../lessons/16-train/bench.c"
+#include "../lessons/16-train/checkpoint.c"
+#include "../lessons/16-train/kernels.c"
+#include "../lessons/16-train/show.c"
+#include "../lessons/16-train/svg.c"
+#include "../lessons/16-train/train_flags.c"
+
+#define LESSON "16-train"
+#define DATA DATA_DIR "/lesson16"
+
+// --- against PyTorch's recordings --------------------------------------------------------
+
+// Every .npy of `reference` against the one of the same name in `got`, bit for bit.
+static int compare_npy_dir(const char *got, const char *reference) {
+    DIR *d = opendir(reference);
+    ck_assert_msg(d != NULL, "cannot read %s", reference);
+    int compared = 0;
+    for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
+        size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 4, ".npy") != 0) {
+            continue;
+        }
+        assert_bitwise_equal(load_npy(path_join("%s/%s", got, e->d_name)),
+                             load_npy(path_join("%s/%s", reference, e->d_name)),
+                             path_join("%s/%s", reference, e->d_name));
+        compared += 1;
+    }
+    closedir(d);
+    return compared;
+}
+
+// The lesson with the case's flags, in a fresh directory: --dump dump --save trained (and,
+// for the default run, --svg maps.svg). Its printed text, every dump and every saved
+// parameter must be PyTorch's exactly.
+START_TEST(test_matches_pytorch) {
+    const RecordedCase *c = recorded_case(DATA, _i);
+    bool defaults = strcmp(c->dir, "defaults") == 0;
+    const char *tmp = make_temp_dir();
+    const char *argv[MAX_CASE_WORDS + 8];
+    int n = 0;
+    for (; c->args[n] != NULL; n++) {
+        argv[n] = c->args[n];
+    }
+    const char *extra[] = {"--dump", "dump", "--save", "trained", "--svg", "maps.svg", NULL};
+    for (int i = 0; extra[i] != NULL && (i < 4 || defaults); i++) {
+        argv[n++] = extra[i];
+    }
+    argv[n] = NULL;
+    char *cwd = getcwd(NULL, 0);   // the lesson runs in tmp: its path from the root
+    const char *binary = path_join("%s/%s", cwd, lesson_binary(LESSON));
+    free(cwd);
+    RunResult r = run_program_with(tmp, 120, binary, argv);
+    ck_assert_msg(r.status == 0 && r.err[0] == '\0', "%s: exit %d: %s", c->dir, r.status, r.err);
+    const char *expected = read_text(path_join("%s/stdout.txt", c->reference));
+    const char *missing = NULL;
+    ck_assert_msg(strcmp(r.out, expected) == 0, "%s: the lesson does not print PyTorch's text: "
+                  "%s", c->dir, lines_in_order(r.out, expected, &missing) ? "more lines"
+                  : path_join("'%.200s' is missing", missing));
+    int compared = compare_npy_dir(path_join("%s/dump", tmp), c->reference);
+    int parameters = 3 + 9 * (int)case_int(c, "layers");   // each with its .grad, and 8 more
+    ck_assert_int_eq(compared, defaults ? 5 : 2 * parameters + 8);
+    if (!defaults) {
+        int saved = compare_npy_dir(path_join("%s/trained", tmp),
+                                    path_join("%s/trained", c->reference));
+        ck_assert_int_eq(saved, parameters);
+    } else {
+        ck_assert_msg(strcmp(read_text(path_join("%s/maps.svg", tmp)),
+                             read_text("docs/diagrams/16-train-recall-maps.svg")) == 0,
+                      "docs/diagrams/16-train-recall-maps.svg is not what the lesson draws now: "
+                      "make docs, and commit");
+    }
+    remove_tree(tmp);
+}
+END_TEST
+
+// --- every backward piece against central differences, in double ---------------------------
+
+static double uniform(void) {   // a number in [-1, 1) from PyTorch's generator
+    return 2.0 * (random32() & 0xFFFFFF) / 16777216.0 - 1.0;
+}
+
+static void fill(float *x, int n) {
+    for (int i = 0; i < n; i++) {
+        x[i] = (float)uniform();
+    }
+}
+
+// |got - numeric| within 1e-5 + 1e-4 |numeric|: a float backward against a double derivative
+static void assert_derivative(float got, double numeric, const char *what, int i) {
+    ck_assert_msg(fabs((double)got - numeric) <= 1e-5 + 1e-4 * fabs(numeric),
+                  "%s[%d]: backward %.8g, central difference %.8g", what, i, (double)got, numeric);
+}
+
+// (f(x + h) - f(x - h)) / 2h with h = 1e-5 on x[i] (a double array).
+static double central(double (*f)(const double *, const void *), double *x, int i,
+                      const void *context) {
+    double h = 1e-5, saved = x[i];
+    x[i] = saved + h;
+    double up = f(x, context);
+    x[i] = saved - h;
+    double down = f(x, context);
+    x[i] = saved;
+    return (up - down) / (2 * h);
+}
+
+// RMSNorm: L(x, w) = sum of d_out * w * x / sqrt(mean(x^2) + eps), x and w in one array.
+typedef struct {
+    int rows, C;
+    const float *d_out;
+} NormContext;
+
+static double rms_norm_loss(const double *xw, const void *context) {
+    const NormContext *n = context;
+    const double *w = xw + n->rows * n->C;
+    double loss = 0.0;
+    for (int r = 0; r < n->rows; r++) {
+        double sq = 0.0;
+        for (int c = 0; c < n->C; c++) {
+            sq += xw[r * n->C + c] * xw[r * n->C + c];
+        }
+        double rstd = 1.0 / sqrt(sq / n->C + 1e-6);
+        for (int c = 0; c < n->C; c++) {
+            loss += n->d_out[r * n->C + c] * w[c] * xw[r * n->C + c] * rstd;
+        }
+    }
+    return loss;
+}
+
+START_TEST(test_rms_norm_backward) {
+    enum { ROWS = 3, C = 8 };
+    manual_seed(1);
+    float x[ROWS * C], w[C], d_out[ROWS * C], out[ROWS * C], rstd[ROWS], row[C];
+    fill(x, ROWS * C);
+    fill(w, C);
+    fill(d_out, ROWS * C);
+    rms_norm(out, rstd, x, w, ROWS, C, 1e-6f, row);
+    float direct[ROWS * C], through[ROWS * C], d_w[C], products[ROWS * C];
+    rms_norm_backward(direct, through, d_w, products, d_out, x, rstd, w, ROWS, C, row);
+    double xw[ROWS * C + C];
+    for (int i = 0; i < ROWS * C + C; i++) {
+        xw[i] = i < ROWS * C ? x[i] : w[i - ROWS * C];
+    }
+    NormContext context = {ROWS, C, d_out};
+    for (int i = 0; i < ROWS * C; i++) {
+        assert_derivative(direct[i] + through[i], central(rms_norm_loss, xw, i, &context), "dx",
+                          i);
+    }
+    for (int c = 0; c < C; c++) {
+        assert_derivative(d_w[c], central(rms_norm_loss, xw, ROWS * C + c, &context), "dw", c);
+    }
+}
+END_TEST
+
+// RoPE on (rows, heads, D) at positions r % N: L = sum of g * rope(x).
+typedef struct {
+    int rows, N, heads, D;
+    const float *g, *cos, *sin;
+} RopeContext;
+
+static double rope_loss(const double *x, const void *context) {
+    const RopeContext *p = context;
+    int half = p->D / 2;
+    double loss = 0.0;
+    for (int r = 0; r < p->rows; r++) {
+        for (int h = 0; h < p->heads; h++) {
+            const double *x_h = x + ((long)r * p->heads + h) * p->D;
+            const float *g_h = p->g + ((long)r * p->heads + h) * p->D;
+            for (int i = 0; i < half; i++) {
+                double c = p->cos[(r % p->N) * half + i], s = p->sin[(r % p->N) * half + i];
+                loss += g_h[i] * (x_h[i] * c - x_h[i + half] * s);
+                loss += g_h[i + half] * (x_h[i + half] * c + x_h[i] * s);
+            }
+        }
+    }
+    return loss;
+}
+
+START_TEST(test_rope_backward) {
+    enum { ROWS = 6, N = 3, HEADS = 2, D = 8, SIZE = ROWS * HEADS * D };
+    manual_seed(2);
+    float cos_t[N * D / 2], sin_t[N * D / 2], x[SIZE], g[SIZE];
+    rope_table(cos_t, sin_t, N, D, 10000);
+    fill(x, SIZE);
+    fill(g, SIZE);
+    float d[SIZE];
+    memcpy(d, g, sizeof d);
+    rope_backward(d, cos_t, sin_t, ROWS, N, HEADS, D);
+    double xd[SIZE];
+    for (int i = 0; i < SIZE; i++) {
+        xd[i] = x[i];
+    }
+    RopeContext context = {ROWS, N, HEADS, D, g, cos_t, sin_t};
+    for (int i = 0; i < SIZE; i++) {
+        assert_derivative(d[i], central(rope_loss, xd, i, &context), "rope dx", i);
+    }
+    // and the forward turns each pair by its angle: position 0 leaves it alone
+    float turned[SIZE];
+    memcpy(turned, x, sizeof turned);
+    rope_rotate(turned, cos_t, sin_t, 0, ROWS, N, HEADS, D);
+    ck_assert_float_eq(turned[0], x[0]);
+    ck_assert_float_eq(turned[D / 2], x[D / 2]);
+}
+END_TEST
+
+// silu: L = sum of dy * z / (1 + exp(-z)), for every kernel set this CPU has.
+static double silu_loss(const double *z, const void *context) {
+    const float *dy = context;
+    double loss = 0.0;
+    for (int i = 0; i < 37; i++) {
+        loss += dy[i] * z[i] / (1.0 + exp(-z[i]));
+    }
+    return loss;
+}
+
+START_TEST(test_silu_backward) {
+    enum { SIZE = 37 };   // two whole blocks of 16 (Sleef's exp) and 5 left (the C library's)
+    manual_seed(3);
+    float z[SIZE], dy[SIZE], dz[SIZE];
+    fill(z, SIZE);
+    fill(dy, SIZE);
+    for (int i = 0; i < SIZE; i++) {
+        z[i] *= 6.0f;
+    }
+    double zd[SIZE];
+    for (int i = 0; i < SIZE; i++) {
+        zd[i] = z[i];
+    }
+    const char *names[3] = {"scalar", "avx2", "avx512"};
+    for (int k = 0; k < 3; k++) {
+        const Kernels *set = kernels_named(names[k]);
+        if (set == NULL) {
+            continue;
+        }
+        set->silu_backward(dz, dy, z, SIZE);
+        for (int i = 0; i < SIZE; i++) {
+            assert_derivative(dz[i], central(silu_loss, zd, i, dy), names[k], i);
+        }
+    }
+}
+END_TEST
+
+// Attention (B 1, N 5, H 2 query heads on KV 1 key/value head, D 4), causal: L = sum d_y * y,
+// q, k, v in one array.
+enum { AN = 5, AH = 2, AKV = 1, AD = 4 };
+typedef struct {
+    const float *d_y;
+} AttentionContext;
+
+static double attention_loss(const double *qkv, const void *context) {
+    const AttentionContext *a = context;
+    const double *q = qkv, *k = qkv + AN * AH * AD, *v = k + AN * AKV * AD;
+    double loss = 0.0;
+    for (int h = 0; h < AH; h++) {
+        int g = h / (AH / AKV);
+        for (int t = 0; t < AN; t++) {
+            double scores[AN], max = -INFINITY, sum = 0.0;
+            for (int s = 0; s <= t; s++) {
+                scores[s] = 0.0;
+                for (int d = 0; d < AD; d++) {
+                    scores[s] += q[(t * AH + h) * AD + d] * k[(s * AKV + g) * AD + d];
+                }
+                scores[s] /= sqrt((double)AD);
+                max = fmax(max, scores[s]);
+            }
+            for (int s = 0; s <= t; s++) {
+                scores[s] = exp(scores[s] - max);
+                sum += scores[s];
+            }
+            for (int d = 0; d < AD; d++) {
+                double y = 0.0;
+                for (int s = 0; s <= t; s++) {
+                    y += scores[s] / sum * v[(s * AKV + g) * AD + d];
+                }
+                loss += a->d_y[(t * AH + h) * AD + d] * y;
+            }
+        }
+    }
+    return loss;
+}
+
+START_TEST(test_attention_backward) {
+    Config c = {RECALL, 16, AH * AD, 8, 1, AH, AKV, AD, AN, 10000, 1e-6f};
+    manual_seed(4);
+    LayerActivations a = {0};
+    a.q = floats(AN * AH * AD);
+    a.k = floats(AN * AKV * AD);
+    a.v = floats(AN * AKV * AD);
+    a.att = floats(AH * AN * AN);
+    a.y = floats(AN * AH * AD);
+    fill(a.q, AN * AH * AD);
+    fill(a.k, AN * AKV * AD);
+    fill(a.v, AN * AKV * AD);
+    float scratch[AN * AD];
+    attention_forward(&a, &c, 1, 0, AN, scratch);
+    BackwardScratch w = backward_scratch_init(&c, 1);
+    fill(w.d_y, AN * AH * AD);
+    attention_backward(&w, &a, &c, 1);
+    enum { NQ = AN * AH * AD, NK = AN * AKV * AD };
+    double qkv[NQ + 2 * NK];
+    for (int i = 0; i < NQ + 2 * NK; i++) {
+        qkv[i] = i < NQ ? a.q[i] : i < NQ + NK ? a.k[i - NQ] : a.v[i - NQ - NK];
+    }
+    AttentionContext context = {w.d_y};
+    for (int i = 0; i < NQ + 2 * NK; i++) {
+        float got = i < NQ ? w.d_q[i] : i < NQ + NK ? w.d_k[i - NQ] : w.d_v[i - NQ - NK];
+        assert_derivative(got, central(attention_loss, qkv, i, &context), "dq dk dv", i);
+    }
+    // the first key is seen by every query; the last one only by itself
+    ck_assert_float_eq(a.att[0], 1.0f);
+}
+END_TEST
+
+// Cross-entropy at the asked rows: L = mean of -log softmax(logits)[label].
+typedef struct {
+    const Tensor *labels;
+    int NV;
+} LossContext;
+
+static double cross_entropy_loss(const double *logits, const void *context) {
+    const LossContext *l = context;
+    double loss = 0.0;
+    int asked = 0;
+    for (long r = 0; r < numel(l->labels); r++) {
+        int label = (int)l->labels->data[r];
+        if (label == IGNORE_INDEX) {
+            continue;
+        }
+        double max = -INFINITY, sum = 0.0;
+        for (int i = 0; i < l->NV; i++) {
+            max = fmax(max, logits[r * l->NV + i]);
+        }
+        for (int i = 0; i < l->NV; i++) {
+            sum += exp(logits[r * l->NV + i] - max);
+        }
+        loss -= logits[r * l->NV + label] - max - log(sum);
+        asked += 1;
+    }
+    return loss / asked;
+}
+
+START_TEST(test_cross_entropy_backward) {
+    enum { ROWS = 6, NV = 10 };
+    manual_seed(5);
+    float logits[ROWS * NV], log_probs[ROWS * NV], d_logits[ROWS * NV];
+    fill(logits, ROWS * NV);
+    Tensor *labels = tensor_from(shape2(2, 3), (const float[]){3, -100, 7, -100, 0, 9});
+    int asked;
+    float loss = cross_entropy(log_probs, &asked, logits, labels, NV);
+    ck_assert_int_eq(asked, 4);
+    cross_entropy_backward(d_logits, log_probs, labels, ROWS, NV, asked);
+    double x[ROWS * NV];
+    for (int i = 0; i < ROWS * NV; i++) {
+        x[i] = logits[i];
+    }
+    LossContext context = {labels, NV};
+    ck_assert_msg(fabs(loss - cross_entropy_loss(x, &context)) < 1e-6, "loss %g", (double)loss);
+    for (int i = 0; i < ROWS * NV; i++) {
+        assert_derivative(d_logits[i], central(cross_entropy_loss, x, i, &context), "d_logits",
+                          i);
+    }
+    for (int i = NV; i < 2 * NV; i++) {   // a row that asks nothing gets exactly 0
+        ck_assert_float_eq(d_logits[i], 0.0f);
+    }
+}
+END_TEST
+
+// nn.Linear: L = sum of dy * (x @ W^T), x and W in one array.
+typedef struct {
+    int rows, in, out;
+    const float *dy;
+} LinearContext;
+
+static double linear_loss(const double *xw, const void *context) {
+    const LinearContext *l = context;
+    const double *W = xw + l->rows * l->in;
+    double loss = 0.0;
+    for (int r = 0; r < l->rows; r++) {
+        for (int o = 0; o < l->out; o++) {
+            double y = 0.0;
+            for (int i = 0; i < l->in; i++) {
+                y += xw[r * l->in + i] * W[o * l->in + i];
+            }
+            loss += l->dy[r * l->out + o] * y;
+        }
+    }
+    return loss;
+}
+
+START_TEST(test_linear_and_embedding_backward) {
+    enum { ROWS = 3, IN = 5, OUT = 4 };
+    manual_seed(6);
+    Linear layer = linear_init("layer", IN, OUT, false);
+    float x[ROWS * IN], dy[ROWS * OUT], dx[ROWS * IN], dW[OUT * IN];
+    fill(x, ROWS * IN);
+    fill(dy, ROWS * OUT);
+    linear_backward(dx, dW, &layer, dy, x, ROWS);
+    double xw[ROWS * IN + OUT * IN];
+    for (int i = 0; i < ROWS * IN + OUT * IN; i++) {
+        xw[i] = i < ROWS * IN ? x[i] : layer.weight->data[i - ROWS * IN];
+    }
+    LinearContext context = {ROWS, IN, OUT, dy};
+    for (int i = 0; i < ROWS * IN + OUT * IN; i++) {
+        float got = i < ROWS * IN ? dx[i] : dW[i - ROWS * IN];
+        assert_derivative(got, central(linear_loss, xw, i, &context), "dx dW", i);
+    }
+    // The embedding's backward by hand: tokens 1, 3, 1 take rows 1, 3, 1 of the table, so row
+    // 1 of its gradient is the sum of the first and last rows' gradients, row 3 the second's.
+    Config c = {REVERSE, 4, 8, 24, 1, 2, 1, 4, 3, 10000, 1e-6f};
+    manual_seed(0);
+    Model model = model_init(&c);
+    Activations acts = activations_init(&c, 1);
+    const float ids[3] = {1, 3, 1};
+    model_forward(&acts, &model, ids, 1, 0, 3);
+    Grads grads = grads_init(&model);
+    BackwardScratch w = backward_scratch_init(&c, 1);
+    Tensor *labels = tensor_from(shape2(1, 3), (const float[]){2, 0, -100});
+    Tensor *input_ids = tensor_from(shape2(1, 3), ids);
+    int asked;
+    cross_entropy(acts.log_probs, &asked, acts.logits, labels, c.vocab_size);
+    model_backward(&grads, &w, &model, &acts, input_ids, labels, asked);
+    for (int i = 0; i < 8; i++) {
+        ck_assert_float_eq(grads.embed_tokens[1 * 8 + i], w.d_x[0 * 8 + i] + w.d_x[2 * 8 + i]);
+        ck_assert_float_eq(grads.embed_tokens[3 * 8 + i], w.d_x[1 * 8 + i]);
+        ck_assert_float_eq(grads.embed_tokens[0 * 8 + i], 0.0f);
+    }
+}
+END_TEST
+
+// --- AdamW, clipping and the schedule, by hand -----------------------------------------------
+
+START_TEST(test_adamw_by_hand) {
+    Config c = {RECALL, 8, 8, 24, 1, 2, 1, 4, 4, 10000, 1e-6f};
+    manual_seed(7);
+    Model model = model_init(&c);
+    Grads grads = grads_init(&model);
+    double lr = 0.01, wd = 0.1;
+    AdamW opt = adamw_init(&model, &grads, 0.9, 0.99, 1e-8, wd);
+    Param *p = &opt.params[opt.n_params - 1];   // lm_head.weight
+    double w0[64], g1[64], g2[64];
+    for (int i = 0; i < p->numel; i++) {
+        w0[i] = p->value[i];
+        g1[i] = p->grad[i] = (float)(uniform() * 0.1);
+    }
+    adamw_step(&opt, lr);
+    // step 1: m / (1 - 0.9) = g and v / (1 - 0.99) = g^2, so w - lr * g / (|g| + eps)
+    for (int i = 0; i < p->numel; i++) {
+        double want = w0[i] * (1 - lr * wd) - lr * g1[i] / (fabs(g1[i]) + 1e-8);
+        ck_assert_msg(fabs(p->value[i] - want) <= 2e-7 * fabs(want) + 1e-9,
+                      "step 1 [%d]: %.9g, by hand %.9g", i, (double)p->value[i], want);
+        ck_assert_msg(fabs(p->exp_avg[i] - 0.1 * g1[i]) <= 1e-7 * fabs(g1[i]), "m [%d]", i);
+    }
+    double w1[64];
+    for (int i = 0; i < p->numel; i++) {
+        w1[i] = p->value[i];
+        g2[i] = p->grad[i] = (float)(uniform() * 0.1);
+    }
+    adamw_step(&opt, lr / 2);
+    // step 2: the moments average the two gradients, the corrections 1 - 0.81 and 1 - 0.9801
+    for (int i = 0; i < p->numel; i++) {
+        double m = 0.9 * 0.1 * g1[i] + 0.1 * g2[i];
+        double v = 0.99 * 0.01 * g1[i] * g1[i] + 0.01 * g2[i] * g2[i];
+        double want = w1[i] * (1 - lr / 2 * wd) -
+                      lr / 2 * (m / 0.19) / (sqrt(v / (1 - 0.99 * 0.99)) + 1e-8);
+        ck_assert_msg(fabs(p->value[i] - want) <= 1e-6 * fabs(want) + 1e-8,
+                      "step 2 [%d]: %.9g, by hand %.9g", i, (double)p->value[i], want);
+    }
+    ck_assert_int_eq(opt.step, 2);
+}
+END_TEST
+
+START_TEST(test_clip_and_schedule) {
+    Config c = {RECALL, 8, 8, 24, 1, 2, 1, 4, 4, 10000, 1e-6f};
+    manual_seed(8);
+    Model model = model_init(&c);
+    Grads grads = grads_init(&model);
+    AdamW opt = adamw_init(&model, &grads, 0.9, 0.99, 1e-8, 0.0);
+    double squares = 0.0;
+    for (int i = 0; i < opt.n_params; i++) {
+        for (long j = 0; j < opt.params[i].numel; j++) {
+            opt.params[i].grad[j] = (float)uniform();
+            squares += (double)opt.params[i].grad[j] * opt.params[i].grad[j];
+        }
+    }
+    float first = opt.params[0].grad[0];
+    float norm = clip_grad_norm(&opt, 2.0f);
+    ck_assert_msg(fabs(norm - sqrt(squares)) <= 1e-6 * sqrt(squares), "norm %g, by hand %g",
+                  (double)norm, sqrt(squares));
+    ck_assert_msg(norm > 2.0f, "the case is meant to clip");
+    ck_assert_float_eq_tol(opt.params[0].grad[0], first * 2.0f / (norm + 1e-6f), 1e-6);
+    float after = clip_grad_norm(&opt, 1e6f);   // below the limit: nothing changes
+    ck_assert_float_eq_tol(after, 2.0f, 1e-5);
+    // the schedule: 1/warmup of lr, then lr, then a cosine down to lr / 10 at the last step
+    ck_assert_double_eq(learning_rate(0, 100, 10, 0.5), 0.5 * 1 / 10);
+    ck_assert_double_eq(learning_rate(9, 100, 10, 0.5), 0.5);
+    ck_assert_double_eq_tol(learning_rate(10, 100, 10, 0.5), 0.5, 1e-12);
+    ck_assert_double_eq_tol(learning_rate(55, 100, 10, 0.5), 0.5 * 0.55, 1e-12);
+    ck_assert_double_eq_tol(learning_rate(100, 100, 10, 0.5), 0.05, 1e-12);
+}
+END_TEST
+
+// --- the vector kernels against their scalar twins -----------------------------------------
+
+START_TEST(test_kernels_match_their_scalar_twins) {
+    const Kernels *scalar = kernels_named("scalar");
+    const char *names[2] = {"avx2", "avx512"};
+    manual_seed(9);
+    float a[40 * 40], b[40 * 48], want[40 * 48], got[40 * 48];
+    fill(a, 40 * 40);
+    fill(b, 40 * 48);
+    for (int k = 0; k < 2; k++) {
+        const Kernels *set = kernels_named(names[k]);
+        if (set == NULL) {
+            continue;
+        }
+        const int ms[] = {1, 3, 4, 5, 9, 12, 16, 17, 27, 40};   // blocks of 4 and 12 rows, rests
+        for (int mi = 0; mi < 10; mi++) {
+            int m = ms[mi];
+            for (int n = 1; n <= 41; n += 5) {
+                for (int kk = 1; kk <= 17; kk += 8) {
+                    for (int variant = 0; variant < 4; variant++) {   // a transposed, accumulate
+                        bool transposed = variant & 1, accumulate = variant & 2;
+                        int a_row = transposed ? 1 : kk, a_col = transposed ? m : 1;
+                        fill(want, m * 48);
+                        memcpy(got, want, sizeof(float) * (size_t)m * 48);
+                        scalar->gemm(want, 48, a, a_row, a_col, b, 48, m, n, kk, accumulate);
+                        set->gemm(got, 48, a, a_row, a_col, b, 48, m, n, kk, accumulate);
+                        ck_assert_msg(memcmp(want, got, sizeof(float) * (size_t)m * 48) == 0,
+                                      "%s gemm %dx%dx%d variant %d", names[k], m, n, kk, variant);
+                    }
+                }
+            }
+        }
+        for (int n = 1; n <= 33; n++) {
+            memcpy(want, a, sizeof(float) * 3 * (size_t)n);
+            memcpy(got, a, sizeof(float) * 3 * (size_t)n);
+            want[n] = got[n] = -INFINITY;   // a masked score
+            scalar->softmax_rows(want, 3, n);
+            set->softmax_rows(got, 3, n);
+            ck_assert_msg(memcmp(want, got, sizeof(float) * 3 * (size_t)n) == 0, "%s softmax %d",
+                          names[k], n);
+        }
+        for (int n = 1; n <= 100; n += 3) {
+            scalar->silu(want, a, n);
+            set->silu(got, a, n);
+            ck_assert_msg(memcmp(want, got, sizeof(float) * (size_t)n) == 0, "%s silu %d",
+                          names[k], n);
+            scalar->silu_backward(want, b, a, n);
+            set->silu_backward(got, b, a, n);
+            ck_assert_msg(memcmp(want, got, sizeof(float) * (size_t)n) == 0, "%s silu' %d",
+                          names[k], n);
+            float norm_want = scalar->norm(a, n), norm_got = set->norm(a, n);
+            ck_assert_msg(memcmp(&norm_want, &norm_got, sizeof(float)) == 0, "%s norm %d",
+                          names[k], n);
+        }
+        AdamWStep step = {0.9997f, 0.9f, 0.1f, 0.99f, 0.01f, 0.141067f, 1e-8f, -0.0173f};
+        for (int n = 1; n <= 100; n += 3) {   // value, exp_avg, exp_avg_sq: a, b, b squared
+            float state[2][3][100] = {{{0}}};
+            for (int copy = 0; copy < 2; copy++) {
+                for (int j = 0; j < n; j++) {
+                    state[copy][0][j] = a[j];
+                    state[copy][1][j] = b[j];
+                    state[copy][2][j] = b[j] * b[j];
+                }
+            }
+            const float *grad = a + 200;
+            scalar->adamw(state[0][0], state[0][1], state[0][2], grad, n, &step);
+            set->adamw(state[1][0], state[1][1], state[1][2], grad, n, &step);
+            ck_assert_msg(memcmp(state[0], state[1], sizeof state[0]) == 0, "%s adamw %d",
+                          names[k], n);
+        }
+    }
+}
+END_TEST
+
+// --- decoding with the cache, checkpoints, bad input -----------------------------------------
+
+// The logits of a sequence run a few tokens per call (the cache) are those of one run over
+// every token, to float rounding (a softmax over the keys so far adds them differently).
+START_TEST(test_cached_decoding_matches_the_full_forward) {
+    Config c = {RECALL, 16, 16, 48, 2, 2, 1, 8, 16, 10000, 1e-6f};
+    manual_seed(10);
+    Model model = model_init(&c);
+    Batch example = make_batch(&c, 1);
+    Activations full = activations_init(&c, 1), cached = activations_init(&c, 1);
+    model_forward(&full, &model, example.input_ids->data, 1, 0, 16);
+    int calls[4][2] = {{0, 5}, {5, 1}, {6, 7}, {13, 3}};   // (start, tokens)
+    for (int i = 0; i < 4; i++) {
+        model_forward(&cached, &model, example.input_ids->data, 1, calls[i][0], calls[i][1]);
+    }
+    for (int i = 0; i < 16 * 16; i++) {
+        ck_assert_msg(fabsf(full.logits[i] - cached.logits[i]) <= 1e-5f, "logits[%d]: %g, %g", i,
+                      (double)full.logits[i], (double)cached.logits[i]);
+    }
+}
+END_TEST
+
+// The answers-right count of part 6: "answers right: 1022 of 1024 (99.80%); ..."
+static double part6_accuracy(const char *out) {
+    const char *line = strstr(out, "answers right: ");
+    ck_assert_msg(line != NULL, "no part 6 in:\n%s", out);
+    long right, asked;
+    ck_assert_int_eq(sscanf(line, "answers right: %ld of %ld", &right, &asked), 2);
+    return (double)right / (double)asked;
+}
+
+// The page's small model: trained in a fifth of a second, saved, loaded again with no
+// training: at least the 99% of answers the page documents, and the same answers decoded.
+START_TEST(test_a_saved_model_loads_and_answers) {
+    const char *tmp = make_temp_dir(), *ck = path_join("%s/ck", tmp);
+    const char *small[] = {"--dim", "16", "--heads", "2", "--kv-heads", "1", "--seq", "8",
+                           "--vocab", "8", "--steps", "200", "--lr", "0.01"};
+    const char *train[20], *load[20];
+    int n = 0;
+    for (; n < 14; n++) {
+        train[n] = load[n] = small[n];
+    }
+    train[n] = "--save";
+    train[n + 1] = ck;
+    train[n + 2] = NULL;
+    load[10] = "--steps";
+    load[11] = "0";
+    load[n] = "--load";
+    load[n + 1] = ck;
+    load[n + 2] = NULL;
+    RunResult trained = run_program(lesson_binary(LESSON), train);
+    ck_assert_msg(trained.status == 0, "exit %d: %s", trained.status, trained.err);
+    ck_assert_int_eq(count_entries(ck), 21);
+    RunResult loaded = run_program(lesson_binary(LESSON), load);
+    ck_assert_msg(loaded.status == 0, "exit %d: %s", loaded.status, loaded.err);
+    ck_assert_msg(part6_accuracy(trained.out) >= 0.99, "trained: %s", strstr(trained.out,
+                                                                              "answers"));
+    ck_assert_msg(part6_accuracy(loaded.out) >= 0.99, "loaded: %s", strstr(loaded.out, "answers"));
+    ck_assert_msg(strstr(loaded.out, "every parameter replaced by") != NULL, "no load line");
+    const char *written = strstr(trained.out, "  written: "), *again = strstr(loaded.out,
+                                                                              "  written: ");
+    ck_assert(written != NULL && again != NULL);
+    ck_assert_msg(strncmp(written, again, (size_t)(strchr(written, '\n') - written)) == 0,
+                  "the loaded model decodes the example otherwise");
+    remove_tree(tmp);
+}
+END_TEST
+
+static unsigned char *read_bytes(const char *path, size_t *length) {
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot read %s", path);
+    unsigned char *bytes = arena_alloc(1 << 16, 1);
+    *length = fread(bytes, 1, 1 << 16, f);
+    fclose(f);
+    return bytes;
+}
+
+static void write_file(const char *path, const void *bytes, size_t length) {
+    FILE *f = fopen(path, "wb");
+    ck_assert_msg(f != NULL, "cannot write %s", path);
+    ck_assert_int_eq(fwrite(bytes, 1, length, f), length);
+    fclose(f);
+}
+
+// A refused --load: exit 2, one line naming the checkpoint's problem, nothing written (not
+// --save's directory, not --dump's).
+static void assert_load_refused(const char *ck, const char *named, const char *tmp) {
+    const char *save = path_join("%s/saved", tmp), *dump = path_join("%s/dumped", tmp);
+    const char *argv[] = {"--dim", "8", "--heads", "2", "--kv-heads", "1", "--seq", "4",
+                          "--load", ck, "--save", save, "--dump", dump, NULL};
+    RunResult r = run_program(lesson_binary(LESSON), argv);
+    assert_one_line_refusal(r, "lesson-16: ", named);
+    ck_assert_msg(strstr(r.err, named) != NULL, "'%s' not in: %s", named, r.err);
+    ck_assert_msg(access(save, F_OK) != 0 && access(dump, F_OK) != 0, "%s: something written",
+                  named);
+}
+
+START_TEST(test_bad_checkpoints_are_refused) {
+    const char *tmp = make_temp_dir(), *ck = path_join("%s/ck", tmp);
+    assert_load_refused(ck, "is not a directory", tmp);
+    const char *save[] = {"--dim", "8", "--heads", "2", "--kv-heads", "1", "--seq", "4",
+                          "--steps", "1", "--save", ck, NULL};
+    ck_assert_int_eq(run_program(lesson_binary(LESSON), save).status, 0);
+    const char *norm = path_join("%s/norm.weight.npy", ck);
+    size_t length;
+    unsigned char *good = read_bytes(norm, &length);   // its header, then the 8 floats of (8,)
+    remove(norm);
+    assert_load_refused(ck, "norm.weight.npy is missing", tmp);
+    write_file(norm, good, length - 4);
+    assert_load_refused(ck, "norm.weight.npy is cut short", tmp);
+    write_file(norm, "not a numpy file", 16);
+    assert_load_refused(ck, "norm.weight.npy is not a .npy file", tmp);
+    // a checkpoint of another model: --dim 16 against --dim 8
+    const char *other = path_join("%s/other", tmp);
+    const char *wider[] = {"--dim", "16", "--heads", "2", "--kv-heads", "1", "--seq", "4",
+                           "--steps", "1", "--save", other, NULL};
+    ck_assert_int_eq(run_program(lesson_binary(LESSON), wider).status, 0);
+    assert_load_refused(other, "has shape (16, 16), this model's is (16, 8)", tmp);
+    remove_tree(tmp);
+}
+END_TEST
+
+START_TEST(test_save_leaves_nothing_half_written) {
+    const char *tmp = make_temp_dir(), *ck = path_join("%s/ck", tmp);
+    mkdir(ck, 0777);
+    mkdir(path_join("%s/norm.weight.npy", ck), 0777);   // a name --save cannot take
+    const char *argv[] = {"--dim", "8", "--heads", "2", "--kv-heads", "1", "--seq", "4",
+                          "--steps", "1", "--save", ck, NULL};
+    RunResult r = run_program(lesson_binary(LESSON), argv);
+    ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+    ck_assert_int_eq(count_entries(ck), 1);   // only the directory that was in the way
+    remove_tree(tmp);
+}
+END_TEST
+
+static const BadFlags BAD[] = {
+    {{"--layers", "9", NULL}, "--layers"},
+    {{"--heads", "3", NULL}, "--heads 3 does not divide --dim 64"},
+    {{"--kv-heads", "3", NULL}, "--kv-heads 3 does not divide --heads 4"},
+    {{"--dim", "12", "--heads", "4", NULL}, "head_dim 3 is odd"},
+    {{"--seq", "15", NULL}, "--seq 15 is odd"},
+    {{"--seq", "40", NULL}, "--vocab must be at least twice the pairs"},
+    {{"--seq", "2", NULL}, "--seq must be at least 4"},
+    {{"--task", "reverse", "--vocab", "1", NULL}, "--vocab 1"},
+    {{"--task", "sort", NULL}, "--task"},
+    {{"--lr", "1.5", NULL}, "--lr"},
+    {{"--clip", "-1", NULL}, "--clip"},
+    {{"--steps", "100001", NULL}, "--steps"},
+    {{"--dim", "512", "--steps", "100000", NULL}, "ATTN_MAX_SECONDS="},
+    {{"--layers", "8", "--batch", "1000", NULL}, "ATTN_MAX_MIB="},
+    {{"--svg", "/nonexistent-dir/maps.svg", NULL}, "--svg"},
+    {{"--load", "/nonexistent-dir", NULL}, "--load"},
+};
+
+// --bench on a tiny model (it times nothing a test could check): its two cases, the larger
+// one twice the width and the sequence with 4 layers, each ending in one line of the format
+// tools/bench_pytorch_train.py reads.
+START_TEST(test_bench_lines) {
+    const char *args[] = {"--bench", "--layers", "1", "--dim", "16", "--heads", "2",
+                          "--kv-heads", "1", "--seq", "8", "--batch", "2", NULL};
+    RunResult r = run_program(lesson_binary(LESSON), args);
+    ck_assert_msg(r.status == 0, "--bench exited %d: %s", r.status, r.err);
+    const char *want[2] = {"bench task=recall layers=1 dim=16 seq=8 batch=2 ms_per_step=",
+                           "bench task=recall layers=4 dim=32 seq=16 batch=2 ms_per_step="};
+    const char *cursor = r.out;
+    int found = 0;
+    for (const char *line = next_line(&cursor); line != NULL; line = next_line(&cursor)) {
+        if (strncmp(line, "bench ", 6) != 0) {
+            continue;
+        }
+        ck_assert_int_lt(found, 2);
+        ck_assert_msg(strncmp(line, want[found], strlen(want[found])) == 0, "%s", line);
+        double ms = 0, tokens = 0;
+        ck_assert_msg(sscanf(line + strlen(want[found]), "%lf tokens_per_s=%lf", &ms, &tokens) == 2
+                      && ms > 0 && tokens > 0, "%s", line);
+        found += 1;
+    }
+    ck_assert_int_eq(found, 2);
+}
+END_TEST
+
+START_TEST(test_bad_flags) {
+    check_bad_flags(LESSON, "lesson-16", BAD, (int)(sizeof BAD / sizeof BAD[0]));
+}
+END_TEST
+
+static Suite *lesson16_suite(void) {
+    Suite *suite = suite_create("lesson16");
+    TCase *recorded = new_tcase("pytorch");
+    tcase_set_timeout(recorded, 120);
+    tcase_add_loop_test(recorded, test_matches_pytorch, 0, recorded_case_count(DATA));
+    suite_add_tcase(suite, recorded);
+    TCase *pieces = new_tcase("backward");
+    tcase_add_test(pieces, test_rms_norm_backward);
+    tcase_add_test(pieces, test_rope_backward);
+    tcase_add_test(pieces, test_silu_backward);
+    tcase_add_test(pieces, test_attention_backward);
+    tcase_add_test(pieces, test_cross_entropy_backward);
+    tcase_add_test(pieces, test_linear_and_embedding_backward);
+    tcase_add_test(pieces, test_adamw_by_hand);
+    tcase_add_test(pieces, test_clip_and_schedule);
+    tcase_add_test(pieces, test_kernels_match_their_scalar_twins);
+    tcase_add_test(pieces, test_cached_decoding_matches_the_full_forward);
+    suite_add_tcase(suite, pieces);
+    TCase *runs = new_tcase("runs");
+    tcase_set_timeout(runs, 60);
+    tcase_add_test(runs, test_a_saved_model_loads_and_answers);
+    tcase_add_test(runs, test_bad_checkpoints_are_refused);
+    tcase_add_test(runs, test_save_leaves_nothing_half_written);
+    tcase_add_test(runs, test_bench_lines);
+    tcase_add_test(runs, test_bad_flags);
+    suite_add_tcase(suite, runs);
+    return suite;
+}
+
+int main(void) { return run_suite(lesson16_suite()); }
