@@ -9,7 +9,8 @@
 // whose ARGS hold a placeholder (an all-capital word: N, S, DIR) are not
 // commands; a documented --bench run times for a minute, so BENCH_RUNS
 // stands in for it at a size that takes a second or two; --dump and --dot
-// are dropped, as they change files, not what is printed.
+// and lesson 16's --save and --svg are dropped, as they change files, not
+// what is printed.
 //
 // One kind of line is exempt: a bench's machine-readable lines, starting
 // "bench " (`bench seq=2048 causal=0 naive_ms=... tiled_extra_mib=0.6`).
@@ -119,6 +120,21 @@ static bool is_placeholder(const char *word) {
     return true;
 }
 
+// The flags that write files (--dump, --dot, lesson 16's --save and --svg),
+// with their value after a space or '=': dropped from a documented run, as
+// they change files, not what is printed (and a test writes nothing into the
+// working tree).
+static bool writes_files(const char *word) {
+    static const char *const FLAGS[] = {"--dump", "--dot", "--save", "--svg"};
+    for (size_t i = 0; i < sizeof FLAGS / sizeof FLAGS[0]; i++) {
+        size_t n = strlen(FLAGS[i]);
+        if (strncmp(word, FLAGS[i], n) == 0 && (word[n] == '\0' || word[n] == '=')) {
+            return true;
+        }
+    }
+    return false;
+}
+
 // The words of an ARGS value (spaces and newlines between them), as a run
 // of lesson `lesson`; false when the value is not a command to run here.
 static bool parse_args(Run *run, int lesson, const char *value, size_t length,
@@ -135,8 +151,8 @@ static bool parse_args(Run *run, int lesson, const char *value, size_t length,
             skip_next = false;
             continue;
         }
-        if (strcmp(word, "--dump") == 0 || strcmp(word, "--dot") == 0) {
-            skip_next = true;
+        if (writes_files(word)) {
+            skip_next = strchr(word, '=') == NULL;   // --dump DIR, not --dump=DIR
             continue;
         }
         ck_assert_msg(n + 1 < MAX_WORDS, "%s: ARGS with more than %d words", where, MAX_WORDS);
