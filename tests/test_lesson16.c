@@ -605,6 +605,32 @@ END_TEST
 
 // The logits of a sequence run a few tokens per call (the cache) are those of one run over
 // every token, to float rounding (a softmax over the keys so far adds them differently).
+// The recall task's random orders: sort_indices (a merge sort) gives what
+// torch.sort(keys, stable=True).indices gives, here an insertion sort, the
+// simplest stable sort, on keys with many ties and at lengths that are not
+// powers of two.
+START_TEST(test_sort_indices_is_a_stable_sort) {
+    for (int n = 1; n <= 70; n += 3) {
+        float key[70], order[70], spare[70], expected[70];
+        for (int i = 0; i < n; i++) {
+            key[i] = (float)((i * 37 + 11) % 7);   // seven values: ties everywhere
+        }
+        for (int i = 0; i < n; i++) {
+            int j = i;
+            for (; j > 0 && key[(int)expected[j - 1]] > key[i]; j--) {
+                expected[j] = expected[j - 1];
+            }
+            expected[j] = (float)i;
+        }
+        sort_indices(order, key, spare, n);
+        for (int i = 0; i < n; i++) {
+            ck_assert_msg(order[i] == expected[i], "n %d: order[%d] = %g, expected %g", n, i,
+                          (double)order[i], (double)expected[i]);
+        }
+    }
+}
+END_TEST
+
 START_TEST(test_cached_decoding_matches_the_full_forward) {
     Config c = {RECALL, 16, 16, 48, 2, 2, 1, 8, 16, 10000, 1e-6f};
     manual_seed(10);
@@ -803,6 +829,7 @@ static Suite *lesson16_suite(void) {
     tcase_add_test(pieces, test_adamw_by_hand);
     tcase_add_test(pieces, test_clip_and_schedule);
     tcase_add_test(pieces, test_kernels_match_their_scalar_twins);
+    tcase_add_test(pieces, test_sort_indices_is_a_stable_sort);
     tcase_add_test(pieces, test_cached_decoding_matches_the_full_forward);
     suite_add_tcase(suite, pieces);
     TCase *runs = new_tcase("runs");

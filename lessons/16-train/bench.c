@@ -62,6 +62,8 @@ Cost bench_cost(const Settings *settings) {
         Cost steps = steps_cost(&cases[i], WARMUP + ROUNDS * steps_per_round[i]);
         cost.bytes += run_bytes(&cases[i]);
         cost.kernel_seconds += steps.kernel_seconds;
+        cost.exps += steps.exps;
+        cost.elements += steps.elements;
     }
     return cost;
 }

@@ -74,21 +74,48 @@
 
 // --- the tasks ------------------------------------------------------------------------------
 
+// order = the indices 0 .. n-1 sorted by their keys, stably (equal keys keep their index
+// order), as torch.sort(keys, stable=True).indices: a merge sort, runs of 1, 2, 4, ...
+// merged pairwise, the left run's index first when two keys are equal (that keeps it
+// stable); spare holds n floats. n log n comparisons: an insertion sort's n^2 / 4 took
+// seconds a row at --vocab 65536 (n = 32768).
+static void sort_indices(float *order, const float *key, float *spare, int n) {
+    float *from = order, *to = spare;
+    for (int i = 0; i < n; i++) {
+        order[i] = (float)i;
+    }
+    for (int width = 1; width < n; width *= 2) {
+        for (int left = 0; left < n; left += 2 * width) {
+            int mid = left + width < n ? left + width : n;
+            int end = left + 2 * width < n ? left + 2 * width : n;
+            int i = left, j = mid, k = left;
+            while (i < mid && j < end) {
+                to[k++] = key[(int)from[j]] < key[(int)from[i]] ? from[j++] : from[i++];
+            }
+            while (i < mid) {
+                to[k++] = from[i++];
+            }
+            while (j < end) {
+                to[k++] = from[j++];
+            }
+        }
+        float *merged = to;   // the merged runs are the next pass's input
+        to = from;
+        from = merged;
+    }
+    if (from != order) {
+        memcpy(order, from, (size_t)n * sizeof(float));
+    }
+}
+
 // torch.sort(torch.rand(B, n), dim=-1, stable=True).indices: a random order of 0 .. n-1 in
-// each row (equal floats, which are rare, keep their index order).
+// each row.
 static Tensor *random_orders(int B, int n) {
     const Tensor *keys = rand_tensor(shape2(B, n));                              // (B, n)
     Tensor *order = zeros(shape2(B, n));                                         // (B, n)
+    float *spare = arena_alloc((size_t)n, sizeof(float));                        // (n)
     for (int b = 0; b < B; b++) {
-        const float *key = &keys->data[b * n];
-        float *o = &order->data[b * n];
-        for (int i = 0; i < n; i++) {   // insertion sort of the indices by their keys
-            int j = i;
-            for (; j > 0 && key[(int)o[j - 1]] > key[i]; j--) {
-                o[j] = o[j - 1];
-            }
-            o[j] = (float)i;
-        }
+        sort_indices(&order->data[(long)b * n], &keys->data[(long)b * n], spare, n);
     }
     return order;
 }
@@ -117,8 +144,10 @@ static Batch make_batch(const Config *config, int B) {
         return batch;
     }
     // recall: `pairs` distinct keys (tokens 0 .. NV/2 - 1) with values (NV/2 .. NV-1), then
-    // `questions` keys asked again, each followed by its value, which is the label
+    // `questions` keys asked again, each followed by its value, which is the label. The draws
+    // are let go once copied (their B * NV/2 keys weigh more than the batch at a large --vocab).
     int questions = N / 8 > 1 ? N / 8 : 1, pairs = N / 2 - questions, n_keys = NV / 2;
+    size_t mark = arena_mark();
     const Tensor *keys = random_orders(B, n_keys);                               // (B, NV/2)
     const Tensor *values = randint(n_keys, NV, shape2(B, pairs));                // (B, pairs)
     const Tensor *asked = randint(0, pairs, shape2(B, questions));               // (B, q)
@@ -134,6 +163,7 @@ static Batch make_batch(const Config *config, int B) {
             labels[b * N + t] = ids[b * N + t + 1];
         }
     }
+    arena_release(mark);
     return batch;
 }
 
@@ -695,7 +725,8 @@ static void part6_evaluation(Run *run) {
     }
     printf("answers right: %ld of %ld (%.2f%%); sequences with every answer right: %ld of %ld "
            "(%.2f%%)\n", right, asked, 100.0 * right / asked, perfect, sequences,
-           100.0 * perfect / sequences);    if (s->save_dir != NULL) {
+           100.0 * perfect / sequences);
+    if (s->save_dir != NULL) {
         printf("the state_dict, %d tensors, goes to %s/<name>.npy\n", run->opt.n_params,
                s->save_dir);
     }
@@ -716,12 +747,19 @@ double step_multiply_adds(const Settings *s) {
 }
 
 // What `steps` training steps take: their matrix products' multiply-adds at the price of the
-// kernels chosen (Kernels.ns_per_multiply_add), which covers a whole step: the exps of silu
-// and softmax, RMSNorm, the sums and AdamW grow with the same sizes and run in the same
-// kernels, far below the budget's prices for plain loops.
+// kernels chosen (Kernels.ns_per_multiply_add), which covers most of a step: the exps of silu
+// and attention's softmax, RMSNorm, the sums and AdamW grow with the same sizes and run in
+// the same kernels, far below the budget's prices for plain loops. Two things grow with the
+// vocabulary instead, in plain loops, and are counted at the budget's prices: log_softmax's
+// exp of every logit, and (recall) each batch's draws of B * NV/2 keys and their merge sort.
 Cost steps_cost(const Settings *s, double steps) {
+    const Config *c = &s->config;
+    double B = s->batch, N = c->seq, NV = c->vocab_size;
+    double keys = c->task == REVERSE ? 0 : B * NV / 2;
     return (Cost){
         .kernel_seconds = steps * step_multiply_adds(s) * kernels->ns_per_multiply_add * 1e-9,
+        .exps = steps * (B * N * NV + keys),
+        .elements = steps * keys * log2(NV > 4 ? NV / 2 : 2),
     };
 }
 
@@ -754,6 +792,9 @@ double run_bytes(const Settings *s) {
                       (N > C ? N : C) * D + C + 3 * N * HD;
     double maps = 3 * L * c->num_attention_heads * N * N;
     double batches = 4 * B * N + 3 * (s->steps + 1);   // one batch's ids and labels; the logs
+    if (c->task != REVERSE) {   // recall draws its keys' orders: (B, NV/2) twice, and a row
+        batches += (B > 4 ? B : 4) * NV + NV / 2;   // (part 5 draws 4 sequences)
+    }
     return 4 * (4 * parameter_count(c) + activations + backward + maps + batches);
 }
 
