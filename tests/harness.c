@@ -270,6 +270,53 @@ RunResult run_program(const char *program, const char *const *args) {
     return run_program_with(NULL, 0, program, args);
 }
 
+// The runs made so far: the program and its words joined by newlines (which
+// no word here holds), and the result, each string malloc'd, as the arena is
+// emptied after every test. Freed at exit.
+typedef struct {
+    char *key;
+    RunResult result;
+} MadeRun;
+static MadeRun *made_runs;
+static int n_made_runs;
+
+static char *kept_copy(const char *text) {
+    char *copy = malloc(strlen(text) + 1);
+    ck_assert(copy != NULL);
+    return strcpy(copy, text);
+}
+
+static void forget_made_runs(void) {
+    for (int i = 0; i < n_made_runs; i++) {
+        free(made_runs[i].key);
+        free((char *)made_runs[i].result.out);
+        free((char *)made_runs[i].result.err);
+    }
+    free(made_runs);
+}
+
+RunResult run_program_once(const char *program, const char *const *args) {
+    const char *key = program;
+    for (int i = 0; args[i] != NULL; i++) {
+        key = path_join("%s\n%s", key, args[i]);
+    }
+    for (int i = 0; i < n_made_runs; i++) {
+        if (strcmp(made_runs[i].key, key) == 0) {
+            return made_runs[i].result;
+        }
+    }
+    RunResult r = run_program(program, args);
+    if (n_made_runs == 0) {
+        atexit(forget_made_runs);
+    }
+    MadeRun *more = realloc(made_runs, (size_t)(n_made_runs + 1) * sizeof *more);
+    ck_assert(more != NULL);
+    made_runs = more;
+    made_runs[n_made_runs++] = (MadeRun){kept_copy(key), {r.status, kept_copy(r.out),
+                                                          kept_copy(r.err)}};
+    return made_runs[n_made_runs - 1].result;
+}
+
 // Start `program` with `args` in directory `dir` (NULL: here), its stdout
 // and stderr on out_fd and err_fd, SIGINT and SIGTERM at their defaults
 // (a test run in the background inherits them ignored), stopped after

@@ -79,6 +79,12 @@ typedef struct {
 } RunResult;
 // Run `program` (a path) with arguments (NULL-terminated list).
 RunResult run_program(const char *program, const char *const *args);
+// run_program, made once per process for the same program and words: a
+// second call returns the first one's result (kept outside the arena). For a
+// test program whose tests check the same runs in different ways (test_docs:
+// what the pages quote, and every line's width) and which runs its tests in
+// one process (CK_FORK=no), so that one test's runs serve the next.
+RunResult run_program_once(const char *program, const char *const *args);
 // The built lesson binary for lesson directory `dir` ("02-self-attention-v1").
 const char *lesson_binary(const char *dir);
 

@@ -440,7 +440,7 @@ START_TEST(test_bench_takes_the_size_flags) {
     ck_assert_ptr_nonnull(strstr(r.out, "-- bench: batch 1, dim 64, heads 4, kv_heads 2 (head_dim "
                                         "16), prompt 16, then 3 new tokens --\n"));
     ck_assert_ptr_nonnull(strstr(r.out, "max |copy - in place| = 0"));
-    // Its lines fit 100 columns, as every run's (test_line_width runs this
+    // Its lines fit 100 columns, as every run's (test_docs's line width runs this
     // small bench too, and exempts the machine-readable 'bench ' lines).
     for (const char *line = r.out; *line != '\0'; line += strcspn(line, "\n") + 1) {
         ck_assert_msg(strcspn(line, "\n") <= 100, "a --bench line of %zu columns: %.100s",

@@ -1,4 +1,6 @@
-// test_line_width.c - every line a lesson prints fits 100 columns.
+// line_width.c - every line a lesson prints fits 100 columns: a tcase of
+// test_docs (line_width.h), which runs the same documented runs to check
+// what the pages quote; each run is made once for both (run_program_once).
 //
 // The runs checked: the default run of every lesson in lessons/ (a new one
 // is covered the day it lands), every run the pages and the README
@@ -20,6 +22,7 @@
 // bench prints, its table and its remarks, fits like any other.
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
+#include "line_width.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -70,7 +73,7 @@ static const struct {
     const char *args[8];
 } BENCH_RUNS[] = {
     {"10-kv-cache", {"--bench", "--dim=64", "--heads", "4", "--new=3", NULL}},
-    {"14-attention-backward", {"--bench", "--seq", "512", NULL}},
+    {"14-attention-backward", {"--bench", "--seq", "128", NULL}},
 };
 
 // One run: a lesson and its flags.
@@ -226,7 +229,7 @@ static void collect_runs(Runs *runs, const char **dirs, int n_lessons) {
 
 // Problems found, reported all at once.
 typedef struct {
-    char text[8192];
+    char text[3500];   // check passes a failure message of at most 4 KiB
     size_t used;
     int count;
 } Problems;
@@ -276,7 +279,7 @@ START_TEST(test_every_line_fits_100_columns) {
         const Run *run = &runs.run[i];
         ck_assert_msg(run->lesson <= n_dirs, "no lesson %d", run->lesson);
         const char *binary = lesson_binary(dirs[run->lesson - 1]);
-        RunResult r = run_program(binary, run->args);
+        RunResult r = run_program_once(binary, run->args);
         ck_assert_msg(r.status == 0 || r.status == 2, "lesson-%d (%s) exited %d: %s",
                       run->lesson, run->where, r.status, r.err);
         check_run_lines(&p, run, r.out, "stdout");
@@ -287,13 +290,9 @@ START_TEST(test_every_line_fits_100_columns) {
 }
 END_TEST
 
-static Suite *line_width_suite(void) {
-    Suite *suite = suite_create("line width");
+TCase *line_width_tcase(void) {
     TCase *tc = new_tcase("line width");
     tcase_add_test(tc, test_columns_counts_characters);
     tcase_add_test(tc, test_every_line_fits_100_columns);
-    suite_add_tcase(suite, tc);
-    return suite;
+    return tc;
 }
-
-int main(void) { return run_suite(line_width_suite()); }
