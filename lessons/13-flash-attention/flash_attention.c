@@ -230,11 +230,8 @@ static void attend_query_block(Counts *counts, FlashAttentionSteps *watch, const
     // never read back. Scaling the queries instead of the scores is one
     // multiply per query number rather than one per score.
     float scale = (float)(LOG2_E / sqrt((double)D));
-    for (int j = 0; j < W; j++) {
-        for (int d = 0; d < D; d++) {
-            w->q_t[(long)d * W + j] = j < nq ? q[(long)(qs + j) * D + d] * scale : 0.0f;
-        }
-    }
+    Tile block = {0, nq, W, D, NO_MASK};   // (the kernel's contract: kernels.h)
+    w->kernels->load_queries(w->q_t, &block, q + (long)qs * D, scale);
     for (int j = 0; j < W; j++) {
         w->m[j] = -INFINITY;   // no score seen yet (and o starts at 0: out is made by zeros)
         w->l[j] = 0.0f;
