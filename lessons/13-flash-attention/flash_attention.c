@@ -280,14 +280,14 @@ static void attend_query_block(Counts *counts, FlashAttentionSteps *watch, const
         }
     }
     // 4. out = o / l, once per query (one division, then D multiplies), and
-    //    lse = m + log(l), back in natural units: ln(sum_s exp(x_s)).
+    //    lse = m + log(l), back in natural units: ln(sum_s exp(x_s)). The
+    //    multiplies are step 3 with no keys: o = alpha o, alpha = 1 / l.
     for (int j = 0; j < nq; j++) {
-        float inverse = 1.0f / w->l[j];
-        for (int d = 0; d < D; d++) {
-            o[(long)j * D + d] *= inverse;
-        }
+        w->alpha[j] = 1.0f / w->l[j];
         lse[qs + j] = (w->m[j] + log2f(w->l[j])) * (float)LN_2;
     }
+    Tile no_keys = {0, nq, W, D, NO_MASK};
+    w->kernels->accumulate(o, &no_keys, w->alpha, w->s_t, v);
 }
 
 // --- the parallel split: FlashAttention-2's, over batch, heads and query blocks ---

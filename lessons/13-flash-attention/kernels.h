@@ -61,6 +61,7 @@ typedef struct {
     // The output accumulator of each query j < queries, o (queries, D):
     //     o[j] = o[j] * alpha[j] + sum over the keys it sees of p_t[p][j] * v[p]
     // the sum in the order p = 0, 1, ..., one fused multiply-add a step.
+    // With no keys it is o[j] * alpha[j] alone: the forward's o / l.
     void (*accumulate)(float *o, const Tile *tile, const float *alpha, const float *p_t,
                        const float *v);
     // For --bench: `steps` fused multiply-adds on each of 12 independent
