@@ -229,6 +229,11 @@ static void load_queries_scalar(float *q_t, const Tile *tile, const float *q, fl
 AVX512_CODE static void load_queries_avx512(float *q_t, const Tile *tile, const float *q,
                                             float scale) {
     int D = tile->head_dim, W = tile->width, vector_dims = D / 16 * 16;
+    // The block's rows are fetched from memory first, all at once (a cache
+    // line a prefetch), rather than a line at a time as the loads reach them.
+    for (int i = 0; i < tile->queries * D; i += 16) {
+        __builtin_prefetch(q + i, 0, 3);
+    }
     for (int j0 = 0; j0 < W; j0 += 16) {
         for (int d0 = 0; d0 < vector_dims; d0 += 16) {
             __m512 r[16], t[16];
