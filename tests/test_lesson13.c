@@ -482,7 +482,7 @@ START_TEST(test_kernel_sets_equal_the_scalar_twins) {
 }
 END_TEST
 
-// The three kernels one by one, on random tiles of the shapes they are
+// The kernels one by one, on random tiles of the shapes they are
 // called with: keys from 1 to past a register tile's rows, queries from 1
 // to past 64 (width rounded up to 16), head_dim not a multiple of 8, of 16,
 // and past 64, the diagonal anywhere (and none), alpha 1 or not.
@@ -507,6 +507,10 @@ START_TEST(test_each_kernel_equals_its_twin) {
                         const char *what = path_join("%s: keys %d, queries %d, D %d, diagonal "
                                                      "%d", sets[s]->name, keys[a], queries[b],
                                                      dims[c], diagonals[e]);
+                        float t_want[70 * 80], t_got[70 * 80];   // o's numbers as queries
+                        SCALAR_KERNELS.load_queries(t_want, &tile, o->data, 0.18f);
+                        sets[s]->load_queries(t_got, &tile, o->data, 0.18f);
+                        assert_same_bits(t_got, t_want, (long)dims[c] * width, what);
                         float s_want[70 * 80], s_got[70 * 80], max_want[80], max_got[80];
                         // q_t's rows have width floats here: (D, width) out of (70, 80).
                         float q_block[70 * 80];

@@ -230,11 +230,8 @@ static void attend_query_block(Counts *counts, FlashAttentionSteps *watch, const
     // never read back. Scaling the queries instead of the scores is one
     // multiply per query number rather than one per score.
     float scale = (float)(LOG2_E / sqrt((double)D));
-    for (int j = 0; j < W; j++) {
-        for (int d = 0; d < D; d++) {
-            w->q_t[(long)d * W + j] = j < nq ? q[(long)(qs + j) * D + d] * scale : 0.0f;
-        }
-    }
+    Tile block = {0, nq, W, D, NO_MASK};   // (the kernel's contract: kernels.h)
+    w->kernels->load_queries(w->q_t, &block, q + (long)qs * D, scale);
     for (int j = 0; j < W; j++) {
         w->m[j] = -INFINITY;   // no score seen yet (and o starts at 0: out is made by zeros)
         w->l[j] = 0.0f;
@@ -283,14 +280,14 @@ static void attend_query_block(Counts *counts, FlashAttentionSteps *watch, const
         }
     }
     // 4. out = o / l, once per query (one division, then D multiplies), and
-    //    lse = m + log(l), back in natural units: ln(sum_s exp(x_s)).
+    //    lse = m + log(l), back in natural units: ln(sum_s exp(x_s)). The
+    //    multiplies are step 3 with no keys: o = alpha o, alpha = 1 / l.
     for (int j = 0; j < nq; j++) {
-        float inverse = 1.0f / w->l[j];
-        for (int d = 0; d < D; d++) {
-            o[(long)j * D + d] *= inverse;
-        }
+        w->alpha[j] = 1.0f / w->l[j];
         lse[qs + j] = (w->m[j] + log2f(w->l[j])) * (float)LN_2;
     }
+    Tile no_keys = {0, nq, W, D, NO_MASK};
+    w->kernels->accumulate(o, &no_keys, w->alpha, w->s_t, v);
 }
 
 // --- the parallel split: FlashAttention-2's, over batch, heads and query blocks ---

@@ -32,6 +32,8 @@
 //   - Causal: tiles of the register tile that lie wholly above the
 //     diagonal are not computed (the diagonal tile is a triangle), and the
 //     accumulation stops at the last key each query sees.
+//   - The query block's transposed copy (load_queries, written twice:
+//     the twin and AVX-512) moves 16 x 16 floats at a time in registers.
 #include "kernels.h"
 
 #include <math.h>
@@ -203,6 +205,83 @@ AVX512_CODE ALWAYS_INLINE v16f exp2_16(v16f x) {
 // tile in registers.
 enum { MR8 = 6, MR16 = 4 };
 #endif   // x86-64 with GCC or Clang
+
+// =========================================================================================
+// load_queries: q_t = the query block, transposed and scaled
+// =========================================================================================
+
+static void load_queries_scalar(float *q_t, const Tile *tile, const float *q, float scale) {
+    int D = tile->head_dim, W = tile->width;
+    for (int d = 0; d < D; d++) {
+        for (int j = 0; j < W; j++) {
+            q_t[d * W + j] = j < tile->queries ? q[j * D + d] * scale : 0.0f;
+        }
+    }
+}
+
+#ifdef HAVE_VECTOR_KERNELS
+// 16 queries by 16 numbers at a time: 16 rows of q loaded (a query past the
+// block's is a row of zeros) and scaled, each number the twin's one
+// multiply; then transposed in registers (pairs of rows interleaved, then
+// pairs of pairs, then 128-bit quarters twice over) and stored as 16 rows
+// of q_t. The numbers of a head past its last multiple of 16 go through
+// the twin's loop.
+AVX512_CODE static void load_queries_avx512(float *q_t, const Tile *tile, const float *q,
+                                            float scale) {
+    int D = tile->head_dim, W = tile->width, vector_dims = D / 16 * 16;
+    // The block's rows are fetched from memory first, all at once (a cache
+    // line a prefetch), rather than a line at a time as the loads reach them.
+    for (int i = 0; i < tile->queries * D; i += 16) {
+        __builtin_prefetch(q + i, 0, 3);
+    }
+    for (int j0 = 0; j0 < W; j0 += 16) {
+        for (int d0 = 0; d0 < vector_dims; d0 += 16) {
+            __m512 r[16], t[16];
+#pragma GCC unroll 16
+            for (int i = 0; i < 16; i++) {
+                r[i] = j0 + i < tile->queries
+                           ? (__m512)(load16(q + (j0 + i) * D + d0) * splat16(scale))
+                           : _mm512_setzero_ps();
+            }
+#pragma GCC unroll 8
+            for (int i = 0; i < 16; i += 2) {   // per 128 bits: r_i[0] r_i+1[0] r_i[1] ...
+                t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+                t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+            }
+#pragma GCC unroll 4
+            for (int i = 0; i < 16; i += 4) {   // per 128 bits: one number of 4 rows
+#pragma GCC unroll 2
+                for (int h = 0; h < 2; h++) {
+                    __m512d a = _mm512_castps_pd(t[i + h]), b = _mm512_castps_pd(t[i + h + 2]);
+                    r[i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+                    r[i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+                }
+            }
+            // r[4g + c], quarter k: rows 4g .. 4g+3 of number 4k + c.
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) {
+                __m512 even0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
+                __m512 odd0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xdd);
+                __m512 even1 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+                __m512 odd1 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xdd);
+                t[c] = _mm512_shuffle_f32x4(even0, even1, 0x88);        // number c
+                t[8 + c] = _mm512_shuffle_f32x4(even0, even1, 0xdd);    // number 8 + c
+                t[4 + c] = _mm512_shuffle_f32x4(odd0, odd1, 0x88);      // number 4 + c
+                t[12 + c] = _mm512_shuffle_f32x4(odd0, odd1, 0xdd);     // number 12 + c
+            }
+#pragma GCC unroll 16
+            for (int c = 0; c < 16; c++) {
+                store16(q_t + (d0 + c) * W + j0, (v16f)t[c]);
+            }
+        }
+    }
+    for (int d = vector_dims; d < D; d++) {
+        for (int j = 0; j < W; j++) {
+            q_t[d * W + j] = j < tile->queries ? q[j * D + d] * scale : 0.0f;
+        }
+    }
+}
+#endif
 
 // =========================================================================================
 // scores: s_t = k @ q_t, masked, and each column's largest
@@ -818,13 +897,14 @@ AVX512_CODE __attribute__((noinline)) static float fma_chains_avx512(long steps,
 // Which kernels run here
 // =========================================================================================
 
-const Kernels SCALAR_KERNELS = {"scalar", 1, scores_scalar, online_softmax_scalar,
-                                accumulate_scalar, fma_chains_scalar};
+const Kernels SCALAR_KERNELS = {"scalar", 1, load_queries_scalar, scores_scalar,
+                                online_softmax_scalar, accumulate_scalar, fma_chains_scalar};
 #ifdef HAVE_VECTOR_KERNELS
-static const Kernels AVX2_KERNELS = {"avx2", 8, scores_avx2, online_softmax_avx2,
-                                     accumulate_avx2, fma_chains_avx2};
-static const Kernels AVX512_KERNELS = {"avx512", 16, scores_avx512, online_softmax_avx512,
-                                       accumulate_avx512, fma_chains_avx512};
+static const Kernels AVX2_KERNELS = {"avx2", 8, load_queries_scalar, scores_avx2,
+                                     online_softmax_avx2, accumulate_avx2, fma_chains_avx2};
+static const Kernels AVX512_KERNELS = {"avx512", 16, load_queries_avx512, scores_avx512,
+                                       online_softmax_avx512, accumulate_avx512,
+                                       fma_chains_avx512};
 #endif
 
 const Kernels *kernels_named(const char *name) {

@@ -1,7 +1,8 @@
 // kernels.h - the three inner loops of lesson 13's tiled forward, each
 // written three times: a scalar twin in plain C11 (the specification), an
 // AVX2 + FMA version (8 floats a step) and an AVX-512 version (16), which
-// give the scalar twin's results bit for bit. kernels.c has them, each
+// give the scalar twin's results bit for bit; and the copy of the query
+// block they work on (a scalar twin and AVX-512). kernels.c has them, each
 // vector version beside its twin; flash_attention.c calls them through a
 // Kernels table picked at run time.
 //
@@ -33,6 +34,12 @@ typedef struct {
 typedef struct {
     const char *name;   // "avx512", "avx2" or "scalar"
     int lanes;          // floats per vector register: 16, 8, or 1
+    // The query block, transposed and scaled: for d < head_dim, j < width,
+    //     q_t[d][j] = q[j][d] * scale    for j < queries (one multiply)
+    //               = 0                  for the columns past them
+    // q (queries, D) is row-major with rows of D (the block's first query
+    // at q[0]); q_t (D, width) has rows of `width`. (AVX2 runs the twin.)
+    void (*load_queries)(float *q_t, const Tile *tile, const float *q, float scale);
     // The scores, transposed, in base 2 (q_t holds the scaled queries), and
     // the causal mask: for p < keys, j < width,
     //     s_t[p][j] = sum over d of k[p][d] * q_t[d][j]   where query j sees key p
@@ -54,6 +61,7 @@ typedef struct {
     // The output accumulator of each query j < queries, o (queries, D):
     //     o[j] = o[j] * alpha[j] + sum over the keys it sees of p_t[p][j] * v[p]
     // the sum in the order p = 0, 1, ..., one fused multiply-add a step.
+    // With no keys it is o[j] * alpha[j] alone: the forward's o / l.
     void (*accumulate)(float *o, const Tile *tile, const float *alpha, const float *p_t,
                        const float *v);
     // For --bench: `steps` fused multiply-adds on each of 12 independent
