@@ -227,20 +227,21 @@ typedef struct {
 } Sized;
 
 // Sizes where the tensors that grow with the flags are most of what a run
-// holds (tens of MiB), each flag of each lesson raised in one of them, and
-// the switches that add tensors on.
+// holds (more than 8 MiB; kept small, as each takes a part of a second or
+// more), each flag of each lesson raised in one of them, and the switches
+// that add tensors on.
 static const Sized SIZED[] = {
     {"02-self-attention-v1", {"--batch", "2", "--seq", "512", "--dim", "48", NULL}},
     {"02-self-attention-v1", {"--batch", "32", "--seq", "32", "--dim", "256", "--dump", "", NULL}},
     {"03-self-attention-v2", {"--batch", "2", "--seq", "512", "--dim", "48", NULL}},
     {"03-self-attention-v2", {"--batch", "32", "--seq", "32", "--dim", "256", "--dump", "", NULL}},
     {"04-self-attention-v3", {"--batch", "2", "--seq", "384", "--dim", "48", "--train", NULL}},
-    {"04-self-attention-v3", {"--batch", "32", "--seq", "32", "--dim", "256", "--dump", "", NULL}},
+    {"04-self-attention-v3", {"--batch", "12", "--seq", "32", "--dim", "256", "--dump", "", NULL}},
     {"05-self-attention-v4", {"--batch", "2", "--seq", "512", "--dim", "48", "--train", NULL}},
     {"05-self-attention-v4", {"--batch", "32", "--seq", "32", "--dim", "256", "--dump", "", NULL}},
     {"06-multi-head", {"--batch", "2", "--seq", "256", "--dim", "64", "--heads", "4", "--train",
                        NULL}},
-    {"06-multi-head", {"--batch", "64", "--seq", "16", "--dim", "256", "--dump", "", NULL}},
+    {"06-multi-head", {"--batch", "16", "--seq", "16", "--dim", "256", "--dump", "", NULL}},
     {"07-cross-attention", {"--batch", "2", "--seq-q", "200", "--seq-k", "300", "--dim", "32",
                             "--heads", "4", "--train", NULL}},
     {"07-cross-attention", {"--batch", "64", "--seq-q", "8", "--seq-k", "24", "--dim", "256",
@@ -252,9 +253,10 @@ static const Sized SIZED[] = {
                         "--kv-heads", "2", "--train", NULL}},
     {"09-causal-mask", {"--batch", "32", "--seq", "32", "--dim", "256", "--dump", "", NULL}},
     {"10-kv-cache", {"--prompt", "300", "--new", "20", "--dim", "64", NULL}},
-    {"10-kv-cache", {"--batch", "16", "--prompt", "20", "--new", "40", "--dim", "256", "--dump",
+    {"10-kv-cache", {"--batch", "6", "--prompt", "20", "--new", "40", "--dim", "256", "--dump",
                      "", NULL}},
-    {"10-kv-cache", {"--bench", "--new", "40", "--dim", "512", NULL}},
+    {"10-kv-cache", {"--bench", "--batch", "3", "--prompt", "4", "--new", "4", "--dim", "128",
+                     NULL}},
     {"11-vit-block", {"--batch", "2", "--seq", "256", "--dim", "32", "--heads", "8", "--train",
                       "--drop", "0.1", "--attn-drop", "0.1", "--drop-path", "0.1", NULL}},
     {"11-vit-block", {"--batch", "16", "--seq", "64", "--dim", "128", "--mlp-ratio", "2.5",
@@ -272,7 +274,7 @@ static const Sized SIZED[] = {
                        "--intermediate", "64", NULL}},
     {"12-bert-layer", {"--batch", "1", "--seq", "160", "--dim", "16", "--heads", "2",
                        "--intermediate", "16", "--part", "9", NULL}},
-    {"14-attention-backward", {"--batch", "2", "--seq", "256", "--dim", "64", "--heads", "4",
+    {"14-attention-backward", {"--batch", "2", "--seq", "192", "--dim", "64", "--heads", "4",
                                "--head-dim", "64", "--causal", "--train", NULL}},
     {"14-attention-backward", {"--seq", "128", "--dim", "128", "--heads", "4", "--kv-heads",
                                "1", "--head-dim", "128", "--dump", "", NULL}},
@@ -282,7 +284,7 @@ static const Sized SIZED[] = {
     {"15-llama-block", {"--batch", "4", "--prompt", "64", "--new", "8", "--dim", "256",
                         "--heads", "8", "--kv-heads", "1", "--rope-layout", "interleaved",
                         "--dump", "", NULL}},
-    {"13-flash-attention", {"--seq", "1024", "--causal", "--threads", "2", NULL}},
+    {"13-flash-attention", {"--seq", "512", "--causal", "--threads", "2", NULL}},
     {"13-flash-attention", {"--batch", "2", "--seq", "256", "--heads", "4", "--kv-heads", "2",
                             "--head-dim", "128", "--block-q", "32", "--block-k", "128",
                             "--dump", "", NULL}},
