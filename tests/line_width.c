@@ -3,7 +3,8 @@
 // what the pages quote; each run is made once for both (run_program_once).
 //
 // The runs checked: the default run of every lesson in lessons/ (a new one
-// is covered the day it lands), every run the pages and the README
+// is covered the day it lands; made with --dot, as test_docs makes it to
+// compare the drawing, so that it runs once for both), every run the pages and the README
 // document, `make lesson-N ARGS="..."` (a learner copies those), and a short
 // run of each bench (BENCH_RUNS). A run's lines, stdout and stderr, must
 // each be at most 100 columns wide, a column being a character, two for a
@@ -30,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_COLUMNS 100
 #define MAX_LESSONS 32
@@ -256,6 +258,36 @@ static void check_run_lines(Problems *p, const Run *run, const char *out, const 
     }
 }
 
+// The directory the default runs draw into: made by the first call, emptied
+// and removed at exit.
+static char drawings[64];
+
+static void remove_drawings(void) {
+    DIR *dir = opendir(drawings);
+    struct dirent *entry;
+    char path[sizeof drawings + 300];
+    while (dir != NULL && (entry = readdir(dir)) != NULL) {
+        snprintf(path, sizeof path, "%s/%s", drawings, entry->d_name);
+        if (entry->d_name[0] != '.') {
+            unlink(path);
+        }
+    }
+    if (dir != NULL) {
+        closedir(dir);
+    }
+    rmdir(drawings);
+}
+
+RunResult default_run_drawn(const char *dir, const char **drawing) {
+    if (drawings[0] == '\0') {
+        snprintf(drawings, sizeof drawings, "/tmp/attn-test-drawings-XXXXXX");
+        ck_assert_msg(mkdtemp(drawings) != NULL, "mkdtemp failed");
+        atexit(remove_drawings);
+    }
+    *drawing = path_join("%s/%s.dot", drawings, dir);
+    return run_program_once(lesson_binary(dir), (const char *[]){"--dot", *drawing, NULL});
+}
+
 START_TEST(test_every_line_fits_100_columns) {
     static Runs runs;
     const char *dirs[MAX_LESSONS];
@@ -279,7 +311,9 @@ START_TEST(test_every_line_fits_100_columns) {
         const Run *run = &runs.run[i];
         ck_assert_msg(run->lesson <= n_dirs, "no lesson %d", run->lesson);
         const char *binary = lesson_binary(dirs[run->lesson - 1]);
-        RunResult r = run_program_once(binary, run->args);
+        const char *drawing;
+        RunResult r = run->args[0] == NULL ? default_run_drawn(dirs[run->lesson - 1], &drawing)
+                                           : run_program_once(binary, run->args);
         ck_assert_msg(r.status == 0 || r.status == 2, "lesson-%d (%s) exited %d: %s",
                       run->lesson, run->where, r.status, r.err);
         check_run_lines(&p, run, r.out, "stdout");

@@ -6,6 +6,15 @@
 
 #include <check.h>
 
+#include "harness.h"
+
 TCase *line_width_tcase(void);
+
+// A lesson's default run with --dot, drawing into a directory this process
+// makes once and removes at exit; *drawing is the file drawn. Made once
+// (run_program_once): test_docs compares the drawing with the committed
+// diagram and checks what the run prints, and the line width test reads the
+// same run.
+RunResult default_run_drawn(const char *dir, const char **drawing);
 
 #endif

@@ -490,36 +490,28 @@ static int block_mismatch(const Lines *block, int from, int to, const Lines *out
     return -1;
 }
 
-// What lesson `dir` prints when run with `args_text` (words split at spaces),
-// and with `dot` not NULL, with --dot `dot` too.
-static Lines lesson_output_with(const char *dir, const char *args_text, const char *dot) {
-    const char *args[18];
+// What lesson `dir` prints when run with `args_text` (words split at spaces);
+// the run is made once (the line width test reads it too).
+static Lines lesson_output(const char *dir, const char *args_text) {
+    const char *args[16];
     int n = 0;
     char *copy = (char *)path_join("%s", args_text);
     for (char *word = strtok(copy, " "); word != NULL && n < 15; word = strtok(NULL, " ")) {
         args[n++] = word;
     }
-    if (dot != NULL) {
-        args[n++] = "--dot";
-        args[n++] = dot;
-    }
     args[n] = NULL;
-    RunResult run = dot != NULL ? run_program(lesson_binary(dir), args)
-                                : run_program_once(lesson_binary(dir), args);
+    RunResult run = run_program_once(lesson_binary(dir), args);
     ck_assert_msg(run.status == 0, "%s %s exited %d: %s", dir, args_text, run.status, run.err);
     return split_lines(run.out);
-}
-
-static Lines lesson_output(const char *dir, const char *args_text) {
-    return lesson_output_with(dir, args_text, NULL);
 }
 
 // The lesson's default run, with --dot: the diagram it draws must be the
 // committed docs/diagrams/<dir>.dot (make docs redraws it). Its output.
 static Lines default_run_and_diagram(Problems *p, const char *dir) {
-    const char *tmp = make_temp_dir();
-    const char *fresh = path_join("%s/%s.dot", tmp, dir);
-    Lines lines = lesson_output_with(dir, "", fresh);
+    const char *fresh;
+    RunResult run = default_run_drawn(dir, &fresh);
+    ck_assert_msg(run.status == 0, "%s exited %d: %s", dir, run.status, run.err);
+    Lines lines = split_lines(run.out);
     const char *committed = path_join("docs/diagrams/%s.dot", dir);
     if (access(committed, R_OK) != 0) {
         problem(p, "%s is missing (make docs writes it)", committed);
@@ -527,7 +519,6 @@ static Lines default_run_and_diagram(Problems *p, const char *dir) {
         problem(p, "%s differs from what lesson %s draws now: run make docs and commit",
                 committed, dir);
     }
-    remove_dir(tmp);
     return lines;
 }
 
