@@ -732,95 +732,11 @@ static void part6_evaluation(Run *run) {
     }
 }
 
-// --- what a run takes (lesson/budget.h) --------------------------------------------------------
-
-// The multiply-adds of one training step's matrix products: every Linear's forward, dx and dW
-// (3 products of rows x in x out), attention's 2 forward and 4 backward products of N x N x D
-// per head (counted whole, though half of them lie above the causal diagonal).
-double step_multiply_adds(const Settings *s) {
-    const Config *c = &s->config;
-    double C = c->hidden_size, D = c->head_dim, F = c->intermediate_size, N = c->seq;
-    double H = c->num_attention_heads, KV = c->num_key_value_heads, L = c->num_hidden_layers;
-    double rows = (double)s->batch * N;
-    double linear = L * (2 * C * H * D + 2 * C * KV * D + 3 * C * F) + C * c->vocab_size;
-    return 3 * rows * linear + 6 * L * s->batch * H * N * N * D;
-}
-
-// What `steps` training steps take: their matrix products' multiply-adds at the price of the
-// kernels chosen (Kernels.ns_per_multiply_add), which covers most of a step: the exps of silu
-// and attention's softmax, RMSNorm, the sums and AdamW grow with the same sizes and run in
-// the same kernels, far below the budget's prices for plain loops. Two things grow with the
-// vocabulary instead, in plain loops, and are counted at the budget's prices: log_softmax's
-// exp of every logit, and (recall) each batch's draws of B * NV/2 keys and their merge sort.
-Cost steps_cost(const Settings *s, double steps) {
-    const Config *c = &s->config;
-    double B = s->batch, N = c->seq, NV = c->vocab_size;
-    double keys = c->task == REVERSE ? 0 : B * NV / 2;
-    return (Cost){
-        .kernel_seconds = steps * step_multiply_adds(s) * kernels->ns_per_multiply_add * 1e-9,
-        .exps = steps * (B * N * NV + keys),
-        .elements = steps * keys * log2(NV > 4 ? NV / 2 : 2),
-    };
-}
-
-// The floats of a state_dict: every parameter of the model.
-static double parameter_count(const Config *c) {
-    double C = c->hidden_size, F = c->intermediate_size, NV = c->vocab_size;
-    double HD = c->num_attention_heads * c->head_dim, KVD = c->num_key_value_heads * c->head_dim;
-    return 2 * NV * C + C + c->num_hidden_layers * (2 * C * HD + 2 * C * KVD + 3 * C * F + 2 * C);
-}
-
-// The floats an Activations of B sequences holds (activations_init), per row of (B*N, .).
-static double activation_row(const Config *c) {
-    double C = c->hidden_size, F = c->intermediate_size, NV = c->vocab_size;
-    double HD = c->num_attention_heads * c->head_dim, KVD = c->num_key_value_heads * c->head_dim;
-    return c->num_hidden_layers * (4 * C + 2 + 2 * HD + 2 * KVD + c->num_attention_heads *
-                                   (double)c->seq + 4 * F) + 2 * C + 1 + 2 * NV;
-}
-
-// The bytes run_init makes: the parameters, their gradients and AdamW's two averages; the
-// activations of a batch and of one sequence; the backward's scratch; the three maps.
-double run_bytes(const Settings *s) {
-    const Config *c = &s->config;
-    double C = c->hidden_size, F = c->intermediate_size, N = c->seq, NV = c->vocab_size;
-    double D = c->head_dim, HD = c->num_attention_heads * D;
-    double KVD = c->num_key_value_heads * D, B = s->batch, L = c->num_hidden_layers;
-    double wide = C > F ? C : F;
-    double scratch = wide * (wide > NV ? wide : NV) + N * D;   // each Activations' own
-    double activations = (B * N + N) * activation_row(c) + 2 * scratch;
-    double backward = B * N * (NV + 5 * C + 2 * HD + 2 * KVD + 3 * F + wide) + 2 * N * N +
-                      (N > C ? N : C) * D + C + 3 * N * HD;
-    double maps = 3 * L * c->num_attention_heads * N * N;
-    double batches = 4 * B * N + 3 * (s->steps + 1);   // one batch's ids and labels; the logs
-    if (c->task != REVERSE) {   // recall draws its keys' orders: (B, NV/2) twice, and a row
-        batches += (B > 4 ? B : 4) * NV + NV / 2;   // (part 5 draws 4 sequences)
-    }
-    return 4 * (4 * parameter_count(c) + activations + backward + maps + batches);
-}
-
-// A lesson run: its training steps, step 1's again for the parts, the example's maps, 32
-// batches of evaluation (forwards, a third of a step each); what --dump and --dot copy.
-static Cost train_cost(const Settings *s, const Lesson *lesson) {
-    const Config *c = &s->config;
-    double P = parameter_count(c), B = s->batch, N = c->seq;
-    double logs = 3 * (s->steps + 1), maps = 3 * c->num_hidden_layers * c->num_attention_heads *
-                                             N * N;
-    Cost cost = steps_cost(s, s->steps + 1 + 32 / 3.0);
-    cost.bytes = run_bytes(s) + 4 * ((s->save_dir != NULL) + (s->load_dir != NULL)) * P;
-    if (lesson->dump_dir != NULL) {   // step 1's logits and .grads, the logs and maps: copies
-        cost.bytes += 4 * (P + B * N * c->vocab_size + logs + maps);
-        cost.dumped = 4 * (2 * P + B * N * (c->vocab_size + 2) + logs + maps + N);
-    }
-    if (lesson->dot_file != NULL) {   // step 1's activations as tensors to draw
-        cost.bytes += 4 * (P + B * N * activation_row(c));
-    }
-    return cost;
-}
-
 // --- the lesson ------------------------------------------------------------------------------
 
 static void record_step_one(const Run *run, const Batch *first, bool dot, bool dump);
 static void finish_outputs(const Run *run, bool dump);   // appendix A, after main
+static Cost train_cost(const Settings *s, const Lesson *lesson);   // appendix B
 
 int main(int argc, char **argv) {
     Lesson lesson;
@@ -946,4 +862,89 @@ static void finish_outputs(const Run *run, bool dump) {
                                          run->maps, run->map_steps)) {
         fail("--svg %s: %s", s->svg_file, strerror(errno));
     }
+}
+
+// === appendix B: what a run takes (lesson/budget.h) ==========================================
+
+// The multiply-adds of one training step's matrix products: every Linear's forward, dx and dW
+// (3 products of rows x in x out), attention's 2 forward and 4 backward products of N x N x D
+// per head (counted whole, though half of them lie above the causal diagonal).
+double step_multiply_adds(const Settings *s) {
+    const Config *c = &s->config;
+    double C = c->hidden_size, D = c->head_dim, F = c->intermediate_size, N = c->seq;
+    double H = c->num_attention_heads, KV = c->num_key_value_heads, L = c->num_hidden_layers;
+    double rows = (double)s->batch * N;
+    double linear = L * (2 * C * H * D + 2 * C * KV * D + 3 * C * F) + C * c->vocab_size;
+    return 3 * rows * linear + 6 * L * s->batch * H * N * N * D;
+}
+
+// What `steps` training steps take: their matrix products' multiply-adds at the price of the
+// kernels chosen (Kernels.ns_per_multiply_add), which covers most of a step: the exps of silu
+// and attention's softmax, RMSNorm, the sums and AdamW grow with the same sizes and run in
+// the same kernels, far below the budget's prices for plain loops. Two things grow with the
+// vocabulary instead, in plain loops, and are counted at the budget's prices: log_softmax's
+// exp of every logit, and (recall) each batch's draws of B * NV/2 keys and their merge sort.
+Cost steps_cost(const Settings *s, double steps) {
+    const Config *c = &s->config;
+    double B = s->batch, N = c->seq, NV = c->vocab_size;
+    double keys = c->task == REVERSE ? 0 : B * NV / 2;
+    return (Cost){
+        .kernel_seconds = steps * step_multiply_adds(s) * kernels->ns_per_multiply_add * 1e-9,
+        .exps = steps * (B * N * NV + keys),
+        .elements = steps * keys * log2(NV > 4 ? NV / 2 : 2),
+    };
+}
+
+// The floats of a state_dict: every parameter of the model.
+static double parameter_count(const Config *c) {
+    double C = c->hidden_size, F = c->intermediate_size, NV = c->vocab_size;
+    double HD = c->num_attention_heads * c->head_dim, KVD = c->num_key_value_heads * c->head_dim;
+    return 2 * NV * C + C + c->num_hidden_layers * (2 * C * HD + 2 * C * KVD + 3 * C * F + 2 * C);
+}
+
+// The floats an Activations of B sequences holds (activations_init), per row of (B*N, .).
+static double activation_row(const Config *c) {
+    double C = c->hidden_size, F = c->intermediate_size, NV = c->vocab_size;
+    double HD = c->num_attention_heads * c->head_dim, KVD = c->num_key_value_heads * c->head_dim;
+    return c->num_hidden_layers * (4 * C + 2 + 2 * HD + 2 * KVD + c->num_attention_heads *
+                                   (double)c->seq + 4 * F) + 2 * C + 1 + 2 * NV;
+}
+
+// The bytes run_init makes: the parameters, their gradients and AdamW's two averages; the
+// activations of a batch and of one sequence; the backward's scratch; the three maps.
+double run_bytes(const Settings *s) {
+    const Config *c = &s->config;
+    double C = c->hidden_size, F = c->intermediate_size, N = c->seq, NV = c->vocab_size;
+    double D = c->head_dim, HD = c->num_attention_heads * D;
+    double KVD = c->num_key_value_heads * D, B = s->batch, L = c->num_hidden_layers;
+    double wide = C > F ? C : F;
+    double scratch = wide * (wide > NV ? wide : NV) + N * D;   // each Activations' own
+    double activations = (B * N + N) * activation_row(c) + 2 * scratch;
+    double backward = B * N * (NV + 5 * C + 2 * HD + 2 * KVD + 3 * F + wide) + 2 * N * N +
+                      (N > C ? N : C) * D + C + 3 * N * HD;
+    double maps = 3 * L * c->num_attention_heads * N * N;
+    double batches = 4 * B * N + 3 * (s->steps + 1);   // one batch's ids and labels; the logs
+    if (c->task != REVERSE) {   // recall draws its keys' orders: (B, NV/2) twice, and a row
+        batches += (B > 4 ? B : 4) * NV + NV / 2;   // (part 5 draws 4 sequences)
+    }
+    return 4 * (4 * parameter_count(c) + activations + backward + maps + batches);
+}
+
+// A lesson run: its training steps, step 1's again for the parts, the example's maps, 32
+// batches of evaluation (forwards, a third of a step each); what --dump and --dot copy.
+static Cost train_cost(const Settings *s, const Lesson *lesson) {
+    const Config *c = &s->config;
+    double P = parameter_count(c), B = s->batch, N = c->seq;
+    double logs = 3 * (s->steps + 1), maps = 3 * c->num_hidden_layers * c->num_attention_heads *
+                                             N * N;
+    Cost cost = steps_cost(s, s->steps + 1 + 32 / 3.0);
+    cost.bytes = run_bytes(s) + 4 * ((s->save_dir != NULL) + (s->load_dir != NULL)) * P;
+    if (lesson->dump_dir != NULL) {   // step 1's logits and .grads, the logs and maps: copies
+        cost.bytes += 4 * (P + B * N * c->vocab_size + logs + maps);
+        cost.dumped = 4 * (2 * P + B * N * (c->vocab_size + 2) + logs + maps + N);
+    }
+    if (lesson->dot_file != NULL) {   // step 1's activations as tensors to draw
+        cost.bytes += 4 * (P + B * N * activation_row(c));
+    }
+    return cost;
 }
