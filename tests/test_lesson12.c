@@ -647,7 +647,7 @@ START_TEST(test_the_parts) {
         const char *at = strstr(after, HEADINGS[n - 2]);
         ck_assert_msg(at != NULL, "--all lacks part %d, or prints it out of order", n);
         after = at;
-        char number[4];
+        char number[12];
         snprintf(number, sizeof number, "%d", n);
         RunResult one = run_program(lesson_binary(LESSON_DIR),
                                     (const char *const[]){"--part", number, NULL});
