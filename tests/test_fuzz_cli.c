@@ -717,7 +717,7 @@ START_TEST(test_sizes_at_the_budgets_edge) {
         }
         LessonCli cli = read_cli(dirs[l], lesson_binary(dirs[l]), NULL);
         // What the defaults cost (from the cheaper start, where there is
-        // one), times four (at least 8 MiB and half a second).
+        // one), times four (at least 8 MiB and a fifth of a second).
         Argv start = {.n = 0};
         push_cheaper(&start, cli.dir);
         setenv("ATTN_COST", "check", 1);
@@ -728,7 +728,7 @@ START_TEST(test_sizes_at_the_budgets_edge) {
         ck_assert_msg(line != NULL, "%s: no prediction: %s", cli.dir, r.err);
         sscanf(line, "cost: predicted bytes=%lf seconds=%lf", &bytes, &seconds);
         const char *budget[2] = {path_join("%.3f", fmax(4 * bytes / 1048576.0, 8.0)),
-                                 path_join("%.3f", fmax(4 * seconds, 0.5))};
+                                 path_join("%.3f", fmax(4 * seconds, 0.2))};
         for (int i = 0; i < cli.n_flags; i++) {
             const HelpFlag *f = &cli.flags[i];
             if (f->kind != NUMBER || strcmp(f->flag, "--seed") == 0 || f->default_value == NULL) {
