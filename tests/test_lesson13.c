@@ -21,7 +21,6 @@
 #include "../lessons/13-flash-attention/flash_attention.c"
 #undef main
 #include "../lessons/13-flash-attention/bench.c"
-#include "../lessons/13-flash-attention/kernels.c"
 
 #define LESSON_DIR "13-flash-attention"
 #define REF_DIR DATA_DIR "/lesson13"

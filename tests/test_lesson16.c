@@ -29,7 +29,6 @@
 #include "../lessons/16-train/backward.c"
 #include "../lessons/16-train/bench.c"
 #include "../lessons/16-train/checkpoint.c"
-#include "../lessons/16-train/kernels.c"
 #include "../lessons/16-train/show.c"
 #include "../lessons/16-train/svg.c"
 #include "../lessons/16-train/train_flags.c"
