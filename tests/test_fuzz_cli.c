@@ -456,8 +456,9 @@ static const char *without_cost_lines(const char *text) {
 // The runs below give a lesson its defaults, or its defaults with one or two
 // flags changed. Where the defaults take a large part of a second or more
 // (lesson 16 trains for 300 steps; lesson 8 runs several attentions at seq
-// 256 in plain loops; lesson 14 at --heads 65536, lesson 15 at --hidden
-// 65536), these flags are given
+// 256 in plain loops, lesson 13 its naive reference beside the tiles;
+// lesson 14 at --heads 65536, lesson 15 at --hidden 65536), these flags
+// are given
 // too: the lesson starts from a cheaper run. A flag the run itself sets (the
 // one stretched, or given at 65536) keeps that value: a cheap start only
 // fills in the flags not given, and a stretched flag of the start begins
@@ -469,6 +470,7 @@ static const struct {
 } CHEAPER[] = {
     {"08-gqa", "--seq", "64"},
     {"09-causal-mask", "--dim", "128"},
+    {"13-flash-attention", "--seq", "64"},
     {"14-attention-backward", "--seq", "2"},
     {"14-attention-backward", "--batch", "1"},
     {"15-llama-block", "--dim", "16"},
