@@ -11,15 +11,15 @@
 //    The lessons and their flags are read from lessons/ and each lesson's
 //    --help, so a new lesson is fuzzed without a change here.
 // 2. Sizes at the limit. Every size flag at 65536 alone and in pairs (the
-//    other flags at their defaults, or a cheaper start's), and the probe's
-//    own command lines, under a budget of 5 seconds: each must either run
-//    (exit 0, nothing on stderr) or be refused in one line (exit 2) - never
-//    crash, never trip a sanitizer, never print before refusing. These need to know the
-//    lesson (some are slow to run), so lesson directories not listed below
-//    are skipped.
+//    other flags at their defaults, or a cheaper start's: lesson_cli.c),
+//    and the probe's own command lines, under a budget of 5 seconds: each
+//    must either run (exit 0, nothing on stderr) or be refused in one line
+//    (exit 2) - never crash, never trip a sanitizer, never print before
+//    refusing. These need to know the lesson (some are slow to run), so
+//    only the lessons lesson_cli.c lists are run so.
 //
-// 3. Sizes at the budget's edge: each size flag alone raised to the largest
-//    value a lowered budget admits runs, and one more is refused.
+// (Sizes at the budget's edge, the largest each flag may take under a
+// lowered budget, are test_budget_edges's.)
 //
 // ATTN_FUZZ_CASES=N runs N cases per lesson (default 100, or 30 under
 // AddressSanitizer, where each run starts ten times slower), ATTN_FUZZ_SEED=S
@@ -27,7 +27,6 @@
 // answer; ATTN_SLOW_LIMITS=1 adds the limit runs that take many seconds each.
 // A long run needs more than check's 120 s: CK_TIMEOUT_MULTIPLIER=20, say.
 #define _POSIX_C_SOURCE 200809L
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,8 +34,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-
-enum { MAX_LESSONS = 32, MAX_FLAGS = 48, MAX_WORDS = 64 };
+#include "lesson_cli.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define DEFAULT_CASES 30
@@ -45,86 +43,6 @@ enum { MAX_LESSONS = 32, MAX_FLAGS = 48, MAX_WORDS = 64 };
 #endif
 
 // --- the lessons and their flags, from lessons/ and --help --------------------------
-
-typedef enum { SWITCH, NUMBER, FLOAT, PROBABILITY, CHOICE, DIRECTORY, FILE_NAME } Kind;
-
-typedef struct {
-    const char *flag;            // "--dim"
-    Kind kind;
-    const char *default_value;   // "(default 4)" in --help, or NULL
-} HelpFlag;
-
-typedef struct {
-    const char *dir;             // "02-self-attention-v1"
-    const char *binary;
-    const char *mode;            // a first word the program needs, or NULL
-    const char *prefix;          // "lesson-2: "
-    HelpFlag flags[MAX_FLAGS];
-    int n_flags;
-} LessonCli;
-
-static Kind kind_of(const char *value_word) {
-    const char *words[] = {"N", "F", "P", "WORD", "DIR", "FILE"};
-    const Kind kinds[] = {NUMBER, FLOAT, PROBABILITY, CHOICE, DIRECTORY, FILE_NAME};
-    for (int i = 0; i < 6; i++) {
-        if (strcmp(value_word, words[i]) == 0) {
-            return kinds[i];
-        }
-    }
-    return SWITCH;
-}
-
-// One line of --help: "  --dim N          hidden dimension (default 4)". The
-// value word follows the flag after exactly one space; a switch has none
-// (its column is padded with spaces).
-static void parse_help_line(LessonCli *cli, const char *line) {
-    char flag[64] = "", value[16] = "";
-    if (sscanf(line, "  %63s", flag) != 1 || strncmp(flag, "--", 2) != 0 ||
-        strcmp(flag, "--help") == 0) {
-        return;
-    }
-    const char *after = strstr(line, flag) + strlen(flag);
-    if (after[0] == ' ' && after[1] != ' ') {
-        sscanf(after, " %15s", value);
-    }
-    ck_assert(cli->n_flags < MAX_FLAGS);
-    HelpFlag *f = &cli->flags[cli->n_flags++];
-    f->flag = path_join("%s", flag);
-    f->kind = kind_of(value);
-    f->default_value = NULL;
-    const char *given = strstr(line, "(default ");
-    if (f->kind != SWITCH && given != NULL) {
-        given += strlen("(default ");
-        f->default_value = path_join("%.*s", (int)strcspn(given, ")"), given);
-    }
-}
-
-static LessonCli read_cli(const char *dir, const char *binary, const char *mode) {
-    LessonCli cli = {.dir = dir, .binary = binary, .mode = mode};
-    const char *with_mode[] = {mode, "--help", NULL};
-    const char *plain[] = {"--help", NULL};
-    RunResult help = run_program(binary, mode != NULL ? with_mode : plain);
-    ck_assert_msg(help.status == 0, "%s --help: exit %d", dir, help.status);
-    char program[64] = "";
-    ck_assert_msg(sscanf(help.out, "usage: %63s", program) == 1, "%s --help: %s", dir, help.out);
-    cli.prefix = path_join("%s: ", program);
-    const char *cursor = help.out;
-    const char *line;
-    while ((line = next_line(&cursor)) != NULL) {
-        parse_help_line(&cli, line);
-    }
-    ck_assert_msg(cli.n_flags >= 4, "%s --help lists %d flags", dir, cli.n_flags);
-    return cli;
-}
-
-static bool is_flag_of(const LessonCli *cli, const char *word) {
-    for (int i = 0; i < cli->n_flags; i++) {
-        if (strcmp(cli->flags[i].flag, word) == 0) {
-            return true;
-        }
-    }
-    return strcmp(word, "--help") == 0 || strcmp(word, "-h") == 0;
-}
 
 // --- a small seeded generator: splitmix64 -----------------------------------------------
 
@@ -242,17 +160,6 @@ static const char *bad_value(uint64_t *state, Kind kind) {
 }
 
 // --- building an argv that must be refused -----------------------------------------------
-
-typedef struct {
-    const char *words[MAX_WORDS];
-    int n;
-} Argv;
-
-static void push(Argv *argv, const char *word) {
-    ck_assert(argv->n < MAX_WORDS - 1);
-    argv->words[argv->n++] = word;
-    argv->words[argv->n] = NULL;
-}
 
 // A part of an argv: one or two words that belong together.
 typedef struct {
@@ -451,57 +358,6 @@ static const char *without_cost_lines(const char *text) {
     return kept;
 }
 
-// --- cheaper starts --------------------------------------------------------------------------
-
-// The runs below give a lesson its defaults, or its defaults with one or two
-// flags changed. Where the defaults take a large part of a second or more
-// (lesson 16 trains for 300 steps; lesson 8 runs several attentions at seq
-// 256 in plain loops, lesson 13 its naive reference beside the tiles;
-// lesson 14 at --heads 65536, lesson 15 at --hidden 65536), these flags
-// are given
-// too: the lesson starts from a cheaper run. A flag the run itself sets (the
-// one stretched, or given at 65536) keeps that value: a cheap start only
-// fills in the flags not given, and a stretched flag of the start begins
-// from its value here, not from its default (which would cost more than a
-// budget derived from the start). Each run then takes well under a second,
-// also with the scalar kernels of a CPU without AVX2.
-static const struct {
-    const char *dir, *flag, *value;
-} CHEAPER[] = {
-    {"08-gqa", "--seq", "64"},
-    {"09-causal-mask", "--dim", "128"},
-    {"13-flash-attention", "--seq", "64"},
-    {"14-attention-backward", "--seq", "2"},
-    {"14-attention-backward", "--batch", "1"},
-    {"15-llama-block", "--dim", "16"},
-    {"16-train", "--steps", "30"},
-    {"16-train", "--batch", "4"},
-};
-
-// The value a flag starts from at the cheaper start, or NULL: its default.
-static const char *cheaper_value(const char *dir, const char *flag) {
-    for (size_t i = 0; i < sizeof CHEAPER / sizeof CHEAPER[0]; i++) {
-        if (strcmp(CHEAPER[i].dir, dir) == 0 && strcmp(CHEAPER[i].flag, flag) == 0) {
-            return CHEAPER[i].value;
-        }
-    }
-    return NULL;
-}
-
-// The cheaper start's flags that argv does not give yet, added to it.
-static void push_cheaper(Argv *argv, const char *dir) {
-    for (size_t i = 0; i < sizeof CHEAPER / sizeof CHEAPER[0]; i++) {
-        bool given = false;
-        for (int w = 0; w < argv->n; w++) {
-            given = given || strcmp(argv->words[w], CHEAPER[i].flag) == 0;
-        }
-        if (strcmp(CHEAPER[i].dir, dir) == 0 && !given) {
-            push(argv, CHEAPER[i].flag);
-            push(argv, CHEAPER[i].value);
-        }
-    }
-}
-
 // --- --flag=value, in every lesson ------------------------------------------------------
 
 // Each lesson run with every flag that takes a value given at its default
@@ -573,17 +429,9 @@ END_TEST
 
 // --- sizes at the limit ----------------------------------------------------------------------
 
-// The lessons whose limits are known to run in reasonable time: each checks
-// its budget (lesson/budget.h), so what it admits finishes within about a
-// minute. Runs that still take many seconds (measured on 2 cores: gcc -O2;
-// the sanitizers make them 3-5 times slower) would be listed in SLOW and run
+// Runs that still take many seconds (measured on 2 cores: gcc -O2; the
+// sanitizers make them 3-5 times slower) would be listed in SLOW and run
 // only with ATTN_SLOW_LIMITS=1; since the budget there are none.
-static const char *const KNOWN[] = {
-    "01-toy-qkv", "02-self-attention-v1", "03-self-attention-v2", "04-self-attention-v3",
-    "05-self-attention-v4", "06-multi-head", "07-cross-attention", "08-gqa", "09-causal-mask",
-    "10-kv-cache", "11-vit-block", "12-bert-layer", "13-flash-attention", "14-attention-backward",
-    "15-llama-block", "16-train",
-};
 static const char *const SLOW[] = {
     "(none)",
 };
@@ -595,24 +443,6 @@ static const char *const PROBED[][12] = {
      "--batch", "1"},
     {"07-cross-attention", "--seq-q", "46341"},
 };
-
-static bool listed(const char *text, const char *const *list, int n) {
-    for (int i = 0; i < n; i++) {
-        if (strcmp(text, list[i]) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
-// The lesson and its flags as one line: "06-multi-head --batch 65536".
-static const char *plain_text(const char *dir, const Argv *argv) {
-    const char *text = dir;
-    for (int i = 0; i < argv->n; i++) {
-        text = path_join("%s %s", text, argv->words[i]);
-    }
-    return text;
-}
 
 // Run it under a budget of 5 seconds (what a cheaper start admits at 65536
 // could otherwise take a minute: lesson 16 at --vocab 65536 --batch 4);
@@ -642,7 +472,7 @@ START_TEST(test_sizes_at_the_limit) {
     const char *report = "";
     int n_slow = (int)(sizeof SLOW / sizeof SLOW[0]);
     for (int l = 0; l < n_lessons; l++) {
-        if (!listed(dirs[l], KNOWN, (int)(sizeof KNOWN / sizeof KNOWN[0]))) {
+        if (!limits_known(dirs[l])) {
             continue;   // a new lesson: its fuzzing above covers it; its limits are its own
         }
         LessonCli cli = read_cli(dirs[l], lesson_binary(dirs[l]), NULL);
@@ -684,119 +514,6 @@ START_TEST(test_sizes_at_the_limit) {
 }
 END_TEST
 
-// --- sizes at the budget's edge ------------------------------------------------------------
-
-// ATTN_COST=check under `budget` (ATTN_MAX_MIB and ATTN_MAX_SECONDS): 0 when
-// the lesson would run, 2 when it is refused (by the budget, when
-// *by_budget).
-static int checked(const LessonCli *cli, const Argv *argv, const char *const budget[2],
-                   bool *by_budget) {
-    setenv("ATTN_MAX_MIB", budget[0], 1);
-    setenv("ATTN_MAX_SECONDS", budget[1], 1);
-    setenv("ATTN_COST", "check", 1);
-    RunResult r = run_program_with(NULL, 30, cli->binary, argv->words);
-    unsetenv("ATTN_COST");
-    unsetenv("ATTN_MAX_MIB");
-    unsetenv("ATTN_MAX_SECONDS");
-    *by_budget = r.status == 2 && strstr(r.err, "ATTN_MAX_") != NULL;
-    ck_assert_msg(r.status == 0 || r.status == 2, "%s: exit %d: %s", plain_text(cli->dir, argv),
-                  r.status, r.err);
-    return r.status;
-}
-
-// Each size flag of each lesson alone (--dim with one head, so any value
-// divides), under a budget lowered to four times what the lesson's defaults
-// cost (so the runs stay short): find by bisection (in ratio, to within 5%)
-// a value the budget admits and one it refuses; the refusal must be the
-// budget's, and the value admitted must run (exit 0, nothing on stderr: no
-// "held more than predicted" warning). So each prediction is checked where
-// it matters, at the edge, stretched along each flag in turn.
-START_TEST(test_sizes_at_the_budgets_edge) {
-    const char *dirs[MAX_LESSONS];
-    int n_lessons = find_lesson_dirs(dirs, MAX_LESSONS);
-    const char *report = "";
-    int edges = 0;
-    for (int l = 0; l < n_lessons; l++) {
-        if (!listed(dirs[l], KNOWN, (int)(sizeof KNOWN / sizeof KNOWN[0]))) {
-            continue;
-        }
-        LessonCli cli = read_cli(dirs[l], lesson_binary(dirs[l]), NULL);
-        // What the defaults cost (from the cheaper start, where there is
-        // one), times four (at least 8 MiB and a fifth of a second).
-        Argv start = {.n = 0};
-        push_cheaper(&start, cli.dir);
-        setenv("ATTN_COST", "check", 1);
-        RunResult r = run_program(cli.binary, start.words);
-        unsetenv("ATTN_COST");
-        double bytes = 0, seconds = 0;
-        const char *line = strstr(r.err, "cost: predicted bytes=");
-        ck_assert_msg(line != NULL, "%s: no prediction: %s", cli.dir, r.err);
-        sscanf(line, "cost: predicted bytes=%lf seconds=%lf", &bytes, &seconds);
-        const char *budget[2] = {path_join("%.3f", fmax(4 * bytes / 1048576.0, 8.0)),
-                                 path_join("%.3f", fmax(4 * seconds, 0.2))};
-        for (int i = 0; i < cli.n_flags; i++) {
-            const HelpFlag *f = &cli.flags[i];
-            if (f->kind != NUMBER || strcmp(f->flag, "--seed") == 0 || f->default_value == NULL) {
-                continue;
-            }
-            const char *start = cheaper_value(cli.dir, f->flag);
-            long low = atol(start != NULL ? start : f->default_value);   // admitted
-            long high = 65536;                                           // not admitted
-            bool by_budget;
-            Argv argv = {.n = 0};
-            push(&argv, f->flag);
-            push(&argv, "65536");
-            if (strcmp(f->flag, "--dim") == 0) {   // one head, so that any --dim divides
-                for (int k = 0; k < cli.n_flags; k++) {
-                    if (strcmp(cli.flags[k].flag, "--heads") == 0 ||
-                        strcmp(cli.flags[k].flag, "--kv-heads") == 0) {
-                        push(&argv, cli.flags[k].flag);
-                        push(&argv, "1");
-                    }
-                }
-            }
-            push_cheaper(&argv, cli.dir);
-            if (low < 0 || checked(&cli, &argv, budget, &by_budget) == 0) {
-                continue;   // admitted however big, alone: no edge along this flag
-            }
-            while (high - low > 1 && high > low + low / 20) {   // to within 5%
-                long middle = low < 16 ? (low + high) / 2 : (long)sqrt((double)low * high);
-                middle = middle > low ? middle : low + 1;   // strictly between, or high
-                argv.words[1] = path_join("%ld", middle);
-                if (checked(&cli, &argv, budget, &by_budget) == 0) {
-                    low = middle;
-                } else {
-                    high = middle;
-                }
-            }
-            argv.words[1] = path_join("%ld", high);
-            checked(&cli, &argv, budget, &by_budget);
-            if (!by_budget) {
-                continue;   // refused by another check there (a size that must divide another)
-            }
-            edges += 1;
-            argv.words[1] = path_join("%ld", low);
-            if (getenv("ATTN_FUZZ_SHOW") != NULL) {
-                fprintf(stderr, "edge: %s (ATTN_MAX_MIB=%s ATTN_MAX_SECONDS=%s)\n",
-                        plain_text(cli.dir, &argv), budget[0], budget[1]);
-            }
-            setenv("ATTN_MAX_MIB", budget[0], 1);
-            setenv("ATTN_MAX_SECONDS", budget[1], 1);
-            r = run_program_with(NULL, 120, cli.binary, argv.words);
-            unsetenv("ATTN_MAX_MIB");
-            unsetenv("ATTN_MAX_SECONDS");
-            if (r.status != 0 || r.err[0] != '\0') {
-                report = path_join("%s\n  %s (ATTN_MAX_MIB=%s ATTN_MAX_SECONDS=%s): exit %d: "
-                                   "%.300s", report, plain_text(cli.dir, &argv), budget[0],
-                                   budget[1], r.status, r.err);
-            }
-        }
-    }
-    ck_assert_msg(edges >= 36, "only %d flags have an edge", edges);
-    ck_assert_msg(report[0] == '\0', "at the budget's edge:%s", report);
-}
-END_TEST
-
 static Suite *fuzz_cli_suite(void) {
     Suite *suite = suite_create("fuzz_cli");
     TCase *tc = new_tcase("fuzz");
@@ -804,11 +521,6 @@ static Suite *fuzz_cli_suite(void) {
     tcase_add_test(tc, test_equals_form_everywhere);
     tcase_add_test(tc, test_sizes_at_the_limit);
     suite_add_tcase(suite, tc);
-    // Some 400 short runs: under the sanitizers they need more than 120 s.
-    TCase *edge = new_tcase("the budget's edge");
-    tcase_set_timeout(edge, 600);
-    tcase_add_test(edge, test_sizes_at_the_budgets_edge);
-    suite_add_tcase(suite, edge);
     return suite;
 }
 
