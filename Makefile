@@ -32,7 +32,8 @@ LESSON_BINS := $(LESSON_DIRS:%=$(BUILD)/%)
 LESSON_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard lessons/[0-9][0-9]-*/*.c))
 # The longest test programs first, so that the others fill the other cores
 # around them (make test's wall time is then about the longest one's).
-SLOW_TESTS  := tests/test_docs.c tests/test_budget.c tests/test_fuzz_cli.c tests/test_budget_edges.c
+SLOW_TESTS  := tests/test_docs.c tests/test_budget.c tests/test_fuzz_cli.c tests/test_budget_edges.c \
+               tests/test_lesson16.c tests/test_lesson08.c tests/test_outputs.c
 TEST_SRC    := $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(sort $(wildcard tests/test_*.c)))
 TEST_BINS   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # What the test programs share (tests/harness.c, tests/family_*.c): every
