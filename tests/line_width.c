@@ -75,7 +75,7 @@ static const struct {
     const char *args[8];
 } BENCH_RUNS[] = {
     {"10-kv-cache", {"--bench", "--dim=64", "--heads", "4", "--new=3", NULL}},
-    {"14-attention-backward", {"--bench", "--seq", "128", NULL}},
+    {"14-attention-backward", {"--bench", "--seq", "64", NULL}},
 };
 
 // One run: a lesson and its flags.
