@@ -31,8 +31,8 @@ static int checked(const LessonCli *cli, const Argv *argv, const char *const bud
 }
 
 // Each size flag of each lesson alone (--dim with one head, so any value
-// divides), under a budget lowered to four times what the lesson's defaults
-// cost (so the runs stay short): find by bisection (in ratio, to within 5%)
+// divides), under a budget lowered to what the lesson's defaults cost, four
+// times their bytes and twice their seconds (so the runs stay short): find by bisection (in ratio, to within 5%)
 // a value the budget admits and one it refuses; the refusal must be the
 // budget's, and the value admitted must run (exit 0, nothing on stderr: no
 // "held more than predicted" warning). So each prediction is checked where
@@ -48,7 +48,8 @@ START_TEST(test_sizes_at_the_budgets_edge) {
         }
         LessonCli cli = read_cli(dirs[l], lesson_binary(dirs[l]), NULL);
         // What the defaults cost (from the cheaper start, where there is
-        // one), times four (at least 8 MiB and a fifth of a second).
+        // one): four times the bytes (at least 8 MiB), twice the seconds (at
+        // least a tenth of a second).
         Argv start = {.n = 0};
         push_cheaper(&start, cli.dir);
         setenv("ATTN_COST", "check", 1);
@@ -59,7 +60,7 @@ START_TEST(test_sizes_at_the_budgets_edge) {
         ck_assert_msg(line != NULL, "%s: no prediction: %s", cli.dir, r.err);
         sscanf(line, "cost: predicted bytes=%lf seconds=%lf", &bytes, &seconds);
         const char *budget[2] = {path_join("%.3f", fmax(4 * bytes / 1048576.0, 8.0)),
-                                 path_join("%.3f", fmax(4 * seconds, 0.2))};
+                                 path_join("%.3f", fmax(2 * seconds, 0.1))};
         for (int i = 0; i < cli.n_flags; i++) {
             const HelpFlag *f = &cli.flags[i];
             if (f->kind != NUMBER || strcmp(f->flag, "--seed") == 0 || f->default_value == NULL) {
