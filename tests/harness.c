@@ -221,6 +221,17 @@ void assert_bitwise_equal(const Tensor *got, const Tensor *want, const char *wha
     }
 }
 
+void assert_same_floats(const float *got, const float *want, long n, const char *what) {
+    long i = 0;
+    while (i < n && memcmp(&got[i], &want[i], sizeof(float)) == 0) {
+        i += 1;
+    }
+    if (i < n) {
+        ck_abort_msg("%s: element %ld is %.9g, expected %.9g", what, i, (double)got[i],
+                     (double)want[i]);
+    }
+}
+
 // --- catching fail() -----------------------------------------------------------
 
 static jmp_buf failure_jump;

@@ -64,6 +64,9 @@ void assert_close(const Tensor *got, const Tensor *want, float atol, float rtol,
                   const char *what);
 // Bit for bit (same shape, same float bits), for generator outputs.
 void assert_bitwise_equal(const Tensor *got, const Tensor *want, const char *what);
+// got and want, n floats, the same bits; `what` names them in the failure,
+// which shows the first element that differs.
+void assert_same_floats(const float *got, const float *want, long n, const char *what);
 
 // --- error paths ----------------------------------------------------------------
 // Run fn(arg) and return the message it passed to fail(), or NULL if it

@@ -43,15 +43,6 @@ static const float *recorded(const char *name) {
     return load_npy(path_join("%s/%s.npy", DATA, name))->data;
 }
 
-// got and want, n floats, the same bits; `what` names them in the failure.
-static void assert_same_floats(const float *got, const float *want, long n, const char *what) {
-    for (long i = 0; i < n; i++) {
-        ck_assert_msg(memcmp(&got[i], &want[i], sizeof(float)) == 0,
-                      "%s, element %ld: %.9g, PyTorch %.9g", what, i, (double)got[i],
-                      (double)want[i]);
-    }
-}
-
 static float *floats_of(long n) {
     float *x = malloc((size_t)n * sizeof(float));
     ck_assert_ptr_nonnull(x);

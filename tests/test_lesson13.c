@@ -86,6 +86,13 @@ static Inputs draw(uint64_t seed, const Sizes *n) {
     return in;
 }
 
+// The inputs PyTorch drew for a recorded run (query.npy, key.npy, value.npy).
+static Inputs recorded_inputs(const RecordedCase *c) {
+    return (Inputs){load_npy(path_join("%s/query.npy", c->reference)),
+                    load_npy(path_join("%s/key.npy", c->reference)),
+                    load_npy(path_join("%s/value.npy", c->reference))};
+}
+
 // The tiled forward with these kernels (NULL: the best) and threads.
 static const Tensor *tiled(Tensor **lse, FlashAttentionSteps *steps, const Sizes *n,
                            const Kernels *kernels, int threads, const Inputs *in) {
@@ -94,17 +101,6 @@ static const Tensor *tiled(Tensor **lse, FlashAttentionSteps *steps, const Sizes
     flash.kernels = kernels != NULL ? kernels : kernels_best();
     flash.threads = threads;
     return FlashAttention_forward(lse, steps, &flash, in->query, in->key, in->value);
-}
-
-// Every element of got is bit for bit the one of want. (One check for the
-// whole array: each ck_assert costs check a write to its log.)
-static void assert_same_bits(const float *got, const float *want, long count, const char *what) {
-    long i = 0;
-    while (i < count && memcmp(&got[i], &want[i], sizeof(float)) == 0) {
-        i += 1;
-    }
-    ck_assert_msg(i == count, "%s: element %ld is %.9g, expected %.9g", what, i,
-                  i < count ? got[i] : 0.0f, i < count ? want[i] : 0.0f);
 }
 
 // --- against PyTorch --------------------------------------------------------------------
@@ -131,9 +127,7 @@ END_TEST
 START_TEST(test_forward_on_recorded_inputs) {
     const RecordedCase *c = recorded_case(REF_DIR, _i);
     Sizes n = sizes_of(c);
-    Inputs in = {load_npy(path_join("%s/query.npy", c->reference)),
-                 load_npy(path_join("%s/key.npy", c->reference)),
-                 load_npy(path_join("%s/value.npy", c->reference))};
+    Inputs in = recorded_inputs(c);
     const Tensor *want = load_npy(path_join("%s/out_naive.npy", c->reference));
     const Tensor *want_lse = load_npy(path_join("%s/lse.npy", c->reference));
     Tensor *lse;
@@ -200,9 +194,7 @@ END_TEST
 START_TEST(test_threads_on_every_recorded_case) {
     const RecordedCase *c = recorded_case(REF_DIR, _i);
     Sizes n = sizes_of(c);
-    Inputs in = {load_npy(path_join("%s/query.npy", c->reference)),
-                 load_npy(path_join("%s/key.npy", c->reference)),
-                 load_npy(path_join("%s/value.npy", c->reference))};
+    Inputs in = recorded_inputs(c);
     Tensor *lse_one, *lse_many;
     const Tensor *one = tiled(&lse_one, NULL, &n, NULL, 1, &in);
     for (int threads = 2; threads <= 7; threads += 5) {
@@ -474,7 +466,7 @@ START_TEST(test_kernel_sets_equal_the_scalar_twins) {
             assert_bitwise_equal(lse, twin_lse, what);
             ck_assert_int_eq(steps.n_row_steps, twin_steps.n_row_steps);
             for (int r = 0; r < steps.n_row_steps; r++) {
-                assert_same_bits(&steps.row_steps[r].l, &twin_steps.row_steps[r].l, 1, what);
+                assert_same_floats(&steps.row_steps[r].l, &twin_steps.row_steps[r].l, 1, what);
             }
         }
     }
@@ -509,7 +501,7 @@ START_TEST(test_each_kernel_equals_its_twin) {
                         float t_want[70 * 80], t_got[70 * 80];   // o's numbers as queries
                         SCALAR_KERNELS.load_queries(t_want, &tile, o->data, 0.18f);
                         sets[s]->load_queries(t_got, &tile, o->data, 0.18f);
-                        assert_same_bits(t_got, t_want, (long)dims[c] * width, what);
+                        assert_same_floats(t_got, t_want, (long)dims[c] * width, what);
                         float s_want[70 * 80], s_got[70 * 80], max_want[80], max_got[80];
                         // q_t's rows have width floats here: (D, width) out of (70, 80).
                         float q_block[70 * 80];
@@ -519,8 +511,8 @@ START_TEST(test_each_kernel_equals_its_twin) {
                         }
                         SCALAR_KERNELS.scores(s_want, max_want, &tile, k->data, q_block);
                         sets[s]->scores(s_got, max_got, &tile, k->data, q_block);
-                        assert_same_bits(s_got, s_want, (long)keys[a] * width, what);
-                        assert_same_bits(max_got, max_want, width, what);
+                        assert_same_floats(s_got, s_want, (long)keys[a] * width, what);
+                        assert_same_floats(max_got, max_want, width, what);
 
                         float m_want[80], m_got[80], l_want[80], l_got[80], a_want[80],
                             a_got[80];
@@ -531,17 +523,17 @@ START_TEST(test_each_kernel_equals_its_twin) {
                         SCALAR_KERNELS.online_softmax(s_want, m_want, l_want, a_want, max_want,
                                                       &tile);
                         sets[s]->online_softmax(s_got, m_got, l_got, a_got, max_got, &tile);
-                        assert_same_bits(s_got, s_want, (long)keys[a] * width, what);
-                        assert_same_bits(m_got, m_want, width, what);
-                        assert_same_bits(l_got, l_want, width, what);
-                        assert_same_bits(a_got, a_want, width, what);
+                        assert_same_floats(s_got, s_want, (long)keys[a] * width, what);
+                        assert_same_floats(m_got, m_want, width, what);
+                        assert_same_floats(l_got, l_want, width, what);
+                        assert_same_floats(a_got, a_want, width, what);
 
                         float o_want[80 * 70], o_got[80 * 70];
                         memcpy(o_want, o->data, sizeof o_want);
                         memcpy(o_got, o->data, sizeof o_got);
                         SCALAR_KERNELS.accumulate(o_want, &tile, a_want, s_want, v->data);
                         sets[s]->accumulate(o_got, &tile, a_got, s_got, v->data);
-                        assert_same_bits(o_got, o_want, (long)queries[b] * dims[c], what);
+                        assert_same_floats(o_got, o_want, (long)queries[b] * dims[c], what);
                     }
                 }
             }
@@ -583,7 +575,7 @@ START_TEST(test_exp2) {
         memcpy(got, x, sizeof x);
         memset(zero, 0, sizeof zero);
         sets[s]->online_softmax(got, zero, l, alpha, zero, &row);
-        assert_same_bits(got, want, COUNT, path_join("%s exp2", sets[s]->name));
+        assert_same_floats(got, want, COUNT, path_join("%s exp2", sets[s]->name));
     }
 }
 END_TEST

@@ -517,17 +517,6 @@ END_TEST
 
 // --- the kernels ------------------------------------------------------------------------
 
-// One check per array, not per element: check records every assertion it
-// passes (a write to its log), and these compare millions of floats.
-static void assert_same_bits(const float *got, const float *want, long count, const char *what) {
-    long i = 0;
-    while (i < count && memcmp(&got[i], &want[i], sizeof(float)) == 0) {
-        i += 1;
-    }
-    ck_assert_msg(i == count, "%s: element %ld is %.9g, the scalar twin's %.9g", what, i,
-                  i < count ? got[i] : 0.0f, i < count ? want[i] : 0.0f);
-}
-
 // The whole forward and backward with each vector kernel set equal the
 // scalar twins' bit for bit (where this CPU has them).
 START_TEST(test_vector_equals_scalar_bitwise) {
@@ -577,7 +566,7 @@ START_TEST(test_matmul_vector_equals_scalar) {
                                        ns[ni], ks[ki], accumulate);
                         matmul_scalar(want, 48, a->data, a_row, a_col, b->data, 48, ms[mi],
                                       ns[ni], ks[ki], accumulate);
-                        assert_same_bits(got, want, 17 * 48,
+                        assert_same_floats(got, want, 17 * 48,
                                          path_join("%s matmul %d x %d, k %d, form %d",
                                                    vector->name, ms[mi], ns[ni], ks[ki], form));
                     }
@@ -613,21 +602,21 @@ START_TEST(test_elementwise_vector_equals_scalar) {
                                         0.25f, diagonal);
                 const char *what = path_join("%s, %d columns, diagonal %d", vector->name, cols,
                                              diagonal);
-                assert_same_bits(s, s_twin, rows * lds, path_join("P: %s", what));
-                assert_same_bits(ds, ds_twin, rows * lds, path_join("dS: %s", what));
+                assert_same_floats(s, s_twin, rows * lds, path_join("P: %s", what));
+                assert_same_floats(ds, ds_twin, rows * lds, path_join("dS: %s", what));
             }
         }
         for (int D = 1; vector != NULL && D <= 40; D += 3) {
             float got[9], want[9];
             vector->row_dots(got, s0->data, ds0->data, rows, D);
             row_dots_scalar(want, s0->data, ds0->data, rows, D);
-            assert_same_bits(got, want, rows, path_join("%s row_dots, D %d", vector->name, D));
+            assert_same_floats(got, want, rows, path_join("%s row_dots, D %d", vector->name, D));
         }
         for (long count = 1; vector != NULL && count <= 40; count++) {
             float got[40], want[40];
             vector->scale(got, s0->data, count, 0.125f);
             scale_scalar(want, s0->data, count, 0.125f);
-            assert_same_bits(got, want, count, path_join("%s scale, %ld", vector->name, count));
+            assert_same_floats(got, want, count, path_join("%s scale, %ld", vector->name, count));
         }
     }
 }
@@ -663,7 +652,7 @@ START_TEST(test_exp) {
         float zero = 0.0f;
         memcpy(s, x, sizeof x);
         available(k)->softmax_backward(s, ds, &zero, &zero, 1, COUNT, COUNT, 1.0f, COUNT);
-        assert_same_bits(s, scalar_out, COUNT, path_join("%s exp", available(k)->name));
+        assert_same_floats(s, scalar_out, COUNT, path_join("%s exp", available(k)->name));
     }
 }
 END_TEST

@@ -602,8 +602,6 @@ END_TEST
 
 // --- decoding with the cache, checkpoints, bad input -----------------------------------------
 
-// The logits of a sequence run a few tokens per call (the cache) are those of one run over
-// every token, to float rounding (a softmax over the keys so far adds them differently).
 // The recall task's random orders: sort_indices (a merge sort) gives what
 // torch.sort(keys, stable=True).indices gives, here an insertion sort, the
 // simplest stable sort, on keys with many ties and at lengths that are not
@@ -630,6 +628,8 @@ START_TEST(test_sort_indices_is_a_stable_sort) {
 }
 END_TEST
 
+// The logits of a sequence run a few tokens per call (the cache) are those of one run over
+// every token, to float rounding (a softmax over the keys so far adds them differently).
 START_TEST(test_cached_decoding_matches_the_full_forward) {
     Config c = {RECALL, 16, 16, 48, 2, 2, 1, 8, 16, 10000, 1e-6f};
     manual_seed(10);
