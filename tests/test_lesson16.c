@@ -528,6 +528,46 @@ END_TEST
 
 // --- the vector kernels against their scalar twins -----------------------------------------
 
+// Sums longer than the AVX-512 gemm's chunks (K_CHUNK, 256 terms: the weights' gradients sum
+// over every row of a batch) are taken in pieces through c: still the twin's bits, for rows
+// in blocks of 12, 8 and 4 and the rows and columns past them, a transposed or not.
+START_TEST(test_long_sums_match_their_scalar_twin) {
+    const Kernels *scalar = kernels_named("scalar");
+    const char *names[2] = {"avx2", "avx512"};
+    enum { K = 600, M = 29, N = 41 };
+    float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * K * N);
+    float *want = malloc(sizeof(float) * M * N), *got = malloc(sizeof(float) * M * N);
+    manual_seed(10);
+    fill(a, M * K);
+    for (int i = 0; i < K * N; i++) {   // of both signs, so that the sums cancel
+        b[i] = (float)uniform() - 0.5f;
+    }
+    for (int k = 0; k < 2; k++) {
+        const Kernels *set = kernels_named(names[k]);
+        const int ks[] = {255, 256, 257, 512, 600}, ms[] = {20, 29};
+        for (int ki = 0; set != NULL && ki < 5; ki++) {
+            for (int mi = 0; mi < 2; mi++) {
+                for (int variant = 0; variant < 4; variant++) {   // a transposed, accumulate
+                    int m = ms[mi], kk = ks[ki];
+                    bool transposed = variant & 1, accumulate = variant & 2;
+                    int a_row = transposed ? 1 : kk, a_col = transposed ? m : 1;
+                    fill(want, M * N);
+                    memcpy(got, want, sizeof(float) * M * N);
+                    scalar->gemm(want, N, a, a_row, a_col, b, N, m, N, kk, accumulate);
+                    set->gemm(got, N, a, a_row, a_col, b, N, m, N, kk, accumulate);
+                    ck_assert_msg(memcmp(want, got, sizeof(float) * M * N) == 0,
+                                  "%s gemm %dx%dx%d variant %d", names[k], m, N, kk, variant);
+                }
+            }
+        }
+    }
+    free(a);
+    free(b);
+    free(want);
+    free(got);
+}
+END_TEST
+
 START_TEST(test_kernels_match_their_scalar_twins) {
     const Kernels *scalar = kernels_named("scalar");
     const char *names[2] = {"avx2", "avx512"};
@@ -828,6 +868,7 @@ static Suite *lesson16_suite(void) {
     tcase_add_test(pieces, test_adamw_by_hand);
     tcase_add_test(pieces, test_clip_and_schedule);
     tcase_add_test(pieces, test_kernels_match_their_scalar_twins);
+    tcase_add_test(pieces, test_long_sums_match_their_scalar_twin);
     tcase_add_test(pieces, test_sort_indices_is_a_stable_sort);
     tcase_add_test(pieces, test_cached_decoding_matches_the_full_forward);
     suite_add_tcase(suite, pieces);

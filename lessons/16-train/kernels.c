@@ -174,6 +174,9 @@ AVX2 static void block_1x8_avx2(float *c, const float *a, int a_col, const float
 AVX2 static void gemm_rest_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
                                 const float *b, int ldb, int m, int n, int k, bool accumulate,
                                 int i, int done) {
+    if (i == m && done == n) {   // nothing left (attention's small products call this often)
+        return;
+    }
     int eights = n / 8 * 8;
     for (int r = 0; r < m; r++) {
         for (int j = r < i ? done : 0; j < eights; j += 8) {
@@ -356,16 +359,18 @@ static const Kernels AVX2_KERNELS = {"avx2", gemm_avx2, softmax_rows_avx2, silu_
 #define UNROLL_FULLY _Pragma("GCC unroll 16")
 #endif
 
-// `rows` rows of c (12 or 4), columns j .. j+15: one register of 16 running sums a row. Each
-// row of b loaded serves every row of the block; 12 rows keep the two adders busy (measured
-// here: 115 GFLOP/s against 80 for 4 rows of 32 columns, on the lesson's shapes).
+// `rows` rows of c (12, 8 or 4), columns j .. j+15: one register of 16 running sums a row.
+// Each row of b loaded serves every row of the block; 12 rows keep the two adders busy
+// (measured here: 115 GFLOP/s against 80 for 4 rows of 32 columns, on the lesson's shapes).
+// `resume`: the sums start from c, where an earlier call left them part-way (gemm_avx512's
+// chunks), instead of from 0.
 AVX512 static inline __attribute__((always_inline)) void block_x16_avx512(
     float *c, int ldc, const float *a, int a_row, int a_col, const float *b, int ldb, int k,
-    bool accumulate, const int rows) {
+    bool accumulate, bool resume, const int rows) {
     __m512 s[12];
     UNROLL_FULLY
     for (int r = 0; r < rows; r++) {
-        s[r] = _mm512_setzero_ps();
+        s[r] = resume ? _mm512_loadu_ps(c + (long)r * ldc) : _mm512_setzero_ps();
     }
     for (int p = 0; p < k; p++) {
         const float *a_p = a + (long)p * a_col;
@@ -383,33 +388,71 @@ AVX512 static inline __attribute__((always_inline)) void block_x16_avx512(
 }
 
 AVX512 static void block_12x16_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
-                                      const float *b, int ldb, int k, bool accumulate) {
-    block_x16_avx512(c, ldc, a, a_row, a_col, b, ldb, k, accumulate, 12);
+                                      const float *b, int ldb, int k, bool accumulate,
+                                      bool resume) {
+    block_x16_avx512(c, ldc, a, a_row, a_col, b, ldb, k, accumulate, resume, 12);
+}
+
+AVX512 static void block_8x16_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
+                                     const float *b, int ldb, int k, bool accumulate,
+                                     bool resume) {
+    block_x16_avx512(c, ldc, a, a_row, a_col, b, ldb, k, accumulate, resume, 8);
 }
 
 AVX512 static void block_4x16_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
-                                     const float *b, int ldb, int k, bool accumulate) {
-    block_x16_avx512(c, ldc, a, a_row, a_col, b, ldb, k, accumulate, 4);
+                                     const float *b, int ldb, int k, bool accumulate,
+                                     bool resume) {
+    block_x16_avx512(c, ldc, a, a_row, a_col, b, ldb, k, accumulate, resume, 4);
 }
+
+// The rows of the next block when `left` rows are left (at least 4): 12, then 8 or 4.
+static int block_rows(int left) {
+    return left >= 12 ? 12 : left >= 8 ? 8 : 4;
+}
+
+// Rows 0 .. m - m % 4 of c, columns 0 .. sixteens-1, in blocks of 16 columns.
+AVX512 static void blocks_x16_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
+                                     const float *b, int ldb, int m, int sixteens, int k,
+                                     bool accumulate, bool resume) {
+    for (int i = 0; i + 4 <= m; i += block_rows(m - i)) {
+        int rows = block_rows(m - i);
+        void (*block)(float *, int, const float *, int, int, const float *, int, int, bool,
+                      bool) = rows == 12 ? block_12x16_avx512
+                              : rows == 8 ? block_8x16_avx512
+                                          : block_4x16_avx512;
+        for (int j = 0; j < sixteens; j += 16) {
+            block(c + (long)i * ldc + j, ldc, a + (long)i * a_row, a_row, a_col, b + j, ldb, k,
+                  accumulate, resume);
+        }
+    }
+}
+
+// A long sum goes in chunks of K_CHUNK terms, all of c through one chunk before the next:
+// the weights' gradients dW = dy^T @ x sum over every row of the batch (1024 at --bench's
+// larger model), and a chunk of dy and x stays in the L2 cache for every block, where the
+// whole of x (1.4 MiB for down_proj's input there) would come from memory again for each
+// block of rows. Each element still adds its terms in order, its partial sum stored in c
+// and loaded back between chunks (exact). The columns and rows past the blocks take their
+// whole sums in one go (gemm_rest_avx2).
+enum { K_CHUNK = 256 };
 
 AVX512 static void gemm_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
                                const float *b, int ldb, int m, int n, int k, bool accumulate) {
-    int sixteens = n / 16 * 16, eights = n / 8 * 8, i = 0;
-    while (i + 4 <= m) {   // blocks of 12 rows, then of 4
-        int rows = i + 12 <= m ? 12 : 4;
-        float *c_i = c + (long)i * ldc;
-        const float *a_i = a + (long)i * a_row;
-        for (int j = 0; j < sixteens; j += 16) {
-            (rows == 12 ? block_12x16_avx512 : block_4x16_avx512)(c_i + j, ldc, a_i, a_row,
-                                                                  a_col, b + j, ldb, k, accumulate);
+    int sixteens = n / 16 * 16, eights = n / 8 * 8, blocked = m - m % 4;
+    if (!accumulate && k > K_CHUNK) {
+        for (int p0 = 0; p0 < k; p0 += K_CHUNK) {
+            int terms = k - p0 < K_CHUNK ? k - p0 : K_CHUNK;
+            blocks_x16_avx512(c, ldc, a + (long)p0 * a_col, a_row, a_col, b + (long)p0 * ldb,
+                              ldb, m, sixteens, terms, false, p0 > 0);
         }
-        for (int r = 0; eights > sixteens && r < rows; r += 4) {
-            block_4x8_avx2(c_i + (long)r * ldc + sixteens, ldc, a_i + (long)r * a_row, a_row,
-                           a_col, b + sixteens, ldb, k, accumulate);
-        }
-        i += rows;
+    } else {
+        blocks_x16_avx512(c, ldc, a, a_row, a_col, b, ldb, m, sixteens, k, accumulate, false);
     }
-    gemm_rest_avx2(c, ldc, a, a_row, a_col, b, ldb, m, n, k, accumulate, i, eights);
+    for (int i = 0; eights > sixteens && i < blocked; i += 4) {
+        block_4x8_avx2(c + (long)i * ldc + sixteens, ldc, a + (long)i * a_row, a_row, a_col,
+                       b + sixteens, ldb, k, accumulate);
+    }
+    gemm_rest_avx2(c, ldc, a, a_row, a_col, b, ldb, m, n, k, accumulate, blocked, eights);
 }
 
 static const Kernels AVX512_KERNELS = {"avx512", gemm_avx512, softmax_rows_avx2, silu_avx2,
