@@ -157,7 +157,8 @@ static double rms_norm_loss(const double *xw, const void *context) {
 START_TEST(test_rms_norm_backward) {
     enum { ROWS = 3, C = 8 };
     manual_seed(1);
-    float x[ROWS * C], w[C], d_out[ROWS * C], out[ROWS * C], rstd[ROWS], row[C];
+    // row: the norm's scratch, C floats; the backward's, 2C
+    float x[ROWS * C], w[C], d_out[ROWS * C], out[ROWS * C], rstd[ROWS], row[2 * C];
     fill(x, ROWS * C);
     fill(w, C);
     fill(d_out, ROWS * C);
@@ -528,7 +529,8 @@ END_TEST
 
 // --- the vector kernels against their scalar twins -----------------------------------------
 
-// Sums longer than the AVX-512 gemm's chunks (K_CHUNK, 256 terms: the weights' gradients sum
+// Long sums. The vector sum against sum_exact, on rows long enough for its cascade. Sums
+// longer than the AVX-512 gemm's chunks (K_CHUNK, 256 terms: the weights' gradients sum
 // over every row of a batch) are taken in pieces through c: still the twin's bits, for rows
 // in blocks of 12, 8 and 4 and the rows and columns past them, a transposed or not.
 START_TEST(test_long_sums_match_their_scalar_twin) {
@@ -544,6 +546,13 @@ START_TEST(test_long_sums_match_their_scalar_twin) {
     }
     for (int k = 0; k < 2; k++) {
         const Kernels *set = kernels_named(names[k]);
+        // the sum in PyTorch's order: short rows, rows past 512 floats (the cascade's second
+        // level) and up to all of b (its third), against sum_exact
+        for (int n = 1; set != NULL && n <= K * N; n = n < 300 ? n + 1 : n * 3 + 1) {
+            float sum_want = scalar->sum(b, n), sum_got = set->sum(b, n);
+            ck_assert_msg(memcmp(&sum_want, &sum_got, sizeof(float)) == 0, "%s sum %d: %a %a",
+                          names[k], n, (double)sum_want, (double)sum_got);
+        }
         const int ks[] = {255, 256, 257, 512, 600}, ms[] = {20, 29};
         for (int ki = 0; set != NULL && ki < 5; ki++) {
             for (int mi = 0; mi < 2; mi++) {
@@ -618,6 +627,18 @@ START_TEST(test_kernels_match_their_scalar_twins) {
                           names[k], n);
             float norm_want = scalar->norm(a, n), norm_got = set->norm(a, n);
             ck_assert_msg(memcmp(&norm_want, &norm_got, sizeof(float)) == 0, "%s norm %d",
+                          names[k], n);
+            scalar->add(want, a, b, n);
+            set->add(got, a, b, n);
+            ck_assert_msg(memcmp(want, got, sizeof(float) * (size_t)n) == 0, "%s add %d",
+                          names[k], n);
+            scalar->mul(want, a, b, n);
+            set->mul(got, a, b, n);
+            ck_assert_msg(memcmp(want, got, sizeof(float) * (size_t)n) == 0, "%s mul %d",
+                          names[k], n);
+            scalar->scale(want, a, b[n], n);
+            set->scale(got, a, b[n], n);
+            ck_assert_msg(memcmp(want, got, sizeof(float) * (size_t)n) == 0, "%s scale %d",
                           names[k], n);
         }
         AdamWStep step = {0.9997f, 0.9f, 0.1f, 0.99f, 0.01f, 0.141067f, 1e-8f, -0.0173f};

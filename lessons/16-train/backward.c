@@ -99,28 +99,26 @@ static void linear_backward(float *dx, float *dW, const Linear *layer, const flo
 //   d_var    = -0.5 * d_rstd * rstd^3              (rsqrt's derivative: -1/2 v^(-3/2))
 //   through_mean = d_var / C * 2x                  (the mean of x^2)
 // The two paths come back separately: the caller adds them to what else reached x.
+// `scratch` holds 2C floats.
 static void rms_norm_backward(float *direct, float *through_mean, float *d_weight,
                               float *products, const float *d_out, const float *x,
                               const float *rstd, const float *weight, int rows, int C,
-                              float *row) {
+                              float *scratch) {
+    float *d_xn = scratch, *row = scratch + C;                    // (C) each, for one row
     for (long r = 0; r < rows; r++) {
-        for (int c = 0; c < C; c++) {
-            products[r * C + c] = d_out[r * C + c] * (x[r * C + c] * rstd[r]);
-        }
+        kernels->scale(products + r * C, x + r * C, rstd[r], C);                // x * rstd
+        kernels->mul(products + r * C, d_out + r * C, products + r * C, C);     // d_out * it
     }
     sum_exact_columns(d_weight, products, rows, C);
     for (long r = 0; r < rows; r++) {
-        for (int c = 0; c < C; c++) {
-            float d_xn = d_out[r * C + c] * weight[c];
-            direct[r * C + c] = d_xn * rstd[r];
-            row[c] = d_xn * x[r * C + c];
-        }
-        float d_rstd = sum_exact(row, C);
+        kernels->mul(d_xn, d_out + r * C, weight, C);                           // d_xn (C)
+        kernels->scale(direct + r * C, d_xn, rstd[r], C);                       // direct (C)
+        kernels->mul(row, d_xn, x + r * C, C);                                  // d_xn * x (C)
+        float d_rstd = kernels->sum(row, C);                                    // PyTorch's sum
         float d_var = (-0.5f * d_rstd) * ((rstd[r] * rstd[r]) * rstd[r]);
         float d_square = d_var / (float)C;
-        for (int c = 0; c < C; c++) {
-            through_mean[r * C + c] = d_square * (2.0f * x[r * C + c]);
-        }
+        kernels->scale(through_mean + r * C, x + r * C, 2.0f, C);               // 2x (exact)
+        kernels->scale(through_mean + r * C, through_mean + r * C, d_square, C);
     }
 }
 
@@ -128,9 +126,8 @@ static void rms_norm_backward(float *direct, float *through_mean, float *d_weigh
 // gradients, added in the order autograd's engine delivers them (which matters to the last
 // bit; the order used here was found by trying each against PyTorch).
 static void add3(float *out, const float *a, const float *b, const float *c, long n) {
-    for (long i = 0; i < n; i++) {
-        out[i] = (a[i] + b[i]) + c[i];
-    }
+    kernels->add(out, a, b, n);     // a + b
+    kernels->add(out, out, c, n);   // then + c
 }
 
 // RoPE turned each pair (a, e) by the angle of its position: (a c - e s, e c + a s), a 2x2
@@ -236,17 +233,13 @@ static void layer_backward(LayerGrads *lg, BackwardScratch *w, const DecoderLaye
     long n = (long)rows * C, nF = (long)rows * F;
     // out = x2 + down_proj(prod), prod = silu(gate) * up: d_x holds d_out
     linear_backward(w->d_prod, lg->down_proj, &layer->down_proj, w->d_x, a->prod, rows);
-    for (long i = 0; i < nF; i++) {
-        w->d_gate[i] = w->d_prod[i] * a->up[i];      // d silu(gate), for a moment
-        w->d_up[i] = w->d_prod[i] * a->act[i];
-    }
+    kernels->mul(w->d_gate, w->d_prod, a->up, nF);    // d silu(gate), for a moment
+    kernels->mul(w->d_up, w->d_prod, a->act, nF);
     kernels->silu_backward(w->d_gate, w->d_gate, a->gate, nF);   // silu' (kernels.h)
     // gate = gate_proj(h2), up = up_proj(h2): h2 gets both
     linear_backward(w->d_h, lg->gate_proj, &layer->gate_proj, w->d_gate, a->h2, rows);
     linear_backward(w->products, lg->up_proj, &layer->up_proj, w->d_up, a->h2, rows);
-    for (long i = 0; i < n; i++) {
-        w->d_h[i] = w->d_h[i] + w->products[i];
-    }
+    kernels->add(w->d_h, w->d_h, w->products, n);
     // h2 = post_attention_layernorm(x2); x2 also went straight to out
     rms_norm_backward(w->direct, w->through_mean, lg->post_attention_layernorm, w->products,
                       w->d_h, a->x2, a->rstd2, layer->post_attention_layernorm->data, rows, C,
@@ -299,9 +292,7 @@ void model_backward(Grads *grads, BackwardScratch *w, const Model *model,
     linear_backward(w->d_h, grads->lm_head, &model->lm_head, w->d_logits, acts->h_final, rows);
     rms_norm_backward(w->direct, w->through_mean, grads->norm, w->products, w->d_h,
                       acts->x_final, acts->rstd_final, model->norm->data, rows, C, w->scratch);
-    for (long i = 0; i < (long)rows * C; i++) {
-        w->d_x[i] = w->direct[i] + w->through_mean[i];
-    }
+    kernels->add(w->d_x, w->direct, w->through_mean, (long)rows * C);
     for (int l = c->num_hidden_layers - 1; l >= 0; l--) {
         layer_backward(&grads->layers[l], w, &model->layers[l], &acts->layers[l], acts, c, B);
     }
@@ -310,8 +301,6 @@ void model_backward(Grads *grads, BackwardScratch *w, const Model *model,
     memset(grads->embed_tokens, 0, (size_t)numel(model->embed_tokens) * sizeof(float));
     for (int r = 0; r < rows; r++) {
         float *row = grads->embed_tokens + (long)input_ids->data[r] * C;
-        for (int i = 0; i < C; i++) {
-            row[i] = row[i] + w->d_x[(long)r * C + i];
-        }
+        kernels->add(row, row, w->d_x + (long)r * C, C);
     }
 }

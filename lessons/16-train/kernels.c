@@ -11,8 +11,10 @@
 // and an add (a fused multiply-add rounds once and would change the last bit). Several rows
 // of c (4 with AVX2, 12 with AVX-512) share each loaded row of b. The exps are Sleef's (what
 // PyTorch's vector code calls), the scalar sleef_expf of common/exact/softmax_exact.c
-// written for 8 lanes: the same operations, the same fused multiply-adds. The project builds
-// with -ffp-contract=off, so the compiler fuses nothing on its own.
+// written for 8 lanes: the same operations, the same fused multiply-adds. The passes over
+// every element (the residuals' adds, SwiGLU's product, RMSNorm's rows) round once an
+// element, so any number go at a time; sum_exact's order has 8 lanes, one register. The
+// project builds with -ffp-contract=off, so the compiler fuses nothing on its own.
 #include "kernels.h"
 
 #include <math.h>
@@ -20,6 +22,7 @@
 #include <string.h>
 
 #include "exact/softmax_exact.h"
+#include "exact/sum_exact.h"
 
 // --- the scalar loop: what every kernel computes ------------------------------------------
 
@@ -96,8 +99,28 @@ static float norm_scalar(const float *x, long n) {
     return norm_tail(sum, x, i, n);
 }
 
+// The elementwise passes: one rounding an element, so 8 lanes give the same bits as one.
+static void add_scalar(float *out, const float *a, const float *b, long n) {
+    for (long i = 0; i < n; i++) {
+        out[i] = a[i] + b[i];
+    }
+}
+
+static void mul_scalar(float *out, const float *a, const float *b, long n) {
+    for (long i = 0; i < n; i++) {
+        out[i] = a[i] * b[i];
+    }
+}
+
+static void scale_scalar(float *out, const float *x, float s, long n) {
+    for (long i = 0; i < n; i++) {
+        out[i] = x[i] * s;
+    }
+}
+
 static const Kernels SCALAR = {"scalar", gemm_scalar, softmax_exact_lastdim, silu_scalar,
-                               silu_backward_scalar, adamw_scalar, norm_scalar, 1.0};
+                               silu_backward_scalar, adamw_scalar, norm_scalar, add_scalar,
+                               mul_scalar, scale_scalar, sum_exact, 1.0};
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_VECTOR_KERNELS 1
@@ -344,8 +367,106 @@ AVX2 static float norm_avx2(const float *x, long n) {
     return norm_tail(sum, x, i, n);
 }
 
+AVX2 static void add_avx2(float *out, const float *a, const float *b, long n) {
+    long i = 0;
+    for (; i + 8 <= n; i += 8) {
+        _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    }
+    add_scalar(out + i, a + i, b + i, n - i);
+}
+
+AVX2 static void mul_avx2(float *out, const float *a, const float *b, long n) {
+    long i = 0;
+    for (; i + 8 <= n; i += 8) {
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    }
+    mul_scalar(out + i, a + i, b + i, n - i);
+}
+
+AVX2 static void scale_avx2(float *out, const float *x, float s, long n) {
+    __m256 s8 = _mm256_set1_ps(s);
+    long i = 0;
+    for (; i + 8 <= n; i += 8) {
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), s8));
+    }
+    scale_scalar(out + i, x + i, s, n - i);
+}
+
+// ceil(log2(n)) for n >= 1, 0 for n <= 1 (as common/exact/sum_exact.c has it).
+static int ceil_log2(long n) {
+    int bits = 0;
+    while ((1L << bits) < n) {
+        bits += 1;
+    }
+    return bits;
+}
+
+// sum_exact (common/exact/sum_exact.c, which explains the order) with its vectors of 8
+// floats in registers: four running sums, value v of the row into sum v % 4, kept at up to
+// four levels of its cascade; then the floats past the last whole vector, then the lanes.
+AVX2 static float sum_avx2(const float *x, long n) {
+    if (n < 8) {
+        return sum_exact(x, n);
+    }
+    long vectors = n / 8, count = vectors / 4;   // count: groups of four vectors
+    int power = ceil_log2(count) / 4;
+    power = power > 4 ? power : 4;
+    long step = 1L << power, mask = step - 1;
+    int levels = count >= step ? 4 : 1;
+    __m256 acc[4][4];   // [level][running sum]
+    for (int level = 0; level < 4; level++) {
+        for (int k = 0; k < 4; k++) {
+            acc[level][k] = _mm256_setzero_ps();
+        }
+    }
+    long g = 0;
+    while (g + step <= count) {
+        for (long j = 0; j < step; j++, g++) {
+            for (int k = 0; k < 4; k++) {
+                acc[0][k] = _mm256_add_ps(acc[0][k], _mm256_loadu_ps(x + g * 32 + k * 8));
+            }
+        }
+        for (int level = 1; level < 4; level++) {
+            for (int k = 0; k < 4; k++) {
+                acc[level][k] = _mm256_add_ps(acc[level][k], acc[level - 1][k]);
+                acc[level - 1][k] = _mm256_setzero_ps();
+            }
+            if ((g & (mask << (level * power))) != 0) {
+                break;
+            }
+        }
+    }
+    for (; g < count; g++) {
+        for (int k = 0; k < 4; k++) {
+            acc[0][k] = _mm256_add_ps(acc[0][k], _mm256_loadu_ps(x + g * 32 + k * 8));
+        }
+    }
+    for (int level = 1; level < levels; level++) {
+        for (int k = 0; k < 4; k++) {
+            acc[0][k] = _mm256_add_ps(acc[0][k], acc[level][k]);
+        }
+    }
+    __m256 lanes8 = acc[0][0];
+    for (long v = count * 4; v < vectors; v++) {   // the vectors past the last group
+        lanes8 = _mm256_add_ps(lanes8, _mm256_loadu_ps(x + v * 8));
+    }
+    for (int k = 1; k < 4; k++) {
+        lanes8 = _mm256_add_ps(lanes8, acc[0][k]);
+    }
+    float lanes[8], sum = 0.0f;
+    _mm256_storeu_ps(lanes, lanes8);
+    for (long i = vectors * 8; i < n; i++) {
+        sum += x[i];
+    }
+    for (int l = 0; l < 8; l++) {
+        sum += lanes[l];
+    }
+    return sum;
+}
+
 static const Kernels AVX2_KERNELS = {"avx2", gemm_avx2, softmax_rows_avx2, silu_avx2,
-                                     silu_backward_avx2, adamw_avx2, norm_avx2, 0.1};
+                                     silu_backward_avx2, adamw_avx2, norm_avx2, add_avx2,
+                                     mul_avx2, scale_avx2, sum_avx2, 0.1};
 
 // --- AVX-512: 16 columns per register -----------------------------------------------------
 
@@ -456,7 +577,8 @@ AVX512 static void gemm_avx512(float *c, int ldc, const float *a, int a_row, int
 }
 
 static const Kernels AVX512_KERNELS = {"avx512", gemm_avx512, softmax_rows_avx2, silu_avx2,
-                                       silu_backward_avx2, adamw_avx2, norm_avx2, 0.06};
+                                       silu_backward_avx2, adamw_avx2, norm_avx2, add_avx2,
+                                       mul_avx2, scale_avx2, sum_avx2, 0.06};
 #endif   // x86-64 with GCC or Clang
 
 // --- choosing ------------------------------------------------------------------------------

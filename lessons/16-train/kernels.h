@@ -1,6 +1,6 @@
-// kernels.h - where lesson 16 spends its time: a matrix product, softmax's rows and SwiGLU's
-// silu, each as a plain loop and as AVX2 / AVX-512 code that gives the same bits
-// (kernels.c has them side by side).
+// kernels.h - where lesson 16 spends its time: a matrix product, softmax's rows, SwiGLU's
+// silu, AdamW and the elementwise passes, each as a plain loop and as AVX2 / AVX-512 code
+// that gives the same bits (kernels.c has them side by side).
 #ifndef KERNELS16_H
 #define KERNELS16_H
 
@@ -41,6 +41,14 @@ typedef struct {
     // torch.norm(x, 2) of n floats: the square root of their sum of squares, added in
     // PyTorch's order (norm_scalar says which).
     float (*norm)(const float *x, long n);
+    // The elementwise passes of the forward and the backward (residuals, SwiGLU's product,
+    // RMSNorm's rows), over n contiguous floats (out may be a or b, or x):
+    //     add: out = a + b        mul: out = a * b        scale: out = x * s
+    void (*add)(float *out, const float *a, const float *b, long n);
+    void (*mul)(float *out, const float *a, const float *b, long n);
+    void (*scale)(float *out, const float *x, float s, long n);
+    // sum_exact (common/exact/sum_exact.h): the sum of n floats in PyTorch's order.
+    float (*sum)(const float *x, long n);
     // A training step's time over its products' multiply-adds with these kernels, in ns, for
     // the budget's estimate (lesson/budget.h; train.c's steps_cost). Whole runs at the
     // lesson's sizes took 0.83 (scalar), 0.057 (avx2), 0.035 (avx512) on the EPYC of docs/16

@@ -65,7 +65,6 @@
 #include "backward.h"
 #include "bench.h"
 #include "checkpoint.h"
-#include "exact/sum_exact.h"
 #include "kernels.h"
 #include "model.h"
 #include "show.h"
@@ -231,13 +230,11 @@ static void rms_norm(float *out, float *rstd, const float *x, const float *weigh
                      int C, float eps, float *squares) {
     for (int r = 0; r < rows; r++) {
         const float *x_r = x + (long)r * C;
-        for (int c = 0; c < C; c++) {
-            squares[c] = x_r[c] * x_r[c];
-        }
-        rstd[r] = 1.0f / sqrtf(sum_exact(squares, C) / (float)C + eps);   // PyTorch's sum
-        for (int c = 0; c < C; c++) {
-            out[(long)r * C + c] = weight[c] * (x_r[c] * rstd[r]);
-        }
+        float *out_r = out + (long)r * C;
+        kernels->mul(squares, x_r, x_r, C);                               // x^2 (C)
+        rstd[r] = 1.0f / sqrtf(kernels->sum(squares, C) / (float)C + eps);   // PyTorch's sum
+        kernels->scale(out_r, x_r, rstd[r], C);                           // x * rstd (C)
+        kernels->mul(out_r, weight, out_r, C);                            // weight * that
     }
 }
 
@@ -325,21 +322,15 @@ static void layer_forward(float *out, LayerActivations *a, const DecoderLayer *l
     rope_rotate(a->k, acts->cos, acts->sin, r0, rows, N, KV, D);                // (B, T, KV, D)
     attention_forward(a, c, B, start, T, scratch);                               // (B, T, H, D)
     linear_forward(a->x2 + rC, &layer->o_proj, a->y + (long)r0 * H * D, rows, scratch);
-    for (long i = rC; i < rC + (long)rows * C; i++) {
-        a->x2[i] = a->x[i] + a->x2[i];                                           // residual
-    }
+    kernels->add(a->x2 + rC, a->x + rC, a->x2 + rC, (long)rows * C);           // residual
     rms_norm(a->h2 + rC, a->rstd2 + r0, a->x2 + rC, layer->post_attention_layernorm->data, rows,
              C, c->rms_norm_eps, scratch);                                       // (B, T, C)
     linear_forward(a->gate + rF, &layer->gate_proj, a->h2 + rC, rows, scratch); // (B, T, F)
     linear_forward(a->up + rF, &layer->up_proj, a->h2 + rC, rows, scratch);     // (B, T, F)
     kernels->silu(a->act + rF, a->gate + rF, (long)rows * F);     // z / (1 + exp(-z)), kernels.h
-    for (long i = rF; i < rF + (long)rows * F; i++) {
-        a->prod[i] = a->act[i] * a->up[i];                                       // SwiGLU
-    }
+    kernels->mul(a->prod + rF, a->act + rF, a->up + rF, (long)rows * F);       // SwiGLU
     linear_forward(out + rC, &layer->down_proj, a->prod + rF, rows, scratch);   // (B, T, C)
-    for (long i = rC; i < rC + (long)rows * C; i++) {
-        out[i] = a->x2[i] + out[i];                                              // residual
-    }
+    kernels->add(out + rC, a->x2 + rC, out + rC, (long)rows * C);              // residual
 }
 
 // The model's forward on the tokens at positions start .. start+T-1 of ids (B, N): the
