@@ -636,6 +636,10 @@ START_TEST(test_kernels_match_their_scalar_twins) {
             set->mul(got, a, b, n);
             ck_assert_msg(memcmp(want, got, sizeof(float) * (size_t)n) == 0, "%s mul %d",
                           names[k], n);
+            float row_want = scalar->softmax_backward_row(a, b, n);
+            float row_got = set->softmax_backward_row(a, b, n);
+            ck_assert_msg(memcmp(&row_want, &row_got, sizeof(float)) == 0, "%s softmax' row %d",
+                          names[k], n);
             scalar->scale(want, a, b[n], n);
             set->scale(got, a, b[n], n);
             ck_assert_msg(memcmp(want, got, sizeof(float) * (size_t)n) == 0, "%s scale %d",

@@ -204,7 +204,7 @@ static void attention_backward(BackwardScratch *w, const LayerActivations *a, co
             kernels->gemm(dv_r, D, att, 1, N, dy_bh, H * D, N, D, N, false);       // P^T dO
             for (int t = 0; t < N; t++) {
                 const float *p = att + t * N, *dp = w->d_att + t * N;
-                float row = softmax_exact_backward_row(dp, p, N);
+                float row = kernels->softmax_backward_row(dp, p, N);
                 for (int s = 0; s < N; s++) {
                     w->d_scores[t * N + s] = s <= t ? ((dp[s] - row) * p[s]) / scale : 0.0f;
                 }

@@ -120,7 +120,8 @@ static void scale_scalar(float *out, const float *x, float s, long n) {
 
 static const Kernels SCALAR = {"scalar", gemm_scalar, softmax_exact_lastdim, silu_scalar,
                                silu_backward_scalar, adamw_scalar, norm_scalar, add_scalar,
-                               mul_scalar, scale_scalar, sum_exact, 1.0};
+                               mul_scalar, scale_scalar, sum_exact, softmax_exact_backward_row,
+                               1.0};
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_VECTOR_KERNELS 1
@@ -464,9 +465,32 @@ AVX2 static float sum_avx2(const float *x, long n) {
     return sum;
 }
 
+// softmax_exact_backward_row (common/exact/softmax_exact.c says the order): lane l sums
+// grad * out over i = l, l + 8, ..., the first product rounded, the rest fused; then the
+// lanes in pairs.
+AVX2 static float softmax_backward_row_avx2(const float *grad, const float *out, int n) {
+    if (n < 8) {
+        return softmax_exact_backward_row(grad, out, n);
+    }
+    __m256 lanes8 = _mm256_mul_ps(_mm256_loadu_ps(grad), _mm256_loadu_ps(out));
+    int i = 8;
+    for (; i + 8 <= n; i += 8) {
+        lanes8 = _mm256_fmadd_ps(_mm256_loadu_ps(grad + i), _mm256_loadu_ps(out + i), lanes8);
+    }
+    float lane[8];
+    _mm256_storeu_ps(lane, lanes8);
+    for (; i < n; i++) {   // the last n % 8 into lanes 0, 1, ...
+        lane[i % 8] = fmaf(grad[i], out[i], lane[i % 8]);
+    }
+    float even = (lane[0] + lane[4]) + (lane[2] + lane[6]);
+    float odd = (lane[1] + lane[5]) + (lane[3] + lane[7]);
+    return even + odd;
+}
+
 static const Kernels AVX2_KERNELS = {"avx2", gemm_avx2, softmax_rows_avx2, silu_avx2,
                                      silu_backward_avx2, adamw_avx2, norm_avx2, add_avx2,
-                                     mul_avx2, scale_avx2, sum_avx2, 0.1};
+                                     mul_avx2, scale_avx2, sum_avx2, softmax_backward_row_avx2,
+                                     0.1};
 
 // --- AVX-512: 16 columns per register -----------------------------------------------------
 
@@ -578,7 +602,8 @@ AVX512 static void gemm_avx512(float *c, int ldc, const float *a, int a_row, int
 
 static const Kernels AVX512_KERNELS = {"avx512", gemm_avx512, softmax_rows_avx2, silu_avx2,
                                        silu_backward_avx2, adamw_avx2, norm_avx2, add_avx2,
-                                       mul_avx2, scale_avx2, sum_avx2, 0.06};
+                                       mul_avx2, scale_avx2, sum_avx2,
+                                       softmax_backward_row_avx2, 0.06};
 #endif   // x86-64 with GCC or Clang
 
 // --- choosing ------------------------------------------------------------------------------

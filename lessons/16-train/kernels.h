@@ -49,6 +49,9 @@ typedef struct {
     void (*scale)(float *out, const float *x, float s, long n);
     // sum_exact (common/exact/sum_exact.h): the sum of n floats in PyTorch's order.
     float (*sum)(const float *x, long n);
+    // softmax_exact_backward_row (common/exact/softmax_exact.h): the sum over a row of
+    // grad * out in PyTorch's order, what the softmax's backward takes from every row.
+    float (*softmax_backward_row)(const float *grad, const float *out, int n);
     // A training step's time over its products' multiply-adds with these kernels, in ns, for
     // the budget's estimate (lesson/budget.h; train.c's steps_cost). Whole runs at the
     // lesson's sizes took 0.83 (scalar), 0.057 (avx2), 0.035 (avx512) on the EPYC of docs/16
