@@ -640,6 +640,18 @@ START_TEST(test_kernels_match_their_scalar_twins) {
             float row_got = set->softmax_backward_row(a, b, n);
             ck_assert_msg(memcmp(&row_want, &row_got, sizeof(float)) == 0, "%s softmax' row %d",
                           names[k], n);
+            for (int seen = -1; seen <= n + 1; seen += n / 3 + 1) {   // none, some, all
+                scalar->softmax_backward_scaled(want, a, b, a[n], 4.0f, seen, n);
+                set->softmax_backward_scaled(got, a, b, a[n], 4.0f, seen, n);
+                ck_assert_msg(memcmp(want, got, sizeof(float) * (size_t)n) == 0,
+                              "%s softmax' scaled %d seen %d", names[k], n, seen);
+            }
+            memcpy(want, a, sizeof(float) * 3 * (size_t)n);   // 3 queries, n keys
+            memcpy(got, a, sizeof(float) * 3 * (size_t)n);
+            scalar->causal_scale(want, 3, n, n / 2, 4.0f);
+            set->causal_scale(got, 3, n, n / 2, 4.0f);
+            ck_assert_msg(memcmp(want, got, sizeof(float) * 3 * (size_t)n) == 0,
+                          "%s causal scale %d", names[k], n);
             scalar->scale(want, a, b[n], n);
             set->scale(got, a, b[n], n);
             ck_assert_msg(memcmp(want, got, sizeof(float) * (size_t)n) == 0, "%s scale %d",

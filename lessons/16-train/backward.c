@@ -205,9 +205,8 @@ static void attention_backward(BackwardScratch *w, const LayerActivations *a, co
             for (int t = 0; t < N; t++) {
                 const float *p = att + t * N, *dp = w->d_att + t * N;
                 float row = kernels->softmax_backward_row(dp, p, N);
-                for (int s = 0; s < N; s++) {
-                    w->d_scores[t * N + s] = s <= t ? ((dp[s] - row) * p[s]) / scale : 0.0f;
-                }
+                // d_scores[s] = ((dp[s] - row) * p[s]) / scale for s <= t, 0 after
+                kernels->softmax_backward_scaled(w->d_scores + t * N, dp, p, row, scale, t + 1, N);
             }
             float *dq = w->d_q + ((long)b * N * H + h) * D;
             kernels->gemm(dq, H * D, w->d_scores, N, 1, k_bg, KV * D, N, D, N, false);  // dS K

@@ -118,10 +118,27 @@ static void scale_scalar(float *out, const float *x, float s, long n) {
     }
 }
 
+// Attention's scores, scaled and masked: row t of (T, L) sees keys 0 .. start + t.
+static void causal_scale_scalar(float *att, int T, int L, int start, float scale) {
+    for (int t = 0; t < T; t++) {
+        for (int s = 0; s < L; s++) {
+            att[t * L + s] = s <= start + t ? att[t * L + s] / scale : -INFINITY;
+        }
+    }
+}
+
+// Softmax's backward on one row, scaled: the gradient of the scores a query saw (s < seen).
+static void softmax_backward_scaled_scalar(float *d_scores, const float *dp, const float *p,
+                                           float row, float scale, int seen, int n) {
+    for (int s = 0; s < n; s++) {
+        d_scores[s] = s < seen ? ((dp[s] - row) * p[s]) / scale : 0.0f;
+    }
+}
+
 static const Kernels SCALAR = {"scalar", gemm_scalar, softmax_exact_lastdim, silu_scalar,
                                silu_backward_scalar, adamw_scalar, norm_scalar, add_scalar,
                                mul_scalar, scale_scalar, sum_exact, softmax_exact_backward_row,
-                               1.0};
+                               causal_scale_scalar, softmax_backward_scaled_scalar, 1.0};
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_VECTOR_KERNELS 1
@@ -487,10 +504,45 @@ AVX2 static float softmax_backward_row_avx2(const float *grad, const float *out,
     return even + odd;
 }
 
+// Lanes s .. s+7 where s < seen: all ones; 0 elsewhere.
+AVX2 static __m256 lanes_below(int s, int seen) {
+    __m256i index = _mm256_add_epi32(_mm256_set1_epi32(s),
+                                     _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(seen), index));
+}
+
+AVX2 static void causal_scale_avx2(float *att, int T, int L, int start, float scale) {
+    __m256 scale8 = _mm256_set1_ps(scale), minus_inf = _mm256_set1_ps(-INFINITY);
+    for (int t = 0; t < T; t++) {
+        float *row = att + t * L;
+        int s = 0;
+        for (; s + 8 <= L; s += 8) {
+            __m256 scaled = _mm256_div_ps(_mm256_loadu_ps(row + s), scale8);
+            _mm256_storeu_ps(row + s, _mm256_blendv_ps(minus_inf, scaled,
+                                                       lanes_below(s, start + t + 1)));
+        }
+        for (; s < L; s++) {
+            row[s] = s <= start + t ? row[s] / scale : -INFINITY;
+        }
+    }
+}
+
+AVX2 static void softmax_backward_scaled_avx2(float *d_scores, const float *dp, const float *p,
+                                              float row, float scale, int seen, int n) {
+    __m256 row8 = _mm256_set1_ps(row), scale8 = _mm256_set1_ps(scale);
+    int s = 0;
+    for (; s + 8 <= n; s += 8) {
+        __m256 d = _mm256_sub_ps(_mm256_loadu_ps(dp + s), row8);
+        d = _mm256_div_ps(_mm256_mul_ps(d, _mm256_loadu_ps(p + s)), scale8);
+        _mm256_storeu_ps(d_scores + s, _mm256_and_ps(d, lanes_below(s, seen)));
+    }
+    softmax_backward_scaled_scalar(d_scores + s, dp + s, p + s, row, scale, seen - s, n - s);
+}
+
 static const Kernels AVX2_KERNELS = {"avx2", gemm_avx2, softmax_rows_avx2, silu_avx2,
                                      silu_backward_avx2, adamw_avx2, norm_avx2, add_avx2,
                                      mul_avx2, scale_avx2, sum_avx2, softmax_backward_row_avx2,
-                                     0.1};
+                                     causal_scale_avx2, softmax_backward_scaled_avx2, 0.1};
 
 // --- AVX-512: 16 columns per register -----------------------------------------------------
 
@@ -603,7 +655,8 @@ AVX512 static void gemm_avx512(float *c, int ldc, const float *a, int a_row, int
 static const Kernels AVX512_KERNELS = {"avx512", gemm_avx512, softmax_rows_avx2, silu_avx2,
                                        silu_backward_avx2, adamw_avx2, norm_avx2, add_avx2,
                                        mul_avx2, scale_avx2, sum_avx2,
-                                       softmax_backward_row_avx2, 0.06};
+                                       softmax_backward_row_avx2, causal_scale_avx2,
+                                       softmax_backward_scaled_avx2, 0.06};
 #endif   // x86-64 with GCC or Clang
 
 // --- choosing ------------------------------------------------------------------------------

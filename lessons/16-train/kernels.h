@@ -52,6 +52,13 @@ typedef struct {
     // softmax_exact_backward_row (common/exact/softmax_exact.h): the sum over a row of
     // grad * out in PyTorch's order, what the softmax's backward takes from every row.
     float (*softmax_backward_row)(const float *grad, const float *out, int n);
+    // Attention's scores (T, L) scaled and masked in place, query t seeing keys 0 .. start+t:
+    //     att[t][s] = att[t][s] / scale  where s <= start + t,  -inf after
+    void (*causal_scale)(float *att, int T, int L, int start, float scale);
+    // The gradient of one query's scores from its weights' (n of each), scaled:
+    //     d_scores[s] = ((dp[s] - row) * p[s]) / scale  for s < seen,  0 after
+    void (*softmax_backward_scaled)(float *d_scores, const float *dp, const float *p, float row,
+                                    float scale, int seen, int n);
     // A training step's time over its products' multiply-adds with these kernels, in ns, for
     // the budget's estimate (lesson/budget.h; train.c's steps_cost). Whole runs at the
     // lesson's sizes took 0.83 (scalar), 0.057 (avx2), 0.035 (avx512) on the EPYC of docs/16

@@ -293,11 +293,7 @@ static void attention_forward(LayerActivations *a, const Config *c, int B, int s
                 }
             }
             kernels->gemm(att, L, q, H * D, 1, k_t, L, T, L, D, false);      // q @ k^T
-            for (int t = 0; t < T; t++) {
-                for (int s = 0; s < L; s++) {
-                    att[t * L + s] = s <= start + t ? att[t * L + s] / scale : -INFINITY;
-                }
-            }
+            kernels->causal_scale(att, T, L, start, scale);  // / sqrt(D); -inf after query t
             kernels->softmax_rows(att, T, L);         // exp(-inf) = 0: no weight on the future
             kernels->gemm(a->y + (((long)b * N + start) * H + h) * D, H * D, att, L, 1, v, KV * D,
                           T, D, L, false);                                  // att @ v
