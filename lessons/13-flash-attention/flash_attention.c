@@ -728,35 +728,16 @@ static Cost flash_cost(const Sizes *n, const Kernels *kernels) {
 
 // --- the lesson -------------------------------------------------------------------------
 
-static const char *const KERNEL_CHOICES[] = {"auto", "avx512", "avx2", "scalar", NULL};
+// The flags (appendix B): parsed into *lesson and checked together; *kernels are the ones
+// --kernels names.
+static Sizes read_flags(Lesson *lesson, bool *run_bench, const Kernels **kernels, int argc,
+                        char **argv);
 
 int main(int argc, char **argv) {
-    Sizes n = {.batch = 1, .seq = 256, .heads = 8, .kv_heads = 0, .head_dim = 64,
-               .block_q = 64, .block_k = 64, .threads = 1, .causal = false, .kernels = "auto"};
-    bool run_bench = false;
-    SizeFlag sizes[] = {{"--batch", &n.batch, "batch size"},
-                        {"--seq", &n.seq, "sequence length (queries and keys)"},
-                        {"--heads", &n.heads, "query heads"},
-                        {"--head-dim", &n.head_dim, "numbers per head"}};
-    IntFlag ints[] = {
-        {"--kv-heads", &n.kv_heads, "key/value heads, dividing --heads; 0: as many", 0, 65536},
-        {"--block-q", &n.block_q, "queries per block (Bq)", 1, MAX_BLOCK},
-        {"--block-k", &n.block_k, "keys per block (Bk)", 1, MAX_BLOCK},
-        {"--threads", &n.threads, "threads sharing the query blocks", 1, MAX_THREADS}};
-    ChoiceFlag choices[] = {{"--kernels", &n.kernels, "the inner loops (kernels.c)",
-                             KERNEL_CHOICES}};
-    SwitchFlag switches[] = {{"--causal", &n.causal, "query t sees keys 0..t only"},
-                             {"--bench", &run_bench, "time tiled against naive (its own sizes)"}};
-    Lesson lesson = {.program = "lesson-13", .summary = "flash-attention: online softmax and "
-                     "the tiled forward, against the naive path", .sizes = sizes, .n_sizes = 4,
-                     .ints = ints, .n_ints = 4, .choices = choices, .n_choices = 1,
-                     .switches = switches, .n_switches = 2};
-    parse_lesson_args(&lesson, argc, argv);
-    n.kv_heads = n.kv_heads == 0 ? n.heads : n.kv_heads;
-    const Kernels *kernels = check_kernels(&lesson, n.kernels);
-    check_divides(&lesson, "--kv-heads", n.kv_heads, "--heads", n.heads);
-    check_fits(&lesson, "query (batch, heads, seq, head_dim)",
-               shape4(n.batch, n.heads, n.seq, n.head_dim));
+    Lesson lesson;
+    bool run_bench;
+    const Kernels *kernels;
+    Sizes n = read_flags(&lesson, &run_bench, &kernels, argc, argv);   // appendix B
     if (run_bench) {   // its own sizes, budget and time limit (bench.c); no --dot, no --dump
         BenchRun settings = {false, n.block_q, n.block_k, n.threads, kernels};
         check_bench(&lesson, &settings);
@@ -815,4 +796,42 @@ const Tensor *naive_run(size_t *extra, bool causal, const Tensor *query, const T
     const Tensor *out = naive_attention(&steps, query, key, value, causal);
     *extra = steps.extra_bytes;
     return out;
+}
+
+// === appendix B: the flags =====================================================================
+
+static const char *const KERNEL_CHOICES[] = {"auto", "avx512", "avx2", "scalar", NULL};
+
+static Sizes read_flags(Lesson *lesson, bool *run_bench, const Kernels **kernels, int argc,
+                        char **argv) {
+    static Sizes n = {.batch = 1, .seq = 256, .heads = 8, .kv_heads = 0, .head_dim = 64,
+                      .block_q = 64, .block_k = 64, .threads = 1, .causal = false,
+                      .kernels = "auto"};
+    static bool bench_switch = false;
+    static SizeFlag sizes[] = {{"--batch", &n.batch, "batch size"},
+                               {"--seq", &n.seq, "sequence length (queries and keys)"},
+                               {"--heads", &n.heads, "query heads"},
+                               {"--head-dim", &n.head_dim, "numbers per head"}};
+    static IntFlag ints[] = {
+        {"--kv-heads", &n.kv_heads, "key/value heads, dividing --heads; 0: as many", 0, 65536},
+        {"--block-q", &n.block_q, "queries per block (Bq)", 1, MAX_BLOCK},
+        {"--block-k", &n.block_k, "keys per block (Bk)", 1, MAX_BLOCK},
+        {"--threads", &n.threads, "threads sharing the query blocks", 1, MAX_THREADS}};
+    static ChoiceFlag choices[] = {{"--kernels", &n.kernels, "the inner loops (kernels.c)",
+                                    KERNEL_CHOICES}};
+    static SwitchFlag switches[] = {
+        {"--causal", &n.causal, "query t sees keys 0..t only"},
+        {"--bench", &bench_switch, "time tiled against naive (its own sizes)"}};
+    *lesson = (Lesson){.program = "lesson-13", .summary = "flash-attention: online softmax and "
+                       "the tiled forward, against the naive path", .sizes = sizes, .n_sizes = 4,
+                       .ints = ints, .n_ints = 4, .choices = choices, .n_choices = 1,
+                       .switches = switches, .n_switches = 2};
+    parse_lesson_args(lesson, argc, argv);
+    n.kv_heads = n.kv_heads == 0 ? n.heads : n.kv_heads;
+    *kernels = check_kernels(lesson, n.kernels);
+    check_divides(lesson, "--kv-heads", n.kv_heads, "--heads", n.heads);
+    check_fits(lesson, "query (batch, heads, seq, head_dim)",
+               shape4(n.batch, n.heads, n.seq, n.head_dim));
+    *run_bench = bench_switch;
+    return n;
 }
