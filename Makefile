@@ -37,8 +37,9 @@ SLOW_TESTS  := tests/test_docs.c tests/test_budget.c tests/test_fuzz_cli.c tests
 TEST_SRC    := $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(sort $(wildcard tests/test_*.c)))
 TEST_BINS   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # What the test programs share (tests/harness.c, tests/family_*.c): every
-# .c of tests/ that is not a test program, linked into each test.
-SUPPORT_SRC := $(filter-out $(TEST_SRC),$(wildcard tests/*.c))
+# .c of tests/ that is not a test program, linked into each test; but for
+# rename_fault.c, a library test_outputs loads into the lessons it runs.
+SUPPORT_SRC := $(filter-out $(TEST_SRC) tests/rename_fault.c,$(wildcard tests/*.c))
 SUPPORT_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o)
 
 # The directory of lesson N: lessons/0N-* (N without its leading zero).
@@ -116,6 +117,14 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 # included in it, so that they compile once, at the lesson's flags.
 $(BUILD)/tests/test_lesson13: $(BUILD)/obj/lessons/13-flash-attention/kernels.o
 $(BUILD)/tests/test_lesson16: $(BUILD)/obj/lessons/16-train/kernels.o
+
+# test_outputs runs lessons with tests/rename_fault.c loaded (LD_PRELOAD) to fail one
+# rename of their output; it is built without the sanitizers, which the lesson has.
+$(BUILD)/tests/test_outputs: | $(BUILD)/tests/rename_fault.so
+$(BUILD)/tests/rename_fault.so: tests/rename_fault.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	@$(CC) $(WARNINGS) -O1 -shared -fPIC $< -o $@ -ldl
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUPPORT_OBJ) $(COMMON_OBJ)
 	@mkdir -p $(dir $@)

@@ -423,6 +423,62 @@ START_TEST(test_failed_dump_keeps_the_previous_one) {
 }
 END_TEST
 
+// Run the lesson with tests/rename_fault.c loaded: the move of the new file onto a path
+// ending in `fails` fails (EIO), after the files before it were moved into place. (The
+// sanitizers' runtime, which the lessons of `make sanitize` have, must come first among the
+// libraries a program loads unless told not to check.)
+static RunResult run_with_failing_rename(const char *sandbox, const char *const *args,
+                                         const char *fails) {
+    const char *asan = getenv("ASAN_OPTIONS");
+    char *asan_before = asan != NULL ? strcpy(arena_alloc(strlen(asan) + 1, 1), asan) : NULL;
+    char *library = realpath(BUILD_DIR "/tests/rename_fault.so", NULL);   // the lesson's
+    ck_assert_msg(library != NULL, "no " BUILD_DIR "/tests/rename_fault.so");   // cwd is sandbox
+    setenv("LD_PRELOAD", library, 1);
+    free(library);
+    setenv("ATTN_TEST_RENAME_FAILS", fails, 1);
+    setenv("ASAN_OPTIONS", path_join("%s%sverify_asan_link_order=0", asan != NULL ? asan : "",
+                                      asan != NULL && asan[0] != '\0' ? ":" : ""), 1);
+    RunResult r = run_in(sandbox, args);
+    unsetenv("LD_PRELOAD");
+    unsetenv("ATTN_TEST_RENAME_FAILS");
+    if (asan_before != NULL) {
+        setenv("ASAN_OPTIONS", asan_before, 1);
+    } else {
+        unsetenv("ASAN_OPTIONS");
+    }
+    return r;
+}
+
+// A rename that fails half-way through the moves into place (the files named before Q.npy
+// already replaced, the next ones not yet): every file replaced so far is put back, and
+// nothing of the new run is left, its temporary files, the kept old ones, g.dot; or, where
+// there was nothing before, nothing at all, the directory it made included.
+START_TEST(test_failed_rename_puts_back_what_it_replaced) {
+    const char *sandbox = make_temp_dir();
+    const char *const again[] = {"--seed", "1", "--dump", "dd", "--dot", "g.dot", NULL};
+    RunResult r = run_with_failing_rename(sandbox, again, "dd/Q.npy");
+    ck_assert_msg(r.status == 1, "exit %d, expected 1: %s", r.status, r.err);
+    ck_assert_str_eq(r.err, "error: --dump: cannot write 'dd/Q.npy': Input/output error\n");
+    ck_assert_msg(count_entries(sandbox) == 0, "a first run that failed left:\n%s",
+                  listing(sandbox));
+
+    r = run_in(sandbox, (const char *[]){"--dump", "dd", "--dot", "g.dot", NULL});
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    const char *dd = path_join("%s/dd", sandbox);
+    const char *before = listing(dd), *before_all = listing(sandbox);
+    r = run_with_failing_rename(sandbox, again, "dd/Q.npy");
+    ck_assert_msg(r.status == 1, "exit %d, expected 1: %s", r.status, r.err);
+    ck_assert_str_eq(r.err, "error: --dump: cannot write 'dd/Q.npy': Input/output error\n");
+    ck_assert_str_eq(listing(dd), before);
+    ck_assert_str_eq(listing(sandbox), before_all);   // g.dot as it was
+    // The same run without the failure replaces them all: the failure was the only reason.
+    r = run_in(sandbox, again);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strcmp(listing(dd), before) != 0, "--seed 1 wrote the same dump");
+    remove_tree(sandbox);
+}
+END_TEST
+
 // The same on a full disk: a 1 MiB tmpfs (where one can be mounted: root on
 // Linux; skipped, saying so, elsewhere) takes the default dump, not the
 // one of --seq 512 (two (1, 512, 512) tensors of 1 MiB each).
@@ -690,6 +746,7 @@ static Suite *outputs_suite(void) {
     tcase_add_test(written, test_dot_and_dump_together);
     tcase_add_test(written, test_failed_write_leaves_nothing);
     tcase_add_test(written, test_failed_dump_keeps_the_previous_one);
+    tcase_add_test(written, test_failed_rename_puts_back_what_it_replaced);
     tcase_add_test(written, test_full_disk_keeps_the_previous_dump);
     tcase_add_test(written, test_signals_keep_the_previous_dump);
     tcase_add_test(written, test_save_file);
