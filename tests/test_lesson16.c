@@ -529,6 +529,15 @@ END_TEST
 
 // --- the vector kernels against their scalar twins -----------------------------------------
 
+// A kernel set's result against its scalar twin's: `count` floats, the same bits; the
+// failure names the set, the kernel and the length (or what else varies).
+static void assert_twins(const float *got, const float *want, long count, const char *set,
+                         const char *kernel, int n) {
+    char what[96];
+    snprintf(what, sizeof what, "%s %s %d", set, kernel, n);
+    assert_same_floats(got, want, count, what);
+}
+
 // Long sums. The vector sum against sum_exact, on rows long enough for its cascade. Sums
 // longer than the AVX-512 gemm's chunks (K_CHUNK, 256 terms: the weights' gradients sum
 // over every row of a batch) are taken in pieces through c: still the twin's bits, for rows
@@ -550,8 +559,7 @@ START_TEST(test_long_sums_match_their_scalar_twin) {
         // level) and up to all of b (its third), against sum_exact
         for (int n = 1; set != NULL && n <= K * N; n = n < 300 ? n + 1 : n * 3 + 1) {
             float sum_want = scalar->sum(b, n), sum_got = set->sum(b, n);
-            ck_assert_msg(memcmp(&sum_want, &sum_got, sizeof(float)) == 0, "%s sum %d: %a %a",
-                          names[k], n, (double)sum_want, (double)sum_got);
+            assert_twins(&sum_got, &sum_want, 1, names[k], "sum", n);
         }
         const int ks[] = {255, 256, 257, 512, 600}, ms[] = {20, 29};
         for (int ki = 0; set != NULL && ki < 5; ki++) {
@@ -617,45 +625,37 @@ START_TEST(test_kernels_match_their_scalar_twins) {
                           names[k], n);
         }
         for (int n = 1; n <= 100; n += 3) {
+            const char *name = names[k];
             scalar->silu(want, a, n);
             set->silu(got, a, n);
-            ck_assert_msg(memcmp(want, got, sizeof(float) * (size_t)n) == 0, "%s silu %d",
-                          names[k], n);
+            assert_twins(got, want, n, name, "silu", n);
             scalar->silu_backward(want, b, a, n);
             set->silu_backward(got, b, a, n);
-            ck_assert_msg(memcmp(want, got, sizeof(float) * (size_t)n) == 0, "%s silu' %d",
-                          names[k], n);
+            assert_twins(got, want, n, name, "silu'", n);
             float norm_want = scalar->norm(a, n), norm_got = set->norm(a, n);
-            ck_assert_msg(memcmp(&norm_want, &norm_got, sizeof(float)) == 0, "%s norm %d",
-                          names[k], n);
+            assert_twins(&norm_got, &norm_want, 1, name, "norm", n);
             scalar->add(want, a, b, n);
             set->add(got, a, b, n);
-            ck_assert_msg(memcmp(want, got, sizeof(float) * (size_t)n) == 0, "%s add %d",
-                          names[k], n);
+            assert_twins(got, want, n, name, "add", n);
             scalar->mul(want, a, b, n);
             set->mul(got, a, b, n);
-            ck_assert_msg(memcmp(want, got, sizeof(float) * (size_t)n) == 0, "%s mul %d",
-                          names[k], n);
+            assert_twins(got, want, n, name, "mul", n);
+            scalar->scale(want, a, b[n], n);
+            set->scale(got, a, b[n], n);
+            assert_twins(got, want, n, name, "scale", n);
             float row_want = scalar->softmax_backward_row(a, b, n);
             float row_got = set->softmax_backward_row(a, b, n);
-            ck_assert_msg(memcmp(&row_want, &row_got, sizeof(float)) == 0, "%s softmax' row %d",
-                          names[k], n);
+            assert_twins(&row_got, &row_want, 1, name, "softmax' row", n);
             for (int seen = -1; seen <= n + 1; seen += n / 3 + 1) {   // none, some, all
                 scalar->softmax_backward_scaled(want, a, b, a[n], 4.0f, seen, n);
                 set->softmax_backward_scaled(got, a, b, a[n], 4.0f, seen, n);
-                ck_assert_msg(memcmp(want, got, sizeof(float) * (size_t)n) == 0,
-                              "%s softmax' scaled %d seen %d", names[k], n, seen);
+                assert_twins(got, want, n, name, "softmax' scaled, seen of n", seen);
             }
             memcpy(want, a, sizeof(float) * 3 * (size_t)n);   // 3 queries, n keys
             memcpy(got, a, sizeof(float) * 3 * (size_t)n);
             scalar->causal_scale(want, 3, n, n / 2, 4.0f);
             set->causal_scale(got, 3, n, n / 2, 4.0f);
-            ck_assert_msg(memcmp(want, got, sizeof(float) * 3 * (size_t)n) == 0,
-                          "%s causal scale %d", names[k], n);
-            scalar->scale(want, a, b[n], n);
-            set->scale(got, a, b[n], n);
-            ck_assert_msg(memcmp(want, got, sizeof(float) * (size_t)n) == 0, "%s scale %d",
-                          names[k], n);
+            assert_twins(got, want, 3L * n, name, "causal scale", n);
         }
         AdamWStep step = {0.9997f, 0.9f, 0.1f, 0.99f, 0.01f, 0.141067f, 1e-8f, -0.0173f};
         for (int n = 1; n <= 100; n += 3) {   // value, exp_avg, exp_avg_sq: a, b, b squared
