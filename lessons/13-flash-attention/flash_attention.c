@@ -257,11 +257,11 @@ static void attend_query_block(Counts *counts, FlashAttentionSteps *watch, const
         //    after query qs+j (exp2 makes it 0); and each column's largest.
         w->kernels->scores(w->s_t, w->block_max, &tile, k_block, w->q_t);
         // 2. Online softmax, one column per query: m_new = max(m, block_max),
-        //    alpha = exp2(m - m_new), s_t = exp2(s_t - m_new), l = alpha l +
-        //    each column's sum, m = m_new.
-        w->kernels->online_softmax(w->s_t, w->m, w->l, w->alpha, w->block_max, &tile);
-        // 3. o = alpha o + P @ v_block, where P[j][p] = s_t[p][j].
-        w->kernels->accumulate(o, &tile, w->alpha, w->s_t, v_block);
+        //    alpha = exp2(m - m_new), s_t = exp2(s_t - m_new), m = m_new.
+        w->kernels->online_softmax(w->s_t, w->m, w->alpha, w->block_max, &tile);
+        // 3. o = alpha o + P @ v_block, where P[j][p] = s_t[p][j], and l =
+        //    alpha l + each query's sum of its weights (added as they are used).
+        w->kernels->accumulate(o, w->l, &tile, w->alpha, w->s_t, v_block);
 
         // 4 FLOPs per number of a head for each (query, key) pair a query sees:
         // all nq x keys of a full tile, a triangle and what is left of a diagonal one.
@@ -287,7 +287,7 @@ static void attend_query_block(Counts *counts, FlashAttentionSteps *watch, const
         lse[qs + j] = (w->m[j] + log2f(w->l[j])) * (float)LN_2;
     }
     Tile no_keys = {0, nq, W, D, NO_MASK};
-    w->kernels->accumulate(o, &no_keys, w->alpha, w->s_t, v);
+    w->kernels->accumulate(o, NULL, &no_keys, w->alpha, w->s_t, v);
 }
 
 // --- the parallel split: FlashAttention-2's, over batch, heads and query blocks ---

@@ -54,16 +54,24 @@ typedef struct {
     //     m_new = max(m, block_max)
     //     alpha = exp2(m - m_new)                 (0 for a first block: m = -inf)
     //     s_t   = exp2(s_t - m_new)               (the block's weights, unnormalised)
-    //     l     = l * alpha + the column's sum of s_t, added in order p = 0, 1, ...
     //     m     = m_new
-    void (*online_softmax)(float *s_t, float *m, float *l, float *alpha,
-                           const float *block_max, const Tile *tile);
-    // The output accumulator of each query j < queries, o (queries, D):
+    // (The running sum l is accumulate's.) On a tile without the mask
+    // (diagonal == NO_MASK) every score must be finite, as the forward's
+    // are: the AVX-512 version skips there the test that turns the mask's
+    // -inf into 0 (kernels.c, exp2).
+    void (*online_softmax)(float *s_t, float *m, float *alpha, const float *block_max,
+                           const Tile *tile);
+    // The output accumulator of each query j < queries, o (queries, D), and
+    // its running sum of weights l (queries):
     //     o[j] = o[j] * alpha[j] + sum over the keys it sees of p_t[p][j] * v[p]
-    // the sum in the order p = 0, 1, ..., one fused multiply-add a step.
-    // With no keys it is o[j] * alpha[j] alone: the forward's o / l.
-    void (*accumulate)(float *o, const Tile *tile, const float *alpha, const float *p_t,
-                       const float *v);
+    //     l[j] = l[j] * alpha[j] + sum over the keys it sees of p_t[p][j]
+    // each sum in the order p = 0, 1, ...: o's one fused multiply-add a
+    // step, l's one addition a step, from 0. (l is o's sum with a value of
+    // 1 for every key: adding each weight as it is used costs nothing here,
+    // where the FMA units are busy and the adders are not.) With no keys it
+    // is o[j] * alpha[j] alone: the forward's o / l, with l NULL.
+    void (*accumulate)(float *o, float *l, const Tile *tile, const float *alpha,
+                       const float *p_t, const float *v);
     // For --bench: `steps` fused multiply-adds on each of 12 independent
     // chains of `lanes` floats (or on one chain, where each waits for the
     // one before). Returns their sum, so that the loop is not optimised away.
@@ -82,9 +90,11 @@ const Kernels *kernels_best(void);
 const Kernels *kernels_named(const char *name);
 
 // The twins' exp2, for x <= 0 (the only arguments softmax has): within
-// 1 ulp of exp2; 0 below EXP2_LO (so exp2(-inf) = 0, masked scores drop
-// out) and for NaN. The vector versions compute the same bits.
-#define EXP2_LO (-125.0f)
+// 1 ulp of exp2, rounded once to a float, so below about -126 to a
+// subnormal one, and 0 from EXP2_LO down (2^x is then less than half the
+// smallest float); 0 for -inf (masked scores drop out) and for NaN. The
+// vector versions compute the same bits.
+#define EXP2_LO (-151.0f)
 float flash_exp2(float x);
 
 #endif
