@@ -67,9 +67,10 @@ typedef struct {
     //     l[j] = l[j] * alpha[j] + sum over the keys it sees of p_t[p][j]
     // each sum in the order p = 0, 1, ...: o's one fused multiply-add a
     // step, l's one addition a step, from 0. (l is o's sum with a value of
-    // 1 for every key: adding each weight as it is used costs nothing here,
-    // where the FMA units are busy and the adders are not.) With no keys it
-    // is o[j] * alpha[j] alone: the forward's o / l, with l NULL.
+    // 1 for every key: the AVX-512 version adds each weight as it uses it,
+    // on adders its FMAs leave idle; AVX2's, short of registers, in a pass
+    // of its own.) With no keys it is o[j] * alpha[j] alone: the forward's
+    // o / l, with l NULL.
     void (*accumulate)(float *o, float *l, const Tile *tile, const float *alpha,
                        const float *p_t, const float *v);
     // For --bench: `steps` fused multiply-adds on each of 12 independent
