@@ -66,8 +66,8 @@ static int lesser(int a, int b) {
 #define EXP2_C4 0x1.3b2d4cp-7f
 #define EXP2_C5 0x1.5f3e54p-10f
 #define EXP2_C6 0x1.41fbbep-13f
-#define TWO_TO_64 64                // 2^n in two steps: 2^(n + 64), then 2^-64
-#define TWO_TO_MINUS_64 0x1p-64f
+#define SCALE_UP 64                 // 2^n in two steps: 2^(n + SCALE_UP), exact ...
+#define SCALE_DOWN 0x1p-64f         // ... then times 2^-SCALE_UP, rounded once
 
 static uint32_t float_bits(float x) {
     uint32_t u;
@@ -101,11 +101,11 @@ float flash_exp2(float x) {
     // exact, since the result is a normal float for every n from -151 to 0.
     // t's low bits hold n (two's complement, the magic's own low bits are
     // 0), and shifting left by 23 drops everything above them.
-    uint32_t y = float_bits(poly) + ((float_bits(t) + TWO_TO_64) << 23);
+    uint32_t y = float_bits(poly) + ((float_bits(t) + SCALE_UP) << 23);
     // Then times 2^-64: exact where 2^x is a normal float, and where it is
     // not, rounded once to the nearest subnormal (what AVX-512's scalef does
     // in one instruction).
-    float e = bits_float(y) * TWO_TO_MINUS_64;
+    float e = bits_float(y) * SCALE_DOWN;
     return x >= EXP2_LO ? e : 0.0f;   // a NaN compares false: 0
 }
 
@@ -185,8 +185,8 @@ AVX2_CODE ALWAYS_INLINE v8f exp2_8(v8f x) {
     poly = fma8(poly, r, splat8(EXP2_C2));
     poly = fma8(poly, r, splat8(EXP2_C1));
     poly = fma8(poly, r, splat8(1.0f));
-    v8u y = (v8u)poly + (((v8u)t + TWO_TO_64) << 23);   // (v8u)t: the same bits, as integers
-    v8f e = (v8f)y * TWO_TO_MINUS_64;
+    v8u y = (v8u)poly + (((v8u)t + SCALE_UP) << 23);   // (v8u)t: the same bits, as integers
+    v8f e = (v8f)y * SCALE_DOWN;
     v8i keep = x >= EXP2_LO;              // all ones where true, 0 where false (and NaN)
     return (v8f)((v8i)e & keep);
 }
