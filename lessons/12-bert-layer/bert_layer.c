@@ -815,7 +815,8 @@ static Flags read_flags(Lesson *lesson, int argc, char **argv) {
          0, 9},
     };
     static ChoiceFlag choices[] = {
-        {"--position", &position, "position_embedding_type", POSITION_TYPES},
+        {"--position", &position, "positions: absolute, relative_key or relative_key_query",
+         POSITION_TYPES},
     };
     static SwitchFlag switches[] = {
         {"--train", &f.train, "training mode: dropout on (default: eval mode)"},
