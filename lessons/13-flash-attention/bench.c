@@ -599,9 +599,10 @@ void check_bench(const Lesson *lesson, BenchRun *settings) {
                         "seq 512 to 8192, causal and not); drop %s", ignored[f]);
         }
     }
-    // Its own block sizes unless given: the ones that ran fastest on the
-    // machine docs/13-flash-attention.md was measured on, with each width of
-    // register (AVX2's were 4% slower with 1024 keys, AVX-512's 0.5% faster).
+    // Its own block sizes unless given: the ones that ran fastest on the AMD
+    // EPYC (Zen 4, family 25 model 17) the lesson was tuned on, with each
+    // width of register (AVX2's were 4% slower with 1024 keys, AVX-512's 0.5%
+    // faster).
     int block_k = settings->kernels->lanes == 16 ? BENCH_BLOCK_K : BENCH_BLOCK_K_NARROW;
     settings->block_q = flag_given(lesson, "--block-q") ? settings->block_q : BENCH_BLOCK_Q;
     settings->block_k = flag_given(lesson, "--block-k") ? settings->block_k : block_k;

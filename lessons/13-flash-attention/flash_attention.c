@@ -402,9 +402,10 @@ static Tensor *FlashAttention_forward(Tensor **lse, FlashAttentionSteps *steps,
     snprintf(label, sizeof label, "tiled attention%s: %d queries a block",
              self->causal ? " (causal)" : "", min_int(self->block_q, N));
     trace1(label, out, query);
-    snprintf(label, sizeof label, "%d keys a block, read where they lie", min_int(self->block_k, N));
+    int Bk = min_int(self->block_k, N);
+    snprintf(label, sizeof label, "%d keys a block, read where they lie", Bk);
     trace1(label, out, key);
-    snprintf(label, sizeof label, "%d values a block, read where they lie", min_int(self->block_k, N));
+    snprintf(label, sizeof label, "%d values a block, read where they lie", Bk);
     trace1(label, out, value);
     trace1("m + log(l) of each query, the same loop", row_lse, out);
     if (lse != NULL) {
