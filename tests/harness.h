@@ -9,8 +9,12 @@
 //     #define main lesson_main
 //     #include "../lessons/02-self-attention-v1/self_attention_v1.c"
 //     #undef main
-// then, the same way, each sibling .c file of the lesson's directory (the
-// speed or measurement code a long lesson keeps beside it: lesson/lesson.h).
+// then, the same way, the sibling .c files it calls (the parts, flags and
+// measurement code a long lesson keeps beside it: lesson/lesson.h). A
+// sibling whose functions the lesson reaches through an extern table, the
+// kernels.c of lessons 13 and 16, is not included: the Makefile links the
+// lesson's own object of it into the test, so it compiles once, at the
+// lesson's flags.
 //
 // Paths are relative to the project root (make runs the tests from there);
 // BUILD_DIR is where the lessons are built.

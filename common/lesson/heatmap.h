@@ -10,7 +10,8 @@
 // so a weight of 0.01 reads apart from 0.1 and from 0.5, a masked cell
 // (exactly 0) from a tiny one, and a causal triangle, a padding mask's dead
 // columns or a uniform row (1/S everywhere) are seen at a glance. Leading
-// dims (batch, head, ...) give one grid each, titled with their index. NaN
+// dims (batch, head, ...) give one grid each, titled with their index (the
+// first 8 grids, then a line saying how many more there were). NaN
 // cells show as '?'. Plain text; Unicode shades when LANG/LC_ALL/LC_CTYPE
 // name UTF-8, ASCII " .:+#@" otherwise. Every line fits 100 columns: a grid
 // shows at most 46 rows and columns, and says when it shows fewer.

@@ -104,13 +104,16 @@
 // what it could not finish. Every run compares what it held with .bytes
 // when it finishes and warns on stderr if it held more (the tests see the
 // warning); ATTN_COST=show prints both, ATTN_COST=check only the prediction.
-// tests/test_budget.c checks each lesson's prediction at a few sizes, and
-// test_fuzz_cli.c at the edge of a lowered budget along each size flag:
-// list a new lesson there (KNOWN, SIZED, a refusal in REFUSALS).
+// tests/test_budget.c checks each lesson's prediction at sizes its SIZED
+// table lists and its refusals' words (REFUSALS); test_budget_edges.c and
+// test_fuzz_cli.c run each size flag at the edge of a lowered budget and at
+// the limit, for the lessons whose limits are known (KNOWN, in
+// tests/lesson_cli.c). List a new lesson in those three tables.
 //
 // A TEST THAT CALLS A LESSON'S FUNCTIONS includes the lesson's .c files
-// into itself: the lesson file first, with its main() renamed, then each
-// sibling (tests/harness.h shows the lines).
+// into itself: the lesson file first, with its main() renamed, then the
+// siblings it calls, except those linked in instead, whose functions a
+// lesson reaches through an extern table (tests/harness.h says which).
 //
 // The helper that main() calls is in four files, one job each: flags.h
 // (the command line, and refusing bad input with exit 2), budget.h (what a

@@ -15,7 +15,7 @@
 //   image encoder's features in between. The post's relative positions are
 //   wrong in two places (with a cache, and in cross-attention); the layer
 //   here is the fixed one, and the post's own code runs in parts 6 and 7
-//   (parts.c), failing and going wrong, beside the fix proven.
+//   (the_post.c), failing and going wrong, beside the fix proven.
 //
 // THE MATH (one layer; x is (B, T, C), L = P + T keys after P cached ones)
 //   scores = q k^T [+ q e(t - s) [+ k e(t - s)]] / sqrt(D) + mask   (B, H, T, L)
@@ -62,7 +62,7 @@
 //   - post-norm: every row of layer_output has standard deviation 1;
 //     pre-norm (lesson 11's order, same weights) lets the rows grow (part 9).
 //
-// THE PARTS (part 1 here, 2-9 in parts.c, 6 and 7 in the_post.c; --part N prints N alone,
+// THE PARTS (1 to 5, 8 and 9 in parts.c, 6 and 7 in the_post.c; --part N prints N alone,
 // --all every part; the default prints part 1 and the list of the others)
 //   1. the layer, run as BLIP's decoder runs it (every flag; --heatmap draws it)
 //   2. BERT's additive mask against lesson 4's masked_fill (--pad)
@@ -815,7 +815,8 @@ static Flags read_flags(Lesson *lesson, int argc, char **argv) {
          0, 9},
     };
     static ChoiceFlag choices[] = {
-        {"--position", &position, "position_embedding_type", POSITION_TYPES},
+        {"--position", &position, "positions: absolute, relative_key or relative_key_query",
+         POSITION_TYPES},
     };
     static SwitchFlag switches[] = {
         {"--train", &f.train, "training mode: dropout on (default: eval mode)"},

@@ -1,12 +1,13 @@
-// bert_layer.h - lesson 12's layer as C structs, shared by its two files.
+// bert_layer.h - lesson 12's layer as C structs, and what its three files share.
 //
 // The post's classes, one struct each, with the post's field names: read
 // this beside bert_layer.c, whose functions are their __init__ and forward.
-// bert_layer.c is the lesson (the layer, fixed; part 1, the layer run as
-// BLIP's decoder runs it; main); parts.c holds parts 2 to 5, 8 and 9, the
-// demonstrations; the_post.c parts 6 and 7 and the post's own relative
-// positions, run there only.
-// What one file calls of the other is declared here.
+// bert_layer.c is the lesson (the layer, fixed, and main); parts.c holds
+// part 1 (the layer run as BLIP's decoder runs it, printed step by step)
+// and parts 2 to 5, 8 and 9, the demonstrations; the_post.c parts 6 and 7
+// and the post's own relative positions, run there only. (README.md in
+// this directory gives the reading order.)
+// What one file calls of another is declared here.
 //
 // Size letters (docs/README.md has the table): B batch, T tokens of this
 // call, P cached positions (--past), L = P + T keys of the self-attention,
@@ -140,8 +141,8 @@ typedef struct {
     const Tensor *attention_output;         // (B, T, C) what the feed-forward gets
 } BertLayerSteps;
 
-// What parts.c calls of bert_layer.c: the layer's __init__, and the forwards
-// the parts run again.
+// What parts.c and the_post.c call of bert_layer.c: the layer's __init__, and
+// the forwards and steps the parts run again.
 BertLayer BertLayer_init(const BertConfig *config);
 const Tensor *transpose_for_scores(const BertSelfAttention *self, const Tensor *x);
 Tensor *relative_distance(int T, int L);

@@ -151,7 +151,7 @@ static long count_parameters(const BertLayer *layer) {
     return count + 2L * numel(layer->output.LayerNorm.weight);
 }
 
-// torch.Size([B, T, C]) of three sizes, and (B, T, H, D) of four.
+// torch.Size([a, b, c]): three sizes as print(t.shape) shows them.
 static const char *size3(int a, int b, int c) {
     return sizes_str((const int[]){a, b, c}, 3, SIZES_TORCH);
 }

@@ -86,6 +86,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attention.h"
@@ -395,13 +396,18 @@ static Tensor *FlashAttention_forward(Tensor **lse, FlashAttentionSteps *steps,
     if (steps != NULL) {
         steps->scratch_bytes = scratch_bytes;
     }
+    // The diagram: one edge for each input, saying what the loop takes of it, and lse
+    // beside out, made by the same loop.
     char label[96];
-    snprintf(label, sizeof label, "tiled attention%s, blocks %d x %d",
-             self->causal ? " (causal)" : "", min_int(self->block_q, N),
-             min_int(self->block_k, N));
-    const Tensor *inputs[3] = {query, key, value};
-    trace(label, out, 3, inputs, 0, NULL);
-    trace(label, row_lse, 3, inputs, 0, NULL);
+    snprintf(label, sizeof label, "tiled attention%s: %d queries a block",
+             self->causal ? " (causal)" : "", min_int(self->block_q, N));
+    trace1(label, out, query);
+    int Bk = min_int(self->block_k, N);
+    snprintf(label, sizeof label, "%d keys a block, read where they lie", Bk);
+    trace1(label, out, key);
+    snprintf(label, sizeof label, "%d values a block, read where they lie", Bk);
+    trace1(label, out, value);
+    trace1("m + log(l) of each query, the same loop", row_lse, out);
     if (lse != NULL) {
         *lse = row_lse;
     }
@@ -567,8 +573,8 @@ static void show_tiled_loop(const FlashAttentionSteps *steps, const Sizes *n, co
                             const Tensor *lse) {
     int N = n->seq, Bq = min_int(n->block_q, N), Bk = min_int(n->block_k, N);
     int q_blocks = (N + Bq - 1) / Bq, k_blocks = (N + Bk - 1) / Bk;
-    printf("\n-- part 3: the tiled loop, blocks of %d queries x %d keys (--block-q, --block-k, "
-           "--causal) --\n", Bq, Bk);
+    printf("\n-- part 3: the tiled loop, blocks of %d quer%s x %d key%s (--block-q, --block-k, "
+           "--causal) --\n", Bq, Bq == 1 ? "y" : "ies", Bk, Bk == 1 ? "" : "s");
     if (q_blocks <= MAP_MAX_BLOCKS && k_blocks <= MAP_MAX_BLOCKS) {
         printf("the tiles of one head, a row per query block and a column per key block:\n"
                "  # computed   \\ on the diagonal: computed, then masked   . skipped\n");
@@ -585,9 +591,15 @@ static void show_tiled_loop(const FlashAttentionSteps *steps, const Sizes *n, co
                MAP_MAX_BLOCKS, MAP_MAX_BLOCKS);
     }
     long heads = (long)n->batch * n->heads;
-    printf("per head: %ld tiles computed (%ld of them masked), %ld skipped\n",
-           (steps->tiles[TILE_FULL] + steps->tiles[TILE_DIAGONAL]) / heads,
-           steps->tiles[TILE_DIAGONAL] / heads, steps->tiles[TILE_SKIPPED] / heads);
+    long computed = (steps->tiles[TILE_FULL] + steps->tiles[TILE_DIAGONAL]) / heads;
+    long masked = steps->tiles[TILE_DIAGONAL] / heads;
+    if (computed == 1) {
+        printf("per head: 1 tile computed (%s), %ld skipped\n", masked ? "masked" : "not masked",
+               steps->tiles[TILE_SKIPPED] / heads);
+    } else {
+        printf("per head: %ld tiles computed (%ld of them masked), %ld skipped\n", computed,
+               masked, steps->tiles[TILE_SKIPPED] / heads);
+    }
 
     printf("query %d of head 0, block by block: m its running max, l its running sum of "
            "exp(x - m),\n"
@@ -597,7 +609,8 @@ static void show_tiled_loop(const FlashAttentionSteps *steps, const Sizes *n, co
     int count = steps->n_row_steps;
     for (int i = 0; i < count; i++) {
         if (count > 2 * ROWS_SHOWN && i == ROWS_SHOWN) {   // the middle left out
-            printf("  ... %d blocks more ...\n", count - 2 * ROWS_SHOWN);
+            printf("  ... %d block%s more ...\n", count - 2 * ROWS_SHOWN,
+                   count - 2 * ROWS_SHOWN == 1 ? "" : "s");
             i = count - ROWS_SHOWN;
         }
         const RowStep *r = &steps->row_steps[i];
@@ -624,14 +637,29 @@ static const char *corner_str(const Tensor *t) {
     return tensor_str(reshape(c, shape2(rows, cols)), NULL);                  // (4, 4)
 }
 
+// The decimals that show `mib` above `limit` (0 for 300 MiB against 256; 2 for 256.26):
+// "256 MiB, more than the 256 MiB" would not say why the naive path is skipped.
+static int decimals_above(double mib, double limit) {
+    int decimals = 0;
+    char text[64];
+    for (; decimals < 9; decimals++) {
+        snprintf(text, sizeof text, "%.*f", decimals, mib);
+        if (strtod(text, NULL) > limit) {
+            break;
+        }
+    }
+    return decimals;
+}
+
 static void show_against_naive(const Tensor *out, const Tensor *out_naive, const Sizes *n) {
     int R = n->heads / n->kv_heads;
     printf("\n-- part 4: the tiled kernel against the naive path (--kv-heads, --threads) --\n");
     if (out_naive == NULL) {
-        printf("the naive path is skipped: its (%d, %d, %d, %d) tensors would take %.0f MiB, "
+        double mib = naive_bytes(n->batch, n->heads, n->seq, n->causal) / MIB;
+        printf("the naive path is skipped: its (%d, %d, %d, %d) tensors would take %.*f MiB, "
                "more\n  than the %d MiB it may hold (the tiled path needs no such tensor)\n",
-               n->batch, n->heads, n->seq, n->seq,
-               naive_bytes(n->batch, n->heads, n->seq, n->causal) / MIB, NAIVE_MAX_MIB);
+               n->batch, n->heads, n->seq, n->seq, decimals_above(mib, NAIVE_MAX_MIB), mib,
+               NAIVE_MAX_MIB);
         return;
     }
     printf("out_naive = torch.softmax(query @ key.transpose(-2, -1) / math.sqrt(%d), dim=-1) "
@@ -817,8 +845,9 @@ static Sizes read_flags(Lesson *lesson, bool *run_bench, const Kernels **kernels
         {"--block-q", &n.block_q, "queries per block (Bq)", 1, MAX_BLOCK},
         {"--block-k", &n.block_k, "keys per block (Bk)", 1, MAX_BLOCK},
         {"--threads", &n.threads, "threads sharing the query blocks", 1, MAX_THREADS}};
-    static ChoiceFlag choices[] = {{"--kernels", &n.kernels, "the inner loops (kernels.c)",
-                                    KERNEL_CHOICES}};
+    static ChoiceFlag choices[] = {
+        {"--kernels", &n.kernels, "the inner loops (kernels.c): auto, avx512, avx2 or scalar",
+         KERNEL_CHOICES}};
     static SwitchFlag switches[] = {
         {"--causal", &n.causal, "query t sees keys 0..t only"},
         {"--bench", &bench_switch, "time tiled against naive (its own sizes)"}};

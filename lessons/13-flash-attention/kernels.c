@@ -1,5 +1,7 @@
-// kernels.c - lesson 13's inner loops: the one place in this project that
-// leaves portable C. (kernels.h says what each kernel computes.)
+// kernels.c - lesson 13's inner loops, where the lesson leaves portable C.
+// (kernels.h says what each kernel computes. Lessons 14 and 16 have vector
+// kernels of their own, written the same way; the rest of the project is
+// portable C11.)
 //
 // Each kernel is here three times, in this order:
 //   - the scalar twin: plain C11, every fused multiply-add an fmaf(). It is
@@ -18,7 +20,8 @@
 // project builds with -ffp-contract=off (no multiply-add is fused unless
 // written), so every fma is spelled out.
 //
-// How they are fast (docs/13-flash-attention.md has the numbers):
+// How they are fast (the speed page docs/13-flash-attention.md links has the
+// numbers):
 //   - The two products run in a register tile (the "micro-kernel"): a
 //     block of the result stays in registers while the sum runs, so each
 //     step loads one row of B, broadcasts one number of A per row, and
@@ -194,8 +197,8 @@ AVX2_CODE ALWAYS_INLINE v8f exp2_8(v8f x) {
 // flash_exp2 on 16 lanes, with the two AVX-512 instructions made for it:
 // roundscale rounds to the nearest integer (what the magic addition does),
 // and scalef multiplies by 2^n, rounding once (what the twin's two steps
-// do). (Measured on the AMD Zen 4 here, these two are faster than the magic
-// addition and the integer add.)
+// do). (Measured on the AMD Zen 4 the lesson was tuned on, these two are
+// faster than the magic addition and the integer add.)
 //
 // `masked`: whether to test x >= EXP2_LO, zeroing the lanes where it is
 // not. Without the test, a finite x below EXP2_LO gives 0 all the same

@@ -82,7 +82,7 @@ typedef struct {
 extern const Kernels SCALAR_KERNELS;
 
 // The kernels the environment variable ATTN_KERNELS names ("scalar", "avx2"
-// or "avx512", as lesson 14 reads it; make valgrind sets scalar, since
+// or "avx512", as lessons 14 and 16 read it; make valgrind sets scalar, since
 // valgrind 3.19 cannot run AVX-512) when this CPU has them, else the
 // fastest this CPU runs. Never NULL.
 const Kernels *kernels_best(void);

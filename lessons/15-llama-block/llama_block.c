@@ -10,18 +10,22 @@
 //       depends on m - n only. Meta pairs (2i, 2i+1), Hugging Face (i, i + D/2).
 //     - RMSNorm in place of LayerNorm: divide by the root mean square; no mean, no bias.
 //     - grouped-query attention (lesson 8) read by index (lesson 10), causal, with a cache.
-//     - the SwiGLU MLP: down(silu(gate(x)) * up(x)), three matrices, hidden ~ 8/3 of dim.
-//   No biases, no dropout.
+//     - the SwiGLU MLP: down(silu(gate(x)) * up(x)), three matrices, hidden ~ 8/3 of dim
+//       (Llama 2 7B: 11008 of 4096; Llama 3 8B, 3.5 times: 14336).
+//   No biases (Llama's and Mistral's projections have none; Qwen2's and Qwen2.5's q, k and v
+//   have, Qwen3's not), no dropout.
 //
 // THE MATH (x is (B, T, C); P tokens cached before it)
-//   RMSNorm(x) = x / sqrt(mean(x^2) + 1e-6) * weight
+//   RMSNorm(x) = x / sqrt(mean(x^2) + eps) * weight, eps 1e-6 (LlamaConfig's default; Llama 2's
+//                base models and Llama 3 set 1e-5)
 //   theta_i    = base^(-2i/D), i < D/2;  RoPE(v, m): pair (a, e) of v ->
 //                (a cos m theta_i - e sin m theta_i, e cos m theta_i + a sin m theta_i)
 //   attn       = softmax over s <= P+t of RoPE(q_t, P+t) . RoPE(k_s, s) / sqrt(D), times v_s
 //                (query head h reads key/value head h / R, R = H / KV)
 //   h = x + o_proj(attn);  out = h + down_proj(silu(gate_proj(n)) * up_proj(n)), n = RMSNorm(h)
 //
-// THE PYTORCH IT MIRRORS (as transformers writes it; docs/15-llama-block.md has the script)
+// THE PYTORCH IT MIRRORS (transformers v4.38's modeling_llama.py, its eager attention;
+// docs/15-llama-block.md has the script)
 //   torch.manual_seed(seed)
 //   layer = LlamaDecoderLayer(config)           # q, k, v, o, gate, up, down: nn.Linear draws
 //   hidden_states = torch.randn(batch, prompt + new, dim)
@@ -65,7 +69,7 @@ typedef struct {
     int num_attention_heads;    // H
     int num_key_value_heads;    // KV
     int rope_theta;             // the base of the angles: 10000 (Llama 2), 500000 (Llama 3)
-    double rms_norm_eps;        // 1e-6
+    double rms_norm_eps;        // 1e-6, LlamaConfig's default (Llama 2 base, Llama 3: 1e-5)
     RopeLayout rope_layout;     // ROTATE_HALF: transformers' code; INTERLEAVED: Meta's
 } LlamaConfig;
 
@@ -77,7 +81,7 @@ typedef struct {
 // no bias. A sublayer needs inputs of a steady scale; re-centering adds little to that.
 typedef struct {
     const Tensor *weight;       // (C,), starts as ones: draws nothing
-    double variance_epsilon;    // 1e-6
+    double variance_epsilon;    // config.rms_norm_eps
 } LlamaRMSNorm;
 
 // `name`: the weight's state_dict name, "input_layernorm.weight"
@@ -346,9 +350,11 @@ static Tensor *LlamaAttention_forward(LlamaAttentionSteps *steps, const LlamaAtt
 
 // --- LlamaMLP: SwiGLU ------------------------------------------------------------------------
 
-// silu(z) = z * sigmoid(z) = z / (1 + exp(-z)), as PyTorch's CPU kernel computes it: whole
-// blocks of 16 numbers with its vector code's exp (Sleef's, sleef_expf), the last n % 16 with
-// the C library's expf. One exp for all would change a last bit in about 1 output in 25.
+// silu(z) = z * sigmoid(z) = z / (1 + exp(-z)), as PyTorch 1.13's AVX2 kernel computes it (the
+// one it runs on x86-64 unless ATEN_CPU_CAPABILITY=avx512): whole blocks of 16 numbers, two
+// vectors of 8, with its vector code's exp (Sleef's, sleef_expf), the last n % 16 with the C
+// library's expf. (Its AVX-512 kernel takes blocks of 32.) One exp for all would change a
+// last bit in about 1 output in 25.
 static Tensor *silu(const Tensor *x) {
     Tensor *y = clone(x);
     long n = numel(y), whole_blocks = n / 16 * 16;
@@ -631,8 +637,8 @@ static void part6_swiglu(const Run *run) {
     printf("down_proj: %s -> %s\n", size_str(m->product), size_str(run->out));
     // Three C x F matrices against lesson 11's two of C x 4C: the same for F = 8C/3.
     printf("3 matrices of %d x %d: %ld parameters; lesson 11's GELU MLP, 2 of %d x %d: %ld\n"
-           "  8/3 * %d = %.1f keeps the two equal; rounded up to a multiple of 8: %d (Llama rounds "
-           "to 256)\n", C, F, 3L * C * F, C, 4 * C, 8L * C * C, C, 8.0 * C / 3.0,
+           "  8/3 * %d = %.1f keeps the two equal; rounded up to a multiple of 8: %d (Llama 2 "
+           "rounds to 256)\n", C, F, 3L * C * F, C, 4 * C, 8L * C * C, C, 8.0 * C / 3.0,
            (8 * C / 3 + 7) / 8 * 8);
 }
 
@@ -850,15 +856,22 @@ static void print_forward(const Run *run) {
                D, shape_str(shape4(B, heads[i], N, D), SIZES_TORCH));
     }
     printf("position_ids = torch.arange(%d)[None]: each token's position, 0 .. %d\n", N, N - 1);
+    // transformers' cos and sin hold each angle twice, [angles, angles], with a batch dim of
+    // position_ids' one row; Meta's freqs_cis holds them once, as cos + i sin. The lesson
+    // keeps them once, as cos and sin (T, D/2): what the diagram draws.
+    const char *kept = shape_str(run->steps.attn.cos->shape, SIZES_TUPLE);
     if (run->config.rope_layout == ROTATE_HALF) {
         printf("cos, sin = rotary_emb(value_states, position_ids): %s each\n"
+               "  (each angle twice, cat((freqs, freqs), dim=-1); the lesson keeps cos[0, :, :%d], "
+               "%s)\n"
                "query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, "
-               "sin)\n", shape_str(shape3(B, N, D), SIZES_TORCH));
+               "sin)\n", shape_str(shape3(1, N, D), SIZES_TORCH), D / 2, kept);
     } else {
         printf("freqs_cis = precompute_freqs_cis(%d, position_ids[0], %d): %s complex\n"
+               "  (cos + i sin of each angle; the lesson keeps cos and sin, %s each)\n"
                "query_states, key_states = apply_rotary_emb(query_states, key_states, freqs_cis)\n"
                "  (Meta's code turns them before the transpose)\n", D, run->config.rope_theta,
-               shape_str(shape2(N, D / 2), SIZES_TORCH));
+               shape_str(shape2(N, D / 2), SIZES_TORCH), kept);
     }
     const Tensor *attn_weights = run->steps.attn.attn_weights;               // (B, H, N, N)
     printf("attn_weights = softmax(q @ k^T / sqrt(%d) + causal_mask): %s\n  query head h reads "

@@ -22,7 +22,8 @@ LlamaFlags read_llama_flags(Lesson *lesson, int argc, char **argv) {
         {"--rope-base", &rope_base, "rope_theta: 10000 (Llama 2), 500000 (Llama 3)", 2, 1000000000},
     };
     static ChoiceFlag choices[] = {
-        {"--rope-layout", &layout, "pair i is (i, i + D/2) or (2i, 2i + 1)", layouts},
+        {"--rope-layout", &layout, "rotate_half, pair i = (i, i+D/2); interleaved, (2i, 2i+1)",
+         layouts},
     };
     *lesson = (Lesson){
         .program = "lesson-15",
