@@ -55,9 +55,9 @@
 //     differences agree with the analytic gradients to float rounding.
 //   - Part 2: the map of the tiles the backward visits (key blocks outside);
 //     P of one tile recomputed from lse equals the standard forward's stored
-//     P; the tiled gradients equal the standard backward's to a few 1e-7;
-//     and the memory: the standard backward's grows as N^2, the tiled one's
-//     scratch stays put.
+//     P; the tiled gradients equal the standard backward's to float rounding
+//     (3.87e-07 apart at the defaults); and the memory: the standard
+//     backward's grows as N^2, the tiled one's scratch stays put.
 //
 // THE FILES (README.md in this folder): this one teaches, up to main() and
 // its appendices after it; kernels.c (kernels.h) has the inner loops made
@@ -346,9 +346,9 @@ static TileKind tile_kind(bool causal, int qs, int nq, int ks, int nk) {
     return ks > qs + nq - 1 ? TILE_SKIPPED : TILE_DIAGONAL;
 }
 
-// The forward is lesson 13's tiled loop (appendix B), which here also keeps,
-// for each query, lse = m + log(l): its running max and sum at the end, the
-// log of the softmax's denominator. That one number per query is all the
+// The forward is lesson 13's tiled loop (appendix B), which keeps, for each
+// query, lse = m + log(l): its running max and sum at the end, the log of
+// the softmax's denominator. That one number per query is all the
 // backward needs of the softmax: P = exp(S - m) / l = exp(S - lse).
 // query (B, H, N, D), key and value (B, KV, N, D); returns out (B, H, N, D)
 // and *lse (B, H, N).
@@ -369,10 +369,10 @@ typedef struct {
     size_t delta_bytes;     // delta of one head: N floats
 } BackwardSteps;
 
-// The backward's scratch: one key block transposed and one tile's two score
-// blocks, whose size depends on Bq, Bk and D, not on N; and delta = rowsum(dO *
-// O) of the head at hand, one float per query (the paper's D, which it keeps
-// for every head, (B, H, N), like lse).
+// The backward's scratch: a key block's K_j^T and V_j^T, a query block
+// scaled, and one tile's two score blocks, whose size depends on Bq, Bk and
+// D, not on N; and delta = rowsum(dO * O) of the head at hand, one float per
+// query (the paper's D, which it keeps for every head, (B, H, N), like lse).
 typedef struct {
     int ldk;       // Bk rounded up to 16: a row of k_t, v_t, p, ds
     float *k_t;    // (D, ldk)  K_j^T, for S = Q_i K_j^T
@@ -487,9 +487,10 @@ static QKVGrads FlashAttention_backward(BackwardSteps *steps, const FlashAttenti
 
 // The standard forward, lesson 13's naive path (appendix C): the helper's
 // matmul and softmax. Returns out (B, H, N, D) and *P, the weights as
-// (B, H, N, N), which the standard backward needs whole; declared in bench.h.
-//     const Tensor *standard_attention(const Tensor **P, const Tensor *query,
-//                                      const Tensor *key, const Tensor *value, bool causal);
+// (B, H, N, N), which the standard backward needs whole. (Not static:
+// bench.c runs it too.)
+const Tensor *standard_attention(const Tensor **P, const Tensor *query, const Tensor *key,
+                                 const Tensor *value, bool causal);
 
 // The standard backward, as autograd runs it on the standard forward, by
 // plain loops (appendix C): part 1's formulas on whole (N, N) matrices a
@@ -508,7 +509,7 @@ static void print_grad(const char *name, const Tensor *grad) {
     printf("%s\n%s\n", name, tensor_str(grad, NULL));
 }
 
-// Batch row 0 of a part 1 gradient, t[0]: the rest prints alike.
+// Batch row 0 of a part 1 gradient (B, T, *): t[0].
 static void print_row0(const char *name, const Tensor *grad) {
     const Tensor *row = narrow(grad, 0, 0, 1);                                // (1, T, *)
     printf("%s[0]\n%s\n", name, tensor_str(reshape(row, shape2(size(grad, 1), size(grad, 2))),
@@ -568,7 +569,7 @@ static void part1_by_hand(const Sizes *n, bool heatmap) {
     const Tensor *ret = SelfAttV4_forward(&f, &net, X, mask);                // (B, T, C)
     printf("att_weight:\n%s\n", tensor_str(f.att_weight, "grad_fn=<SoftmaxBackward0>"));
     const Tensor *grad_out = named("grad_out", randn(ret->shape));        // (B, T, C)
-    trace1("randn_like", grad_out, ret);   // dLoss/dret, drawn: the --dot graph's backward below
+    trace1("randn_like", grad_out, ret);   // --dot: drawn in ret's shape, below the forward
     printf("ret = net(X, mask); grad_out = torch.randn(%d, %d, %d); ret.backward(grad_out)\n",
            B, T, C);
     if (heatmap) {
@@ -730,9 +731,10 @@ static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
     const Tensor *attn_out =
         named("attn_out", FlashAttention_forward(&lse, &flash, query, key, value));
     named("lse", lse);                                                        // (B, H, N)
-    // The fourth draw; the forward draws nothing, so drawn after it, it is the same numbers.
+    // The fourth draw (the forward draws nothing, so after it, the same numbers), in
+    // attn_out's shape: the --dot graph draws it below the forward.
     const Tensor *grad_attn_out = named("grad_attn_out", randn(attn_out->shape));
-    trace1("randn_like", grad_attn_out, attn_out);
+    trace1("randn_like", grad_attn_out, attn_out);                           // (B, H, N, D)
     BackwardSteps steps;
     QKVGrads grads = FlashAttention_backward(&steps, &flash, query, key, value, attn_out, lse,
                                              grad_attn_out);

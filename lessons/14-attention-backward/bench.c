@@ -7,9 +7,11 @@
 // Each case runs both backwards in turns, the tiled one until it has had a
 // second (3 to 10 runs), the loops 3 times (2 when a run takes over a
 // second), and keeps each one's best time. The table prints the spread of
-// the runs too; whether other programs took this core meanwhile is
-// measured apart, from the processor time this thread got during its runs
-// against the time they took (bench_busy). Then the case's lines, one each:
+// the runs too (slowest / best - 1; a case's first run is often its
+// slowest, so the spread is no measure of load). Whether other programs
+// took this core is measured apart: the processor time this thread got
+// during its runs against the time they took (Shares). Then the cases'
+// lines, one each:
 //     bench seq=2048 causal=0 loops_ms=... tiled_ms=... tiled_gflops=...
 //           standard_extra_mib=... tiled_extra_mib=...
 #define _POSIX_C_SOURCE 200809L   // clock_gettime
@@ -63,10 +65,14 @@ static double since(Shares *shares, Instant start) {
 }
 
 // One core's FMA peak in GFLOP/s with the kernels' own registers, best of 5
-// (12 chains of `lanes` floats; the scalar twin's fmaf is a libm call, so
-// it gets fewer steps).
+// (12 chains of `lanes` floats); 0 for the scalar twins, which have no
+// fma_chains: their fmaf is a call into libm, not one instruction, and no
+// peak of the core.
 static double fma_peak(const Kernels *kernels) {
-    long steps = kernels->lanes == 1 ? 1250000 : 160000000 / kernels->lanes;
+    if (kernels->fma_chains == NULL) {
+        return 0.0;
+    }
+    long steps = 160000000 / kernels->lanes;
     double best = 1e30;
     volatile float sink = 0.0f;   // keeps the loops from being optimised away
     for (int run = 0; run < 5; run++) {
@@ -197,7 +203,11 @@ static void print_table(const BenchCase *cases, int n_cases, double peak) {
         } else {
             printf(" %7s", "-");
         }
-        printf(" %7.1f %5.1f%%", gflops, 100.0 * gflops / peak);
+        if (peak > 0.0) {
+            printf(" %7.1f %5.1f%%", gflops, 100.0 * gflops / peak);
+        } else {
+            printf(" %7.1f %6s", gflops, "-");
+        }
         if (c->loops.runs > 0) {
             printf(" %11.1f %9.2f %9.1e\n", mib(c->standard_extra), mib(c->tiled_extra),
                    c->diff);
@@ -213,13 +223,16 @@ static void print_remarks(const BenchCase *cases, int n_seqs, double peak, const
     for (int i = 0; i < n_seqs; i++) {
         last = cases[2 * i].seq == 2048 ? &cases[2 * i] : last;
     }
-    printf("- tiled: %.0f%% of the measured peak at seq %d: its five products are FMAs; the "
-           "exp, delta,\n  the copies of K_j and V_j and the edges of the tiles are not. Its blocks "
-           "stay %.1f KiB at any seq;\n  with lse and delta (4 bytes a query) it needs %.2f MiB "
-           "here.\n",
-           100.0 * bench_flops(last->seq, false) / (last->tiled.best * 1e6) / peak, last->seq,
+    if (peak > 0.0) {
+        printf("- tiled: %.0f%% of the measured peak at seq %d: its five products are FMAs; the "
+               "exp, delta,\n  the copies of K_j and V_j and the edges of the tiles are not.\n",
+               100.0 * bench_flops(last->seq, false) / (last->tiled.best * 1e6) / peak,
+               last->seq);
+    }
+    printf("- tiled: its blocks stay %.1f KiB at any seq; with lse and delta (4 bytes a query) "
+           "it needs\n  %.2f MiB at seq %d.\n",
            (last->tiled_extra - 4.0 * (BENCH_HEADS + 1) * last->seq) / 1024.0,
-           mib(last->tiled_extra));
+           mib(last->tiled_extra), last->seq);
     for (int i = 0; i < n_seqs; i++) {
         const BenchCase *full = &cases[2 * i], *causal = &cases[2 * i + 1];
         if (full->loops.runs > 0 && (i + 1 == n_seqs || cases[2 * i + 2].loops.runs == 0)) {
@@ -231,9 +244,9 @@ static void print_remarks(const BenchCase *cases, int n_seqs, double peak, const
         }
         if (i + 1 == n_seqs) {
             printf("- causal, seq %d: the tiled backward skips the tiles above the diagonal "
-                   "and took %.2f of the time\n  it took without the mask (about 0.5 expected, "
-                   "a little more for the diagonal tiles).\n", full->seq,
-                   causal->tiled.best / full->tiled.best);
+                   "and took %.2f of the time\n  it took without the mask, for %.2f of its "
+                   "FLOPs (the tiles on the diagonal computed in full).\n", full->seq,
+                   causal->tiled.best / full->tiled.best, causal->flops / full->flops);
         }
     }
     double ran = shares->cpu / shares->wall;
@@ -278,7 +291,12 @@ void bench(const Lesson *lesson, int seq, int block_q, int block_k) {
     }
     double peak_after = fma_peak(run.kernels);   // the machine may be shared: keep the higher
     peak = peak_after > peak ? peak_after : peak;
-    printf("FMA peak of this core, measured: 12 independent chains of FMAs, %.1f GFLOP/s\n", peak);
+    if (peak > 0.0) {
+        printf("FMA peak of this core, measured: 12 independent chains of FMAs, %.1f GFLOP/s\n",
+               peak);
+    } else {
+        printf("FMA peak: not measured with the scalar twins (their fmaf is a call into libm)\n");
+    }
     printf("loops: the standard backward (P kept, as autograd keeps it) in the lesson's plain "
            "loops;\ntiled: FlashAttention-2's. Each time is the best of its runs, the two taking "
            "turns: tiled\n%d to %d runs (a second's worth), loops %d (2 when one takes over a "

@@ -37,6 +37,7 @@ typedef struct {
     void (*scale)(float *y, const float *x, long count, float s);
     // For --bench: `steps` fused multiply-adds on each of 12 independent chains of
     // `lanes` floats. Returns their sum, so that the loop is not optimised away.
+    // NULL for the scalar twins, whose fmaf is a call into libm: no peak of the core.
     float (*fma_chains)(long steps);
 } Kernels;
 
