@@ -340,17 +340,21 @@ static void refuse_with_bench(const Lesson *lesson) {
 // and its (Bq, Bk) tiles, and where the loops run, P (H, N, N), a run's dP
 // and dS, and one head's scores while P is made. Time: the bench's loops are
 // not the plain loops whose rates the budget's prices describe (budget.h),
-// so it estimates its own seconds, from these rates (set from runs on one
-// core of an AMD EPYC, Zen 4, under load, gcc -O2; the slower end, as
-// budget.h's): the loops at 0.4 ns a multiply-add (gcc 12 vectorises none of
-// them: -fopt-info-vec reports 0 loops in standard_backward); the tiled
-// kernels at 0.4 ns a multiply-add divided by the floats a register holds
-// (1, 8, 16), plus 100 ns a visited tile and 0.5 ns an element of P for
-// what is not a product (the exp, the copies); the standard forward's P at
-// 0.4 ns a multiply-add of its two products and 20 ns an element. Each
-// case runs the tiled backward at least BENCH_REPEATS times and then while
-// it has run less than a second, the loops BENCH_REPEATS times (twice when
-// slow); fma_peak, 0.2 s.
+// so it estimates its own seconds, from rates set on one core of an AMD
+// EPYC (Zen 4) under load, gcc -O2: the loops at 0.4 ns a multiply-add;
+// the tiled kernels at 0.4 ns a multiply-add divided by the floats a
+// register holds (1, 8, 16), plus 100 ns a visited tile and 0.5 ns an
+// element of P for what is not a product (the exp, the copies); the
+// standard forward's P at 0.4 ns a multiply-add of its two products and
+// 20 ns an element; fma_peak, 0.2 s. Checked on an Intel Xeon (family 6,
+// model 167, gcc 12 -O2, under load): the loops ran at 0.37 ns a
+// multiply-add (gcc vectorises none of them: -fopt-info-vec reports 0 loops
+// in standard_backward; clang 14 vectorises the dQ, dK loop), the AVX-512
+// kernels faster than estimated (11 ms for an estimated 18 at seq 512), but
+// the scalar twins at 1.1 ns a multiply-add: with ATTN_KERNELS=scalar a run
+// can take up to 3 times the estimate. Each case runs the tiled backward at
+// least BENCH_REPEATS times and then while it has run less than a second,
+// the loops BENCH_REPEATS times (twice when slow).
 static Cost bench_cost(const int *seqs, int n_seqs, const BenchRun *run) {
     double H = BENCH_HEADS, D = BENCH_HEAD_DIM, bytes = 0, seconds = 0.2;
     double lanes = run->kernels->lanes;
