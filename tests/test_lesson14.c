@@ -243,7 +243,7 @@ END_TEST
 
 // A query that sees one key (query 0 under the causal mask) has weight 1 on
 // it whatever its score: its dQ is exactly 0, as autograd has it, in the
-// tiled backward (D = dO . O and dP = dO . v are the same sum of the same
+// tiled backward (delta = dO . O and dP = dO . v are the same sum of the same
 // products) with every kernel set, and in the standard one.
 START_TEST(test_one_key_query_gets_zero_dq) {
     Sizes n = {2, 23, 0, 4, 2, 24, 5, 7, true, false};
@@ -576,7 +576,7 @@ START_TEST(test_matmul_vector_equals_scalar) {
 }
 END_TEST
 
-// softmax_backward and row_dots: every column count up to 40 (the vector
+// softmax_backward, row_dots and scale: every count up to 40 (the vector
 // widths' tails), causal diagonals that cut a vector anywhere, scores far
 // below the row's lse (exp underflows to 0) and NaN-free extremes.
 START_TEST(test_elementwise_vector_equals_scalar) {
