@@ -247,7 +247,7 @@ static SelfAttV4Grads SelfAttV4_backward(const SelfAttV4 *self, const SelfAttV4S
     g.output_proj = linear_backward(g.output, &self->output_proj, grad_out, f->output,
                                     "grad_out", "O", "Wo");
     // 2. output = Pd @ V, Pd = att_weight_dropped (B, T, S):
-    //    dV[b, s, c] = sum_t Pd[b, t, s] dO[b, t, c]     dPd[b, t, s] = sum_c dO[b, t, c] V[b, s, c]
+    //    dV[b, s, c] = sum_t Pd[b, t, s] dO[b, t, c]    dPd[b, t, s] = sum_c dO[b, t, c] V[b, s, c]
     g.V = zeros(shape3(B, S, C));
     g.att_weight_dropped = zeros(shape3(B, T, S));
     for (int b = 0; b < B; b++) {
@@ -969,7 +969,7 @@ static Tensor *first_tile_P(const FlashAttention *flash, const Tensor *query, co
     return P;
 }
 
-// === appendix C: the standard path, lesson 13's naive forward and autograd's backward =========
+// === appendix C: the standard path, lesson 13's naive forward and autograd's backward ===========
 
 // The standard forward, lesson 13's naive path: the helper's matmul and
 // softmax, (B, KV, R, N, N) weights (R query heads beside each key/value
@@ -1044,7 +1044,7 @@ size_t standard_extra_bytes(int B, int H, int N) {
     return 3 * (size_t)B * H * N * N * sizeof(float);
 }
 
-// === appendix D: part 1's checks, and its module in double for the central differences ========
+// === appendix D: part 1's checks, and its module in double for the central differences ==========
 
 // sum(ret * grad_out) computed in double from the float inputs and
 // parameters, with one number moved by h: element `index` (row-major) of
@@ -1188,7 +1188,7 @@ static void check_part1(const SelfAttV4 *net, const SelfAttV4Steps *f, const Sel
     print_central_differences(net, f, g, X, mask, grad_out);
 }
 
-// === appendix E: what a run costs, for the budget (lesson/budget.h) ===============================
+// === appendix E: what a run costs, for the budget (lesson/budget.h) =============================
 
 // Part 1 at (B, T, C): counted from what it held (ATTN_COST=show) at many
 // sizes: about 8 (B, T, T) tensors (the mask, scores, att_weight and their
@@ -1223,7 +1223,7 @@ static Cost attention_backward_cost(const Sizes *n) {
     };
 }
 
-// === appendix F: the flags ========================================================================
+// === appendix F: the flags ======================================================================
 
 // ATTN_KERNELS, if set, must name a kernel set this CPU can run (kernels.h).
 static void check_kernels_variable(const Lesson *lesson) {
