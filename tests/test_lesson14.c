@@ -4,9 +4,10 @@
 // Reference values in tests/data/lesson14/<case>/ were recorded from
 // PyTorch 1.13 by tests/reference/gen_lesson14.py, which runs the PyTorch
 // script of docs/14-attention-backward.md. The lesson source is included
-// with its main() renamed, so the tests can call the module, the backward
-// passes and the kernels directly. No test times anything: --bench is a
-// benchmark, not a test.
+// with its main() renamed, and bench.c after it, so the tests can call the
+// module and the backward passes directly; the kernels (kernels.c) are
+// linked from the lesson's own object (the Makefile) and tested through
+// their tables. No test times anything: --bench is a benchmark, not a test.
 #define _POSIX_C_SOURCE 200809L   // the lesson's clock_gettime
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #define main lesson_main
 #include "../lessons/14-attention-backward/attention_backward.c"
 #undef main
+#include "../lessons/14-attention-backward/bench.c"
 
 #define LESSON_DIR "14-attention-backward"
 #define REF_DIR DATA_DIR "/lesson14"
@@ -131,16 +133,13 @@ START_TEST(test_part1_on_recorded_inputs) {
 }
 END_TEST
 
-// The set of kernels called `name` where this CPU has it (NULL elsewhere).
-static const Kernels *const KERNEL_SETS[] = {&SCALAR_KERNELS,
-#ifdef HAVE_VECTOR_KERNELS
-                                             &AVX2_KERNELS, &AVX512_KERNELS
-#endif
-};
+// The kernel sets, the scalar twins first.
+static const char *const KERNEL_SETS[] = {"scalar", "avx2", "avx512"};
 enum { N_KERNEL_SETS = sizeof KERNEL_SETS / sizeof KERNEL_SETS[0] };
 
+// Set i where this CPU (and compiler) has it, else NULL.
 static const Kernels *available(int i) {
-    return kernels_named(KERNEL_SETS[i]->name);
+    return kernels_named(KERNEL_SETS[i]);
 }
 
 static FlashAttention flash_for(const Sizes *n, const Kernels *kernels) {
@@ -151,7 +150,7 @@ static FlashAttention flash_for(const Sizes *n, const Kernels *kernels) {
 }
 
 // Part 2 in this process, on the recorded inputs: the tiled forward and
-// backward with every kernel set this CPU has, and the naive backward.
+// backward with every kernel set this CPU has, and the standard backward's loops.
 START_TEST(test_part2_on_recorded_inputs) {
     const RecordedCase *c = recorded_case(REF_DIR, _i);
     Sizes n = case_sizes(c);
@@ -175,12 +174,12 @@ START_TEST(test_part2_on_recorded_inputs) {
         }
     }
     const Tensor *P;
-    naive_attention(&P, query, key, value, n.causal);
-    QKVGrads naive = naive_backward(P, query, key, value, grad);
-    const Tensor *got[3] = {naive.query, naive.key, naive.value};
+    standard_attention(&P, query, key, value, n.causal);
+    QKVGrads standard = standard_backward(P, query, key, value, grad);
+    const Tensor *got[3] = {standard.query, standard.key, standard.value};
     for (int i = 0; i < 3; i++) {
         assert_close(got[i], recorded(c, names[i]), ATOL, RTOL,
-                     path_join("%s %s, naive", c->dir, names[i]));
+                     path_join("%s %s, standard", c->dir, names[i]));
     }
 }
 END_TEST
@@ -217,16 +216,16 @@ static void assert_grads_close(const QKVGrads *got, const QKVGrads *want, float 
     assert_close(got->value, want->value, atol, 0.0f, path_join("%s value.grad", what));
 }
 
-// Tiled equals naive within 1e-5 for every pair of block sizes of a grid:
+// Tiled equals standard within 1e-5 for every pair of block sizes of a grid:
 // 1, blocks that divide seq, blocks that do not, seq itself, larger than seq.
-START_TEST(test_tiled_equals_naive_over_block_grid) {
+START_TEST(test_tiled_equals_standard_over_block_grid) {
     static const int blocks[] = {1, 3, 5, 16, 17, 36, 37, 4096};
     enum { N_BLOCKS = sizeof blocks / sizeof blocks[0] };
     Sizes n = {2, 37, 0, 4, 2, 20, 0, 0, _i == 1, false};   // GQA, head_dim not a multiple of 16
     Inputs in = draw_inputs(11, &n);
     const Tensor *P;
-    naive_attention(&P, in.query, in.key, in.value, n.causal);
-    QKVGrads want = naive_backward(P, in.query, in.key, in.value, in.grad_out);
+    standard_attention(&P, in.query, in.key, in.value, n.causal);
+    QKVGrads want = standard_backward(P, in.query, in.key, in.value, in.grad_out);
     for (int a = 0; a < N_BLOCKS; a++) {
         for (int b = 0; b < N_BLOCKS; b++) {
             size_t mark = arena_mark();
@@ -244,8 +243,8 @@ END_TEST
 
 // A query that sees one key (query 0 under the causal mask) has weight 1 on
 // it whatever its score: its dQ is exactly 0, as autograd has it, in the
-// tiled backward (D = dO . O and dP = dO . v are the same sum of the same
-// products) with every kernel set, and in the naive one.
+// tiled backward (delta = dO . O and dP = dO . v are the same sum of the same
+// products) with every kernel set, and in the standard one.
 START_TEST(test_one_key_query_gets_zero_dq) {
     Sizes n = {2, 23, 0, 4, 2, 24, 5, 7, true, false};
     Inputs in = draw_inputs(12, &n);
@@ -264,10 +263,10 @@ START_TEST(test_one_key_query_gets_zero_dq) {
         }
     }
     const Tensor *P;
-    naive_attention(&P, in.query, in.key, in.value, true);
-    QKVGrads naive = naive_backward(P, in.query, in.key, in.value, in.grad_out);
+    standard_attention(&P, in.query, in.key, in.value, true);
+    QKVGrads standard = standard_backward(P, in.query, in.key, in.value, in.grad_out);
     for (int d = 0; d < n.head_dim; d++) {
-        ck_assert(*at4(naive.query, 1, 3, 0, d) == 0.0f);
+        ck_assert(*at4(standard.query, 1, 3, 0, d) == 0.0f);
     }
     // Its recomputed P is exactly 1: S is the forward's score to the bit, and
     // lse = m + log(1) = that score.
@@ -402,7 +401,7 @@ END_TEST
 
 // The backward's blocks are one allocation whose size depends on the blocks
 // and head_dim only: the same at two sequence lengths, 8 times apart; what
-// grows is D, one float per query of one head. The naive path's grows 64x.
+// grows is delta, one float per query of one head. The standard path's grows 64x.
 START_TEST(test_extra_memory) {
     int seqs[2] = {32, 256};
     size_t blocks[2], delta[2], allocations[2];
@@ -425,7 +424,7 @@ START_TEST(test_extra_memory) {
     ck_assert_uint_eq(delta[0], 32 * sizeof(float));
     ck_assert_uint_eq(delta[1], 256 * sizeof(float));
     ck_assert_uint_eq(allocations[0], allocations[1]);   // the three gradients and the scratch
-    ck_assert_uint_eq(naive_extra_bytes(1, 2, 256), 64 * naive_extra_bytes(1, 2, 32));
+    ck_assert_uint_eq(standard_extra_bytes(1, 2, 256), 64 * standard_extra_bytes(1, 2, 32));
 }
 END_TEST
 
@@ -528,7 +527,7 @@ START_TEST(test_vector_equals_scalar_bitwise) {
     };
     for (int k = 1; k < N_KERNEL_SETS; k++) {
         if (available(k) == NULL) {
-            printf("(no %s here: not compared)\n", KERNEL_SETS[k]->name);
+            printf("(no %s here: not compared)\n", KERNEL_SETS[k]);
             continue;
         }
         for (int i = 0; i < 4; i++) {
@@ -564,8 +563,8 @@ START_TEST(test_matmul_vector_equals_scalar) {
                         int a_row = by_rows ? 64 : 1, a_col = by_rows ? 1 : 64;
                         vector->matmul(got, 48, a->data, a_row, a_col, b->data, 48, ms[mi],
                                        ns[ni], ks[ki], accumulate);
-                        matmul_scalar(want, 48, a->data, a_row, a_col, b->data, 48, ms[mi],
-                                      ns[ni], ks[ki], accumulate);
+                        SCALAR_KERNELS.matmul(want, 48, a->data, a_row, a_col, b->data, 48,
+                                              ms[mi], ns[ni], ks[ki], accumulate);
                         assert_same_floats(got, want, 17 * 48,
                                          path_join("%s matmul %d x %d, k %d, form %d",
                                                    vector->name, ms[mi], ns[ni], ks[ki], form));
@@ -577,7 +576,7 @@ START_TEST(test_matmul_vector_equals_scalar) {
 }
 END_TEST
 
-// softmax_backward and row_dots: every column count up to 40 (the vector
+// softmax_backward, row_dots and scale: every count up to 40 (the vector
 // widths' tails), causal diagonals that cut a vector anywhere, scores far
 // below the row's lse (exp underflows to 0) and NaN-free extremes.
 START_TEST(test_elementwise_vector_equals_scalar) {
@@ -598,8 +597,8 @@ START_TEST(test_elementwise_vector_equals_scalar) {
                 memcpy(ds_twin, ds0->data, sizeof ds);
                 vector->softmax_backward(s, ds, lse->data, delta->data, rows, cols, lds, 0.25f,
                                          diagonal);
-                softmax_backward_scalar(s_twin, ds_twin, lse->data, delta->data, rows, cols, lds,
-                                        0.25f, diagonal);
+                SCALAR_KERNELS.softmax_backward(s_twin, ds_twin, lse->data, delta->data, rows,
+                                                cols, lds, 0.25f, diagonal);
                 const char *what = path_join("%s, %d columns, diagonal %d", vector->name, cols,
                                              diagonal);
                 assert_same_floats(s, s_twin, rows * lds, path_join("P: %s", what));
@@ -609,13 +608,13 @@ START_TEST(test_elementwise_vector_equals_scalar) {
         for (int D = 1; vector != NULL && D <= 40; D += 3) {
             float got[9], want[9];
             vector->row_dots(got, s0->data, ds0->data, rows, D);
-            row_dots_scalar(want, s0->data, ds0->data, rows, D);
+            SCALAR_KERNELS.row_dots(want, s0->data, ds0->data, rows, D);
             assert_same_floats(got, want, rows, path_join("%s row_dots, D %d", vector->name, D));
         }
         for (long count = 1; vector != NULL && count <= 40; count++) {
             float got[40], want[40];
             vector->scale(got, s0->data, count, 0.125f);
-            scale_scalar(want, s0->data, count, 0.125f);
+            SCALAR_KERNELS.scale(want, s0->data, count, 0.125f);
             assert_same_floats(got, want, count, path_join("%s scale, %ld", vector->name, count));
         }
     }
@@ -667,12 +666,12 @@ START_TEST(test_kernels_variable) {
         if (available(k) == NULL) {
             continue;
         }
-        setenv("ATTN_KERNELS", KERNEL_SETS[k]->name, 1);
+        setenv("ATTN_KERNELS", KERNEL_SETS[k], 1);
         RunResult forced = run_program(lesson_binary(LESSON_DIR), args);
         unsetenv("ATTN_KERNELS");
         ck_assert_int_eq(forced.status, 0);
         ck_assert_msg(strcmp(forced.out, best.out) == 0, "ATTN_KERNELS=%s prints other numbers",
-                      KERNEL_SETS[k]->name);
+                      KERNEL_SETS[k]);
     }
     setenv("ATTN_KERNELS", "sse9", 1);
     RunResult bad = run_program(lesson_binary(LESSON_DIR), args);
@@ -705,9 +704,9 @@ START_TEST(test_bad_flags) {
 }
 END_TEST
 
-// Sizes too large for the naive paths skip them and say so; the tiled path
+// Sizes too large for part 1 and the standard path skip them and say so; the tiled path
 // runs. (att_weight (1, 8193, 8193) and P (1, 1, 8193, 8193) pass 2^26.)
-START_TEST(test_large_seq_skips_naive) {
+START_TEST(test_large_seq_skips_standard) {
     const char *forced = getenv("ATTN_KERNELS");   // make valgrind forces scalar: too slow here
     char saved[16] = "";
     snprintf(saved, sizeof saved, "%s", forced != NULL ? forced : "");
@@ -721,7 +720,7 @@ START_TEST(test_large_seq_skips_naive) {
     }
     ck_assert_msg(run.status == 0, "%s", run.err);
     ck_assert(strstr(run.out, "-- part 1 is skipped: att_weight (1, 8193, 8193)") != NULL);
-    ck_assert(strstr(run.out, "the naive path is skipped: its P (1, 1, 8193, 8193)") != NULL);
+    ck_assert(strstr(run.out, "the standard path is skipped: its P (1, 1, 8193, 8193)") != NULL);
     ck_assert(strstr(run.out, "per head: 289 tiles visited") != NULL);
 }
 END_TEST
@@ -737,12 +736,18 @@ START_TEST(test_help) {
 }
 END_TEST
 
-// --kv-heads defaults to --heads.
+// --kv-heads defaults to --heads, and 0 means the same (as in lesson 13); the
+// run with 0 prints what the run without it prints.
 START_TEST(test_kv_heads_default) {
     RunResult run = check_prints(LESSON_DIR,
                                  (const char *const[]){"--heads", "3", "--seq", "2", NULL},
                                  "key = torch.randn(3, 3, 2, 4, requires_grad=True)\n");
     ck_assert_int_eq(run.status, 0);
+    RunResult zero = run_program(lesson_binary(LESSON_DIR),
+                                 (const char *const[]){"--heads", "3", "--seq", "2",
+                                                       "--kv-heads", "0", NULL});
+    ck_assert_int_eq(zero.status, 0);
+    ck_assert_str_eq(zero.out, run.out);
 }
 END_TEST
 
@@ -754,7 +759,7 @@ Suite *lesson14_suite(void) {
     tcase_add_loop_test(pytorch, test_part2_on_recorded_inputs, 0, n_cases());
     suite_add_tcase(suite, pytorch);
     TCase *invariants = new_tcase("invariants");
-    tcase_add_loop_test(invariants, test_tiled_equals_naive_over_block_grid, 0, 2);
+    tcase_add_loop_test(invariants, test_tiled_equals_standard_over_block_grid, 0, 2);
     tcase_add_test(invariants, test_one_key_query_gets_zero_dq);
     tcase_add_loop_test(invariants, test_rows_of_dS_sum_to_zero, 0, 2);
     tcase_add_loop_test(invariants, test_masked_get_exactly_zero, 0, 2);
@@ -772,7 +777,7 @@ Suite *lesson14_suite(void) {
     suite_add_tcase(suite, kernels);
     TCase *flags = new_tcase("flags");
     tcase_add_test(flags, test_bad_flags);
-    tcase_add_test(flags, test_large_seq_skips_naive);
+    tcase_add_test(flags, test_large_seq_skips_standard);
     tcase_add_test(flags, test_help);
     tcase_add_test(flags, test_kv_heads_default);
     suite_add_tcase(suite, flags);

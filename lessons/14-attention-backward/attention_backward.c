@@ -7,25 +7,28 @@
 //   gradient with respect to every input and parameter, what loss.backward()
 //   leaves in each .grad. This lesson writes that backward pass out.
 //   Part 1 takes lesson 5's SelfAttV4 and walks back through it one step at a
-//   time: the output Linear, `@ V`, dropout (its own mask again), softmax
-//   (whose gradient needs P, dP and ONE number per query, dO . O: no N x N
-//   Jacobian), the mask (a masked score gets no gradient), the scale, Q K^T
-//   and the three Linears. Every .grad equals torch.autograd's, and central
-//   differences in double check the formulas without PyTorch.
+//   time: 1. the output Linear, 2. `@ V`, 3. dropout (its own noise again),
+//   4. softmax (whose gradient needs P, dP and ONE number per query, dO . O:
+//   no S x S Jacobian), 5. the mask (a masked score gets no gradient), the
+//   scale and Q K^T, 6. the three Linears. Every .grad equals
+//   torch.autograd's, and central differences in double check the formulas
+//   without PyTorch.
 //   Part 2 does the same for lesson 13's attention (heads, GQA, causal), the
 //   way FlashAttention-2 does it (Dao, 2023, Algorithm 2): the forward keeps
 //   the output and lse = m + log(l), one number per query; the backward walks
 //   the tiles again, key block by key block, RECOMPUTES each block of scores
 //   and P = exp(S - lse) where it needs them, and adds into dQ, dK and dV.
-//   Its scratch does not grow with the sequence; the naive backward keeps P,
-//   (B, H, N, N), and makes dP and dS as large.
+//   Its scratch does not grow with the sequence. The standard backward (what
+//   autograd runs on the notes' attention) keeps P, (B, H, N, N), and makes
+//   dP and dS as large; the lesson runs it too, by plain loops, to check the
+//   tiled one against.
 //
 // THE MATH (one head: S = Q K^T / sqrt(D), P = softmax(S), O = P V; dX is dLoss/dX)
 //   dV = P^T dO                   dP = dO V^T
 //   dS = P * (dP - rowsum(dO * O))     (softmax: rowsum(P * dP) = dO . O, one number per query)
 //   dQ = dS K / sqrt(D)           dK = dS^T Q / sqrt(D)      (GQA: dK, dV summed over a group)
 //   Linear y = x W^T + b:   dW = dy^T x,   db = dy summed over rows,   dx = dy W
-//   dropout y = x * noise:  dx = dy * noise, the forward's noise (0 or 1 / (1 - p))
+//   dropout Pd = P * noise: dP = dPd * noise, the forward's noise (0 or 1 / (1 - p))
 //
 // THE PYTORCH IT MIRRORS (docs/14-attention-backward.md has the complete script)
 //   torch.manual_seed(seed)
@@ -33,14 +36,15 @@
 //   ret = net(X, mask); grad_out = torch.randn(batch, seq, dim); ret.backward(grad_out)
 //   torch.manual_seed(seed)                                       # part 2: lesson 13's draws
 //   query = torch.randn(batch, heads, seq, head_dim, requires_grad=True); key, value likewise
+//   grad_attn_out = torch.randn(batch, heads, seq, head_dim)
 //   attn_out = softmax(query @ key^T / sqrt(head_dim) [causal]) @ value   # head h reads h // R
-//   grad_attn_out = torch.randn(batch, heads, seq, head_dim); attn_out.backward(grad_attn_out)
+//   attn_out.backward(grad_attn_out)
 //
 // RUN IT
 //   make lesson-14                  part 1 at lesson 5's sizes, part 2 on 2 heads of 4
-//   make lesson-14 ARGS="--train"   dropout on: its mask reused by the backward
+//   make lesson-14 ARGS="--train"   dropout on: its noise reused by the backward
 //   make lesson-14 ARGS="--seq 10 --block-q 4 --block-k 3 --causal --kv-heads 1"
-//   make lesson-14 ARGS=--bench     the tiled backward against the naive one, one core
+//   make lesson-14 ARGS=--bench     the tiled backward against the standard one's loops
 //   flags: --batch --seq --dim --heads --kv-heads --head-dim --block-q --block-k --causal
 //          --train --bench --seed --dump DIR --dot FILE --heatmap --help
 //
@@ -50,9 +54,14 @@
 //     to 0 (up to rounding); the two row terms print alike; the central
 //     differences agree with the analytic gradients to float rounding.
 //   - Part 2: the map of the tiles the backward visits (key blocks outside);
-//     P of one tile recomputed from lse equals the naive path's stored P;
-//     the tiled gradients equal the naive ones to about 1e-7; and the memory:
-//     the naive backward's grows as N^2, the tiled one's scratch stays put.
+//     P of one tile recomputed from lse equals the standard forward's stored
+//     P; the tiled gradients equal the standard backward's to float rounding
+//     (3.87e-07 apart at the defaults); and the memory: the standard
+//     backward's grows as N^2, the tiled one's scratch stays put.
+//
+// THE FILES (README.md in this folder): this one teaches, up to main() and
+// its appendices after it; kernels.c (kernels.h) has the inner loops made
+// fast for a CPU, bench.c (bench.h) has --bench.
 //
 // Size letters: B batch, T = S = seq (part 1: query and key positions),
 //   C dim, H query heads, KV key/value heads, R = H / KV, N seq (part 2),
@@ -61,34 +70,35 @@
 //   g = h / R its key/value head, d inside a head; qs and ks the first query
 //   and key of a block, j a query inside its block, p a key inside its block.
 
-#define _POSIX_C_SOURCE 200809L   // clock_gettime and getenv for --bench and the kernels
-
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "attention.h"
+#include "bench.h"
 #include "kernels.h"
 
 #define MASK_FILL -1e20f    // lesson 5's masked_fill value
 #define ATT_DROPOUT 0.1     // lesson 5's nn.Dropout(0.1)
 #define MAX_BLOCK 4096      // --block-q and --block-k go from 1 to this
-#define TOLERANCE 1e-5f     // tiled against naive gradients: float rounding only
+#define TOLERANCE 1e-5f     // tiled against standard gradients: float rounding only
 #define MAP_MAX_BLOCKS 16   // the tile map is drawn up to 16 x 16 blocks
 #define CHECK_STEP 1e-4     // the central differences' step, in double
 
-// Kernels (kernels.h): everything the tiled paths spend their time in, as a
-// scalar twin in plain C and AVX2 and AVX-512 versions that give the same
-// bits, defined in appendix A after main(), chosen at run time.
-static const Kernels *kernels_best(void);   // ATTN_KERNELS if set, else the fastest this CPU has
-static float flash_expf(float x);           // the kernels' exp, scalar
-
 static int min_int(int a, int b) {
     return a < b ? a : b;
+}
+
+// For --dot: out = op(from, and `also`, the saved tensors it reads besides):
+// one edge labelled op from `from`, plain edges from the others, so that
+// each operation is named once in the graph.
+static void trace_step(const char *op, const Tensor *out, const Tensor *from, int n_also,
+                       const Tensor *const *also) {
+    trace1(op, out, from);
+    trace("", out, n_also, also, 0, NULL);
 }
 
 // --- the module of part 1: lesson 5's SelfAttV4, its forward keeping what its backward needs ----
@@ -107,7 +117,7 @@ typedef struct {
     const Tensor *scores;               // (B, T, S) Q K^T / sqrt(C), masked: softmax's input
     const Tensor *att_weight;           // (B, T, S) P, after softmax
     const Tensor *noise;                // (B, T, S) dropout's 0 or 1/(1-p); NULL in eval mode
-    const Tensor *att_weight_dropped;   // (B, T, S) P * noise (att_weight itself in eval mode)
+    const Tensor *att_weight_dropped;   // (B, T, S) Pd = P * noise (P itself in eval mode)
     const Tensor *output;               // (B, T, C) before output_proj
 } SelfAttV4Steps;
 
@@ -174,11 +184,11 @@ static const Tensor *cell_mask(int batch, int seq, bool causal) {
 // Every .grad of part 1. The Linears hold their parameters' gradients
 // (grad.query_proj.weight is query_proj.weight.grad).
 typedef struct {
-    Tensor *output;               // (B, T, C) output.grad
+    Tensor *output;               // (B, T, C) output.grad, dO
     Tensor *V;                    // (B, S, C)
-    Tensor *att_weight_dropped;   // (B, T, S) dW, the gradient of P * noise
-    Tensor *att_weight;           // (B, T, S) dP (the same as dW in eval mode)
-    Tensor *row_term;             // (B, T)    sum_s P dP, one per query (= output.grad . output)
+    Tensor *att_weight_dropped;   // (B, T, S) dPd, the gradient of Pd = P * noise
+    Tensor *att_weight;           // (B, T, S) dP (the same tensor as dPd in eval mode)
+    Tensor *row_term;             // (B, T)    r = sum_s P dP, one per query (= dO . O)
     Tensor *scores;               // (B, T, S) dS
     Tensor *Q, *K;                // (B, T, C), (B, S, C)
     Tensor *X;                    // (B, T, C)
@@ -189,12 +199,15 @@ typedef struct {
 //   dW[o, i] = sum_r dy[r, o] x[r, i]     db[o] = sum_r dy[r, o]
 //   dx[r, i] += sum_o dy[r, o] W[o, i]
 // dx is ADDED to (X feeds three Linears, and its gradient is the sum of theirs).
-static Linear linear_backward(Tensor *dx, const Linear *layer, const Tensor *dy, const Tensor *x) {
+// dy_, x_ and W_ name dy, x and W in the --dot graph ("dQ", "X", "Wq").
+static Linear linear_backward(Tensor *dx, const Linear *layer, const Tensor *dy, const Tensor *x,
+                              const char *dy_, const char *x_, const char *W_) {
     int in = layer->in_features, out = layer->out_features;
     long rows = numel(x) / in;
-    const float *x_r = at2(view(contiguous(x), shape2((int)rows, in)), 0, 0);    // (rows, in)
-    const float *dy_r = at2(view(contiguous(dy), shape2((int)rows, out)), 0, 0); // (rows, out)
-    const float *W = at2(contiguous(layer->weight), 0, 0);                        // (out, in)
+    const Tensor *xc = contiguous(x), *dyc = contiguous(dy), *Wc = contiguous(layer->weight);
+    const float *x_r = &xc->data[xc->offset];                                  // (rows, in)
+    const float *dy_r = &dyc->data[dyc->offset];                               // (rows, out)
+    const float *W = &Wc->data[Wc->offset];                                    // (out, in)
     Tensor *dW = zeros(shape2(out, in)), *db = zeros(shape1(out));
     for (int o = 0; o < out; o++) {
         for (long r = 0; r < rows; r++) {
@@ -213,8 +226,13 @@ static Linear linear_backward(Tensor *dx, const Linear *layer, const Tensor *dy,
             dx->data[r * in + i] += sum;
         }
     }
-    trace2("dy^T @ x", dW, dy, x);
-    trace1("sum of dy", db, dy);
+    char label[64];
+    snprintf(label, sizeof label, "%s^T %s", dy_, x_);
+    trace_step(label, dW, dy, 1, &x);
+    snprintf(label, sizeof label, "sum of %s", dy_);
+    trace1(label, db, dy);
+    snprintf(label, sizeof label, "%s %s", dy_, W_);
+    trace_step(label, dx, dy, 1, (const Tensor *const[]){layer->weight});
     return (Linear){dW, db, in, out};
 }
 
@@ -226,34 +244,38 @@ static SelfAttV4Grads SelfAttV4_backward(const SelfAttV4 *self, const SelfAttV4S
     SelfAttV4Grads g;
     // 1. ret = output_proj(output): a Linear.
     g.output = zeros(shape3(B, T, C));
-    g.output_proj = linear_backward(g.output, &self->output_proj, grad_out, f->output);
-    trace2("grad_out @ W", g.output, grad_out, self->output_proj.weight);
-    // 2. output = W @ V, W = att_weight_dropped (B, T, S):
-    //    dV[b, s, c] = sum_t W[b, t, s] dO[b, t, c]     dW[b, t, s] = sum_c dO[b, t, c] V[b, s, c]
+    g.output_proj = linear_backward(g.output, &self->output_proj, grad_out, f->output,
+                                    "grad_out", "O", "Wo");
+    // 2. output = Pd @ V, Pd = att_weight_dropped (B, T, S):
+    //    dV[b, s, c] = sum_t Pd[b, t, s] dO[b, t, c]    dPd[b, t, s] = sum_c dO[b, t, c] V[b, s, c]
     g.V = zeros(shape3(B, S, C));
     g.att_weight_dropped = zeros(shape3(B, T, S));
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
             for (int s = 0; s < S; s++) {
-                float w = *at3(f->att_weight_dropped, b, t, s), dw = 0.0f;
+                float pd = *at3(f->att_weight_dropped, b, t, s), dpd = 0.0f;
                 for (int c = 0; c < C; c++) {
-                    *at3(g.V, b, s, c) += w * *at3(g.output, b, t, c);
-                    dw += *at3(g.output, b, t, c) * *at3(f->V, b, s, c);
+                    *at3(g.V, b, s, c) += pd * *at3(g.output, b, t, c);
+                    dpd += *at3(g.output, b, t, c) * *at3(f->V, b, s, c);
                 }
-                *at3(g.att_weight_dropped, b, t, s) = dw;
+                *at3(g.att_weight_dropped, b, t, s) = dpd;
             }
         }
     }
-    trace2("W^T @ dO", g.V, f->att_weight_dropped, g.output);
-    trace2("dO @ V^T", g.att_weight_dropped, g.output, f->V);
-    // 3. W = P * noise: dP = dW * noise, the mask of the forward again (eval: dP = dW).
+    trace_step("Pd^T dO", g.V, g.output, 1, &f->att_weight_dropped);
+    trace_step("dO V^T", g.att_weight_dropped, g.output, 1, &f->V);
+    // 3. Pd = P * noise: dP = dPd * noise, the forward's noise again (eval: Pd is P, dP is dPd).
     g.att_weight = g.att_weight_dropped;
     if (f->noise != NULL) {
-        g.att_weight = mul(g.att_weight_dropped, f->noise);
+        g.att_weight = zeros(shape3(B, T, S));
+        for (long i = 0; i < numel(g.att_weight); i++) {
+            g.att_weight->data[i] = g.att_weight_dropped->data[i] * f->noise->data[i];
+        }
+        trace_step("* noise", g.att_weight, g.att_weight_dropped, 1, &f->noise);
     }
-    // 4. P = softmax(scores): dS[t, s] = P[t, s] (dP[t, s] - sum_s' P[t, s'] dP[t, s']).
-    //    The sum is one number per query, and equals dO . O (output.grad . output):
-    //    sum_s P dP = sum_s P noise dW = sum_s W_s (dO . v_s) = dO . (sum_s W_s v_s) = dO . O.
+    // 4. P = softmax(scores): dS[t, s] = P[t, s] (dP[t, s] - r), r = sum_s' P[t, s'] dP[t, s'].
+    //    r is one number per query, and equals dO . O (output.grad . output):
+    //    sum_s P dP = sum_s P noise dPd = sum_s Pd_s (dO . v_s) = dO . (sum_s Pd_s v_s) = dO . O.
     //    Autograd adds it up from the row of P and dP, as here (in the order
     //    PyTorch's kernel adds, so that the digits are PyTorch's).
     g.row_term = zeros(shape2(B, T));
@@ -261,14 +283,14 @@ static SelfAttV4Grads SelfAttV4_backward(const SelfAttV4 *self, const SelfAttV4S
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
             const float *p = at3(f->att_weight, b, t, 0), *dp = at3(g.att_weight, b, t, 0);
-            float row = softmax_exact_backward_row(dp, p, S);
-            *at2(g.row_term, b, t) = row;
+            float r = softmax_exact_backward_row(dp, p, S);
+            *at2(g.row_term, b, t) = r;
             for (int s = 0; s < S; s++) {   // a masked score has P = 0: its dS is exactly 0
-                *at3(g.scores, b, t, s) = (dp[s] - row) * p[s];
+                *at3(g.scores, b, t, s) = (dp[s] - r) * p[s];
             }
         }
     }
-    trace2("softmax backward", g.scores, f->att_weight, g.att_weight);
+    trace_step("P * (dP - r)", g.scores, g.att_weight, 1, &f->att_weight);
     // 5. scores = masked_fill(Q K^T / sqrt(C)): masked_fill passes no gradient to a
     //    masked score, the division divides it by sqrt(C), and Q K^T gives
     //    dQ[b, t, c] = sum_s dS'[b, t, s] K[b, s, c]    dK[b, s, c] = sum_t dS'[b, t, s] Q[b, t, c]
@@ -287,16 +309,13 @@ static SelfAttV4Grads SelfAttV4_backward(const SelfAttV4 *self, const SelfAttV4S
             }
         }
     }
-    trace2("dS @ K / sqrt(C)", g.Q, g.scores, f->K);
-    trace2("dS^T @ Q / sqrt(C)", g.K, g.scores, f->Q);
+    trace_step("dS K / sqrt(C)", g.Q, g.scores, 1, &f->K);
+    trace_step("dS^T Q / sqrt(C)", g.K, g.scores, 1, &f->Q);
     // 6. Q, K, V = three Linears of X: X.grad is the sum of the three dx.
     g.X = zeros(shape3(B, T, C));
-    g.query_proj = linear_backward(g.X, &self->query_proj, g.Q, X);
-    g.key_proj = linear_backward(g.X, &self->key_proj, g.K, X);
-    g.value_proj = linear_backward(g.X, &self->value_proj, g.V, X);
-    const Tensor *sources[] = {g.Q, g.K, g.V, self->query_proj.weight, self->key_proj.weight,
-                               self->value_proj.weight};
-    trace("dQ Wq + dK Wk + dV Wv", g.X, 6, sources, 0, NULL);
+    g.query_proj = linear_backward(g.X, &self->query_proj, g.Q, X, "dQ", "X", "Wq");
+    g.key_proj = linear_backward(g.X, &self->key_proj, g.K, X, "dK", "X", "Wk");
+    g.value_proj = linear_backward(g.X, &self->value_proj, g.V, X, "dV", "X", "Wv");
     return g;
 }
 
@@ -317,8 +336,9 @@ static FlashAttention FlashAttention_init(int num_heads, int num_kv_heads, bool 
     return (FlashAttention){num_heads, num_kv_heads, causal, block_q, block_k, kernels_best()};
 }
 
-// Lesson 13's: a tile of queries qs .. qs+nq-1 and keys ks .. ks+nk-1 is skipped
-// when every key comes after every query, full when none does, else diagonal.
+// As lesson 13: a tile of queries qs .. qs+nq-1 and keys ks .. ks+nk-1 is
+// skipped when every key comes after every query, full when none does, else
+// diagonal.
 static TileKind tile_kind(bool causal, int qs, int nq, int ks, int nk) {
     if (!causal || ks + nk - 1 <= qs) {
         return TILE_FULL;
@@ -326,9 +346,9 @@ static TileKind tile_kind(bool causal, int qs, int nq, int ks, int nk) {
     return ks > qs + nq - 1 ? TILE_SKIPPED : TILE_DIAGONAL;
 }
 
-// The forward is lesson 13's tiled loop (appendix C), which now also keeps,
-// for each query, lse = m + log(l): its running max and sum at the end, the
-// log of the softmax's denominator. That one number per query is all the
+// The forward is lesson 13's tiled loop (appendix B), which keeps, for each
+// query, lse = m + log(l): its running max and sum at the end, the log of
+// the softmax's denominator. That one number per query is all the
 // backward needs of the softmax: P = exp(S - m) / l = exp(S - lse).
 // query (B, H, N, D), key and value (B, KV, N, D); returns out (B, H, N, D)
 // and *lse (B, H, N).
@@ -346,13 +366,13 @@ typedef struct {
     long tiles[3];          // tiles of each TileKind, over all batches and heads
     double flops;           // 2 * the multiply-adds of the five products, as done
     size_t scratch_bytes;   // the blocks it allocated: the same for any N
-    size_t delta_bytes;     // D of one head: N floats
+    size_t delta_bytes;     // delta of one head: N floats
 } BackwardSteps;
 
-// The backward's scratch: one key block transposed and one tile's two score
-// blocks, whose size depends on Bq, Bk and D, not on N; and delta = rowsum(dO *
-// O) of the head at hand, one float per query (the paper's D, which it keeps
-// for every head, (B, H, N), like lse).
+// The backward's scratch: a key block's K_j^T and V_j^T, a query block
+// scaled, and one tile's two score blocks, whose size depends on Bq, Bk and
+// D, not on N; and delta = rowsum(dO * O) of the head at hand, one float per
+// query (the paper's D, which it keeps for every head, (B, H, N), like lse).
 typedef struct {
     int ldk;       // Bk rounded up to 16: a row of k_t, v_t, p, ds
     float *k_t;    // (D, ldk)  K_j^T, for S = Q_i K_j^T
@@ -453,31 +473,30 @@ static QKVGrads FlashAttention_backward(BackwardSteps *steps, const FlashAttenti
             }
         }
     }
-    const Tensor *inputs[6] = {query, key, value, out, lse, grad_out};
-    trace("tiled backward", grads.query, 6, inputs, 0, NULL);
-    trace("tiled backward", grads.key, 6, inputs, 0, NULL);
-    trace("tiled backward", grads.value, 6, inputs, 0, NULL);
+    const Tensor *saved[5] = {query, key, lse, value, out};   // dV needs only the first 3
+    trace_step("tiles: P^T dO", grads.value, grad_out, 3, saved);
+    trace_step("tiles: dS K / sqrt(D)", grads.query, grad_out, 5, saved);
+    trace_step("tiles: dS^T Q / sqrt(D)", grads.key, grad_out, 5, saved);
     if (steps != NULL) {
         *steps = counts;
     }
     return grads;
 }
 
-// --- part 2's naive path: P kept whole, as autograd keeps it ------------------------------------
+// --- part 2's standard path: P kept whole, as autograd keeps it ---------------------------------
 
-// Lesson 13's naive forward (appendix C): the helper's matmul and softmax,
-// the whole weights kept. Returns out (B, H, N, D) and *P (B, H, N, N).
-static const Tensor *naive_attention(const Tensor **P, const Tensor *query, const Tensor *key,
-                                     const Tensor *value, bool causal);
+// The standard forward, lesson 13's naive path (appendix C): the helper's
+// matmul and softmax. Returns out (B, H, N, D) and *P, the weights as
+// (B, H, N, N), which the standard backward needs whole. (Not static:
+// bench.c runs it too.)
+const Tensor *standard_attention(const Tensor **P, const Tensor *query, const Tensor *key,
+                                 const Tensor *value, bool causal);
 
-// What the naive backward keeps or makes besides the gradients: P (kept by
-// the forward), dP and dS, (B, H, N, N) each.
-static size_t naive_extra_bytes(int B, int H, int N);
-
-// The backward as autograd runs it on the naive path (appendix C): part 1's
-// formulas on whole (N, N) matrices per head, dP and dS made whole too.
-static QKVGrads naive_backward(const Tensor *P, const Tensor *query, const Tensor *key,
-                               const Tensor *value, const Tensor *grad_out);
+// The standard backward, as autograd runs it on the standard forward, by
+// plain loops (appendix C): part 1's formulas on whole (N, N) matrices a
+// head, dP and dS made whole, (B, H, N, N) each, as P is.
+static QKVGrads standard_backward(const Tensor *P, const Tensor *query, const Tensor *key,
+                                  const Tensor *value, const Tensor *grad_out);
 
 // --- what both parts print with -----------------------------------------------------------------
 
@@ -486,14 +505,24 @@ typedef struct {
     bool causal, train;
 } Sizes;
 
-// Central differences (appendix D), (L(w + h) - L(w - h)) / 2h with L = sum(ret * grad_out)
-// in double, beside the analytic gradient: the formulas checked without autograd.
-static void print_central_differences(const SelfAttV4 *net, const SelfAttV4Steps *f,
-                                      const SelfAttV4Grads *g, const Tensor *X,
-                                      const Tensor *mask, const Tensor *grad_out);
-
 static void print_grad(const char *name, const Tensor *grad) {
     printf("%s\n%s\n", name, tensor_str(grad, NULL));
+}
+
+// Batch row 0 of a part 1 gradient (B, T, *): t[0].
+static void print_row0(const char *name, const Tensor *grad) {
+    const Tensor *row = narrow(grad, 0, 0, 1);                                // (1, T, *)
+    printf("%s[0]\n%s\n", name, tensor_str(reshape(row, shape2(size(grad, 1), size(grad, 2))),
+                                          NULL));
+}
+
+// The top-left corner of a part 2 gradient (B, H or KV, N, D): t[0, 0, :4, :4].
+static void print_corner(const char *name, const Tensor *grad) {
+    int rows = min_int(size(grad, 2), 4), cols = min_int(size(grad, 3), 4);
+    const Tensor *c = narrow(narrow(narrow(narrow(grad, 0, 0, 1), 1, 0, 1), 2, 0, rows), 3, 0,
+                             cols);                                           // (1, 1, 4, 4)
+    printf("%s[0, 0, :%d, :%d]\n%s\n", name, rows, cols,
+           tensor_str(reshape(c, shape2(rows, cols)), NULL));
 }
 
 // sum over the last dim of a (B, T, S) tensor: (B, T).
@@ -511,42 +540,14 @@ static Tensor *sum_last(const Tensor *t) {
 
 // --- part 1: lesson 5's module backward, every .grad by hand ------------------------------------
 
-// Part 1's checks: masked scores and masked keys get exactly 0, the rows of
-// scores.grad sum to 0, and central differences agree with the formulas.
+// Part 1's checks (appendix D): masked scores and masked keys get exactly 0,
+// the rows of scores.grad sum to 0, and central differences agree with the formulas.
 static void check_part1(const SelfAttV4 *net, const SelfAttV4Steps *f, const SelfAttV4Grads *g,
-                        const Tensor *X, const Tensor *mask, const Tensor *grad_out) {
-    int B = size(X, 0), T = size(X, 1), C = size(X, 2);
-    bool masked_zero = true, keys_zero = true;
-    int unseen = 0;
-    for (int b = 0; b < B; b++) {
-        for (int s = 0; s < T; s++) {
-            int seen_by = 0;
-            for (int t = 0; t < T; t++) {
-                seen_by += *at3(mask, b, t, s) != 0.0f;
-                masked_zero &= *at3(mask, b, t, s) != 0.0f || *at3(g->scores, b, t, s) == 0.0f;
-            }
-            for (int c = 0; seen_by == 0 && c < C; c++) {
-                keys_zero &= *at3(g->K, b, s, c) == 0.0f && *at3(g->V, b, s, c) == 0.0f;
-            }
-            unseen += seen_by == 0;
-        }
-    }
-    printf("\nchecks:\nscores.grad is exactly 0 at every masked score: %s\n",
-           masked_zero ? "True" : "False");
-    printf("%d keys no query attends to; their rows of K.grad and V.grad are exactly 0: %s\n",
-           unseen, keys_zero ? "True" : "False");
-    float worst = 0.0f;
-    const Tensor *row_sums = sum_last(g->scores);                            // (B, T)
-    for (long i = 0; i < numel(row_sums); i++) {
-        worst = fmaxf(worst, fabsf(row_sums->data[i]));
-    }
-    printf("each row of scores.grad sums to 0 (softmax ignores a shift of its row):\n"
-           "  max |scores.grad.sum(-1)| = %.1e\n", worst);
+                        const Tensor *X, const Tensor *mask, const Tensor *grad_out);
 
-    print_central_differences(net, f, g, X, mask, grad_out);   // appendix D
-}
-
-// Part 1: lesson 5's module at the cell's sizes, every gradient by hand.
+// Part 1: lesson 5's module at the cell's sizes, every gradient by hand. The
+// (B, T, *) gradients print batch row 0; the page discusses those, and the
+// whole scores.grad and X.grad.
 static void part1_by_hand(const Sizes *n, bool heatmap) {
     int B = n->batch, T = n->seq, C = n->dim;
     if ((double)B * T * T > (double)MAX_ELEMENTS) {
@@ -568,14 +569,13 @@ static void part1_by_hand(const Sizes *n, bool heatmap) {
     const Tensor *ret = SelfAttV4_forward(&f, &net, X, mask);                // (B, T, C)
     printf("att_weight:\n%s\n", tensor_str(f.att_weight, "grad_fn=<SoftmaxBackward0>"));
     const Tensor *grad_out = named("grad_out", randn(ret->shape));        // (B, T, C)
+    trace1("randn_like", grad_out, ret);   // --dot: drawn in ret's shape, below the forward
     printf("ret = net(X, mask); grad_out = torch.randn(%d, %d, %d); ret.backward(grad_out)\n",
            B, T, C);
-    print_grad("grad_out", grad_out);
     if (heatmap) {
         print_heatmap("att_weight", f.att_weight);
     }
     SelfAttV4Grads g = SelfAttV4_backward(&net, &f, X, grad_out);
-    const char *W = n->train ? "att_weight_dropped" : "att_weight";
     struct { const char *name; const Tensor *grad; } grads[] = {
         {"output_proj.weight.grad", g.output_proj.weight}, {"output_proj.bias.grad",
         g.output_proj.bias}, {"output.grad", g.output}, {"V.grad", g.V}, {"att_weight.grad",
@@ -591,35 +591,37 @@ static void part1_by_hand(const Sizes *n, bool heatmap) {
     }
     bool was_paused = trace_pause(true);   // what follows prints and checks: not dataflow
 
-    printf("\n1. ret = output_proj(output), a Linear: weight.grad = grad_out^T @ output, "
-           "bias.grad = grad_out\n   summed over batch and seq, output.grad = grad_out @ "
-           "output_proj.weight\n");
+    const char *Pd = n->train ? "att_weight_dropped" : "att_weight";   // what multiplies V
+    printf("\n1. ret = output_proj(output), a Linear: output_proj.weight.grad = grad_out^T @ "
+           "output,\n   output_proj.bias.grad = grad_out summed over batch and seq,\n   "
+           "output.grad = grad_out @ output_proj.weight\n");
     print_grad("output_proj.weight.grad", g.output_proj.weight);
     print_grad("output_proj.bias.grad", g.output_proj.bias);
-    print_grad("output.grad", g.output);
+    print_row0("output.grad", g.output);
     printf("\n2. output = %s @ V: V.grad = %s^T @ output.grad,\n   %s.grad = "
-           "output.grad @ V^T\n", W, W, W);
-    print_grad("V.grad", g.V);
+           "output.grad @ V^T\n", Pd, Pd, Pd);
+    print_row0("V.grad", g.V);
+    print_row0(n->train ? "att_weight_dropped.grad" : "att_weight.grad", g.att_weight_dropped);
     if (n->train) {
-        print_grad("att_weight_dropped.grad", g.att_weight_dropped);
-        printf("\n   dropout, att_weight_dropped = att_weight * noise: att_weight.grad =\n   "
+        printf("\n3. att_weight_dropped = att_weight * noise, dropout: att_weight.grad =\n   "
                "att_weight_dropped.grad * noise, the forward's noise (0 or 1/0.9): a dropped "
                "weight\n   passes no gradient back\n");
+        print_row0("att_weight.grad", g.att_weight);
+    } else {
+        printf("\n3. dropout: off in eval mode (att_weight is used as it is): nothing to undo\n");
     }
-    print_grad("att_weight.grad", g.att_weight);
-    printf("\n3. att_weight = softmax(scores): scores.grad = att_weight * (att_weight.grad - "
-           "row term), the row\n   term one number per query: (att_weight * att_weight.grad)"
-           ".sum(-1), which is also\n   (output.grad * output).sum(-1), C numbers a query "
-           "instead of S\n");
+    printf("\n4. att_weight = softmax(scores): scores.grad = att_weight * (att_weight.grad - "
+           "r), the row\n   term r one number per query: (att_weight * att_weight.grad).sum(-1), "
+           "which is also\n   (output.grad * output).sum(-1), C numbers a query instead of S\n");
     print_grad("(att_weight * att_weight.grad).sum(-1)", g.row_term);
     print_grad("(output.grad * output).sum(-1)", sum_last(mul(g.output, f.output)));
     print_grad("scores.grad", g.scores);
-    printf("\n4. scores = (Q @ K^T / sqrt(%d)).masked_fill(mask == 0, -1e20): a masked score "
+    printf("\n5. scores = (Q @ K^T / sqrt(%d)).masked_fill(mask == 0, -1e20): a masked score "
            "passes no gradient;\n   Q.grad = scores.grad @ K / sqrt(%d), K.grad = scores.grad^T "
            "@ Q / sqrt(%d)\n", C, C, C);
-    print_grad("Q.grad", g.Q);
-    print_grad("K.grad", g.K);
-    printf("\n5. Q, K, V = query_proj(X), key_proj(X), value_proj(X): three Linears as in 1, "
+    print_row0("Q.grad", g.Q);
+    print_row0("K.grad", g.K);
+    printf("\n6. Q, K, V = query_proj(X), key_proj(X), value_proj(X): three Linears as in 1, "
            "and X.grad\n   is the sum of their three input gradients\n");
     const Linear *layers[3] = {&g.query_proj, &g.key_proj, &g.value_proj};
     const char *names[3][2] = {{"query_proj.weight.grad", "query_proj.bias.grad"},
@@ -686,12 +688,28 @@ static void show_tile_visits(const Sizes *n, const BackwardSteps *steps) {
 }
 
 // P of the first tile of batch 0, head 0, made as the backward makes it
-// (appendix C): S = (Q_i / sqrt(D)) K_j^T, then exp(S - lse). (nq, nk).
+// (appendix B): S = (Q_i / sqrt(D)) K_j^T, then exp(S - lse). (nq, nk).
 static Tensor *first_tile_P(const FlashAttention *flash, const Tensor *query, const Tensor *key,
                             const Tensor *lse);
 
-// What the two backwards cost, FLOPs and extra memory (appendix B, beside the bench).
-static void print_costs(const Sizes *n, const BackwardSteps *steps, const Tensor *lse);
+// What the two backwards cost: the FLOPs each does, and the memory each
+// holds besides the inputs, outputs and gradients.
+static void print_costs(const Sizes *n, const BackwardSteps *steps, const Tensor *lse) {
+    int B = n->batch, H = n->heads, N = n->seq, D = n->head_dim;
+    double BHNND = (double)B * H * N * N * D;
+    printf("FLOPs: the tiled backward did %.0f, five products on each visited tile, 2*nq*nk*D "
+           "each,\n  where the forward does two (Q K^T and P V): S and P are recomputed. Without "
+           "the mask\n  10*B*H*N*N*D = %.0f, 2.5 times the forward's 4*B*H*N*N*D = %.0f; the "
+           "standard backward\n  keeps P and does 4 products, 8*B*H*N*N*D = %.0f\n",
+           steps->flops, 10 * BHNND, 4 * BHNND, 8 * BHNND);
+    printf("extra memory:\n  standard: P (kept by its forward), dP and dS, (B, H, N, N) each: "
+           "%.2f KiB\n  tiled: lse (B, H, N), kept by the forward, and delta (N) of one head: "
+           "%.2f KiB;\n    its blocks, K_j^T and V_j^T (D, Bk), two (Bq, Bk) and Q_i / sqrt(D) "
+           "(Bq, D): %.2f KiB,\n    whatever N is\n",
+           standard_extra_bytes(B, H, N) / 1024.0,
+           ((double)numel(lse) * sizeof(float) + steps->delta_bytes) / 1024.0,
+           steps->scratch_bytes / 1024.0);
+}
 
 // Part 2: lesson 13's attention, forward keeping lse, backward by tiles.
 static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
@@ -707,13 +725,16 @@ static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
     const Tensor *query = named("query", randn(shape4(B, H, N, D)));         // (B, H, N, D)
     const Tensor *key = named("key", randn(shape4(B, KV, N, D)));            // (B, KV, N, D)
     const Tensor *value = named("value", randn(shape4(B, KV, N, D)));        // (B, KV, N, D)
-    const Tensor *grad_attn_out = named("grad_attn_out", randn(shape4(B, H, N, D)));
 
     FlashAttention flash = FlashAttention_init(H, KV, n->causal, n->block_q, n->block_k);
     Tensor *lse;
     const Tensor *attn_out =
         named("attn_out", FlashAttention_forward(&lse, &flash, query, key, value));
     named("lse", lse);                                                        // (B, H, N)
+    // The fourth draw (the forward draws nothing, so after it, the same numbers), in
+    // attn_out's shape: the --dot graph draws it below the forward.
+    const Tensor *grad_attn_out = named("grad_attn_out", randn(attn_out->shape));
+    trace1("randn_like", grad_attn_out, attn_out);                           // (B, H, N, D)
     BackwardSteps steps;
     QKVGrads grads = FlashAttention_backward(&steps, &flash, query, key, value, attn_out, lse,
                                              grad_attn_out);
@@ -722,8 +743,8 @@ static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
     named("value.grad", grads.value);
 
     bool was_paused = trace_pause(true);   // the rest prints and checks: not dataflow
-    printf("the forward (lesson 13's tiles) keeps attn_out and lse = m + log(l), one number per "
-           "query;\nlse[0, 0], what torch.logsumexp(scores, -1) gives:\n%s\n",
+    printf("the tiled forward (lesson 13's loop) keeps attn_out and lse = m + log(l), one number "
+           "per query;\nlse[0, 0], what torch.logsumexp(scores, -1) gives:\n%s\n",
            tensor_str(reshape(narrow(narrow(lse, 0, 0, 1), 1, 0, 1), shape1(N)), NULL));
     show_tile_visits(n, &steps);
     printf("first, per head, delta = (dO * O).sum(-1); then each visited tile: S = Q_i K_j^T and\n"
@@ -734,50 +755,47 @@ static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
     int nq = size(P_tile, 0), nk = size(P_tile, 1);
     printf("P of the first tile (batch 0, head 0, queries 0..%d, keys 0..%d), recomputed from "
            "lse:\n%s\n", nq - 1, nk - 1, tensor_str(P_tile, NULL));
-    bool naive_fits = (double)B * H * N * N <= (double)MAX_ELEMENTS;
+    bool standard_fits = (double)B * H * N * N <= (double)MAX_ELEMENTS;
     const Tensor *P = NULL;
-    QKVGrads naive = {NULL, NULL, NULL};
-    if (naive_fits) {
-        naive_attention(&P, query, key, value, n->causal);
-        naive = naive_backward(P, query, key, value, grad_attn_out);
-        printf("the naive path's P[0, 0, :%d, :%d], kept whole by its forward:\n%s\n", nq, nk,
+    QKVGrads standard = {NULL, NULL, NULL};
+    if (standard_fits) {
+        standard_attention(&P, query, key, value, n->causal);
+        standard = standard_backward(P, query, key, value, grad_attn_out);
+        printf("the standard forward's P[0, 0, :%d, :%d] (lesson 13's naive path), kept whole:\n"
+               "%s\n", nq, nk,
                tensor_str(reshape(narrow(narrow(narrow(narrow(P, 0, 0, 1), 1, 0, 1), 2, 0, nq),
                                          3, 0, nk), shape2(nq, nk)), NULL));
     }
-    print_grad("query.grad", grads.query);
-    print_grad("key.grad", grads.key);
-    print_grad("value.grad", grads.value);
-    if (naive_fits) {
-        float diff = fmaxf(fmaxf(max_abs_diff(grads.query, naive.query),
-                                 max_abs_diff(grads.key, naive.key)),
-                           max_abs_diff(grads.value, naive.value));
-        printf("against the naive backward (P kept, dS from rowsum(P * dP)): max |tiled - naive| "
-               "= %.3g\n  (%s 1e-5: float rounding only)\n", diff,
+    print_corner("query.grad", grads.query);
+    print_corner("key.grad", grads.key);
+    print_corner("value.grad", grads.value);
+    if (standard_fits) {
+        float diff = fmaxf(fmaxf(max_abs_diff(grads.query, standard.query),
+                                 max_abs_diff(grads.key, standard.key)),
+                           max_abs_diff(grads.value, standard.value));
+        printf("against the standard backward (P kept, dS from rowsum(P * dP)), the lesson's "
+               "loops:\n  max |tiled - standard| = %.3g (%s 1e-5: float rounding only)\n", diff,
                diff <= TOLERANCE ? "within" : "NOT within");
         if (heatmap) {
             int shown = N < 16 ? N : 16;
             const Tensor *w = narrow(narrow(narrow(narrow(P, 0, 0, 1), 1, 0, 1), 2, 0, shown), 3,
                                      0, shown);
-            print_heatmap("P, batch 0, head 0 (the naive path's; the tiled one never stores it)",
-                          reshape(w, shape2(shown, shown)));
+            print_heatmap("P, batch 0, head 0 (the standard forward's; the tiled one never "
+                          "stores it)", reshape(w, shape2(shown, shown)));
         }
     } else {
-        printf("the naive path is skipped: its P (%d, %d, %d, %d) would pass the helper's limit "
-               "of %ld elements\n", B, H, N, N, MAX_ELEMENTS);
+        printf("the standard path is skipped: its P (%d, %d, %d, %d) would pass the helper's "
+               "limit of %ld elements\n", B, H, N, N, MAX_ELEMENTS);
     }
-    print_costs(n, &steps, lse);   // FLOPs and extra memory of the two backwards
+    print_costs(n, &steps, lse);
     printf("the speed: make lesson-14 ARGS=--bench\n");
     trace_pause(was_paused);
 }
 
 // --- the lesson ---------------------------------------------------------------------------------
 
-static void check_kernels_variable(const Lesson *lesson);
-// --bench: check its flags, time, print (appendix B).
-static void bench(const Lesson *lesson, const Sizes *n);
 // The flags (appendix F): parsed into *lesson, then checked together.
 static Sizes read_flags(Lesson *lesson, bool *run_bench, int argc, char **argv);
-static void check_sizes(const Lesson *lesson, Sizes *n);
 // What a run of these flags costs (appendix E), checked before any work.
 static Cost attention_backward_cost(const Sizes *n);
 
@@ -785,12 +803,10 @@ int main(int argc, char **argv) {
     Lesson lesson;
     bool run_bench = false;
     Sizes n = read_flags(&lesson, &run_bench, argc, argv);   // appendix F
-    check_kernels_variable(&lesson);
     if (run_bench) {
-        bench(&lesson, &n);   // its own sizes, its own budget
+        bench(&lesson, n.seq, n.block_q, n.block_k);   // bench.c: its own sizes and budget
         return lesson_finish(&lesson);
     }
-    check_sizes(&lesson, &n);
     check_budget(&lesson, attention_backward_cost(&n));
     lesson_start(&lesson);
     part1_by_hand(&n, lesson.heatmap);
@@ -798,835 +814,41 @@ int main(int argc, char **argv) {
     return lesson_finish(&lesson);
 }
 
-// === appendix A: the kernels, the one place in this lesson that leaves portable C ===============
-//
-// Every function of Kernels exists three times with the same contract and
-// the same results, bit for bit:
-//   - the scalar twin: plain C11 with fmaf(), the specification;
-//   - AVX2 + FMA: 8 floats per register;
-//   - AVX-512: 16 floats per register (the backward's kernels; the forward's
-//     two use the AVX2 ones, which any AVX-512 CPU runs).
-// Each vector lane does the float operations of one iteration of the
-// scalar loop, in the same order (the project builds with -ffp-contract=off,
-// so every fused multiply-add is written out: fmaf, _mm256_fmadd_ps,
-// _mm512_fmadd_ps). The vector code is compiled for its instruction set by
-// a target attribute on each function, so the Makefile's flags stay the
-// project's, and kernels_best() uses it only where the CPU has it (and the
-// compiler is GCC or Clang on x86-64). ATTN_KERNELS=scalar, avx2 or avx512
-// chooses one (make valgrind forces scalar: valgrind 3.19 has no AVX-512).
+// === appendix A: what --bench (bench.c) calls ===================================================
 
-// --- exp (lesson 13's): exp(x) = 2^n e^r, n = round(x / ln 2), |r| <= ln(2)/2,
-// e^r by seven Taylor terms; within 1 ulp of expf; 0 below FLT_MIN, for -inf and NaN.
-#define EXP_LO (-87.33654f)         // ln(FLT_MIN)
-#define EXP_HI 88.37f               // 2^n stays finite below this
-#define LOG2E 0x1.715476p+0f        // 1 / ln 2
-#define LN2_HI 0x1.62e430p-1f       // ln 2 rounded to float ...
-#define LN2_LO (-0x1.05c610p-29f)   // ... and what that rounding lost
-#define ROUND_MAGIC 0x1.8p23f       // 1.5 * 2^23: x / ln 2 + this rounds to an integer
-#define C2 (1.0f / 2)
-#define C3 (1.0f / 6)
-#define C4 (1.0f / 24)
-#define C5 (1.0f / 120)
-#define C6 (1.0f / 720)
-#define C7 (1.0f / 5040)
-
-static uint32_t float_bits(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
+static FlashAttention bench_flash(const BenchRun *run, int heads) {
+    FlashAttention flash = FlashAttention_init(heads, heads, run->causal, run->block_q,
+                                               run->block_k);
+    flash.kernels = run->kernels;
+    return flash;
 }
 
-static float bits_float(uint32_t u) {
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
+const Tensor *bench_tiled_forward(Tensor **lse, const BenchRun *run, const Tensor *query,
+                                  const Tensor *key, const Tensor *value) {
+    FlashAttention flash = bench_flash(run, size(query, 1));
+    return FlashAttention_forward(lse, &flash, query, key, value);
 }
 
-static float flash_expf(float x) {
-    x = EXP_HI < x ? EXP_HI : x;   // written this way round, a NaN stays NaN
-    float t = fmaf(x, LOG2E, ROUND_MAGIC);
-    float n = t - ROUND_MAGIC;
-    float r = fmaf(n, -LN2_HI, x);
-    r = fmaf(n, -LN2_LO, r);
-    float poly = C7;
-    poly = fmaf(poly, r, C6);
-    poly = fmaf(poly, r, C5);
-    poly = fmaf(poly, r, C4);
-    poly = fmaf(poly, r, C3);
-    poly = fmaf(poly, r, C2);
-    poly = fmaf(poly, r, 1.0f);
-    poly = fmaf(poly, r, 1.0f);
-    uint32_t n_int = float_bits(t) - float_bits(ROUND_MAGIC);   // n, in the low bits
-    float y = poly * bits_float((n_int + 127u) << 23);          // times 2^n
-    return x >= EXP_LO ? y : 0.0f;
+void bench_tiled_backward(Tensor **grads, double *flops, size_t *extra, const BenchRun *run,
+                          const Tensor *query, const Tensor *key, const Tensor *value,
+                          const Tensor *out, const Tensor *lse, const Tensor *grad_out) {
+    FlashAttention flash = bench_flash(run, size(query, 1));
+    BackwardSteps steps;
+    QKVGrads g = FlashAttention_backward(&steps, &flash, query, key, value, out, lse, grad_out);
+    grads[0] = g.query, grads[1] = g.key, grads[2] = g.value;
+    *flops = steps.flops;
+    *extra = steps.scratch_bytes + steps.delta_bytes;
 }
 
-// max as the x86 max instruction has it: the second argument unless the first is larger.
-static float max_float(float a, float b) {
-    return a > b ? a : b;
+void bench_loops_backward(Tensor **grads, const Tensor *P, const Tensor *query,
+                          const Tensor *key, const Tensor *value, const Tensor *grad_out) {
+    QKVGrads g = standard_backward(P, query, key, value, grad_out);
+    grads[0] = g.query, grads[1] = g.key, grads[2] = g.value;
 }
 
-// --- the scalar twins ---
+// === appendix B: the forward, lesson 13's tiled loop keeping lse ================================
 
-static void matmul_scalar(float *c, int ldc, const float *a, int a_row, int a_col,
-                          const float *b, int ldb, int m, int n, int k, bool accumulate) {
-    for (int i = 0; i < m; i++) {
-        for (int j = 0; j < n; j++) {
-            float acc = accumulate ? c[(long)i * ldc + j] : 0.0f;
-            for (int p = 0; p < k; p++) {
-                acc = fmaf(a[(long)i * a_row + (long)p * a_col], b[(long)p * ldb + j], acc);
-            }
-            c[(long)i * ldc + j] = acc;
-        }
-    }
-}
-
-static void column_max_scalar(float *m, const float *s, int rows, int cols, int lds) {
-    for (int j = 0; j < cols; j++) {
-        for (int p = 0; p < rows; p++) {
-            m[j] = max_float(m[j], s[(long)p * lds + j]);
-        }
-    }
-}
-
-static void exp_columns_scalar(float *s, float *sums, const float *m, int rows, int cols,
-                               int lds) {
-    for (int j = 0; j < cols; j++) {
-        float sum = 0.0f;
-        for (int p = 0; p < rows; p++) {
-            float e = flash_expf(s[(long)p * lds + j] - m[j]);
-            s[(long)p * lds + j] = e;
-            sum += e;
-        }
-        sums[j] = sum;
-    }
-}
-
-static void softmax_backward_scalar(float *s, float *ds, const float *lse, const float *delta,
-                                    int rows, int cols, int lds, float scale, int diagonal) {
-    for (int j = 0; j < rows; j++) {
-        for (int p = 0; p < cols; p++) {
-            float P = p > j + diagonal ? 0.0f : flash_expf(s[(long)j * lds + p] - lse[j]);
-            float g = P * (ds[(long)j * lds + p] - delta[j]);
-            s[(long)j * lds + p] = P;
-            ds[(long)j * lds + p] = g * scale;
-        }
-    }
-}
-
-static void row_dots_scalar(float *delta, const float *x, const float *y, int rows, int D) {
-    for (int j = 0; j < rows; j++) {
-        float acc = 0.0f;
-        for (int d = 0; d < D; d++) {
-            acc = fmaf(x[(long)j * D + d], y[(long)j * D + d], acc);
-        }
-        delta[j] = acc;
-    }
-}
-
-static void scale_scalar(float *y, const float *x, long count, float s) {
-    for (long i = 0; i < count; i++) {
-        y[i] = x[i] * s;
-    }
-}
-
-// One core's peak: 12 independent running sums, a fused multiply-add a step each.
-static float fma_chains_scalar(long steps) {
-    float acc[12];
-    for (int c = 0; c < 12; c++) {
-        acc[c] = (float)c;
-    }
-    for (long i = 0; i < steps; i++) {
-        for (int c = 0; c < 12; c++) {
-            acc[c] = fmaf(acc[c], 0.999999f, 1e-3f);
-        }
-    }
-    float total = 0.0f;
-    for (int c = 0; c < 12; c++) {
-        total += acc[c];
-    }
-    return total;
-}
-
-static const Kernels SCALAR_KERNELS = {"scalar", matmul_scalar, column_max_scalar,
-                                       exp_columns_scalar, softmax_backward_scalar,
-                                       row_dots_scalar, scale_scalar};
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define HAVE_VECTOR_KERNELS 1
-#include <immintrin.h>
-
-// --- AVX2 + FMA: 8 floats per register ---
-
-#define AVX2 __attribute__((target("avx2,fma")))
-
-// flash_expf on 8 lanes, line for line.
-AVX2 static inline __m256 exp8(__m256 x) {
-    x = _mm256_min_ps(_mm256_set1_ps(EXP_HI), x);
-    __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(LOG2E), _mm256_set1_ps(ROUND_MAGIC));
-    __m256 n = _mm256_sub_ps(t, _mm256_set1_ps(ROUND_MAGIC));
-    __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-LN2_HI), x);
-    r = _mm256_fmadd_ps(n, _mm256_set1_ps(-LN2_LO), r);
-    __m256 poly = _mm256_set1_ps(C7);
-    poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(C6));
-    poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(C5));
-    poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(C4));
-    poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(C3));
-    poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(C2));
-    poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(1.0f));
-    poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(1.0f));
-    __m256i n_int = _mm256_sub_epi32(_mm256_castps_si256(t),
-                                     _mm256_set1_epi32((int)float_bits(ROUND_MAGIC)));
-    __m256i two_n = _mm256_slli_epi32(_mm256_add_epi32(n_int, _mm256_set1_epi32(127)), 23);
-    __m256 y = _mm256_mul_ps(poly, _mm256_castsi256_ps(two_n));
-    return _mm256_and_ps(y, _mm256_cmp_ps(x, _mm256_set1_ps(EXP_LO), _CMP_GE_OQ));
-}
-
-// Lanes 0 .. count-1 of 8 on (all bits set), the rest off: for maskload/maskstore.
-AVX2 static inline __m256i lanes8(int count) {
-    __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), index);
-}
-
-// The register tile: MR2 x 16 of C in 12 registers (each row as two vectors of
-// 8) while p runs: per step two loads of B, one broadcast of A per row, 12
-// FMAs, 12 independent chains. A tile of fewer than MR2 rows repeats row mr-1
-// (memory that exists; not stored); of fewer than 16 columns, masked loads
-// and stores (slow ones: full tiles take plain loads and stores).
-enum { MR2 = 6, NR2 = 16 };
-
-AVX2 static void tile_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
-                           const float *b, int ldb, int mr, int nr, int kc, bool accumulate) {
-    __m256i m0 = lanes8(nr), m1 = lanes8(nr - 8);
-    const float *a_rows[MR2];
-    __m256 c0[MR2], c1[MR2];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR2; i++) {
-        int row = i < mr ? i : mr - 1;
-        a_rows[i] = a + (long)row * a_row;
-        c0[i] = _mm256_setzero_ps();
-        c1[i] = _mm256_setzero_ps();
-        if (accumulate && nr == NR2) {
-            c0[i] = _mm256_loadu_ps(c + (long)row * ldc);
-            c1[i] = _mm256_loadu_ps(c + (long)row * ldc + 8);
-        } else if (accumulate) {
-            c0[i] = _mm256_maskload_ps(c + (long)row * ldc, m0);
-            c1[i] = _mm256_maskload_ps(c + (long)row * ldc + 8, m1);
-        }
-    }
-    if (nr == NR2) {
-        for (int p = 0; p < kc; p++) {
-            __m256 b0 = _mm256_loadu_ps(b + (long)p * ldb);
-            __m256 b1 = _mm256_loadu_ps(b + (long)p * ldb + 8);
-#pragma GCC unroll 8
-            for (int i = 0; i < MR2; i++) {
-                __m256 a_ip = _mm256_set1_ps(a_rows[i][(long)p * a_col]);
-                c0[i] = _mm256_fmadd_ps(a_ip, b0, c0[i]);
-                c1[i] = _mm256_fmadd_ps(a_ip, b1, c1[i]);
-            }
-        }
-    } else {
-        for (int p = 0; p < kc; p++) {
-            __m256 b0 = _mm256_maskload_ps(b + (long)p * ldb, m0);
-            __m256 b1 = _mm256_maskload_ps(b + (long)p * ldb + 8, m1);
-#pragma GCC unroll 8
-            for (int i = 0; i < MR2; i++) {
-                __m256 a_ip = _mm256_set1_ps(a_rows[i][(long)p * a_col]);
-                c0[i] = _mm256_fmadd_ps(a_ip, b0, c0[i]);
-                c1[i] = _mm256_fmadd_ps(a_ip, b1, c1[i]);
-            }
-        }
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < MR2; i++) {
-        if (i < mr && nr == NR2) {
-            _mm256_storeu_ps(c + (long)i * ldc, c0[i]);
-            _mm256_storeu_ps(c + (long)i * ldc + 8, c1[i]);
-        } else if (i < mr) {
-            _mm256_maskstore_ps(c + (long)i * ldc, m0, c0[i]);
-            _mm256_maskstore_ps(c + (long)i * ldc + 8, m1, c1[i]);
-        }
-    }
-}
-
-AVX2 static void matmul_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
-                             const float *b, int ldb, int m, int n, int k, bool accumulate) {
-    for (int i0 = 0; i0 < m; i0 += MR2) {
-        for (int j0 = 0; j0 < n; j0 += NR2) {
-            tile_avx2(c + (long)i0 * ldc + j0, ldc, a + (long)i0 * a_row, a_row, a_col, b + j0,
-                      ldb, min_int(MR2, m - i0), min_int(NR2, n - j0), k, accumulate);
-        }
-    }
-}
-
-AVX2 static void column_max_avx2(float *m, const float *s, int rows, int cols, int lds) {
-    for (int j = 0; j < cols; j += 8) {   // 8 columns, one per lane
-        __m256 m8 = _mm256_loadu_ps(m + j);
-        for (int p = 0; p < rows; p++) {
-            m8 = _mm256_max_ps(m8, _mm256_loadu_ps(s + (long)p * lds + j));
-        }
-        _mm256_storeu_ps(m + j, m8);
-    }
-}
-
-AVX2 static void exp_columns_avx2(float *s, float *sums, const float *m, int rows, int cols,
-                                  int lds) {
-    for (int j = 0; j < cols; j += 8) {
-        __m256 m8 = _mm256_loadu_ps(m + j), sum = _mm256_setzero_ps();
-        for (int p = 0; p < rows; p++) {
-            __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + (long)p * lds + j), m8));
-            _mm256_storeu_ps(s + (long)p * lds + j, e);
-            sum = _mm256_add_ps(sum, e);
-        }
-        _mm256_storeu_ps(sums + j, sum);
-    }
-}
-
-AVX2 static void softmax_backward_avx2(float *s, float *ds, const float *lse, const float *delta,
-                                       int rows, int cols, int lds, float scale, int diagonal) {
-    __m256 scale8 = _mm256_set1_ps(scale);
-    __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    for (int j = 0; j < rows; j++) {
-        float *s_j = s + (long)j * lds, *ds_j = ds + (long)j * lds;
-        __m256 lse8 = _mm256_set1_ps(lse[j]), delta8 = _mm256_set1_ps(delta[j]);
-        int p = 0;
-        for (; p + 8 <= cols; p += 8) {
-            __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s_j + p), lse8));
-            __m256i seen = _mm256_cmpgt_epi32(_mm256_set1_epi32(j + diagonal - p + 1), index);
-            __m256 P = _mm256_and_ps(e, _mm256_castsi256_ps(seen));
-            __m256 g = _mm256_mul_ps(P, _mm256_sub_ps(_mm256_loadu_ps(ds_j + p), delta8));
-            _mm256_storeu_ps(s_j + p, P);
-            _mm256_storeu_ps(ds_j + p, _mm256_mul_ps(g, scale8));
-        }
-        softmax_backward_scalar(s_j + p, ds_j + p, lse + j, delta + j, 1, cols - p, lds, scale,
-                                j + diagonal - p);
-    }
-}
-
-// The scalar twin's chains with the FMA instruction, 8 rows at a time so that
-// 8 independent chains keep the FMA units busy (N rows a head: no need for more).
-AVX2 static void row_dots_avx2(float *delta, const float *x, const float *y, int rows, int D) {
-    int j = 0;
-    for (; j + 8 <= rows; j += 8) {
-        float acc[8] = {0.0f};
-        for (int d = 0; d < D; d++) {
-#pragma GCC unroll 8
-            for (int r = 0; r < 8; r++) {
-                acc[r] = fmaf(x[(long)(j + r) * D + d], y[(long)(j + r) * D + d], acc[r]);
-            }
-        }
-        memcpy(delta + j, acc, sizeof acc);
-    }
-    for (; j < rows; j++) {
-        float acc = 0.0f;
-        for (int d = 0; d < D; d++) {
-            acc = fmaf(x[(long)j * D + d], y[(long)j * D + d], acc);
-        }
-        delta[j] = acc;
-    }
-}
-
-AVX2 static void scale_avx2(float *y, const float *x, long count, float s) {
-    long i = 0;
-    for (; i + 8 <= count; i += 8) {
-        _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(s)));
-    }
-    scale_scalar(y + i, x + i, count - i, s);
-}
-
-AVX2 __attribute__((noinline)) static float fma_chains_avx2(long steps) {
-    __m256 acc[12], a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-3f);
-#pragma GCC unroll 12
-    for (int c = 0; c < 12; c++) {
-        acc[c] = _mm256_set1_ps((float)c);
-    }
-    for (long i = 0; i < steps; i++) {
-#pragma GCC unroll 12
-        for (int c = 0; c < 12; c++) {
-            acc[c] = _mm256_fmadd_ps(acc[c], a, b);
-        }
-    }
-    __m256 total = acc[0];
-    for (int c = 1; c < 12; c++) {
-        total = _mm256_add_ps(total, acc[c]);
-    }
-    return _mm256_cvtss_f32(total);
-}
-
-static const Kernels AVX2_KERNELS = {"avx2", matmul_avx2, column_max_avx2, exp_columns_avx2,
-                                     softmax_backward_avx2, row_dots_avx2, scale_avx2};
-
-// --- AVX-512: 16 floats per register ---
-
-#define AVX512 __attribute__((target("avx512f")))
-
-AVX512 static inline __m512 exp16(__m512 x) {
-    x = _mm512_min_ps(_mm512_set1_ps(EXP_HI), x);
-    __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(LOG2E), _mm512_set1_ps(ROUND_MAGIC));
-    __m512 n = _mm512_sub_ps(t, _mm512_set1_ps(ROUND_MAGIC));
-    __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-LN2_HI), x);
-    r = _mm512_fmadd_ps(n, _mm512_set1_ps(-LN2_LO), r);
-    __m512 poly = _mm512_set1_ps(C7);
-    poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(C6));
-    poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(C5));
-    poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(C4));
-    poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(C3));
-    poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(C2));
-    poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(1.0f));
-    poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(1.0f));
-    // poly * 2^n in one instruction (scalef: exact, as the product by 2^n is,
-    // for the n >= -126 that x >= EXP_LO leaves)
-    __m512 y = _mm512_scalef_ps(poly, n);
-    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(EXP_LO), _CMP_GE_OQ), y);
-}
-
-// Lanes 0 .. count-1 of 16 (count may be below 0 or above 16).
-static inline __mmask16 lanes16(int count) {
-    return count >= 16 ? (__mmask16)0xFFFF : count <= 0 ? 0 : (__mmask16)((1u << count) - 1);
-}
-
-// The register tile: MR3 x 32 of C in 16 registers, per step two loads of B,
-// one broadcast of A per row and 16 FMAs. Full tiles take plain loads;
-// tiles of fewer than 32 columns, masked ones (the masks cost about a tenth).
-enum { MR3 = 8, NR3 = 32 };
-
-AVX512 static void tile_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
-                               const float *b, int ldb, int mr, int nr, int kc, bool accumulate) {
-    __mmask16 m0 = lanes16(nr), m1 = lanes16(nr - 16);
-    const float *a_rows[MR3];
-    __m512 c0[MR3], c1[MR3];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR3; i++) {
-        int row = i < mr ? i : mr - 1;
-        a_rows[i] = a + (long)row * a_row;
-        c0[i] = _mm512_setzero_ps();
-        c1[i] = _mm512_setzero_ps();
-        if (accumulate) {
-            c0[i] = _mm512_maskz_loadu_ps(m0, c + (long)row * ldc);
-            c1[i] = _mm512_maskz_loadu_ps(m1, c + (long)row * ldc + 16);
-        }
-    }
-    if (nr == NR3) {
-        for (int p = 0; p < kc; p++) {
-            __m512 b0 = _mm512_loadu_ps(b + (long)p * ldb);
-            __m512 b1 = _mm512_loadu_ps(b + (long)p * ldb + 16);
-#pragma GCC unroll 8
-            for (int i = 0; i < MR3; i++) {
-                __m512 a_ip = _mm512_set1_ps(a_rows[i][(long)p * a_col]);
-                c0[i] = _mm512_fmadd_ps(a_ip, b0, c0[i]);
-                c1[i] = _mm512_fmadd_ps(a_ip, b1, c1[i]);
-            }
-        }
-    } else {
-        for (int p = 0; p < kc; p++) {
-            __m512 b0 = _mm512_maskz_loadu_ps(m0, b + (long)p * ldb);
-            __m512 b1 = _mm512_maskz_loadu_ps(m1, b + (long)p * ldb + 16);
-#pragma GCC unroll 8
-            for (int i = 0; i < MR3; i++) {
-                __m512 a_ip = _mm512_set1_ps(a_rows[i][(long)p * a_col]);
-                c0[i] = _mm512_fmadd_ps(a_ip, b0, c0[i]);
-                c1[i] = _mm512_fmadd_ps(a_ip, b1, c1[i]);
-            }
-        }
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < MR3; i++) {
-        if (i < mr) {
-            _mm512_mask_storeu_ps(c + (long)i * ldc, m0, c0[i]);
-            _mm512_mask_storeu_ps(c + (long)i * ldc + 16, m1, c1[i]);
-        }
-    }
-}
-
-AVX512 static void matmul_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
-                                 const float *b, int ldb, int m, int n, int k, bool accumulate) {
-    for (int i0 = 0; i0 < m; i0 += MR3) {
-        for (int j0 = 0; j0 < n; j0 += NR3) {
-            tile_avx512(c + (long)i0 * ldc + j0, ldc, a + (long)i0 * a_row, a_row, a_col,
-                        b + j0, ldb, min_int(MR3, m - i0), min_int(NR3, n - j0), k, accumulate);
-        }
-    }
-}
-
-AVX512 static void softmax_backward_avx512(float *s, float *ds, const float *lse,
-                                           const float *delta, int rows, int cols, int lds,
-                                           float scale, int diagonal) {
-    __m512 scale16 = _mm512_set1_ps(scale);
-    for (int j = 0; j < rows; j++) {
-        float *s_j = s + (long)j * lds, *ds_j = ds + (long)j * lds;
-        __m512 lse16 = _mm512_set1_ps(lse[j]), delta16 = _mm512_set1_ps(delta[j]);
-        for (int p = 0; p < cols; p += 16) {
-            __mmask16 inside = lanes16(cols - p), seen = lanes16(j + diagonal - p + 1);
-            __m512 x = _mm512_sub_ps(_mm512_maskz_loadu_ps(inside, s_j + p), lse16);
-            __m512 P = _mm512_maskz_mov_ps(seen, exp16(x));
-            __m512 g = _mm512_mul_ps(P, _mm512_sub_ps(_mm512_maskz_loadu_ps(inside, ds_j + p),
-                                                      delta16));
-            _mm512_mask_storeu_ps(s_j + p, inside, P);
-            _mm512_mask_storeu_ps(ds_j + p, inside, _mm512_mul_ps(g, scale16));
-        }
-    }
-}
-
-AVX512 __attribute__((noinline)) static float fma_chains_avx512(long steps) {
-    __m512 acc[12], a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-3f);
-#pragma GCC unroll 12
-    for (int c = 0; c < 12; c++) {
-        acc[c] = _mm512_set1_ps((float)c);
-    }
-    for (long i = 0; i < steps; i++) {
-#pragma GCC unroll 12
-        for (int c = 0; c < 12; c++) {
-            acc[c] = _mm512_fmadd_ps(acc[c], a, b);
-        }
-    }
-    __m512 total = acc[0];
-    for (int c = 1; c < 12; c++) {
-        total = _mm512_add_ps(total, acc[c]);
-    }
-    return _mm512_cvtss_f32(total);
-}
-
-static const Kernels AVX512_KERNELS = {"avx512", matmul_avx512, column_max_avx2,
-                                       exp_columns_avx2, softmax_backward_avx512,
-                                       row_dots_avx2, scale_avx2};
-#endif   // x86-64 with GCC or Clang
-
-// --- choosing: what this CPU runs, and ATTN_KERNELS ---
-
-// The kernel set called `name` ("scalar", "avx2", "avx512") if this CPU and
-// compiler can run it, else NULL.
-static const Kernels *kernels_named(const char *name) {
-    if (strcmp(name, "scalar") == 0) {
-        return &SCALAR_KERNELS;
-    }
-#ifdef HAVE_VECTOR_KERNELS
-    __builtin_cpu_init();
-    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (strcmp(name, "avx2") == 0 && avx2) {
-        return &AVX2_KERNELS;
-    }
-    if (strcmp(name, "avx512") == 0 && avx2 && __builtin_cpu_supports("avx512f")) {
-        return &AVX512_KERNELS;
-    }
-#endif
-    return NULL;
-}
-
-static const Kernels *kernels_best(void) {
-    const char *forced = getenv("ATTN_KERNELS");
-    if (forced != NULL && forced[0] != '\0' && kernels_named(forced) != NULL) {
-        return kernels_named(forced);
-    }
-    const Kernels *avx512 = kernels_named("avx512"), *avx2 = kernels_named("avx2");
-    return avx512 != NULL ? avx512 : avx2 != NULL ? avx2 : &SCALAR_KERNELS;
-}
-
-// ATTN_KERNELS, if set, must name a kernel set this CPU can run.
-static void check_kernels_variable(const Lesson *lesson) {
-    const char *forced = getenv("ATTN_KERNELS");
-    if (forced == NULL || forced[0] == '\0') {
-        return;
-    }
-    if (strcmp(forced, "scalar") != 0 && strcmp(forced, "avx2") != 0 &&
-        strcmp(forced, "avx512") != 0) {
-        usage_error(lesson, "ATTN_KERNELS expects scalar, avx2 or avx512, got '%.40s'", forced);
-    }
-    if (kernels_named(forced) == NULL) {
-        usage_error(lesson, "ATTN_KERNELS=%s: this CPU (or compiler) has no %s; use scalar%s",
-                    forced, forced, kernels_named("avx2") != NULL ? " or avx2" : "");
-    }
-}
-
-// === appendix B: the bench, the tiled backward against the naive one on one core ================
-
-// Part 2's last lines: the FLOPs the tiled backward counted and what the
-// naive one would do, and the extra memory of each.
-static void print_costs(const Sizes *n, const BackwardSteps *steps, const Tensor *lse) {
-    int B = n->batch, H = n->heads, N = n->seq, D = n->head_dim;
-    double BHND = (double)B * H * N * N * D;
-    printf("FLOPs: the tiled backward did %.0f (five products, 2*Bq*Bk*D each, per visited tile; "
-           "10*B*H*N*N*D\n  = %.0f without the mask): 2.5 times the forward's 4*B*H*N*N*D = %.0f, "
-           "S and P recomputed;\n  the naive backward keeps P and does 4 products, "
-           "8*B*H*N*N*D = %.0f\n", steps->flops, 10 * BHND, 4 * BHND, 8 * BHND);
-    printf("extra memory: naive, P (kept by its forward), dP and dS, (B, H, N, N) each: %.2f KiB;"
-           "\n  tiled, lse (B, H, N), kept by the forward, and delta (N) of one head: %.2f KiB; its "
-           "blocks,\n  K_j^T and V_j^T (D, Bk), two (Bq, Bk) and Q_i / sqrt(D) (Bq, D): %.2f KiB, "
-           "whatever N is\n",
-           naive_extra_bytes(B, H, N) / 1024.0,
-           ((double)numel(lse) * sizeof(float) + steps->delta_bytes) / 1024.0,
-           steps->scratch_bytes / 1024.0);
-}
-
-#define BENCH_HEADS 8
-#define BENCH_HEAD_DIM 64
-#define BENCH_BLOCK 64         // Bq = Bk unless --block-q or --block-k says otherwise
-#define BENCH_REPEATS 3        // each case runs at least this many times, the paths taking turns,
-#define BENCH_MAX_REPEATS 10   // ... and again while the tiled path has had less than
-#define BENCH_MIN_SECONDS 1.0  //     a second, up to 10 times;
-#define BENCH_SLOW_MS 1000.0   // the naive path 3 times at most, twice if a run takes longer
-#define BENCH_MAX_SEQ 16384    // --bench --seq beyond this would take minutes a run
-#define BENCH_SPREAD_NOTE 0.2  // a spread above 20%: say the machine is busy
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static double mib(double bytes) {
-    return bytes / (1024.0 * 1024.0);
-}
-
-// One core's FMA peak in GFLOP/s with the kernels' own registers, best of 5.
-static double fma_peak(const Kernels *kernels) {
-    long steps = 20000000;
-    double best = 1e30, flops = 0.0;
-    volatile float sink = 0.0f;   // keeps the loops from being optimised away
-    for (int run = 0; run < 5; run++) {
-        double start = now_seconds();
-#ifdef HAVE_VECTOR_KERNELS
-        if (kernels == &AVX512_KERNELS) {
-            sink = sink + fma_chains_avx512(steps / 2);
-            flops = 32.0 * (steps / 2) * 12;
-        } else if (kernels == &AVX2_KERNELS) {
-            sink = sink + fma_chains_avx2(steps);
-            flops = 16.0 * steps * 12;
-        }
-#endif
-        if (kernels == &SCALAR_KERNELS) {
-            sink = sink + fma_chains_scalar(steps / 16);
-            flops = 2.0 * (steps / 16) * 12;
-        }
-        double seconds = now_seconds() - start;
-        best = seconds < best ? seconds : best;
-    }
-    return flops / best * 1e-9;
-}
-
-typedef struct {
-    double best, worst;   // ms
-    int runs;
-} Timing;
-
-static void add_run(Timing *t, double ms) {
-    t->best = t->runs == 0 || ms < t->best ? ms : t->best;
-    t->worst = t->runs == 0 || ms > t->worst ? ms : t->worst;
-    t->runs += 1;
-}
-
-static double spread(const Timing *t) {
-    return t->worst / t->best - 1.0;
-}
-
-typedef struct {
-    int seq;
-    bool causal;
-    Timing naive, tiled;      // naive.runs == 0: not run (its P would not fit)
-    double flops;             // the tiled backward's
-    size_t naive_extra, tiled_extra;
-    float diff;               // max |tiled - naive| over the three gradients
-} BenchCase;
-
-// The naive path's P (1, H, N, N), as autograd keeps it: lesson 13's naive
-// forward run one head at a time, its scores and their copies freed after
-// each head, so that the bench holds what it reports (P, dP and dS).
-static const Tensor *naive_P(const Tensor *query, const Tensor *key, const Tensor *value,
-                             bool causal) {
-    int H = size(query, 1), N = size(query, 2);
-    Tensor *P = zeros(shape4(1, H, N, N));                                     // (1, H, N, N)
-    for (int h = 0; h < H; h++) {
-        size_t mark = arena_mark();
-        const Tensor *P_h;                                                     // (1, 1, N, N)
-        naive_attention(&P_h, narrow(query, 1, h, 1), narrow(key, 1, h, 1),
-                        narrow(value, 1, h, 1), causal);
-        memcpy(at4(P, 0, h, 0, 0), at4(P_h, 0, 0, 0, 0), (size_t)N * N * sizeof(float));
-        arena_release(mark);
-    }
-    return P;
-}
-
-static void bench_case(BenchCase *c, int N, bool causal, int block_q, int block_k,
-                       uint64_t seed) {
-    size_t mark = arena_mark();
-    manual_seed(seed);
-    Shape shape = shape4(1, BENCH_HEADS, N, BENCH_HEAD_DIM);
-    const Tensor *query = randn(shape), *key = randn(shape), *value = randn(shape);
-    const Tensor *grad_out = randn(shape);
-    FlashAttention flash = FlashAttention_init(BENCH_HEADS, BENCH_HEADS, causal, block_q, block_k);
-    Tensor *lse;
-    const Tensor *out = FlashAttention_forward(&lse, &flash, query, key, value);
-    bool naive_fits = (double)BENCH_HEADS * N * N <= (double)MAX_ELEMENTS;
-    const Tensor *P = naive_fits ? naive_P(query, key, value, causal) : NULL;
-    *c = (BenchCase){N, causal, {0, 0, 0}, {0, 0, 0}, 0.0, naive_extra_bytes(1, BENCH_HEADS, N),
-                     0, NAN};
-    Tensor *tiled_grads[3];   // the first run's, kept; later runs' are freed
-    double spent = 0.0;       // seconds the tiled path has run
-    for (int r = 0; r < BENCH_REPEATS || (spent < BENCH_MIN_SECONDS && r < BENCH_MAX_REPEATS);
-         r++) {
-        size_t run_mark = arena_mark();
-        BackwardSteps steps;
-        double start = now_seconds();
-        QKVGrads g = FlashAttention_backward(&steps, &flash, query, key, value, out, lse, grad_out);
-        double seconds = now_seconds() - start;
-        add_run(&c->tiled, seconds * 1e3);
-        spent += seconds;
-        c->flops = steps.flops;
-        c->tiled_extra =
-            steps.scratch_bytes + steps.delta_bytes + (size_t)numel(lse) * sizeof(float);
-        if (r == 0) {
-            tiled_grads[0] = g.query, tiled_grads[1] = g.key, tiled_grads[2] = g.value;
-        } else {
-            arena_release(run_mark);
-        }
-        if (naive_fits && r < BENCH_REPEATS && (r < 2 || c->naive.best < BENCH_SLOW_MS)) {
-            run_mark = arena_mark();   // every run's gradients, dP and dS freed once compared
-            start = now_seconds();
-            QKVGrads n = naive_backward(P, query, key, value, grad_out);
-            add_run(&c->naive, (now_seconds() - start) * 1e3);
-            if (r == 0) {
-                c->diff = fmaxf(fmaxf(max_abs_diff(tiled_grads[0], n.query),
-                                      max_abs_diff(tiled_grads[1], n.key)),
-                                max_abs_diff(tiled_grads[2], n.value));
-            }
-            arena_release(run_mark);
-        }
-    }
-    arena_release(mark);
-}
-
-static double bench_flops(int N, bool causal) {   // 10*B*H*N*N*D, causal 5*B*H*N*(N+1)*D
-    double HND = (double)BENCH_HEADS * N * BENCH_HEAD_DIM;
-    return causal ? 5.0 * HND * (N + 1.0) : 10.0 * HND * N;
-}
-
-static void refuse_with_bench(const Lesson *lesson);
-static Cost bench_cost(const int *seqs, int n_seqs, int block_q, int block_k,
-                       const Kernels *kernels);
-
-static void bench(const Lesson *lesson, const Sizes *n) {
-    if (flag_given(lesson, "--seq") && n->seq > BENCH_MAX_SEQ) {
-        usage_error(lesson, "--bench --seq %d: the tiled backward alone would take minutes a "
-                    "run; --bench takes --seq up to %d", n->seq, BENCH_MAX_SEQ);
-    }
-    refuse_with_bench(lesson);
-    int seq = flag_given(lesson, "--seq") ? n->seq : 0, block_q = n->block_q, block_k = n->block_k;
-    if (!flag_given(lesson, "--block-q") && !flag_given(lesson, "--block-k")) {
-        block_q = block_k = BENCH_BLOCK;
-    }
-    const int default_seqs[] = {512, 1024, 2048, 4096, 8192};
-    int n_seqs = seq > 0 ? 1 : 5;
-    const int *seqs = seq > 0 ? &seq : default_seqs;
-    const Kernels *kernels = kernels_best();
-    check_budget(lesson, bench_cost(seqs, n_seqs, block_q, block_k, kernels));
-    printf("-- bench: the backward, batch 1, %d heads, head_dim %d, blocks of %d queries x %d "
-           "keys, one thread --\n", BENCH_HEADS, BENCH_HEAD_DIM, block_q, block_k);
-    printf("kernels: %s (picked at run time; ATTN_KERNELS=scalar, avx2 or avx512 chooses: the "
-           "same bits)\n", kernels->name);
-    double peak = fma_peak(kernels);
-    BenchCase cases[10];
-    for (int i = 0; i < n_seqs; i++) {
-        for (int causal = 0; causal < 2; causal++) {
-            bench_case(&cases[2 * i + causal], seqs[i], causal, block_q, block_k, lesson->seed);
-        }
-    }
-    double peak_after = fma_peak(kernels);   // the machine may be shared: keep the higher
-    peak = peak_after > peak ? peak_after : peak;
-    printf("FMA peak of this core, measured: 12 independent chains of FMAs, %.1f GFLOP/s\n", peak);
-    printf("each time is the best of its runs, the naive and the tiled backward taking turns: the "
-           "tiled one\n%d to %d runs (a second's worth), the naive one %d (2 when one takes over a "
-           "second);\nspread = slowest / best - 1; GFLOP/s count 10*B*H*N*N*D (causal "
-           "5*B*H*N*(N+1)*D),\nthe tiled backward's five products\n", BENCH_REPEATS,
-           BENCH_MAX_REPEATS, BENCH_REPEATS);
-    printf("  seq causal naive ms spread tiled ms spread speedup GFLOP/s  %%peak naive MiB "
-           "tiled MiB max|diff|\n");
-    bool noisy = false;
-    for (int i = 0; i < 2 * n_seqs; i++) {
-        const BenchCase *c = &cases[i];
-        double gflops = bench_flops(c->seq, c->causal) / (c->tiled.best * 1e6);
-        noisy |= spread(&c->tiled) > BENCH_SPREAD_NOTE ||
-                 (c->naive.runs > 0 && spread(&c->naive) > BENCH_SPREAD_NOTE);
-        printf("%5d %6d", c->seq, c->causal);
-        if (c->naive.runs > 0) {
-            printf(" %8.1f %5.0f%%", c->naive.best, 100.0 * spread(&c->naive));
-        } else {
-            printf(" %8s %6s", "-", "");
-        }
-        printf(" %8.1f %5.0f%%", c->tiled.best, 100.0 * spread(&c->tiled));
-        if (c->naive.runs > 0) {
-            printf(" %6.1fx", c->naive.best / c->tiled.best);
-        } else {
-            printf(" %7s", "-");
-        }
-        printf(" %7.1f %5.1f%%", gflops, 100.0 * gflops / peak);
-        if (c->naive.runs > 0) {
-            printf(" %9.1f %9.2f %9.1e\n", mib(c->naive_extra), mib(c->tiled_extra), c->diff);
-        } else {
-            printf(" %9s %9.2f %9s\n", "-", mib(c->tiled_extra), "-");
-        }
-    }
-    printf("what the numbers say:\n");
-    const BenchCase *last = &cases[2 * n_seqs - 2];   // seq 2048 if it ran, else the largest
-    for (int i = 0; i < n_seqs; i++) {
-        last = cases[2 * i].seq == 2048 ? &cases[2 * i] : last;
-    }
-    printf("- tiled: %.0f%% of the measured peak at seq %d: its five products are FMAs; the "
-           "exp, delta,\n  the copies of K_j and V_j and the edges of the tiles are not. Its blocks "
-           "stay %.1f KiB at any seq;\n  with lse and delta (4 bytes a query) it needs %.2f MiB "
-           "here.\n",
-           100.0 * bench_flops(last->seq, false) / (last->tiled.best * 1e6) / peak, last->seq,
-           (last->tiled_extra - 4.0 * (BENCH_HEADS + 1) * last->seq) / 1024.0,
-           mib(last->tiled_extra));
-    for (int i = 0; i < n_seqs; i++) {
-        const BenchCase *full = &cases[2 * i], *causal = &cases[2 * i + 1];
-        if (full->naive.runs > 0 && (i + 1 == n_seqs || cases[2 * i + 2].naive.runs == 0)) {
-            printf("- naive, seq %d: it keeps P and makes dP and dS, (B, H, N, N) each: %.0f "
-                   "MiB, 4x more each time\n  seq doubles; it does 4 of the 5 products (P is "
-                   "kept, not recomputed), one multiply-add at a time.\n", full->seq,
-                   mib(full->naive_extra));
-        }
-        if (i + 1 == n_seqs) {
-            printf("- causal, seq %d: the tiled backward skips the tiles above the diagonal "
-                   "and took %.2f of the time\n  it took without the mask (about 0.5 expected, "
-                   "a little more for the diagonal tiles).\n", full->seq,
-                   causal->tiled.best / full->tiled.best);
-        }
-    }
-    if (noisy) {
-        printf("- some runs of a case differed by more than %.0f%%: the machine is busy, and "
-               "ratios between cases\n  are less certain than the best times.\n",
-               100.0 * BENCH_SPREAD_NOTE);
-    }
-    for (int i = 0; i < 2 * n_seqs; i++) {
-        const BenchCase *c = &cases[i];
-        double gflops = bench_flops(c->seq, c->causal) / (c->tiled.best * 1e6);
-        if (c->naive.runs > 0) {
-            printf("bench seq=%d causal=%d naive_ms=%.1f tiled_ms=%.1f tiled_gflops=%.1f "
-                   "naive_extra_mib=%.1f tiled_extra_mib=%.1f\n", c->seq, c->causal,
-                   c->naive.best, c->tiled.best, gflops, mib(c->naive_extra), mib(c->tiled_extra));
-        } else {
-            printf("bench seq=%d causal=%d naive_ms=- tiled_ms=%.1f tiled_gflops=%.1f "
-                   "naive_extra_mib=- tiled_extra_mib=%.1f\n", c->seq, c->causal, c->tiled.best,
-                   gflops, mib(c->tiled_extra));
-        }
-    }
-}
-
-// --bench times its own sizes (--seq picks one of them): the other shape flags
-// and the files would be ignored, so they are refused.
-static void refuse_with_bench(const Lesson *lesson) {
-    const char *ignored[] = {"--batch", "--dim", "--heads", "--kv-heads", "--head-dim",
-                             "--causal", "--train", "--dump", "--dot", "--heatmap"};
-    for (size_t f = 0; f < sizeof ignored / sizeof ignored[0]; f++) {
-        if (flag_given(lesson, ignored[f])) {   // --batch 1, or --batch=1
-            usage_error(lesson, "--bench times its own sizes (batch 1, 8 heads, head_dim 64, seq "
-                        "512 to 8192 or --seq N, causal and not); drop %s", ignored[f]);
-        }
-    }
-}
-
-// === appendix C: the forward, lesson 13's tiled loop keeping lse, and its naive path ============
-
-// The forward's scratch (lesson 13's): scores kept transposed, a column per query.
+// The forward's scratch: scores kept transposed, a column per query.
 typedef struct {
     int N, D, Bq, Bk, ldS;   // ldS: Bq rounded up to 16
     bool causal;
@@ -1636,8 +858,11 @@ typedef struct {
     float *m, *l, *m_new, *block_sum;   // (ldS) each: running max and sum per query
 } Tiling;
 
-// Lesson 13's attend_query_block, which now also writes lse[j] = m + log(l):
-// all the backward needs of the softmax, one number per query.
+// One block of queries against every key block it sees, as lesson 13's
+// tiled loop does it (the same blocks, running max and sum, rescaling by
+// exp(m - m_new)), with this lesson's kernels: in base e, where lesson 13's
+// own work in base 2 and fuse more. It also writes lse[j] = m + log(l): all
+// the backward needs of the softmax, one number per query.
 static void attend_query_block(const Tiling *w, const float *q, const float *k, const float *v,
                                float *out, float *lse, int qs, int nq) {
     int D = w->D, ldS = w->ldS;
@@ -1691,8 +916,6 @@ static void attend_query_block(const Tiling *w, const float *q, const float *k, 
     }
 }
 
-// query (B, H, N, D), key and value (B, KV, N, D), row-major; returns out
-// (B, H, N, D) and *lse (B, H, N).
 static Tensor *FlashAttention_forward(Tensor **lse, const FlashAttention *self,
                                       const Tensor *query, const Tensor *key,
                                       const Tensor *value) {
@@ -1719,17 +942,41 @@ static Tensor *FlashAttention_forward(Tensor **lse, const FlashAttention *self,
             }
         }
     }
-    const Tensor *inputs[3] = {query, key, value};
-    trace("tiled forward (keeps lse)", out, 3, inputs, 0, NULL);
-    trace("tiled forward (keeps lse)", *lse, 3, inputs, 0, NULL);
+    trace_step("tiled forward", out, query, 2, (const Tensor *const[]){key, value});
+    trace_step("m + log(l)", *lse, query, 1, &key);
     return out;
 }
 
-// Lesson 13's naive path: the helper's matmul and softmax, (B, KV, R, N, N)
-// weights (R query heads beside each key/value head, broadcast, no copy).
-// Returns out_naive (B, H, N, D) and *P, the weights as (B, H, N, N).
-static const Tensor *naive_attention(const Tensor **P, const Tensor *query, const Tensor *key,
-                                     const Tensor *value, bool causal) {
+static Tensor *first_tile_P(const FlashAttention *flash, const Tensor *query, const Tensor *key,
+                            const Tensor *lse) {
+    int N = size(query, 2), D = size(query, 3);
+    int nq = min_int(flash->block_q, N), nk = min_int(flash->block_k, N);
+    Tensor *P = zeros(shape2(nq, nk)), *unused = zeros(shape2(nq, nk));      // (nq, nk)
+    const Tensor *no_delta = zeros(shape1(nq));                              // dS is not shown
+    Tensor *q_s = zeros(shape2(nq, D)), *k_t = zeros(shape2(D, nk));         // (nq, D), (D, nk)
+    for (int d = 0; d < D; d++) {
+        for (int j = 0; j < nq; j++) {
+            *at2(q_s, j, d) = *at4(query, 0, 0, j, d) * (1.0f / sqrtf((float)D));
+        }
+        for (int p = 0; p < nk; p++) {
+            *at2(k_t, d, p) = *at4(key, 0, 0, p, d);
+        }
+    }
+    flash->kernels->matmul(P->data, nk, q_s->data, D, 1, k_t->data, nk, nq, nk, D, false);
+    TileKind kind = tile_kind(flash->causal, 0, nq, 0, nk);
+    flash->kernels->softmax_backward(P->data, unused->data, at3(lse, 0, 0, 0), no_delta->data,
+                                     nq, nk, nk, 1.0f, kind == TILE_DIAGONAL ? 0 : nk);
+    return P;
+}
+
+// === appendix C: the standard path, lesson 13's naive forward and autograd's backward ===========
+
+// The standard forward, lesson 13's naive path: the helper's matmul and
+// softmax, (B, KV, R, N, N) weights (R query heads beside each key/value
+// head, broadcast, no copy). Returns out (B, H, N, D) and *P, the weights as
+// (B, H, N, N), which the standard backward needs whole.
+const Tensor *standard_attention(const Tensor **P, const Tensor *query, const Tensor *key,
+                                 const Tensor *value, bool causal) {
     int B = size(query, 0), H = size(query, 1), N = size(query, 2), D = size(query, 3);
     int KV = size(key, 1), R = H / KV;
     const Tensor *q = view(contiguous(query), shape5(B, KV, R, N, D));        // (B, KV, R, N, D)
@@ -1743,17 +990,13 @@ static const Tensor *naive_attention(const Tensor **P, const Tensor *query, cons
     return view(matmul(weights, v), shape4(B, H, N, D));                      // (B, H, N, D)
 }
 
-// P, dP and dS, (B, H, N, N) each.
-static size_t naive_extra_bytes(int B, int H, int N) {
-    return 3 * (size_t)B * H * N * N * sizeof(float);
-}
-
-// The backward as autograd runs it on the naive path, by loops on whole
-// (N, N) matrices: dV = P^T dO (summed over a group), dP = dO V^T, dS = P (dP -
-// rowsum(P dP)) (autograd's softmax backward: the row term from the whole row
-// of P and dP), dQ = dS K / sqrt(D), dK = dS^T Q / sqrt(D).
-static QKVGrads naive_backward(const Tensor *P, const Tensor *query, const Tensor *key,
-                               const Tensor *value, const Tensor *grad_out) {
+// The standard backward, as autograd runs it on the standard forward, in plain
+// loops on whole (N, N) matrices a head: dV = P^T dO (summed over a group),
+// dP = dO V^T, dS = P (dP - rowsum(P dP)) (autograd's softmax backward: the
+// row term from the whole row of P and dP), dQ = dS K / sqrt(D), dK = dS^T Q
+// / sqrt(D). dP and dS are made whole, (B, H, N, N) each, as P is.
+static QKVGrads standard_backward(const Tensor *P, const Tensor *query, const Tensor *key,
+                                  const Tensor *value, const Tensor *grad_out) {
     int B = size(query, 0), H = size(query, 1), N = size(query, 2), D = size(query, 3);
     int KV = size(key, 1), R = H / KV;
     float scale = 1.0f / sqrtf((float)D);
@@ -1795,31 +1038,13 @@ static QKVGrads naive_backward(const Tensor *P, const Tensor *query, const Tenso
     return g;
 }
 
-// P of the first tile of batch 0, head 0, made as the backward makes it:
-// S = (Q_i / sqrt(D)) K_j^T, then exp(S - lse). (nq, nk).
-static Tensor *first_tile_P(const FlashAttention *flash, const Tensor *query, const Tensor *key,
-                            const Tensor *lse) {
-    int N = size(query, 2), D = size(query, 3);
-    int nq = min_int(flash->block_q, N), nk = min_int(flash->block_k, N);
-    Tensor *P = zeros(shape2(nq, nk)), *unused = zeros(shape2(nq, nk));      // (nq, nk)
-    const Tensor *no_delta = zeros(shape1(nq));                              // dS is not shown
-    Tensor *q_s = zeros(shape2(nq, D)), *k_t = zeros(shape2(D, nk));         // (nq, D), (D, nk)
-    for (int d = 0; d < D; d++) {
-        for (int j = 0; j < nq; j++) {
-            *at2(q_s, j, d) = *at4(query, 0, 0, j, d) * (1.0f / sqrtf((float)D));
-        }
-        for (int p = 0; p < nk; p++) {
-            *at2(k_t, d, p) = *at4(key, 0, 0, p, d);
-        }
-    }
-    flash->kernels->matmul(P->data, nk, q_s->data, D, 1, k_t->data, nk, nq, nk, D, false);
-    TileKind kind = tile_kind(flash->causal, 0, nq, 0, nk);
-    flash->kernels->softmax_backward(P->data, unused->data, at3(lse, 0, 0, 0), no_delta->data,
-                                     nq, nk, nk, 1.0f, kind == TILE_DIAGONAL ? 0 : nk);
-    return P;
+// What the standard backward keeps or makes besides the gradients: P (kept
+// by its forward), dP and dS, (B, H, N, N) each.
+size_t standard_extra_bytes(int B, int H, int N) {
+    return 3 * (size_t)B * H * N * N * sizeof(float);
 }
 
-// === appendix D: part 1's module in double, for the central differences =========================
+// === appendix D: part 1's checks, and its module in double for the central differences ==========
 
 // sum(ret * grad_out) computed in double from the float inputs and
 // parameters, with one number moved by h: element `index` (row-major) of
@@ -1928,7 +1153,42 @@ static void print_central_differences(const SelfAttV4 *net, const SelfAttV4Steps
     printf("max |autograd - central| = %.1e (float rounding of the analytic gradients)\n", largest);
 }
 
-// === appendix E: what a run costs, for the budget (lesson/budget.h) ===============================
+// Part 1's checks: masked scores and masked keys get exactly 0, the rows of
+// scores.grad sum to 0, and central differences agree with the formulas.
+static void check_part1(const SelfAttV4 *net, const SelfAttV4Steps *f, const SelfAttV4Grads *g,
+                        const Tensor *X, const Tensor *mask, const Tensor *grad_out) {
+    int B = size(X, 0), T = size(X, 1), C = size(X, 2);
+    bool masked_zero = true, keys_zero = true;
+    int unseen = 0;
+    for (int b = 0; b < B; b++) {
+        for (int s = 0; s < T; s++) {
+            int seen_by = 0;
+            for (int t = 0; t < T; t++) {
+                seen_by += *at3(mask, b, t, s) != 0.0f;
+                masked_zero &= *at3(mask, b, t, s) != 0.0f || *at3(g->scores, b, t, s) == 0.0f;
+            }
+            for (int c = 0; seen_by == 0 && c < C; c++) {
+                keys_zero &= *at3(g->K, b, s, c) == 0.0f && *at3(g->V, b, s, c) == 0.0f;
+            }
+            unseen += seen_by == 0;
+        }
+    }
+    printf("\nchecks:\nscores.grad is exactly 0 at every masked score: %s\n",
+           masked_zero ? "True" : "False");
+    printf("%d keys no query attends to; their rows of K.grad and V.grad are exactly 0: %s\n",
+           unseen, keys_zero ? "True" : "False");
+    float worst = 0.0f;
+    const Tensor *row_sums = sum_last(g->scores);                            // (B, T)
+    for (long i = 0; i < numel(row_sums); i++) {
+        worst = fmaxf(worst, fabsf(row_sums->data[i]));
+    }
+    printf("each row of scores.grad sums to 0 (softmax ignores a shift of its row):\n"
+           "  max |scores.grad.sum(-1)| = %.1e\n", worst);
+
+    print_central_differences(net, f, g, X, mask, grad_out);
+}
+
+// === appendix E: what a run costs, for the budget (lesson/budget.h) =============================
 
 // Part 1 at (B, T, C): counted from what it held (ATTN_COST=show) at many
 // sizes: about 8 (B, T, T) tensors (the mask, scores, att_weight and their
@@ -1939,74 +1199,53 @@ static void print_central_differences(const SelfAttV4 *net, const SelfAttV4Steps
 // double for the central differences, a forward each. Part 2 at (B, H, N, D):
 // 6 (B, H, N, D) and 6 (B, KV, N, D) tensors (inputs, outputs, gradients,
 // copies), lse (B, H, N), the tiles' scratch (Bq + Bk rows of D, about 16
-// times over, and 5 (Bq, Bk): S, P, dP, dS and the forward's); the naive path, when its P fits, 5 (B, H, N, N) (scores, scaled,
-// P, dP, dS), one more and three (N, N) for the causal mask. Its work: the
-// tiled forward (2 products) and backward (5), the naive one (2 and 4),
-// each BHNN*D multiply-adds, P's exp three times.
+// times over, and 5 (Bq, Bk): S, P, dP, dS and the forward's); the standard
+// path, when its P fits, 5 (B, H, N, N) (scores, scaled, P, dP, dS), one more
+// and three (N, N) for the causal mask. Its work: the tiled forward (2
+// products) and backward (5), the standard one (2 and 4), each BHNN*D
+// multiply-adds, P's exp three times.
 static Cost attention_backward_cost(const Sizes *n) {
     double B = n->batch, T = n->seq, C = n->dim, H = n->heads, KV = n->kv_heads, N = n->seq;
     double D = n->head_dim, BTT = B * T * T, BTC = B * T * C, BHNN = B * H * N * N;
-    bool part1 = BTT <= (double)MAX_ELEMENTS, naive = BHNN <= (double)MAX_ELEMENTS;
+    bool part1 = BTT <= (double)MAX_ELEMENTS, standard = BHNN <= (double)MAX_ELEMENTS;
     double Bq = fmin(n->block_q, N), Bk = fmin(n->block_k, N);
     double floats = part1 * ((8 + 4 * n->train) * BTT + 29 * BTC + 24 * C * C) +
                     6 * B * H * N * D + 6 * B * KV * N * D + B * H * N + 16 * (Bq + Bk) * D +
-                    5 * Bq * Bk +
-                    naive * ((5 + n->causal) * BHNN + 3 * n->causal * N * N);
+                    5 * Bq * Bk + standard * ((5 + n->causal) * BHNN + 3 * n->causal * N * N);
     return (Cost){
         .bytes = 4 * floats,
         .dumped = 4 * (part1 * (2 * BTT + 10 * BTC + 8 * C * C) + 5 * B * H * N * D +
                        4 * B * KV * N * D + B * H * N),
-        .multiply_adds = part1 * (52 * BTC * C + 26 * BTT * C) + (7 + 6 * naive) * BHNN * D,
-        .exps = part1 * ((11 + n->train) * BTT + BTC + 4 * C * C) + (2 + naive) * BHNN +
+        .multiply_adds = part1 * (52 * BTC * C + 26 * BTT * C) + (7 + 6 * standard) * BHNN * D,
+        .exps = part1 * ((11 + n->train) * BTT + BTC + 4 * C * C) + (2 + standard) * BHNN +
                 2 * B * H * N * D + 2 * B * KV * N * D,
         .elements = floats,
     };
 }
 
-// --bench's budget. Memory: the largest case's inputs, outputs, the
-// tiled path's two sets of gradients (the first run's, kept, and a later
-// run's) and its (Bq, Bk) tiles, and where the naive path runs, its P (H, N, N), a naive run's dP
-// and dS, and one head's scores while P is made. Time: the bench's loops are
-// not the lessons' plain loops the budget's rates describe (budget.h), so it
-// estimates its own seconds from the rates measured here (one core of an
-// AMD EPYC, Zen 4, under load, gcc -O2; the slower end, as budget.h's):
-// the naive backward's inner loops over d (vectorised by the compiler) at
-// 0.5 ns a multiply-add; the tiled kernels at 2 ns a multiply-add divided by
-// the floats a register holds (1, 8, 16), and 100 ns a visited tile plus
-// 2 ns an element of it for what is not a product (the exp, the copies).
-// Each case runs the tiled backward at least BENCH_REPEATS times and then
-// while it has run less than a second, the naive one BENCH_REPEATS times
-// (twice when slow). The seconds go to check_budget as the elements that
-// take as long (NS_PER_ELEMENT each).
-static Cost bench_cost(const int *seqs, int n_seqs, int block_q, int block_k,
-                       const Kernels *kernels) {
-    double H = BENCH_HEADS, D = BENCH_HEAD_DIM, bytes = 0, seconds = 0.2;   // 0.2: fma_peak
-    double lanes = kernels == &SCALAR_KERNELS ? 1 : kernels == &AVX2_KERNELS ? 8 : 16;
-    for (int i = 0; i < n_seqs; i++) {
-        double N = seqs[i], HNN = H * N * N;
-        bool naive = HNN <= (double)MAX_ELEMENTS;
-        double tiles = H * ceil(N / fmin(block_q, N)) * ceil(N / fmin(block_k, N));
-        double tiled_run = 5 * HNN * D * 0.4e-9 / lanes + tiles * 100e-9 + HNN * 0.5e-9;
-        double naive_run = 4 * HNN * D * 0.4e-9;
-        double held = 11 * H * N * D + H * N + 5 * fmin(block_q, N) * fmin(block_k, N) +
-                      naive * (HNN + fmax(7 * N * N + 2 * N * D, 2 * HNN + 3 * H * N * D));
-        bytes = fmax(bytes, 4 * held);
-        for (int causal = 0; causal < 2; causal++) {   // the causal case: about half the tiles
-            double share = causal ? 0.5 : 1.0;
-            seconds += fmax(BENCH_REPEATS * share * tiled_run,
-                            fmin(BENCH_MAX_REPEATS, 1 + BENCH_MIN_SECONDS / (share * tiled_run)) *
-                            share * tiled_run) +
-                       naive * (2 * HNN * D * 0.4e-9 + HNN * 20e-9 +
-                                (naive_run > BENCH_SLOW_MS * 1e-3 ? 2 : BENCH_REPEATS) * naive_run);
-        }
+// === appendix F: the flags ======================================================================
+
+// ATTN_KERNELS, if set, must name a kernel set this CPU can run (kernels.h).
+static void check_kernels_variable(const Lesson *lesson) {
+    const char *forced = getenv("ATTN_KERNELS");
+    if (forced == NULL || forced[0] == '\0') {
+        return;
     }
-    return (Cost){.bytes = bytes, .elements = seconds * 1e9 / NS_PER_ELEMENT};
+    if (strcmp(forced, "scalar") != 0 && strcmp(forced, "avx2") != 0 &&
+        strcmp(forced, "avx512") != 0) {
+        usage_error(lesson, "ATTN_KERNELS expects scalar, avx2 or avx512, got '%.40s'", forced);
+    }
+    if (kernels_named(forced) == NULL) {
+        usage_error(lesson, "ATTN_KERNELS=%s: this CPU (or compiler) has no %s; use scalar%s",
+                    forced, forced, kernels_named("avx2") != NULL ? " or avx2" : "");
+    }
 }
 
-// === appendix F: the flags ========================================================================
-
+// The flags, then what they must satisfy together: --kv-heads 0 means as many
+// as --heads (as lesson 13's), and it must divide --heads; the tensors must
+// fit the helper's limits (not checked with --bench, which has its own sizes).
 static Sizes read_flags(Lesson *lesson, bool *run_bench, int argc, char **argv) {
-    static Sizes n = {.batch = 3, .seq = 4, .dim = 2, .heads = 2, .kv_heads = 2, .head_dim = 4,
+    static Sizes n = {.batch = 3, .seq = 4, .dim = 2, .heads = 2, .kv_heads = 0, .head_dim = 4,
                       .block_q = 2, .block_k = 2};
     static bool bench_switch = false;
     static SizeFlag sizes[] = {
@@ -2014,11 +1253,11 @@ static Sizes read_flags(Lesson *lesson, bool *run_bench, int argc, char **argv) 
         {"--seq", &n.seq, "sequence length (part 2 and --bench: N)"},
         {"--dim", &n.dim, "part 1: hidden dimension"},
         {"--heads", &n.heads, "part 2: query heads"},
-        {"--kv-heads", &n.kv_heads, "part 2: key/value heads, dividing --heads; if not given, "
-                                    "--heads"},
         {"--head-dim", &n.head_dim, "part 2: numbers per head"},
     };
     static IntFlag ints[] = {
+        {"--kv-heads", &n.kv_heads, "part 2: key/value heads, dividing --heads; 0: as many", 0,
+         65536},
         {"--block-q", &n.block_q, "part 2: queries per block, Bq (--bench: 64 if not given)", 1,
          MAX_BLOCK},
         {"--block-k", &n.block_k, "part 2: keys per block, Bk (--bench: 64 if not given)", 1,
@@ -2027,28 +1266,26 @@ static Sizes read_flags(Lesson *lesson, bool *run_bench, int argc, char **argv) 
     static SwitchFlag switches[] = {
         {"--causal", &n.causal, "the causal mask (part 1: instead of padding)"},
         {"--train", &n.train, "part 1: training mode, dropout on"},
-        {"--bench", &bench_switch, "time the tiled backward against the naive one on one core"},
+        {"--bench", &bench_switch, "time the tiled backward against the standard one's loops "
+                                   "on one core"},
     };
     *lesson = (Lesson){
         .program = "lesson-14",
         .summary = "attention-backward: the gradients of attention by hand, then "
                    "FlashAttention-2's tiled backward",
-        .sizes = sizes, .n_sizes = 6, .ints = ints, .n_ints = 2,
+        .sizes = sizes, .n_sizes = 5, .ints = ints, .n_ints = 3,
         .switches = switches, .n_switches = 3,
     };
     parse_lesson_args(lesson, argc, argv);
+    check_kernels_variable(lesson);
     *run_bench = bench_switch;
-    return n;
-}
-
-// --kv-heads defaults to --heads; the sizes must fit together and the helper's limits.
-static void check_sizes(const Lesson *lesson, Sizes *n) {
-    if (!flag_given(lesson, "--kv-heads")) {
-        n->kv_heads = n->heads;
+    if (!bench_switch) {
+        n.kv_heads = n.kv_heads == 0 ? n.heads : n.kv_heads;
+        check_divides(lesson, "--kv-heads", n.kv_heads, "--heads", n.heads);
+        check_fits(lesson, "X (batch, seq, dim)", shape3(n.batch, n.seq, n.dim));
+        check_fits(lesson, "query_proj.weight (dim, dim)", shape2(n.dim, n.dim));
+        check_fits(lesson, "query (batch, heads, seq, head_dim)",
+                   shape4(n.batch, n.heads, n.seq, n.head_dim));
     }
-    check_divides(lesson, "--kv-heads", n->kv_heads, "--heads", n->heads);
-    check_fits(lesson, "X (batch, seq, dim)", shape3(n->batch, n->seq, n->dim));
-    check_fits(lesson, "query_proj.weight (dim, dim)", shape2(n->dim, n->dim));
-    check_fits(lesson, "query (batch, heads, seq, head_dim)",
-               shape4(n->batch, n->heads, n->seq, n->head_dim));
+    return n;
 }

@@ -89,7 +89,7 @@ def record(directory, seed, flags):
         print("\n".join(lines), end="")
     print("seed %d %s: tiled (PyTorch's loop) against autograd %s" % (
         seed, " ".join(flags),
-        [line for line in printed.getvalue().split("\n") if "max |tiled - naive|" in line]))
+        [line for line in printed.getvalue().split("\n") if "max |tiled - standard|" in line]))
 
 
 def main():

@@ -1,0 +1,380 @@
+// bench.c - lesson 14's --bench: an appendix to attention_backward.c. It
+// times the backward alone, both ways, on one core: the standard backward
+// (P kept, as autograd keeps it) run by the lesson's plain loops, and
+// FlashAttention-2's tiled backward. Each is handed its forward's output
+// (and the loops their P), made once a case.
+//
+// Each case runs both backwards in turns, the tiled one until it has had a
+// second (3 to 10 runs), the loops 3 times (2 when a run takes over a
+// second), and keeps each one's best time. The table prints the spread of
+// the runs too (slowest / best - 1; a case's first run is often its
+// slowest, so the spread is no measure of load). Whether other programs
+// took this core is measured apart: the processor time this thread got
+// during its runs against the time they took (Shares). Then the cases'
+// lines, one each:
+//     bench seq=2048 causal=0 loops_ms=... tiled_ms=... tiled_gflops=...
+//           standard_extra_mib=... tiled_extra_mib=...
+#define _POSIX_C_SOURCE 200809L   // clock_gettime
+
+#include "bench.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define BENCH_HEADS 8
+#define BENCH_HEAD_DIM 64
+#define BENCH_BLOCK 64         // Bq = Bk unless --block-q or --block-k says otherwise
+#define BENCH_REPEATS 3        // each case runs at least this many times, the paths taking turns,
+#define BENCH_MAX_REPEATS 10   // ... and again while the tiled path has had less than
+#define BENCH_MIN_SECONDS 1.0  //     a second, up to 10 times;
+#define BENCH_SLOW_MS 1000.0   // the loops 3 times at most, twice if a run takes longer
+#define BENCH_MAX_SEQ 16384    // --bench --seq beyond this would take minutes a run
+#define BENCH_BUSY 0.95        // this thread ran less than 95% of its runs' time: say so
+
+static double mib(double bytes) {
+    return bytes / (1024.0 * 1024.0);
+}
+
+// --- the clocks: the time a run took, and the processor time this thread had in it ---
+
+typedef struct {
+    double wall, cpu;   // seconds
+} Instant;
+
+static Instant now(void) {
+    struct timespec wall, cpu;
+    clock_gettime(CLOCK_MONOTONIC, &wall);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+    return (Instant){(double)wall.tv_sec + 1e-9 * (double)wall.tv_nsec,
+                     (double)cpu.tv_sec + 1e-9 * (double)cpu.tv_nsec};
+}
+
+// Every timed run's time and processor time, added up: their ratio is the
+// share of the time this thread ran. Below 1, the core was shared.
+typedef struct {
+    double wall, cpu;
+} Shares;
+
+static double since(Shares *shares, Instant start) {
+    Instant end = now();
+    shares->wall += end.wall - start.wall;
+    shares->cpu += end.cpu - start.cpu;
+    return end.wall - start.wall;
+}
+
+// One core's FMA peak in GFLOP/s with the kernels' own registers, best of 5
+// (12 chains of `lanes` floats); 0 for the scalar twins, which have no
+// fma_chains: their fmaf is a call into libm, not one instruction, and no
+// peak of the core.
+static double fma_peak(const Kernels *kernels) {
+    if (kernels->fma_chains == NULL) {
+        return 0.0;
+    }
+    long steps = 160000000 / kernels->lanes;
+    double best = 1e30;
+    volatile float sink = 0.0f;   // keeps the loops from being optimised away
+    for (int run = 0; run < 5; run++) {
+        Instant start = now();
+        sink = sink + kernels->fma_chains(steps);
+        double seconds = now().wall - start.wall;
+        best = seconds < best ? seconds : best;
+    }
+    return 2.0 * kernels->lanes * steps * 12 / best * 1e-9;
+}
+
+// --- one case: the two backwards at one seq, causal or not ---
+
+typedef struct {
+    double best, worst;   // ms
+    int runs;
+} Timing;
+
+static void add_run(Timing *t, double ms) {
+    t->best = t->runs == 0 || ms < t->best ? ms : t->best;
+    t->worst = t->runs == 0 || ms > t->worst ? ms : t->worst;
+    t->runs += 1;
+}
+
+static double spread(const Timing *t) {
+    return t->worst / t->best - 1.0;
+}
+
+typedef struct {
+    int seq;
+    bool causal;
+    Timing loops, tiled;      // loops.runs == 0: not run (its P would not fit)
+    double flops;             // the tiled backward's
+    size_t standard_extra, tiled_extra;
+    float diff;               // max |tiled - loops| over the three gradients
+} BenchCase;
+
+// The standard forward's P (1, H, N, N), as autograd keeps it: lesson 13's
+// naive path run one head at a time, its scores and their copies freed
+// after each head, so that the bench holds what it reports (P, dP and dS).
+static const Tensor *standard_P(const Tensor *query, const Tensor *key, const Tensor *value,
+                                bool causal) {
+    int H = size(query, 1), N = size(query, 2);
+    Tensor *P = zeros(shape4(1, H, N, N));                                     // (1, H, N, N)
+    for (int h = 0; h < H; h++) {
+        size_t mark = arena_mark();
+        const Tensor *P_h;                                                     // (1, 1, N, N)
+        standard_attention(&P_h, narrow(query, 1, h, 1), narrow(key, 1, h, 1),
+                           narrow(value, 1, h, 1), causal);
+        memcpy(at4(P, 0, h, 0, 0), at4(P_h, 0, 0, 0, 0), (size_t)N * N * sizeof(float));
+        arena_release(mark);
+    }
+    return P;
+}
+
+static float max_diff(Tensor *const *a, Tensor *const *b) {
+    return fmaxf(fmaxf(max_abs_diff(a[0], b[0]), max_abs_diff(a[1], b[1])),
+                 max_abs_diff(a[2], b[2]));
+}
+
+static void bench_case(BenchCase *c, Shares *shares, int N, const BenchRun *run, uint64_t seed) {
+    size_t mark = arena_mark();
+    manual_seed(seed);
+    Shape shape = shape4(1, BENCH_HEADS, N, BENCH_HEAD_DIM);
+    const Tensor *query = randn(shape), *key = randn(shape), *value = randn(shape);
+    const Tensor *grad_out = randn(shape);
+    Tensor *lse;
+    const Tensor *out = bench_tiled_forward(&lse, run, query, key, value);
+    bool fits = (double)BENCH_HEADS * N * N <= (double)MAX_ELEMENTS;
+    const Tensor *P = fits ? standard_P(query, key, value, run->causal) : NULL;
+    *c = (BenchCase){N, run->causal, {0, 0, 0}, {0, 0, 0}, 0.0,
+                     standard_extra_bytes(1, BENCH_HEADS, N), 0, NAN};
+    Tensor *tiled_grads[3];   // the first run's, kept; later runs' are freed
+    double spent = 0.0;       // seconds the tiled path has run
+    for (int r = 0; r < BENCH_REPEATS || (spent < BENCH_MIN_SECONDS && r < BENCH_MAX_REPEATS);
+         r++) {
+        size_t run_mark = arena_mark();
+        Tensor *grads[3];
+        size_t extra;
+        Instant start = now();
+        bench_tiled_backward(grads, &c->flops, &extra, run, query, key, value, out, lse,
+                             grad_out);
+        double seconds = since(shares, start);
+        add_run(&c->tiled, seconds * 1e3);
+        spent += seconds;
+        c->tiled_extra = extra + (size_t)numel(lse) * sizeof(float);
+        if (r == 0) {
+            memcpy(tiled_grads, grads, sizeof grads);
+        } else {
+            arena_release(run_mark);
+        }
+        if (fits && r < BENCH_REPEATS && (r < 2 || c->loops.best < BENCH_SLOW_MS)) {
+            run_mark = arena_mark();   // every run's gradients, dP and dS freed once compared
+            start = now();
+            bench_loops_backward(grads, P, query, key, value, grad_out);
+            add_run(&c->loops, since(shares, start) * 1e3);
+            if (r == 0) {
+                c->diff = max_diff(tiled_grads, grads);
+            }
+            arena_release(run_mark);
+        }
+    }
+    arena_release(mark);
+}
+
+static double bench_flops(int N, bool causal) {   // 10*B*H*N*N*D, causal 5*B*H*N*(N+1)*D
+    double HND = (double)BENCH_HEADS * N * BENCH_HEAD_DIM;
+    return causal ? 5.0 * HND * (N + 1.0) : 10.0 * HND * N;
+}
+
+// --- the table and what it says ---
+
+static void print_table(const BenchCase *cases, int n_cases, double peak) {
+    printf("  seq causal loops ms spread tiled ms spread speedup GFLOP/s  %%peak P+dP+dS MiB "
+           "tiled MiB max|diff|\n");
+    for (int i = 0; i < n_cases; i++) {
+        const BenchCase *c = &cases[i];
+        double gflops = bench_flops(c->seq, c->causal) / (c->tiled.best * 1e6);
+        printf("%5d %6d", c->seq, c->causal);
+        if (c->loops.runs > 0) {
+            printf(" %8.1f %5.0f%%", c->loops.best, 100.0 * spread(&c->loops));
+        } else {
+            printf(" %8s %6s", "-", "");
+        }
+        printf(" %8.1f %5.0f%%", c->tiled.best, 100.0 * spread(&c->tiled));
+        if (c->loops.runs > 0) {
+            printf(" %6.1fx", c->loops.best / c->tiled.best);
+        } else {
+            printf(" %7s", "-");
+        }
+        if (peak > 0.0) {
+            printf(" %7.1f %5.1f%%", gflops, 100.0 * gflops / peak);
+        } else {
+            printf(" %7.1f %6s", gflops, "-");
+        }
+        if (c->loops.runs > 0) {
+            printf(" %11.1f %9.2f %9.1e\n", mib(c->standard_extra), mib(c->tiled_extra),
+                   c->diff);
+        } else {
+            printf(" %11s %9.2f %9s\n", "-", mib(c->tiled_extra), "-");
+        }
+    }
+}
+
+static void print_remarks(const BenchCase *cases, int n_seqs, double peak, const Shares *shares) {
+    printf("what the numbers say:\n");
+    const BenchCase *last = &cases[2 * n_seqs - 2];   // seq 2048 if it ran, else the largest
+    for (int i = 0; i < n_seqs; i++) {
+        last = cases[2 * i].seq == 2048 ? &cases[2 * i] : last;
+    }
+    if (peak > 0.0) {
+        printf("- tiled: %.0f%% of the measured peak at seq %d: its five products are FMAs; the "
+               "exp, delta,\n  the copies of K_j and V_j and the edges of the tiles are not.\n",
+               100.0 * bench_flops(last->seq, false) / (last->tiled.best * 1e6) / peak,
+               last->seq);
+    }
+    printf("- tiled: its blocks stay %.1f KiB at any seq; with lse and delta (4 bytes a query) "
+           "it needs\n  %.2f MiB at seq %d.\n",
+           (last->tiled_extra - 4.0 * (BENCH_HEADS + 1) * last->seq) / 1024.0,
+           mib(last->tiled_extra), last->seq);
+    for (int i = 0; i < n_seqs; i++) {
+        const BenchCase *full = &cases[2 * i], *causal = &cases[2 * i + 1];
+        if (full->loops.runs > 0 && (i + 1 == n_seqs || cases[2 * i + 2].loops.runs == 0)) {
+            printf("- the standard backward, seq %d: it keeps P and makes dP and dS, (B, H, N, N) "
+                   "each:\n  %.0f MiB, 4x more each time seq doubles; it does 4 of the 5 "
+                   "products (P is kept, not\n  recomputed). The lesson's loops run it in plain "
+                   "C: a reference to check against, not a\n  contender.\n", full->seq,
+                   mib(full->standard_extra));
+        }
+        if (i + 1 == n_seqs) {
+            printf("- causal, seq %d: the tiled backward skips the tiles above the diagonal "
+                   "and took %.2f of the time\n  it took without the mask, for %.2f of its "
+                   "FLOPs (the tiles on the diagonal computed in full).\n", full->seq,
+                   causal->tiled.best / full->tiled.best, causal->flops / full->flops);
+        }
+    }
+    double ran = shares->cpu / shares->wall;
+    if (ran < BENCH_BUSY) {
+        printf("- this thread ran %.0f%% of the time its runs took: other programs shared its "
+               "core. The best\n  times are still its fastest runs; ratios between cases are "
+               "less certain.\n", 100.0 * ran);
+    }
+}
+
+// --- --bench ---
+
+static void refuse_with_bench(const Lesson *lesson);
+static Cost bench_cost(const int *seqs, int n_seqs, const BenchRun *run);
+
+void bench(const Lesson *lesson, int seq, int block_q, int block_k) {
+    if (flag_given(lesson, "--seq") && seq > BENCH_MAX_SEQ) {
+        usage_error(lesson, "--bench --seq %d: the tiled backward alone would take minutes a "
+                    "run; --bench takes --seq up to %d", seq, BENCH_MAX_SEQ);
+    }
+    refuse_with_bench(lesson);
+    BenchRun run = {false, block_q, block_k, kernels_best()};
+    if (!flag_given(lesson, "--block-q") && !flag_given(lesson, "--block-k")) {
+        run.block_q = run.block_k = BENCH_BLOCK;
+    }
+    const int default_seqs[] = {512, 1024, 2048, 4096, 8192};
+    int n_seqs = flag_given(lesson, "--seq") ? 1 : 5;
+    const int *seqs = flag_given(lesson, "--seq") ? &seq : default_seqs;
+    check_budget(lesson, bench_cost(seqs, n_seqs, &run));
+    printf("-- bench: the backward, batch 1, %d heads, head_dim %d, blocks of %d queries x %d "
+           "keys, one thread --\n", BENCH_HEADS, BENCH_HEAD_DIM, run.block_q, run.block_k);
+    printf("kernels: %s (picked at run time; ATTN_KERNELS=scalar, avx2 or avx512 chooses: the "
+           "same bits)\n", run.kernels->name);
+    double peak = fma_peak(run.kernels);
+    BenchCase cases[10];
+    Shares shares = {0.0, 0.0};
+    for (int i = 0; i < n_seqs; i++) {
+        for (int causal = 0; causal < 2; causal++) {
+            run.causal = causal;
+            bench_case(&cases[2 * i + causal], &shares, seqs[i], &run, lesson->seed);
+        }
+    }
+    double peak_after = fma_peak(run.kernels);   // the machine may be shared: keep the higher
+    peak = peak_after > peak ? peak_after : peak;
+    if (peak > 0.0) {
+        printf("FMA peak of this core, measured: 12 independent chains of FMAs, %.1f GFLOP/s\n",
+               peak);
+    } else {
+        printf("FMA peak: not measured with the scalar twins (their fmaf is a call into libm)\n");
+    }
+    printf("loops: the standard backward (P kept, as autograd keeps it) in the lesson's plain "
+           "loops;\ntiled: FlashAttention-2's. Each time is the best of its runs, the two taking "
+           "turns: tiled\n%d to %d runs (a second's worth), loops %d (2 when one takes over a "
+           "second); spread = slowest\n/ best - 1; GFLOP/s count 10*B*H*N*N*D (causal "
+           "5*B*H*N*(N+1)*D), the tiled backward's five\nproducts; P+dP+dS: what the standard "
+           "backward holds besides the gradients\n", BENCH_REPEATS, BENCH_MAX_REPEATS,
+           BENCH_REPEATS);
+    print_table(cases, 2 * n_seqs, peak);
+    print_remarks(cases, n_seqs, peak, &shares);
+    for (int i = 0; i < 2 * n_seqs; i++) {
+        const BenchCase *c = &cases[i];
+        double gflops = bench_flops(c->seq, c->causal) / (c->tiled.best * 1e6);
+        if (c->loops.runs > 0) {
+            printf("bench seq=%d causal=%d loops_ms=%.1f tiled_ms=%.1f tiled_gflops=%.1f "
+                   "standard_extra_mib=%.1f tiled_extra_mib=%.2f\n", c->seq, c->causal,
+                   c->loops.best, c->tiled.best, gflops, mib(c->standard_extra),
+                   mib(c->tiled_extra));
+        } else {
+            printf("bench seq=%d causal=%d loops_ms=- tiled_ms=%.1f tiled_gflops=%.1f "
+                   "standard_extra_mib=- tiled_extra_mib=%.2f\n", c->seq, c->causal,
+                   c->tiled.best, gflops, mib(c->tiled_extra));
+        }
+    }
+}
+
+// --bench times its own sizes (--seq picks one of them): the other shape flags
+// and the files would be ignored, so they are refused.
+static void refuse_with_bench(const Lesson *lesson) {
+    const char *ignored[] = {"--batch", "--dim", "--heads", "--kv-heads", "--head-dim",
+                             "--causal", "--train", "--dump", "--dot", "--heatmap"};
+    for (size_t f = 0; f < sizeof ignored / sizeof ignored[0]; f++) {
+        if (flag_given(lesson, ignored[f])) {   // --batch 1, or --batch=1
+            usage_error(lesson, "--bench times its own sizes (batch 1, 8 heads, head_dim 64, seq "
+                        "512 to 8192 or --seq N, causal and not); drop %s", ignored[f]);
+        }
+    }
+}
+
+// --bench's budget. Memory: the largest case's inputs, outputs, the tiled
+// path's two sets of gradients (the first run's, kept, and a later run's)
+// and its (Bq, Bk) tiles, and where the loops run, P (H, N, N), a run's dP
+// and dS, and one head's scores while P is made. Time: the bench's loops are
+// not the plain loops whose rates the budget's prices describe (budget.h),
+// so it estimates its own seconds, from rates set on one core of an AMD
+// EPYC (Zen 4) under load, gcc -O2: the loops at 0.4 ns a multiply-add;
+// the tiled kernels at 0.4 ns a multiply-add divided by the floats a
+// register holds (1, 8, 16), plus 100 ns a visited tile and 0.5 ns an
+// element of P for what is not a product (the exp, the copies); the
+// standard forward's P at 0.4 ns a multiply-add of its two products and
+// 20 ns an element; fma_peak, 0.2 s. Checked on an Intel Xeon (family 6,
+// model 167, gcc 12 -O2, under load): the loops ran at 0.37 ns a
+// multiply-add (gcc vectorises none of them: -fopt-info-vec reports 0 loops
+// in standard_backward; clang 14 vectorises the dQ, dK loop), the AVX-512
+// kernels faster than estimated (11 ms for an estimated 18 at seq 512), but
+// the scalar twins at 1.1 ns a multiply-add: with ATTN_KERNELS=scalar a run
+// can take up to 3 times the estimate. Each case runs the tiled backward at
+// least BENCH_REPEATS times and then while it has run less than a second,
+// the loops BENCH_REPEATS times (twice when slow).
+static Cost bench_cost(const int *seqs, int n_seqs, const BenchRun *run) {
+    double H = BENCH_HEADS, D = BENCH_HEAD_DIM, bytes = 0, seconds = 0.2;
+    double lanes = run->kernels->lanes;
+    for (int i = 0; i < n_seqs; i++) {
+        double N = seqs[i], HNN = H * N * N;
+        bool fits = HNN <= (double)MAX_ELEMENTS;
+        double tiles = H * ceil(N / fmin(run->block_q, N)) * ceil(N / fmin(run->block_k, N));
+        double tiled_run = 5 * HNN * D * 0.4e-9 / lanes + tiles * 100e-9 + HNN * 0.5e-9;
+        double loops_run = 4 * HNN * D * 0.4e-9;
+        double held = 11 * H * N * D + H * N + 5 * fmin(run->block_q, N) * fmin(run->block_k, N) +
+                      fits * (HNN + fmax(7 * N * N + 2 * N * D, 2 * HNN + 3 * H * N * D));
+        bytes = fmax(bytes, 4 * held);
+        for (int causal = 0; causal < 2; causal++) {   // the causal case: about half the tiles
+            double share = causal ? 0.5 : 1.0;
+            seconds += fmax(BENCH_REPEATS * share * tiled_run,
+                            fmin(BENCH_MAX_REPEATS, 1 + BENCH_MIN_SECONDS / (share * tiled_run)) *
+                            share * tiled_run) +
+                       fits * (2 * HNN * D * 0.4e-9 + HNN * 20e-9 +
+                               (loops_run > BENCH_SLOW_MS * 1e-3 ? 2 : BENCH_REPEATS) * loops_run);
+        }
+    }
+    return (Cost){.bytes = bytes, .kernel_seconds = seconds};
+}
