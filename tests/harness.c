@@ -172,6 +172,14 @@ Tensor *load_npy(const char *path) {
     return t;
 }
 
+uint64_t fnv1a(uint64_t hash, const void *bytes, size_t length) {
+    const unsigned char *byte = bytes;
+    for (size_t i = 0; i < length; i++) {
+        hash = (hash ^ byte[i]) * UINT64_C(0x100000001b3);
+    }
+    return hash;
+}
+
 Tensor *arange(Shape shape) {
     Tensor *t = zeros(shape);
     long n = numel(t);

@@ -24,6 +24,7 @@
 
 #include <check.h>
 #include <signal.h>
+#include <stdint.h>
 // check.h defines a deprecated macro fail(); ours (core/error.h) is the one we mean.
 #undef fail
 
@@ -68,6 +69,12 @@ Tensor *load_npy(const char *path);
 const char *read_text(const char *path);
 // printf-style path building into an arena string.
 const char *path_join(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+// FNV-1a, 64 bits: `hash` (FNV1A_START before the first bytes) carried on over `length`
+// more bytes. A fingerprint of a text or a file, the one tests/reference/reference.py
+// computes of a page's block (block_fingerprint).
+#define FNV1A_START UINT64_C(0xcbf29ce484222325)
+uint64_t fnv1a(uint64_t hash, const void *bytes, size_t length);
 
 // torch.arange(numel).view(shape): 0, 1, 2, ... in row-major order, so
 // element [i, j, k] of a (2, 3, 4) tensor is 12*i + 4*j + k, easy to check.

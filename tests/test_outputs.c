@@ -383,16 +383,14 @@ static const char *listing(const char *dir) {
         const char *path = path_join("%s/%s", dir, names[i]);
         struct stat info;
         ck_assert_int_eq(lstat(path, &info), 0);
-        uint64_t hash = 1469598103934665603u;   // FNV-1a of the bytes
+        uint64_t hash = FNV1A_START;   // of the bytes
         if (S_ISREG(info.st_mode)) {
             int fd = open(path, O_RDONLY);
             ck_assert(fd >= 0);
             unsigned char buffer[65536];
             ssize_t got;
             while ((got = read(fd, buffer, sizeof buffer)) > 0) {
-                for (ssize_t b = 0; b < got; b++) {
-                    hash = (hash ^ buffer[b]) * 1099511628211u;
-                }
+                hash = fnv1a(hash, buffer, (size_t)got);
             }
             close(fd);
         }
