@@ -112,9 +112,11 @@ for program in "$@"; do
     [ "$code" -eq 0 ] || status=1
 done
 wait
-if [ -s "$logs/skipped" ]; then
+if [ -s "$logs/skipped" ]; then   # each skip once, with how many checks made it
     echo "----"
-    cat "$logs/skipped"
+    awk '$0 != last { if (NR > 1) print last (n > 1 ? " (" n " checks)" : ""); last = $0; n = 0 }
+         { n += 1 }
+         END { print last (n > 1 ? " (" n " checks)" : "") }' "$logs/skipped"
 fi
 echo "checks: $passed passed, $failed failed, $skipped skipped"
 exit $status
