@@ -33,7 +33,7 @@ LESSON_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard lessons/[0-9][0-9]-*/*
 # The longest test programs first, so that the others fill the other cores
 # around them (make test's wall time is then about the longest one's).
 SLOW_TESTS  := tests/test_docs.c tests/test_budget.c tests/test_fuzz_cli.c tests/test_budget_edges.c \
-               tests/test_lesson16.c tests/test_lesson08.c tests/test_outputs.c
+               tests/test_lesson16.c tests/test_lesson14.c
 TEST_SRC    := $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(sort $(wildcard tests/test_*.c)))
 TEST_BINS   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # What the test programs share (tests/harness.c, tests/family_*.c): every
@@ -42,10 +42,18 @@ TEST_BINS   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 SUPPORT_SRC := $(filter-out $(TEST_SRC) tests/rename_fault.c,$(wildcard tests/*.c))
 SUPPORT_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o)
 
-# The directory of lesson N: lessons/0N-* (N without its leading zero).
-lesson_dir = $(firstword $(wildcard lessons/$(shell printf '%02d' '$(1)' 2>/dev/null)-*))
+# The lesson that lesson-N, compare-N, test-N and script-N name. N is a
+# decimal number, with leading zeros or without (08 and 8 are lesson 8; printf
+# alone reads 010 as octal, lesson 8): lesson_number is N without them, and
+# lesson_dir the lesson's directory, lessons/0N-name. Anything else stops make
+# with one line, before anything is built.
+lesson_count  = $(words $(LESSON_DIRS))
+lesson_number = $(or $(shell case '$(1)' in (''|*[!0-9]*) ;; (*) expr '$(1)' + 0 2>/dev/null ;; esac), \
+                  $(error '$(1)' is not a lesson number: the lessons are 1 to $(lesson_count)))
+lesson_dir    = $(or $(firstword $(wildcard lessons/$(shell printf '%02d' $(call lesson_number,$(1)))-*)), \
+                  $(error there is no lesson $(1): the lessons are 1 to $(lesson_count)))
 
-.PHONY: all lessons test run-tests sanitize valgrind docs clean help
+.PHONY: all lessons test run-tests sanitize valgrind docs clean help lesson- compare- test- script-
 .SECONDEXPANSION:
 # The objects are made by pattern rules and named nowhere else, so make
 # would treat them as intermediate files and delete them after each build
@@ -71,8 +79,10 @@ $(BUILD)/lessons/%: $$(call lesson_objects,lessons/$$*) $(COMMON_OBJ)
 	@$(CC) $^ $(SANITIZE) $(LDLIBS) -o $@
 
 lesson-%: $$(BUILD)/$$(call lesson_dir,$$*)
-	@test -n "$(call lesson_dir,$*)" || { echo "no lesson $* in lessons/"; exit 2; }
 	@./$< $(ARGS)
+
+lesson- compare- test- script-:
+	$(error make $@N: N is the lesson's number, 1 to $(lesson_count))
 
 # make compare-N ARGS="...": lesson N and the PyTorch code on its page, run with the
 # same flags, every printed number compared (tools/compare.py). Needs python3 with
@@ -83,9 +93,18 @@ lesson-%: $$(BUILD)/$$(call lesson_dir,$$*)
 PYTHON ?= $(shell for p in python3 /usr/bin/python3; do \
             $$p -c 'import torch' > /dev/null 2>&1 && { echo $$p; exit; }; done; echo python3)
 compare-%: $$(BUILD)/$$(call lesson_dir,$$*)
-	@test -n "$(call lesson_dir,$*)" || { echo "no lesson $* in lessons/"; exit 2; }
 	@command -v $(PYTHON) > /dev/null || { echo "make compare-$*: needs $(PYTHON) with torch; $(PYTHON) is missing"; exit 2; }
 	@$(PYTHON) tools/compare.py ./$< docs/$(notdir $(call lesson_dir,$*)).md $(ARGS)
+
+# make script-N: that PyTorch code, the page's block that make compare-N runs, as a
+# file of its own, out/script-N.py, to run, read or change (tools/compare.py cuts it
+# out of the page as compare does). It takes the lesson's flags, --help lists them.
+script-%: $$(call lesson_dir,$$*)
+	@mkdir -p out
+	@$(PYTHON) tools/compare.py --script docs/$(notdir $<).md \
+	   out/script-$(call lesson_number,$*).py
+	@echo "run it with lesson $(call lesson_number,$*)'s flags (--help lists them):"
+	@echo "  $(PYTHON) out/script-$(call lesson_number,$*).py $(or $(ARGS),--seed 7)"
 
 # Every lesson in order, with its default flags.
 lessons: $(LESSON_BINS)
@@ -146,13 +165,16 @@ test:
 run-tests: $(TEST_BINS) $(LESSON_BINS)
 	@JOBS=$(JOBS) sh tests/run-tests.sh $(TEST_BINS)
 
-# make test-N: lesson N's tests alone (tests/test_lessonNN.c), and the lesson.
-test-%:
-	@test -n "$(call lesson_dir,$*)" || { echo "no lesson $* in lessons/"; exit 2; }
+# make test-N: lesson N's tests alone (tests/test_lessonNN.c), with the lessons they
+# run: lesson N and those the test names by directory ("05-self-attention-v4").
+lesson_test       = test_lesson$(shell printf '%02d' $(call lesson_number,$(1)))
+lessons_named_in  = $(filter $(LESSON_DIRS),$(addprefix lessons/,$(shell \
+                      grep -o '"[0-9][0-9]-[a-z0-9-]*"' $(1) 2>/dev/null | tr -d '"')))
+test-%: $$(call lesson_dir,$$*)
 	@sh tests/ensure-check.sh
-	@$(MAKE) --no-print-directory -s $(parallel) \
-	   $(BUILD)/tests/test_lesson$(shell printf '%02d' '$*') $(BUILD)/$(call lesson_dir,$*)
-	@sh tests/run-tests.sh $(BUILD)/tests/test_lesson$(shell printf '%02d' '$*')
+	@$(MAKE) --no-print-directory -s $(parallel) $(BUILD)/tests/$(call lesson_test,$*) \
+	   $(addprefix $(BUILD)/,$(sort $< $(call lessons_named_in,tests/$(call lesson_test,$*).c)))
+	@sh tests/run-tests.sh $(BUILD)/tests/$(call lesson_test,$*)
 
 # AddressSanitizer + UndefinedBehaviorSanitizer: every lesson and every test. The sanitizers
 # make a program 3 to 5 times slower, so check's time limit for each test is tripled
@@ -211,9 +233,10 @@ clean:
 
 help:
 	@echo "make                build every lesson (and the tests, if check is installed)"
-	@echo "make lesson-N       build and run lesson N (1-$(words $(LESSON_DIRS))); ARGS=\"--seed 7\" passes flags"
+	@echo "make lesson-N       build and run lesson N (1-$(lesson_count)); ARGS=\"--seed 7\" passes flags"
 	@echo "make lessons        run every lesson in order"
 	@echo "make compare-N      lesson N against its page's PyTorch code, number by number (needs torch)"
+	@echo "make script-N       that PyTorch code as out/script-N.py, to run on its own (needs torch)"
 	@echo "make test           build and run the tests (installs check if it is missing)"
 	@echo "make test-N         lesson N's tests alone (tests/test_lessonNN.c)"
 	@echo "make sanitize       run every lesson and test under ASan + UBSan"

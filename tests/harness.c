@@ -38,15 +38,43 @@ int run_suite(Suite *suite) {
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
+// Has the running check said that it skipped something? (Reset before each
+// check: with CK_FORK=no every check runs in this one process.)
+static bool skipped_in_this_check = false;
+
+static void start_check(void) {
+    skipped_in_this_check = false;
+}
+
 static void free_arena(void) {
     arena_free_all();
 }
 
 TCase *new_tcase(const char *name) {
     TCase *tc = tcase_create(name);
-    tcase_add_checked_fixture(tc, NULL, free_arena);
+    tcase_add_checked_fixture(tc, start_check, free_arena);
     tcase_set_timeout(tc, 120);
     return tc;
+}
+
+void note_skipped_in(const char *function, const char *format, ...) {
+    // START_TEST(test_x) defines the function test_x_fn: the test is test_x.
+    size_t length = strlen(function);
+    if (length > 3 && strcmp(function + length - 3, "_fn") == 0) {
+        length -= 3;
+    }
+    if (skipped_in_this_check) {
+        printf("  and: ");
+    } else {
+        printf("SKIPPED %.*s: ", (int)length, function);
+    }
+    skipped_in_this_check = true;
+    va_list args;
+    va_start(args, format);
+    vprintf(format, args);
+    va_end(args);
+    printf("\n");
+    fflush(stdout);   // out now: a check that crashes later loses what is buffered
 }
 
 // --- files ------------------------------------------------------------------------
@@ -142,6 +170,14 @@ Tensor *load_npy(const char *path) {
         ck_abort_msg("%s: unsupported dtype %s", path, descr);
     }
     return t;
+}
+
+uint64_t fnv1a(uint64_t hash, const void *bytes, size_t length) {
+    const unsigned char *byte = bytes;
+    for (size_t i = 0; i < length; i++) {
+        hash = (hash ^ byte[i]) * UINT64_C(0x100000001b3);
+    }
+    return hash;
 }
 
 Tensor *arange(Shape shape) {
@@ -623,7 +659,21 @@ static bool is_case_line(const char *line) {
     return line[0] != '\0' && line[0] != '#';
 }
 
-int recorded_case_count(const char *data) {
+// Is `word` ("train=0") one of the line's words? Every line is when word is NULL.
+static bool has_word(const char *line, const char *word) {
+    if (word == NULL) {
+        return true;
+    }
+    size_t n = strlen(word);
+    for (const char *at = strstr(line, word); at != NULL; at = strstr(at + 1, word)) {
+        if ((at == line || at[-1] == ' ') && (at[n] == ' ' || at[n] == '\0')) {
+            return true;
+        }
+    }
+    return false;
+}
+
+int recorded_case_count_where(const char *data, const char *value) {
     // Called from main() too, before any test: no arena, no ck_assert.
     char path[1024];
     snprintf(path, sizeof path, "%s/cases.txt", data);
@@ -632,16 +682,21 @@ int recorded_case_count(const char *data) {
     char line[4096];
     while (file != NULL && fgets(line, sizeof line, file) != NULL) {
         line[strcspn(line, "\n")] = '\0';
-        count += is_case_line(line);
+        count += is_case_line(line) && has_word(line, value);
     }
     if (file != NULL) {
         fclose(file);
     }
     if (count == 0) {
-        fprintf(stderr, "%s: no recorded runs (tests/reference writes it)\n", path);
+        fprintf(stderr, "%s: no recorded runs%s%s (tests/reference writes it)\n", path,
+                value != NULL ? " with " : "", value != NULL ? value : "");
         exit(EXIT_FAILURE);
     }
     return count;
+}
+
+int recorded_case_count(const char *data) {
+    return recorded_case_count_where(data, NULL);
 }
 
 // One line of the list: "dir name=value ... --flag value ...".
@@ -674,12 +729,14 @@ static RecordedCase *parse_case(const char *data, const char *line) {
     return c;
 }
 
-// Run `index` of the list, or (dir not NULL) the run whose directory is dir.
-static const RecordedCase *find_case(const char *data, int index, const char *dir) {
+// Run `index` of the runs with `value` (NULL: of all), or (dir not NULL) the run
+// whose directory is dir.
+static const RecordedCase *find_case(const char *data, int index, const char *value,
+                                     const char *dir) {
     const char *cursor = read_text(cases_path(data));
     int i = 0;
     for (const char *line = next_line(&cursor); line != NULL; line = next_line(&cursor)) {
-        if (!is_case_line(line)) {
+        if (!is_case_line(line) || !has_word(line, value)) {
             continue;
         }
         const RecordedCase *c = parse_case(data, line);
@@ -688,16 +745,21 @@ static const RecordedCase *find_case(const char *data, int index, const char *di
         }
         i += 1;
     }
-    ck_abort_msg("%s lists no run %s", cases_path(data),
-                 dir != NULL ? dir : path_join("%d", index));
+    ck_abort_msg("%s lists no run %s%s%s", cases_path(data),
+                 dir != NULL ? dir : path_join("%d", index), value != NULL ? " with " : "",
+                 value != NULL ? value : "");
 }
 
 const RecordedCase *recorded_case(const char *data, int i) {
-    return find_case(data, i, NULL);
+    return find_case(data, i, NULL, NULL);
+}
+
+const RecordedCase *recorded_case_where(const char *data, const char *value, int i) {
+    return find_case(data, i, value, NULL);
 }
 
 const RecordedCase *recorded_case_named(const char *data, const char *dir) {
-    return find_case(data, 0, dir);
+    return find_case(data, 0, NULL, dir);
 }
 
 const char *case_text(const RecordedCase *c, const char *name) {

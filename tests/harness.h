@@ -28,6 +28,7 @@
 
 #include <check.h>
 #include <signal.h>
+#include <stdint.h>
 // check.h defines a deprecated macro fail(); ours (core/error.h) is the one we mean.
 #undef fail
 
@@ -44,6 +45,26 @@ int run_suite(Suite *suite);
 // LeakSanitizer see no leaks even with CK_FORK=no).
 TCase *new_tcase(const char *name);
 
+// --- checks that cannot run here ---------------------------------------------------
+// A check that cannot do what it is for on this machine or in this build (the
+// lessons it compares with are not built, the CPU lacks the kernels it compares)
+// must not pass in silence. In a test of a new_tcase:
+//     skip_test("lessons 5 and 13 are not built");    says so, and ends the test
+//     note_skipped("no %s kernels here", name);       says so, and the test goes on
+//                                                     with what it can check
+// The first in a check prints "SKIPPED <test>: <why>" on stdout, any more in the same
+// check "  and: <why>"; tests/run-tests.sh counts the checks that printed the first as
+// skipped rather than passed (one that also failed is counted in both).
+#define note_skipped(...) note_skipped_in(__func__, __VA_ARGS__)
+#define skip_test(...)             \
+    do {                           \
+        note_skipped(__VA_ARGS__); \
+        return;                    \
+    } while (0)
+// note_skipped, with `function` (the test's, as __func__ names it) for <test>.
+void note_skipped_in(const char *function, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+
 // --- reference data recorded from PyTorch (tests/data) ---------------------
 // Read a .npy file ('<f4', '<i8' or '|b1', C order) into an arena tensor;
 // a missing or malformed file fails the current test with its path.
@@ -52,6 +73,12 @@ Tensor *load_npy(const char *path);
 const char *read_text(const char *path);
 // printf-style path building into an arena string.
 const char *path_join(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+// FNV-1a, 64 bits: `hash` (FNV1A_START before the first bytes) carried on over `length`
+// more bytes. A fingerprint of a text or a file, the one tests/reference/reference.py
+// computes of a page's block (block_fingerprint).
+#define FNV1A_START UINT64_C(0xcbf29ce484222325)
+uint64_t fnv1a(uint64_t hash, const void *bytes, size_t length);
 
 // torch.arange(numel).view(shape): 0, 1, 2, ... in row-major order, so
 // element [i, j, k] of a (2, 3, 4) tensor is 12*i + 4*j + k, easy to check.
@@ -167,6 +194,11 @@ int recorded_case_count(const char *data);
 // strings). Fails the test if there is none.
 const RecordedCase *recorded_case(const char *data, int i);
 const RecordedCase *recorded_case_named(const char *data, const char *dir);
+// The same for the runs that have `value` ("train=0": those without dropout),
+// for a test that only they can take: it then has no iteration that checks
+// nothing.
+int recorded_case_count_where(const char *data, const char *value);
+const RecordedCase *recorded_case_where(const char *data, const char *value, int i);
 // Value `name` of the run: as a whole number, or as written. Fails the test
 // if the run has no such value.
 long case_int(const RecordedCase *c, const char *name);

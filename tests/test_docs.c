@@ -377,6 +377,86 @@ static void check_parent_paths(Problems *p, const FileList *files, const char *p
     }
 }
 
+// --- the recorded data come from the pages' blocks as they are now ----------------
+
+// The block make compare-N runs, on a page read in full: the lines after the marker
+// and its ```python fence up to the closing fence, each with its newline, as
+// tools/compare.py cuts it out. NULL if there is none (the test above says so).
+static const char *compare_block(const char *page, int lesson, size_t *length) {
+    const char *marker = path_join("\n<!-- make compare-%d runs the next block -->\n```python\n",
+                                   lesson);
+    const char *start = strstr(page, marker);
+    if (start == NULL) {
+        return NULL;
+    }
+    start += strlen(marker);
+    const char *end = strstr(start - 1, "\n```\n");      // the newline before it is the block's
+    if (end == NULL && ends_with(page, "\n```")) {
+        end = page + strlen(page) - 4;
+    }
+    if (end == NULL || end < start) {
+        return NULL;
+    }
+    *length = (size_t)(end + 1 - start);
+    return start;
+}
+
+// The scripts that record a lesson's data by running its page's block (those of
+// tests/reference that call page_block) write the block's FNV-1a hash beside the data,
+// tests/data/lessonNN/page_block.txt; the block on the page must still have it, or the
+// data no longer come from the code the page shows. (Page 13's block once changed after
+// its data were recorded: make compare-13 failed with --causal, the tests passed.)
+START_TEST(test_recorded_data_come_from_the_pages_blocks) {
+    const char *names[MAX_LESSONS];
+    int count = lesson_dirs(names);
+    static Problems p;
+    clear_problems(&p);
+    int checked = 0;
+    for (int i = 0; i < count; i++) {
+        int n = atoi(names[i]);
+        const char *data = path_join("tests/data/lesson%02d", n);
+        const char *script = path_join("tests/reference/gen_lesson%02d.py", n);
+        const char *recorded = path_join("%s/page_block.txt", data);
+        bool runs_block = access(script, R_OK) == 0 && strstr(read_text(script), "page_block(");
+        bool has_hash = access(recorded, R_OK) == 0;
+        if (!runs_block && !has_hash) {
+            continue;
+        }
+        const char *page_path = path_join("docs/%s.md", names[i]);
+        const char *again = path_join("record them again with /usr/bin/python3 %s and commit "
+                                      "what changes (git status %s)", script, data);
+        if (!has_hash) {
+            problem(&p, "%s is missing: %s records %s/ by running the block of %s that make "
+                    "compare-%d runs; %s", recorded, script, data, page_path, n, again);
+            continue;
+        }
+        char page_then[1024] = "", hash_then[32] = "";
+        const char *cursor = read_text(recorded);
+        for (const char *line = next_line(&cursor); line != NULL; line = next_line(&cursor)) {
+            if (line[0] != '#' && sscanf(line, "%1023s %31s", page_then, hash_then) != 2) {
+                problem(&p, "%s: '%s' is not '<page> <hash>'", recorded, line);
+            }
+        }
+        size_t length = 0;
+        const char *block = compare_block(read_text(page_path), n, &length);
+        if (block == NULL) {
+            continue;
+        }
+        const char *hash_now = path_join("%016llx",
+                                         (unsigned long long)fnv1a(FNV1A_START, block, length));
+        if (strcmp(page_then, page_path) != 0 || strcmp(hash_then, hash_now) != 0) {
+            problem(&p, "%s: the block make compare-%d runs is not the one %s/ was recorded "
+                    "from (its hash %s, in %s; %s now): %s", page_path, n, data, hash_then,
+                    recorded, hash_now, again);
+        }
+        checked += 1;
+    }
+    ck_assert_msg(p.count == 0, "recorded data that do not come from their page's block as it "
+                  "is now (%d):\n%s", p.count, p.text);
+    ck_assert_msg(checked > 0, "no lesson's data are recorded from its page's block");
+}
+END_TEST
+
 START_TEST(test_relative_links_and_paths_stay_inside) {
     static FileList files;
     static Problems p;
@@ -760,6 +840,7 @@ Suite *docs_suite(void) {
     tcase_add_test(tc, test_every_lesson_has_its_page_and_diagram);
     tcase_add_test(tc, test_readme_links_every_lesson);
     tcase_add_test(tc, test_every_page_has_one_compare_block);
+    tcase_add_test(tc, test_recorded_data_come_from_the_pages_blocks);
     tcase_add_test(tc, test_relative_links_and_paths_stay_inside);
     tcase_add_test(tc, test_nothing_points_at_the_folder_outside);
     tcase_add_test(tc, test_quoted_output_and_diagram_are_the_lessons);

@@ -3,11 +3,13 @@
 
     make compare-N ARGS="--seed 7 --heads 4"
     python3 tools/compare.py LESSON_BINARY PAGE [flags...]
+    python3 tools/compare.py --script PAGE FILE        (make script-N)
 
 Runs the lesson binary and the page's marked block (the ```python block right
 after the line `<!-- make compare-N runs the next block -->`) with the same
 flags, lines up the two outputs and compares every number printed on the
-lines they share.
+lines they share. With --script it writes that block to FILE instead, and
+says so: `make script-N` gives a reader the page's code as a file of its own.
 
 Lining up: a line's *template* is its text with every number replaced by `#`
 and runs of spaces collapsed (a column that widens for a minus sign does not
@@ -281,7 +283,22 @@ def run(command, what):
     return result.stdout
 
 
+def write_script(page, path):
+    """The page's marked block into `path`: make script-N."""
+    lesson_number = int(os.path.basename(page)[:2])
+    code, problem = marked_block(page, lesson_number)
+    if problem:
+        print(f"compare: {problem}", file=sys.stderr)
+        return 2
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(code)
+    print(f"wrote {path}: the PyTorch code of {page} (what make compare-{lesson_number} runs)")
+    return 0
+
+
 def main(argv):
+    if len(argv) == 4 and argv[1] == "--script":
+        return write_script(argv[2], argv[3])
     if len(argv) < 3:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2

@@ -3,7 +3,11 @@
 The gen scripts keep the notebooks' classes as they are; what is the same
 in all of them lives here: where tests/data is, the case loop, capturing
 what a cell prints into stdout.txt, and writing tensors as .npy files the
-C harness reads (tests/harness.c: load_npy).
+C harness reads (tests/harness.c: load_npy). And, for the scripts that record
+by running a page's PyTorch block (page_block), the fingerprint of that block
+beside the data (tests/data/lessonNN/page_block.txt), which tests/test_docs.c
+checks against the page: a block changed without the data recorded again
+fails make test.
 """
 import contextlib
 import glob
@@ -14,7 +18,10 @@ import sys
 
 import numpy as np
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+DATA = os.path.join(ROOT, "tests", "data")
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from compare import marked_block  # noqa: E402  (the block make compare-N runs, found as it finds it)
 
 # The five runs of lessons 4 and 5 (the same draws for SelfAttV3 and
 # SelfAttV4): case directory -> (seed, batch, seq, dim, train), the lessons'
@@ -56,14 +63,16 @@ def stdout_txt(directory):
 def record_cases(lesson, cases, record, listed):
     """For each case name -> parameters: record(directory, *parameters) into a
     fresh-or-existing tests/data/<lesson>/<name>/; then write the list of the
-    cases, `listed` (write_cases). With --cases-only on the command line,
-    only the list: the recorded data stays as it is."""
+    cases, `listed` (write_cases), and the fingerprint of the page block the
+    cases ran, if they ran one (write_fingerprint). With --cases-only on the
+    command line, only the list: the recorded data stays as it is."""
     if "--cases-only" not in sys.argv[1:]:
         for name, parameters in cases.items():
             directory = os.path.join(DATA, lesson, name)
             os.makedirs(directory, exist_ok=True)
             record(directory, *parameters)
             print("wrote", directory)
+        write_fingerprint(lesson)
     write_cases(lesson, listed)
 
 
@@ -128,20 +137,52 @@ def listed_by_flags(defaults, cases):
     return listed
 
 
+# --- the page blocks the data are recorded from -------------------------------------------
+
+BLOCKS_RUN = {}   # lesson number -> (its page, relative to ROOT; the block's fingerprint)
+
+
+def block_fingerprint(code):
+    """FNV-1a, 64 bits, of the block's text (UTF-8), as 16 hex digits: the
+    hash tests/test_docs.c computes of the page's block (tests/harness.h:
+    fnv1a). Not a safeguard against anyone; a check that the data were
+    recorded from the block the page has now."""
+    hash = 0xcbf29ce484222325
+    for byte in code.encode("utf-8"):
+        hash = ((hash ^ byte) * 0x100000001b3) % 2 ** 64
+    return "%016x" % hash
+
+
 def page_block(lesson):
-    """The Python block of docs/NN-*.md that `make compare-NN` runs: the code
-    right after the line '<!-- make compare-N runs the next block -->'. Lessons
-    11-13 record their data by running it, so the tests compare against
-    exactly the code a learner reads on the page."""
-    (page,) = glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                     "docs", "%02d-*.md" % lesson))
-    with open(page) as f:
-        text = f.read()
-    marker = "<!-- make compare-%d runs the next block -->\n```python\n" % lesson
-    match = re.search(re.escape(marker) + r"(.*?\n)```\n", text, re.S)
-    if match is None:
-        sys.exit(f"{page}: no block marked for make compare-{lesson}")
-    return compile(match.group(1), page, "exec")
+    """The Python block of docs/NN-*.md that `make compare-NN` runs, compiled:
+    the code right after the line '<!-- make compare-N runs the next block -->'
+    (tools/compare.py finds it). Lessons 11-16 record their data by running
+    it, so the tests compare against exactly the code a learner reads on the
+    page; its fingerprint is noted for write_fingerprint."""
+    (page,) = glob.glob(os.path.join(ROOT, "docs", "%02d-*.md" % lesson))
+    code, problem = marked_block(page, lesson)
+    if problem:
+        sys.exit(problem)
+    BLOCKS_RUN[lesson] = (os.path.relpath(page, ROOT), block_fingerprint(code))
+    return compile(code, page, "exec")
+
+
+def write_fingerprint(lesson):
+    """tests/data/<lesson>/page_block.txt: the page and the fingerprint of the
+    block this run of the script recorded the data from (page_block), if it
+    ran one; tests/test_docs.c compares it with the page's block now."""
+    number = int(re.sub(r"\D", "", lesson))
+    if number not in BLOCKS_RUN:
+        return
+    page, fingerprint = BLOCKS_RUN[number]
+    path = os.path.join(DATA, lesson, "page_block.txt")
+    with open(path, "w") as f:
+        f.write("# The data here were recorded by tests/reference/%s from the block of\n"
+                "# %s that make compare-%d runs; its FNV-1a hash (64 bits) then.\n"
+                "# tests/test_docs.c checks that the page's block still has it.\n"
+                % (os.path.basename(sys.argv[0]), page, number))
+        f.write("%s %s\n" % (page, fingerprint))
+    print("wrote", path)
 
 
 def drop_rounding_lines(directory):
