@@ -26,7 +26,8 @@
 #include "../lessons/16-train/train.c"
 #undef main
 #include "../lessons/16-train/adamw.c"
-#include "../lessons/16-train/backward.c"
+#include "../lessons/16-train/layers.c"
+#include "../lessons/16-train/model.c"
 #include "../lessons/16-train/bench.c"
 #include "../lessons/16-train/checkpoint.c"
 #include "../lessons/16-train/show.c"
@@ -162,7 +163,7 @@ START_TEST(test_rms_norm_backward) {
     fill(x, ROWS * C);
     fill(w, C);
     fill(d_out, ROWS * C);
-    rms_norm(out, rstd, x, w, ROWS, C, 1e-6f, row);
+    rms_norm_forward(out, rstd, x, w, ROWS, C, 1e-6f, row);
     float direct[ROWS * C], through[ROWS * C], d_w[C], products[ROWS * C];
     rms_norm_backward(direct, through, d_w, products, d_out, x, rstd, w, ROWS, C, row);
     double xw[ROWS * C + C];
@@ -225,7 +226,7 @@ START_TEST(test_rope_backward) {
     // and the forward turns each pair by its angle: position 0 leaves it alone
     float turned[SIZE];
     memcpy(turned, x, sizeof turned);
-    rope_rotate(turned, cos_t, sin_t, 0, ROWS, N, HEADS, D);
+    rope_forward(turned, cos_t, sin_t, 0, ROWS, N, HEADS, D);
     ck_assert_float_eq(turned[0], x[0]);
     ck_assert_float_eq(turned[D / 2], x[D / 2]);
 }
@@ -374,7 +375,7 @@ START_TEST(test_cross_entropy_backward) {
     fill(logits, ROWS * NV);
     Tensor *labels = tensor_from(shape2(2, 3), (const float[]){3, -100, 7, -100, 0, 9});
     int asked;
-    float loss = cross_entropy(log_probs, &asked, logits, labels, NV);
+    float loss = cross_entropy_forward(log_probs, &asked, logits, labels, NV);
     ck_assert_int_eq(asked, 4);
     cross_entropy_backward(d_logits, log_probs, labels, ROWS, NV, asked);
     double x[ROWS * NV];
@@ -445,7 +446,7 @@ START_TEST(test_linear_and_embedding_backward) {
     Tensor *labels = tensor_from(shape2(1, 3), (const float[]){2, 0, -100});
     Tensor *input_ids = tensor_from(shape2(1, 3), ids);
     int asked;
-    cross_entropy(acts.log_probs, &asked, acts.logits, labels, c.vocab_size);
+    cross_entropy_forward(acts.log_probs, &asked, acts.logits, labels, c.vocab_size);
     model_backward(&grads, &w, &model, &acts, input_ids, labels, asked);
     for (int i = 0; i < 8; i++) {
         ck_assert_float_eq(grads.embed_tokens[1 * 8 + i], w.d_x[0 * 8 + i] + w.d_x[2 * 8 + i]);

@@ -12,10 +12,11 @@
 //              induction head.
 //     reverse: "3 1 4 1 5 | 5 1 4 1 3" - write the tokens back in reverse order.
 //   The training loop is PyTorch's, written out: the forward keeps what the backward needs;
-//   loss.backward() is backward.c, every piece's gradient by hand (attention's as lesson 14
-//   derives it); clip_grad_norm_, the learning-rate schedule and AdamW are adamw.c. Every
-//   number is PyTorch's to the bit: the same draws, the same batches, the same float
-//   operations in the same order, so the losses printed are PyTorch's, all of them.
+//   loss.backward() is model.c and layers.c, every piece's gradient by hand (attention's as
+//   lesson 14 derives it); clip_grad_norm_, the learning-rate schedule and AdamW are
+//   adamw.c. Every number is PyTorch's to the bit: the same draws, the same batches, the
+//   same float operations in the same order, so the losses printed are PyTorch's, all of
+//   them.
 //
 // THE MATH (one step; lesson 15 has the layer's)
 //   logits = lm_head(norm(layers(embed_tokens[input_ids])))                (B, N, NV)
@@ -62,10 +63,10 @@
 
 #include "adamw.h"
 #include "attention.h"
-#include "backward.h"
 #include "bench.h"
 #include "checkpoint.h"
 #include "kernels.h"
+#include "layers.h"
 #include "model.h"
 #include "show.h"
 #include "svg.h"
@@ -166,226 +167,6 @@ static Batch make_batch(const Config *config, int B) {
     return batch;
 }
 
-// --- the model ------------------------------------------------------------------------------
-
-static const char *layer_param(int layer, const char *name) {
-    char *text = arena_alloc(80, 1);
-    snprintf(text, 80, "layers.%d.%s", layer, name);
-    return text;
-}
-
-// The modules in the order PyTorch makes them, which is the order of the draws:
-// embed_tokens (nn.Embedding: normal_(0, 1)), each layer's q, k, v, o, gate, up and down
-// projections (nn.Linear(bias=False): kaiming_uniform_, as lesson 2 draws them), lm_head.
-// The RMSNorm weights are ones and draw nothing.
-static Model model_init(const Config *c) {
-    Model model = {.config = *c};
-    int C = c->hidden_size, F = c->intermediate_size, NV = c->vocab_size;
-    int HD = c->num_attention_heads * c->head_dim, KVD = c->num_key_value_heads * c->head_dim;
-    model.embed_tokens = zeros(shape2(NV, C));                                   // (NV, C)
-    normal_(model.embed_tokens, 0.0, 1.0);
-    named("embed_tokens.weight", model.embed_tokens);
-    for (int l = 0; l < c->num_hidden_layers; l++) {
-        DecoderLayer *layer = &model.layers[l];
-        layer->q_proj = linear_init(layer_param(l, "self_attn.q_proj"), C, HD, false);
-        layer->k_proj = linear_init(layer_param(l, "self_attn.k_proj"), C, KVD, false);
-        layer->v_proj = linear_init(layer_param(l, "self_attn.v_proj"), C, KVD, false);
-        layer->o_proj = linear_init(layer_param(l, "self_attn.o_proj"), HD, C, false);
-        layer->gate_proj = linear_init(layer_param(l, "mlp.gate_proj"), C, F, false);
-        layer->up_proj = linear_init(layer_param(l, "mlp.up_proj"), C, F, false);
-        layer->down_proj = linear_init(layer_param(l, "mlp.down_proj"), F, C, false);
-        layer->input_layernorm = ones(shape1(C));                                // (C,)
-        named(layer_param(l, "input_layernorm.weight"), layer->input_layernorm);
-        layer->post_attention_layernorm = ones(shape1(C));                       // (C,)
-        named(layer_param(l, "post_attention_layernorm.weight"), layer->post_attention_layernorm);
-    }
-    model.norm = ones(shape1(C));                                                // (C,)
-    named("norm.weight", model.norm);
-    model.lm_head = linear_init("lm_head", C, NV, false);
-    return model;
-}
-
-// --- the forward, keeping what the backward needs -----------------------------------------
-
-float *floats(long count) {
-    return arena_alloc((size_t)count, sizeof(float));
-}
-
-// y (rows, out) = x (rows, in) @ W^T: nn.Linear without a bias. The kernel reads a row of
-// its right operand at a time, so W (out, in) is turned into W^T (in, out) first.
-void linear_forward(float *y, const Linear *layer, const float *x, int rows, float *scratch) {
-    int in = layer->in_features, out = layer->out_features;
-    const float *W = layer->weight->data;
-    for (int o = 0; o < out; o++) {
-        for (int i = 0; i < in; i++) {
-            scratch[i * out + o] = W[o * in + i];
-        }
-    }
-    kernels->gemm(y, out, x, in, 1, scratch, out, rows, out, in, false);
-}
-
-// LlamaRMSNorm (lesson 15) on `rows` rows of C: out = weight * (x * rstd), where
-// rstd = 1 / sqrt(mean(x^2) + eps) is kept for the backward.
-static void rms_norm(float *out, float *rstd, const float *x, const float *weight, int rows,
-                     int C, float eps, float *squares) {
-    for (int r = 0; r < rows; r++) {
-        const float *x_r = x + (long)r * C;
-        float *out_r = out + (long)r * C;
-        kernels->mul(squares, x_r, x_r, C);                               // x^2 (C)
-        rstd[r] = 1.0f / sqrtf(kernels->sum(squares, C) / (float)C + eps);   // PyTorch's sum
-        kernels->scale(out_r, x_r, rstd[r], C);                           // x * rstd (C)
-        kernels->mul(out_r, weight, out_r, C);                            // weight * that
-    }
-}
-
-// RoPE's table: position t turns pair i by t * theta_i, theta_i = base^(-2i/D) (lesson 15).
-// The angle is a float product, as PyTorch's; cos and sin are worked in double, rounded once.
-static void rope_table(float *cos_t, float *sin_t, int N, int D, int base) {
-    for (int i = 0; i < D / 2; i++) {
-        float inv_freq = 1.0f / powf((float)base, (float)(2 * i) / (float)D);
-        for (int t = 0; t < N; t++) {
-            float angle = (float)t * inv_freq;
-            cos_t[t * (D / 2) + i] = (float)cos((double)angle);
-            sin_t[t * (D / 2) + i] = (float)sin((double)angle);
-        }
-    }
-}
-
-// RoPE in place on `rows` rows (row r at position r % N) of `heads` heads of D, the pairs
-// (i, i + D/2) of rotate_half: x * cos + rotate_half(x) * sin, each product rounded.
-void rope_rotate(float *x, const float *cos, const float *sin, int r0, int rows, int N,
-                 int heads, int D) {
-    int half = D / 2;
-    for (int r = r0; r < r0 + rows; r++) {
-        int t = r % N;
-        for (int h = 0; h < heads; h++) {
-            float *x_h = x + ((long)r * heads + h) * D;
-            for (int i = 0; i < half; i++) {
-                float a = x_h[i], e = x_h[i + half];
-                float c = cos[t * half + i], s = sin[t * half + i];
-                x_h[i] = a * c - e * s;
-                x_h[i + half] = e * c + a * s;
-            }
-        }
-    }
-}
-
-// Causal attention of the queries at positions start .. start+T-1 on the keys 0 .. start+T-1
-// (L of them), query head h reading key/value head g = h / R where it lies (lesson 15):
-//   att = softmax(q k^T / sqrt(D), -inf after the query's own position),  y = att @ v
-// Whole sequences are start 0, T = N. With start > 0 (B = 1, decoding) the keys and values
-// of positions before start are the ones earlier calls left in a->k and a->v: the KV cache.
-static void attention_forward(LayerActivations *a, const Config *c, int B, int start, int T,
-                              float *k_t) {
-    int N = c->seq, H = c->num_attention_heads, KV = c->num_key_value_heads, D = c->head_dim;
-    int R = H / KV, L = start + T;
-    float scale = (float)sqrt((double)D);   // math.sqrt(head_dim), rounded to a float
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < H; h++) {
-            int g = h / R;
-            const float *q = a->q + (((long)b * N + start) * H + h) * D;   // row t: + t*H*D
-            const float *k = a->k + ((long)b * N * KV + g) * D;            // row s: + s*KV*D
-            const float *v = a->v + ((long)b * N * KV + g) * D;
-            float *att = a->att + ((long)b * H + h) * N * N;               // (T, L)
-            for (int s = 0; s < L; s++) {                                  // k^T (D, L)
-                for (int d = 0; d < D; d++) {
-                    k_t[d * L + s] = k[(long)s * KV * D + d];
-                }
-            }
-            kernels->gemm(att, L, q, H * D, 1, k_t, L, T, L, D, false);      // q @ k^T
-            kernels->causal_scale(att, T, L, start, scale);  // / sqrt(D); -inf after query t
-            kernels->softmax_rows(att, T, L);         // exp(-inf) = 0: no weight on the future
-            kernels->gemm(a->y + (((long)b * N + start) * H + h) * D, H * D, att, L, 1, v, KV * D,
-                          T, D, L, false);                                  // att @ v
-        }
-    }
-}
-
-// LlamaDecoderLayer.forward on rows r0 .. r0+rows-1 (positions start .. start+T-1):
-// a->x in, the layer's output into out. Every step as lesson 15 has it.
-static void layer_forward(float *out, LayerActivations *a, const DecoderLayer *layer,
-                          const Activations *acts, const Config *c, int B, int start, int T) {
-    int N = c->seq, C = c->hidden_size, F = c->intermediate_size, H = c->num_attention_heads;
-    int KV = c->num_key_value_heads, D = c->head_dim, r0 = B == 1 ? start : 0, rows = B * T;
-    long rC = (long)r0 * C, rF = (long)r0 * F;
-    float *scratch = acts->scratch;
-    rms_norm(a->h1 + rC, a->rstd1 + r0, a->x + rC, layer->input_layernorm->data, rows, C,
-             c->rms_norm_eps, scratch);                                          // (B, T, C)
-    linear_forward(a->q + (long)r0 * H * D, &layer->q_proj, a->h1 + rC, rows, scratch);
-    linear_forward(a->k + (long)r0 * KV * D, &layer->k_proj, a->h1 + rC, rows, scratch);
-    linear_forward(a->v + (long)r0 * KV * D, &layer->v_proj, a->h1 + rC, rows, scratch);
-    rope_rotate(a->q, acts->cos, acts->sin, r0, rows, N, H, D);                 // (B, T, H, D)
-    rope_rotate(a->k, acts->cos, acts->sin, r0, rows, N, KV, D);                // (B, T, KV, D)
-    attention_forward(a, c, B, start, T, scratch);                               // (B, T, H, D)
-    linear_forward(a->x2 + rC, &layer->o_proj, a->y + (long)r0 * H * D, rows, scratch);
-    kernels->add(a->x2 + rC, a->x + rC, a->x2 + rC, (long)rows * C);           // residual
-    rms_norm(a->h2 + rC, a->rstd2 + r0, a->x2 + rC, layer->post_attention_layernorm->data, rows,
-             C, c->rms_norm_eps, scratch);                                       // (B, T, C)
-    linear_forward(a->gate + rF, &layer->gate_proj, a->h2 + rC, rows, scratch); // (B, T, F)
-    linear_forward(a->up + rF, &layer->up_proj, a->h2 + rC, rows, scratch);     // (B, T, F)
-    kernels->silu(a->act + rF, a->gate + rF, (long)rows * F);     // z / (1 + exp(-z)), kernels.h
-    kernels->mul(a->prod + rF, a->act + rF, a->up + rF, (long)rows * F);       // SwiGLU
-    linear_forward(out + rC, &layer->down_proj, a->prod + rF, rows, scratch);   // (B, T, C)
-    kernels->add(out + rC, a->x2 + rC, out + rC, (long)rows * C);              // residual
-}
-
-// The model's forward on the tokens at positions start .. start+T-1 of ids (B, N): the
-// embedding, the layers, the final norm, lm_head; logits for those rows.
-static void model_forward(Activations *acts, const Model *model, const float *ids, int B,
-                          int start, int T) {
-    const Config *c = &model->config;
-    int C = c->hidden_size, L = c->num_hidden_layers, r0 = B == 1 ? start : 0, rows = B * T;
-    for (int r = r0; r < r0 + rows; r++) {                                       // embed_tokens
-        memcpy(acts->layers[0].x + (long)r * C, model->embed_tokens->data + (long)ids[r] * C,
-               (size_t)C * sizeof(float));
-    }
-    for (int l = 0; l < L; l++) {
-        float *out = l + 1 < L ? acts->layers[l + 1].x : acts->x_final;
-        layer_forward(out, &acts->layers[l], &model->layers[l], acts, c, B, start, T);
-    }
-    rms_norm(acts->h_final + (long)r0 * C, acts->rstd_final + r0, acts->x_final + (long)r0 * C,
-             model->norm->data, rows, C, c->rms_norm_eps, acts->scratch);
-    linear_forward(acts->logits + (long)r0 * c->vocab_size, &model->lm_head,
-                   acts->h_final + (long)r0 * C, rows, acts->scratch);           // (B, T, NV)
-}
-
-// F.cross_entropy(logits.view(-1, NV), labels.view(-1)): log_softmax, then the mean of
-// -log p(label) over the rows that ask (label -100 asks nothing). PyTorch's nll_loss adds
-// those terms in a cascade (8 levels; a level moves up every 16 rows or more) instead of
-// one after the other, and so does this, so that the loss is PyTorch's to the bit. PyTorch
-// takes the log_softmax of every row; only the rows that ask reach the loss, so only theirs
-// are computed here (the others' log_probs are left unset).
-static float cross_entropy(float *log_probs, int *asked, const float *logits,
-                           const Tensor *labels, int NV) {
-    long rows = numel(labels);
-    int power = 0;
-    while ((1L << power) < rows) {
-        power += 1;   // ceil(log2(rows))
-    }
-    power = power / 8 > 4 ? power / 8 : 4;
-    long mask = (1L << power) - 1;
-    float level_sums[8] = {0};
-    *asked = 0;
-    for (long r = 0; r < rows; r++) {
-        int label = (int)labels->data[r];
-        if (label == IGNORE_INDEX) {
-            continue;
-        }
-        *asked += 1;
-        log_softmax_exact_lastdim(&log_probs[r * NV], &logits[r * NV], 1, NV);
-        level_sums[0] -= log_probs[r * NV + label];
-        for (int level = 0; level < 7 && (r & (mask << (level * power))) == 0; level++) {
-            level_sums[level + 1] += level_sums[level];
-            level_sums[level] = 0.0f;
-        }
-    }
-    float loss = 0.0f;
-    for (int level = 0; level < 8; level++) {
-        loss += level_sums[level];
-    }
-    return loss / (float)*asked;
-}
-
 // How many asked rows have the label as their largest logit (the first, on a tie); adds the
 // rows asked to *asked and the sequences (rows of labels) answered without a mistake to
 // *perfect.
@@ -413,44 +194,6 @@ static long answers_right(long *asked, long *perfect, const float *logits, const
 }
 
 // --- a run: everything training needs, made once ------------------------------------------
-
-// Every buffer a forward of B sequences writes, made once and reused by every step.
-static Activations activations_init(const Config *c, int B) {
-    int N = c->seq, C = c->hidden_size, F = c->intermediate_size, NV = c->vocab_size;
-    int HD = c->num_attention_heads * c->head_dim, KVD = c->num_key_value_heads * c->head_dim;
-    long rows = (long)B * N;
-    Activations acts = {.batch = B};
-    for (int l = 0; l < c->num_hidden_layers; l++) {
-        LayerActivations *a = &acts.layers[l];
-        a->x = floats(rows * C);
-        a->rstd1 = floats(rows);
-        a->h1 = floats(rows * C);
-        a->q = floats(rows * HD);
-        a->k = floats(rows * KVD);
-        a->v = floats(rows * KVD);
-        a->att = floats(rows * c->num_attention_heads * N);
-        a->y = floats(rows * HD);
-        a->x2 = floats(rows * C);
-        a->rstd2 = floats(rows);
-        a->h2 = floats(rows * C);
-        a->gate = floats(rows * F);
-        a->up = floats(rows * F);
-        a->act = floats(rows * F);
-        a->prod = floats(rows * F);
-    }
-    acts.x_final = floats(rows * C);
-    acts.rstd_final = floats(rows);
-    acts.h_final = floats(rows * C);
-    acts.logits = floats(rows * NV);
-    acts.log_probs = floats(rows * NV);
-    acts.cos = floats((long)N * c->head_dim / 2);
-    acts.sin = floats((long)N * c->head_dim / 2);
-    long widest = C > F ? C : F;   // the scratch holds a weight transposed, or a head's k^T
-    widest = widest * (widest > NV ? widest : NV);
-    acts.scratch = floats(widest > (long)N * c->head_dim ? widest : (long)N * c->head_dim);
-    rope_table(acts.cos, acts.sin, N, c->head_dim, c->rope_theta);
-    return acts;
-}
 
 Run run_init(const Settings *s) {
     Run run = {.s = *s};
@@ -480,8 +223,8 @@ static float forward_backward(Run *run, const Batch *batch, float *right) {
     const Config *c = &run->s.config;
     int asked;
     model_forward(&run->acts, &run->model, batch->input_ids->data, run->s.batch, 0, c->seq);
-    float loss = cross_entropy(run->acts.log_probs, &asked, run->acts.logits, batch->labels,
-                               c->vocab_size);
+    float loss = cross_entropy_forward(run->acts.log_probs, &asked, run->acts.logits,
+                                       batch->labels, c->vocab_size);
     long asked_rows = 0, perfect = 0;
     *right = (float)answers_right(&asked_rows, &perfect, run->acts.logits, batch->labels,
                                   c->vocab_size) / (float)asked_rows;
