@@ -519,12 +519,21 @@ START_TEST(test_clip_and_schedule) {
     ck_assert_float_eq_tol(opt.params[0].grad[0], first * 2.0f / (norm + 1e-6f), 1e-6);
     float after = clip_grad_norm(&opt, 1e6f);   // below the limit: nothing changes
     ck_assert_float_eq_tol(after, 2.0f, 1e-5);
-    // the schedule: 1/warmup of lr, then lr, then a cosine down to lr / 10 at the last step
-    ck_assert_double_eq(learning_rate(0, 100, 10, 0.5), 0.5 * 1 / 10);
-    ck_assert_double_eq(learning_rate(9, 100, 10, 0.5), 0.5);
-    ck_assert_double_eq_tol(learning_rate(10, 100, 10, 0.5), 0.5, 1e-12);
+    // the schedule, step n from 1: n/warmup of lr up to lr at step `warmup`, then a cosine
+    // down to lr / 10 at the last step, halfway between at the middle of the cosine
+    ck_assert_double_eq(learning_rate(1, 100, 10, 0.5), 0.5 * 1 / 10);
+    ck_assert_double_eq(learning_rate(10, 100, 10, 0.5), 0.5);
+    ck_assert_double_lt(learning_rate(11, 100, 10, 0.5), 0.5);
     ck_assert_double_eq_tol(learning_rate(55, 100, 10, 0.5), 0.5 * 0.55, 1e-12);
     ck_assert_double_eq_tol(learning_rate(100, 100, 10, 0.5), 0.05, 1e-12);
+    // the last step at a tenth however short the cosine: --steps 7 --warmup 6 takes step 6 at
+    // the peak and step 7 at a tenth; without warmup step 1 is already past the peak
+    ck_assert_double_eq_tol(learning_rate(6, 7, 6, 0.003), 0.003, 1e-15);
+    ck_assert_double_eq_tol(learning_rate(7, 7, 6, 0.003), 0.0003, 1e-15);
+    ck_assert_double_lt(learning_rate(1, 300, 0, 0.003), 0.003);
+    ck_assert_double_eq_tol(learning_rate(300, 300, 0, 0.003), 0.0003, 1e-15);
+    // a warmup longer than the run never reaches the peak
+    ck_assert_double_eq_tol(learning_rate(4, 4, 20, 0.003), 0.0006, 1e-15);
 }
 END_TEST
 
@@ -840,7 +849,8 @@ START_TEST(test_save_leaves_nothing_half_written) {
 END_TEST
 
 static const BadFlags BAD[] = {
-    {{"--layers", "9", NULL}, "--layers"},
+    {{"--layers", "9", NULL}, "--layers expects a whole number from 1 to 8"},
+    {{"--layers", "0", NULL}, "--layers expects a whole number from 1 to 8"},
     {{"--heads", "3", NULL}, "--heads 3 does not divide --dim 64"},
     {{"--kv-heads", "3", NULL}, "--kv-heads 3 does not divide --heads 4"},
     {{"--dim", "12", "--heads", "4", NULL}, "head_dim 3 is odd"},
@@ -851,6 +861,7 @@ static const BadFlags BAD[] = {
     {{"--task", "sort", NULL}, "--task"},
     {{"--lr", "1.5", NULL}, "--lr"},
     {{"--clip", "-1", NULL}, "--clip"},
+    {{"--clip", "1/2", NULL}, "--clip"},
     {{"--steps", "100001", NULL}, "--steps"},
     {{"--dim", "512", "--steps", "100000", NULL}, "ATTN_MAX_SECONDS="},
     {{"--layers", "8", "--batch", "1000", NULL}, "ATTN_MAX_MIB="},

@@ -2,8 +2,8 @@
 // the same loop 8 (AVX2) or 16 (AVX-512) floats at a time, giving the same bits.
 //
 // Training spends its time multiplying matrices (each Linear's forward x @ W^T, its two
-// backward products dY @ W and dY^T @ X, attention's four per head) and in the exps of
-// softmax and silu. The lesson needs PyTorch's bits, and PyTorch's reference BLAS adds each
+// backward products dY @ W and dY^T @ X, attention's two forward and four backward products
+// per head) and in the exps of softmax and silu. The lesson needs PyTorch's bits, and PyTorch's reference BLAS adds each
 // element's k products one after the other, in order, rounding each product and each sum.
 // That order forbids splitting a sum over k, but every element of c is its own sum: the
 // vector gemm computes 8 or 16 neighbouring elements of a row of c at once, one lane per
@@ -13,8 +13,9 @@
 // PyTorch's vector code calls), the scalar sleef_expf of common/exact/softmax_exact.c
 // written for 8 lanes: the same operations, the same fused multiply-adds. The passes over
 // every element (the residuals' adds, SwiGLU's product, RMSNorm's rows) round once an
-// element, so any number go at a time; sum_exact's order has 8 lanes, one register. The
-// project builds with -ffp-contract=off, so the compiler fuses nothing on its own.
+// element, so any number go at a time; sum_exact's order (PyTorch's cascade) already adds
+// vectors of 8 floats, which the AVX2 twin keeps in registers. The project builds with
+// -ffp-contract=off, so the compiler fuses nothing on its own.
 #include "kernels.h"
 
 #include <math.h>

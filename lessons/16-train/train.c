@@ -6,30 +6,32 @@
 //   into a model with a token embedding, a final norm and an output projection, learns a
 //   task in a few hundred steps, and we watch its heads learn where to look:
 //     recall:  "A3 C1 F6 B0 H2 D7 | C? D?" - after a key seen before, write its value.
-//              One layer cannot (a key's own position never sees the value after it); two
-//              can: a head of layer 0 lets each value see its key (the token before it), a
-//              head of layer 1 finds the value whose key matches the question: an
-//              induction head.
+//              One layer cannot (attention at the question finds the earlier key, but the
+//              key's position holds nothing of the value after it); two can: a head of
+//              layer 0 lets each value see its key (the token before it), a head of layer 1
+//              finds the value whose key matches the question: an induction head.
 //     reverse: "3 1 4 1 5 | 5 1 4 1 3" - write the tokens back in reverse order.
 //   The training loop is PyTorch's, written out: the forward keeps what the backward needs;
 //   loss.backward() is model.c and layers.c, every piece's gradient by hand (attention's as
 //   lesson 14 derives it); clip_grad_norm_, the learning-rate schedule and AdamW are
-//   adamw.c. Every number is PyTorch's to the bit: the same draws, the same batches, the
-//   same float operations in the same order, so the losses printed are PyTorch's, all of
-//   them.
+//   adamw.c. Every number is PyTorch's to the bit (PyTorch 1.13 on the reference BLAS, one
+//   thread, as docs/16-train.md runs it): the same draws, the same batches, the same float
+//   operations in the same order, so the losses printed are PyTorch's, all of them.
+//   lessons/16-train/README.md says in which order to read the files.
 //
 // THE MATH (one step; lesson 15 has the layer's)
 //   logits = lm_head(norm(layers(embed_tokens[input_ids])))                (B, N, NV)
 //   loss   = mean over the asked positions of -log softmax(logits)[label]
 //   g      = d loss / d parameter, by the chain rule, last operation first
-//   g     *= min(1, max_norm / |g|)                            clip_grad_norm_
+//   g     *= min(1, max_norm / (|g| + 1e-6))                   clip_grad_norm_
 //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  w = w (1 - lr wd) - lr m^ / (sqrt(v^) + eps)
-//   with m^ = m / (1 - b1^t), v^ = v / (1 - b2^t): AdamW with bias correction
+//   with m^ = m / (1 - b1^t), v^ = v / (1 - b2^t): AdamW with bias correction, at step t
+//   with the learning rate lr of a linear warmup, then a cosine down to a tenth (adamw.h)
 //
-// THE PYTORCH IT MIRRORS (docs/16-train.md has the whole script, which needs only torch)
+// THE PYTORCH IT MIRRORS (docs/16-train.md has the whole script: PyTorch 1.13 and NumPy)
 //   torch.manual_seed(seed); model = TinyLlama(config); example = make_batch(1)
 //   opt = torch.optim.AdamW(model.parameters(), lr, betas=(0.9, 0.99), weight_decay=wd)
-//   for step in range(steps):
+//   for step in range(1, steps + 1):
 //       input_ids, labels = make_batch(batch)
 //       loss = F.cross_entropy(model(input_ids).view(-1, NV), labels.view(-1))
 //       opt.zero_grad(); loss.backward(); clip_grad_norm_(model.parameters(), clip)
@@ -42,12 +44,14 @@
 //   make lesson-16 ARGS="--bench"           ms per training step, at two sizes
 //   flags: --task --layers --dim --heads --kv-heads --hidden --vocab --seq --batch --steps
 //          --lr --weight-decay --warmup --clip --save DIR --load DIR --svg FILE --bench
-//          --seed --dump DIR --dot FILE --help
+//          --seed --dump DIR --dot FILE --heatmap --help
 //
 // WHAT TO LOOK FOR
-//   - The first losses are about ln(16) = 2.77: the untrained model spreads its guesses.
-//   - recall: the loss sits near 1.6 for a hundred steps, then falls off a cliff: the two
-//     heads have found each other. The maps show when (part 4).
+//   - The first loss, 2.91, is above ln(16) = 2.77: random weights do not spread their
+//     guesses evenly, they guess wrongly with some confidence.
+//   - recall: the loss sits near 1.7 for a hundred steps (the model counts which value comes
+//     up most, a third right), then falls off a cliff: the two heads have found each other.
+//     The maps show when (part 4).
 //   - The first AdamW step moves every weight by about lr, whatever its gradient (part 2).
 //
 // Size letters: B batch, N tokens a sequence (--seq), C hidden_size (--dim), H query heads,
@@ -144,7 +148,7 @@ static Batch make_batch(const Config *config, int B) {
         return batch;
     }
     // recall: `pairs` distinct keys (tokens 0 .. NV/2 - 1) with values (NV/2 .. NV-1), then
-    // `questions` keys asked again, each followed by its value, which is the label. The draws
+    // `questions` keys asked again, each followed by its value: the label at the key. The draws
     // are let go once copied (their B * NV/2 keys weigh more than the batch at a large --vocab).
     int questions = N / 8 > 1 ? N / 8 : 1, pairs = N / 2 - questions, n_keys = NV / 2;
     size_t mark = arena_mark();
@@ -233,20 +237,22 @@ static float forward_backward(Run *run, const Batch *batch, float *right) {
     return loss;
 }
 
-// clip_grad_norm_, the step's learning rate, opt.step(). Returns the norm before clipping.
-static float optimizer_step(Run *run, int step) {
+// clip_grad_norm_, step n's learning rate (n from 1), opt.step(). Returns the norm before
+// clipping.
+static float optimizer_step(Run *run, int n) {
     const Settings *s = &run->s;
     float norm = clip_grad_norm(&run->opt, s->clip > 0 ? (float)s->clip : INFINITY);
-    adamw_step(&run->opt, learning_rate(step, s->steps, s->warmup, s->lr));
+    adamw_step(&run->opt, learning_rate(n, s->steps, s->warmup, s->lr));
     return norm;
 }
 
-// One step on a fresh batch, without a word: what --bench times.
+// One step on a fresh batch, without a word: what --bench times. `step` counts from 0 (the
+// index of its loss), so it is step step + 1 of part 3.
 void train_step(Run *run, int step) {
     size_t mark = arena_mark();
     Batch batch = make_batch(&run->s.config, run->s.batch);
     run->loss[step] = forward_backward(run, &batch, &run->accuracy[step]);
-    run->grad_norm[step] = optimizer_step(run, step);
+    run->grad_norm[step] = optimizer_step(run, step + 1);
     arena_release(mark);
 }
 
@@ -269,7 +275,7 @@ static void print_step(const Run *run, int step) {   // step from 1
     const Settings *s = &run->s;
     printf("step %3d: loss %.6f  accuracy %.4f  grad_norm %.4f  lr %.6f\n", step,
            (double)run->loss[step - 1], (double)run->accuracy[step - 1],
-           (double)run->grad_norm[step - 1], learning_rate(step - 1, s->steps, s->warmup, s->lr));
+           (double)run->grad_norm[step - 1], learning_rate(step, s->steps, s->warmup, s->lr));
 }
 
 // --- part 1: the task, the model, the first batch and its loss -----------------------------
@@ -297,7 +303,7 @@ static float part1_setup(Run *run, Batch *first, float *right) {
 static void part2_step_one(Run *run) {
     part(2, "step 1 by hand: the gradients, clipping, AdamW's update", "--clip and --lr change it");
     AdamW *opt = &run->opt;
-    printf("loss.backward() (backward.c) leaves in every parameter's .grad, by its norm:\n");
+    printf("loss.backward() (model.c, layers.c) leaves in every parameter's .grad, by its norm:\n");
     for (int i = 0; i < opt->n_params; i++) {
         const Param *p = &opt->params[i];
         printf("  %-44s %-10s %.6f\n", p->name, shape_str(p->shape, SIZES_TUPLE),
@@ -305,11 +311,14 @@ static void part2_step_one(Run *run) {
     }
     Param *lm_head = &opt->params[opt->n_params - 1];
     float w = lm_head->value[0];
-    float norm = optimizer_step(run, 0);                 // clip_grad_norm_, then opt.step()
+    float norm = optimizer_step(run, 1);                 // clip_grad_norm_, then opt.step()
     run->grad_norm[0] = norm;
     const Settings *s = &run->s;
     double clip = s->clip > 0 ? s->clip : INFINITY, g = lm_head->grad[0];
-    if (norm > clip) {
+    if (s->clip == 0) {
+        printf("clip_grad_norm_(model.parameters(), inf): --clip 0, no clipping; their norm "
+               "together is %.4f\n", (double)norm);
+    } else if (norm > clip) {
         printf("clip_grad_norm_(model.parameters(), %g): their norm together is %.4f > %g,\n"
                "  so every .grad is multiplied by %g / (%.4f + 1e-6) = %.4f\n", clip,
                (double)norm, clip, clip, (double)norm, clip / (norm + 1e-6));
@@ -317,16 +326,32 @@ static void part2_step_one(Run *run) {
         printf("clip_grad_norm_(model.parameters(), %g): their norm together is %.4f <= %g: "
                "left alone\n", clip, (double)norm, clip);
     }
-    double lr = learning_rate(0, s->steps, s->warmup, s->lr);
-    printf("opt.step() with lr %g (warmup: %g * 1/%d) on w = lm_head.weight[0, 0] = %.6f,\n"
-           "  whose gradient is g = %.6g after clipping:\n"
-           "  m = 0.9 * 0 + 0.1 * g = %.6g      v = 0.99 * 0 + 0.01 * g^2 = %.6g\n"
+    double lr = learning_rate(1, s->steps, s->warmup, s->lr);
+    printf("opt.step() with lr %g ", lr);
+    if (s->warmup > 0) {
+        printf("(warmup: %g * 1/%d)", s->lr, s->warmup);
+    } else {
+        printf("(no warmup: the cosine at step 1)");
+    }
+    printf(" on w = lm_head.weight[0, 0] = %.6f,\n  whose gradient is g = %.6g%s:\n", (double)w,
+           g, norm > clip ? " after clipping" : "");
+    printf("  m = 0.9 * 0 + 0.1 * g = %.6g      v = 0.99 * 0 + 0.01 * g^2 = %.6g\n"
            "  m / (1 - 0.9^1) = g, v / (1 - 0.99^1) = g^2: in step 1 the bias correction undoes "
            "the averaging\n"
-           "  w * (1 - lr * %g) - lr * g / (sqrt(g^2) + 1e-8) = w - lr * sign(g) = %.6f\n",
-           lr, s->lr, s->warmup > 0 ? s->warmup : 1, (double)w, g, (double)lm_head->exp_avg[0],
-           (double)lm_head->exp_avg_sq[0], s->weight_decay, (double)lm_head->value[0]);
-    printf("  the first step moves every weight by about lr, whatever the size of its gradient\n");
+           "  w * (1 - lr * %g) - lr * g / (sqrt(g^2) + 1e-8) = %.6f, about w - lr * sign(g):\n"
+           "  the first step moves every weight by about lr, whatever the size of its gradient\n",
+           (double)lm_head->exp_avg[0], (double)lm_head->exp_avg_sq[0], s->weight_decay,
+           (double)lm_head->value[0]);
+    // Without the corrections a step would divide m by 1 and sqrt(v) by 1, not by 1 - 0.9^t
+    // and sqrt(1 - 0.99^t): (1 - 0.9^t) / sqrt(1 - 0.99^t) times the step (eps aside).
+    double larger[3];
+    const int at[3] = {1, 2, 10};
+    for (int i = 0; i < 3; i++) {
+        larger[i] = (1.0 - pow(s->beta1, at[i])) / sqrt(1.0 - pow(s->beta2, at[i]));
+    }
+    printf("  without the bias correction, step t would be (1 - 0.9^t) / sqrt(1 - 0.99^t) times "
+           "as large:\n    %.2f at t = 1, %.2f at t = 2, %.2f at t = 10: v's correction, under "
+           "a square root, outweighs m's\n", larger[0], larger[1], larger[2]);
 }
 
 // --- part 3: training ------------------------------------------------------------------------
@@ -358,8 +383,9 @@ static void part4_maps(Run *run) {
     take_maps(run, 2);
     part(4, "what each head learned: its attention on the example", "--task changes it");
     const float *ids = run->example.input_ids->data, *labels = run->example.labels->data;
-    printf("the example: %s\n  row: the query's token, column: the key's; darker: more weight\n",
-           sequence_text(c, ids));
+    printf("the example: %s\n  row: the query's token, column: the key's; darker: more weight\n"
+           "  shades: blank for 0 (a future key), then %s for each ninth of (0, 1]\n",
+           sequence_text(c, ids), SHADES_SPACED);
     const char *when[3] = {"at the start", "after step", "after step"};
     for (int m = 0; m < 3; m++) {
         printf("%s%s", m > 0 ? "\n" : "", when[m]);
@@ -441,6 +467,9 @@ static void part5_decoding(Run *run) {
 
 // --- part 6: the trained model on fresh sequences, and the checkpoint ----------------------
 
+// 32 fresh batches, scored as training scores them: one forward of each whole, true
+// sequence, and at each position that asks, the argmax of its logits against the label (the
+// true earlier answers given; part 5's decoding feeds the model's own instead).
 static void part6_evaluation(Run *run) {
     const Settings *s = &run->s;
     const Config *c = &s->config;
@@ -564,7 +593,7 @@ static void record_step_one(const Run *run, const Batch *first, bool dot, bool d
     }
     Tensor *all = zeros(shape1((int)total));
     const Tensor *grads = traced("every .grad", all->data, all->shape, 1, &loss,
-                                 "loss.backward() (backward.c)");
+                                 "loss.backward() (model.c)");
     traced("every parameter", all->data, all->shape, 1, &grads, "clip_grad_norm_, AdamW");
     trace_pause(was_paused);
 }
@@ -613,7 +642,8 @@ double step_multiply_adds(const Settings *s) {
 // and attention's softmax, RMSNorm, the sums and AdamW grow with the same sizes and run in
 // the same kernels, far below the budget's prices for plain loops. Two things grow with the
 // vocabulary instead, in plain loops, and are counted at the budget's prices: log_softmax's
-// exp of every logit, and (recall) each batch's draws of B * NV/2 keys and their merge sort.
+// exps (counted for every row's logits, though only the rows that ask take them), and
+// (recall) each batch's draws of B * NV/2 keys and their merge sort.
 Cost steps_cost(const Settings *s, double steps) {
     const Config *c = &s->config;
     double B = s->batch, N = c->seq, NV = c->vocab_size;
@@ -648,7 +678,7 @@ double run_bytes(const Settings *s) {
     double D = c->head_dim, HD = c->num_attention_heads * D;
     double KVD = c->num_key_value_heads * D, B = s->batch, L = c->num_hidden_layers;
     double wide = C > F ? C : F;
-    double scratch = wide * (wide > NV ? wide : NV) + N * D;   // each Activations' own
+    double scratch = wide * (wide > NV ? wide : NV) + N * D;   // each Activations' own, RoPE
     double activations = (B * N + N) * activation_row(c) + 2 * scratch;
     double backward = B * N * (NV + 5 * C + 2 * HD + 2 * KVD + 3 * F + wide) + 2 * N * N +
                       (N > C ? N : C) * D + C + 3 * N * HD;
