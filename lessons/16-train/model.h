@@ -32,7 +32,7 @@ typedef struct {
     int head_dim;              // D = C / H
     int seq;                   // N
     int rope_theta;            // 10000
-    float rms_norm_eps;        // 1e-6
+    float rms_norm_eps;        // 1e-6, LlamaConfig's default (Llama 2's and 3's set 1e-5)
 } Config;
 
 // One LlamaDecoderLayer's parameters (lesson 15's, with transformers' names).

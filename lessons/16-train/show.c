@@ -1,4 +1,5 @@
-// show.c - lesson 16's printing: tokens, attention maps, the training chart, head focus.
+// show.c - lesson 16's printing: tokens, attention maps, the training chart, where each head
+// looks, part 1's setup.
 #include "show.h"
 
 #include <math.h>
