@@ -3,8 +3,9 @@
 //
 // Training spends its time multiplying matrices (each Linear's forward x @ W^T, its two
 // backward products dY @ W and dY^T @ X, attention's two forward and four backward products
-// per head) and in the exps of softmax and silu. The lesson needs PyTorch's bits, and PyTorch's reference BLAS adds each
-// element's k products one after the other, in order, rounding each product and each sum.
+// per head) and in the exps of softmax and silu. The lesson needs PyTorch's bits, and
+// PyTorch's reference BLAS adds each element's k products one after the other, in order,
+// rounding each product and each sum.
 // That order forbids splitting a sum over k, but every element of c is its own sum: the
 // vector gemm computes 8 or 16 neighbouring elements of a row of c at once, one lane per
 // element, each lane doing exactly what gemm_scalar does for its element, with a multiply
