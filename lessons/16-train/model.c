@@ -5,9 +5,9 @@
 // The backward reads the forward from the bottom up. A tensor used by several operations
 // gets the sum of their gradients: the residual stream x feeds its layer's norm (twice:
 // x * rstd and x.pow(2)) and the residual add; the normed h1 feeds q_proj, k_proj and
-// v_proj; h2 feeds gate_proj and up_proj. Where three gradients meet, they are added in the
-// order autograd's engine delivers them (which matters to the last bit; the order here was
-// found by trying each against PyTorch).
+// v_proj; h2 feeds gate_proj and up_proj. Where gradients meet, they are added in the order
+// autograd's engine delivers them (which matters to the last bit; the order here was found
+// by trying each against PyTorch).
 //
 // Size letters: B batch, N tokens a sequence, C hidden_size, H query heads, KV key/value
 // heads, D head_dim, F intermediate_size, NV vocabulary; r0 the first row a call computes.
