@@ -62,7 +62,9 @@ float clip_grad_norm(AdamW *opt, float max_norm) {
         norms[i] = norm_of(opt->params[i].grad, opt->params[i].numel);
     }
     float total = norm_of(norms, opt->n_params);
-    float coef = (1.0f / (total + 1e-6f)) * max_norm;   // max_norm / (total + 1e-6)
+    // max_norm / (total + 1e-6): a Python float over a tensor, which PyTorch computes as the
+    // tensor's reciprocal times the float, in float32
+    float coef = (1.0f / (total + 1e-6f)) * max_norm;
     coef = coef < 1.0f ? coef : 1.0f;                   // clamp(max=1.0)
     for (int i = 0; i < opt->n_params; i++) {
         for (long j = 0; j < opt->params[i].numel; j++) {
@@ -72,11 +74,14 @@ float clip_grad_norm(AdamW *opt, float max_norm) {
     return total;
 }
 
-double learning_rate(int step, int steps, int warmup, double lr) {
-    if (step < warmup) {
-        return lr * (step + 1) / warmup;
+// Step n's learning rate: n/warmup of lr up to step `warmup`, then half a cosine from lr
+// there down to a tenth of lr at the last step (n = steps). n > warmup only when
+// steps > warmup, so neither division is by 0.
+double learning_rate(int n, int steps, int warmup, double lr) {
+    if (n <= warmup) {
+        return lr * n / warmup;
     }
-    double progress = (double)(step - warmup) / (steps - warmup > 1 ? steps - warmup : 1);
+    double progress = (double)(n - warmup) / (steps - warmup);   // (0, 1]
     return lr * (0.1 + 0.9 * 0.5 * (1.0 + cos(3.141592653589793 * progress)));
 }
 
@@ -85,6 +90,8 @@ double learning_rate(int step, int steps, int warmup, double lr) {
 //   m = m * beta1 + (1 - beta1) * g         (exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1))
 //   v = v * beta2 + (1 - beta2) * g * g     (exp_avg_sq.mul_(beta2).addcmul_(grad, grad, ...))
 //   w = w - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+// The two 1 - beta^t undo the pull toward 0 of averages that start at 0; without them the
+// step would be (1 - beta1^t) / sqrt(1 - beta2^t) times as large (part 2 prints it).
 // The scalars are worked out in double, as Python does, then rounded to float as PyTorch
 // passes them to its kernels; the compiler fused two of the multiply-adds, so the kernels
 // (kernels.c) fuse the same two.

@@ -32,8 +32,11 @@ float norm_of(const float *x, long n);
 const char *grad_name(const char *name);
 // torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm): returns the norm before.
 float clip_grad_norm(AdamW *opt, float max_norm);
-// The learning rate of step `step` (from 0): a linear warmup, then a cosine down to a tenth.
-double learning_rate(int step, int steps, int warmup, double lr);
+// The learning rate of step n (from 1, as part 3 numbers the steps): a linear warmup to lr
+// at step `warmup`, then a cosine down to a tenth of lr at step `steps`:
+//   lr * n / warmup                                                      n <= warmup
+//   lr * (0.1 + 0.9 * (1 + cos(pi * (n - warmup) / (steps - warmup))) / 2)    n > warmup
+double learning_rate(int n, int steps, int warmup, double lr);
 // optimizer.step() with this learning rate.
 void adamw_step(AdamW *opt, double lr);
 

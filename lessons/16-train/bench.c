@@ -23,8 +23,8 @@ static double now_seconds(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-// The larger model: twice the width, four layers, twice the sequence (and 8 heads, 4 of them
-// key/value heads, so that a head stays 16 wide).
+// The larger model: twice the width, four layers, twice the sequence, twice the heads and
+// the key/value heads (8 and 4 from the defaults, so that a head stays 16 wide).
 static Settings larger(const Settings *base) {
     Settings s = *base;
     Config *c = &s.config;

@@ -2,9 +2,10 @@
 // the same loop 8 (AVX2) or 16 (AVX-512) floats at a time, giving the same bits.
 //
 // Training spends its time multiplying matrices (each Linear's forward x @ W^T, its two
-// backward products dY @ W and dY^T @ X, attention's four per head) and in the exps of
-// softmax and silu. The lesson needs PyTorch's bits, and PyTorch's reference BLAS adds each
-// element's k products one after the other, in order, rounding each product and each sum.
+// backward products dY @ W and dY^T @ X, attention's two forward and four backward products
+// per head) and in the exps of softmax and silu. The lesson needs PyTorch's bits, and
+// PyTorch's reference BLAS adds each element's k products one after the other, in order,
+// rounding each product and each sum.
 // That order forbids splitting a sum over k, but every element of c is its own sum: the
 // vector gemm computes 8 or 16 neighbouring elements of a row of c at once, one lane per
 // element, each lane doing exactly what gemm_scalar does for its element, with a multiply
@@ -13,8 +14,9 @@
 // PyTorch's vector code calls), the scalar sleef_expf of common/exact/softmax_exact.c
 // written for 8 lanes: the same operations, the same fused multiply-adds. The passes over
 // every element (the residuals' adds, SwiGLU's product, RMSNorm's rows) round once an
-// element, so any number go at a time; sum_exact's order has 8 lanes, one register. The
-// project builds with -ffp-contract=off, so the compiler fuses nothing on its own.
+// element, so any number go at a time; sum_exact's order (PyTorch's cascade) already adds
+// vectors of 8 floats, which the AVX2 twin keeps in registers. The project builds with
+// -ffp-contract=off, so the compiler fuses nothing on its own.
 #include "kernels.h"
 
 #include <math.h>
@@ -558,7 +560,8 @@ static const Kernels AVX2_KERNELS = {"avx2", gemm_avx2, softmax_rows_avx2, silu_
 
 // `rows` rows of c (12, 8 or 4), columns j .. j+15: one register of 16 running sums a row.
 // Each row of b loaded serves every row of the block; 12 rows keep the two adders busy
-// (measured here: 115 GFLOP/s against 80 for 4 rows of 32 columns, on the lesson's shapes).
+// (measured on an AMD EPYC, Zen 4: 115 GFLOP/s against 80 for 4 rows of 32 columns, on the
+// lesson's shapes).
 // `resume`: the sums start from c, where an earlier call left them part-way (gemm_avx512's
 // chunks), instead of from 0.
 AVX512 static inline __attribute__((always_inline)) void block_x16_avx512(
@@ -627,10 +630,10 @@ AVX512 static void blocks_x16_avx512(float *c, int ldc, const float *a, int a_ro
 // A long sum goes in chunks of K_CHUNK terms, all of c through one chunk before the next:
 // the weights' gradients dW = dy^T @ x sum over every row of the batch (1024 at --bench's
 // larger model), and a chunk of dy and x stays in the L2 cache for every block, where the
-// whole of x (1.4 MiB for down_proj's input there) would come from memory again for each
-// block of rows. Each element still adds its terms in order, its partial sum stored in c
-// and loaded back between chunks (exact). The columns and rows past the blocks take their
-// whole sums in one go (gemm_rest_avx2).
+// whole of x (1.34 MiB for down_proj's input there, 1024 rows of 344) would come from memory
+// again for each block of rows. Each element still adds its terms in order, its partial sum
+// stored in c and loaded back between chunks (exact). The columns and rows past the blocks
+// take their whole sums in one go (gemm_rest_avx2).
 enum { K_CHUNK = 256 };
 
 AVX512 static void gemm_avx512(float *c, int ldc, const float *a, int a_row, int a_col,

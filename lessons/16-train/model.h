@@ -1,5 +1,7 @@
-// model.h - what train.c and its sibling files share: the configuration, the model, the
-// tensors its forward keeps for the backward, and the gradients.
+// model.h - what the lesson's files share: the configuration, the model, the tensors its
+// forward keeps for the backward, the gradients and the backward's buffers; and what
+// model.c does with them (the parameters drawn, the buffers made, the model's forward and
+// backward).
 //
 // Size letters: B batch, N the training sequence (--seq), C hidden_size (--dim), H query
 // heads, KV key/value heads, R = H / KV, D head_dim = C / H, F intermediate_size
@@ -30,7 +32,7 @@ typedef struct {
     int head_dim;              // D = C / H
     int seq;                   // N
     int rope_theta;            // 10000
-    float rms_norm_eps;        // 1e-6
+    float rms_norm_eps;        // 1e-6, LlamaConfig's default (Llama 2's and 3's set 1e-5)
 } Config;
 
 // One LlamaDecoderLayer's parameters (lesson 15's, with transformers' names).
@@ -113,10 +115,42 @@ typedef struct {
     Tensor *labels;      // (B, N) int64: the next token where an answer is asked, else -100
 } Batch;
 
-// The forward's pieces the backward calls again, and a helper (train.c).
+// The backward's own buffers, made once: gradients of activations, and scratch.
+typedef struct {
+    float *d_logits;               // (B, N, NV)
+    float *d_x;                    // (B, N, C) the gradient of the residual stream
+    float *d_x2;                   // (B, N, C) ... in the middle of a layer
+    float *d_h;                    // (B, N, C) of a norm's output
+    float *direct, *through_mean;  // (B, N, C) a norm's two paths back to its input
+    float *d_y;                    // (B, N, H, D)
+    float *d_q;                    // (B, N, H, D)
+    float *d_k, *d_v;              // (B, N, KV, D)
+    float *group_dk, *group_dv;    // (R, N, D) the dK and dV of one group's query heads
+    float *group_sum;              // (N, D) their sum
+    float *d_scores;               // (N, N) one head's
+    float *d_att;                  // (N, N)
+    float *d_prod, *d_gate, *d_up; // (B, N, F)
+    float *products;               // (B, N, max(C, F)) a product before it is summed
+    float *scratch;                // a head's v transposed (D, N), or a row of C twice
+} BackwardScratch;
+
+// model.c: `count` floats from the arena.
 float *floats(long count);
-void linear_forward(float *y, const Linear *layer, const float *x, int rows, float *scratch);
-void rope_rotate(float *x, const float *cos, const float *sin, int r0, int rows, int N, int heads,
-                 int D);
+// The parameters drawn in PyTorch's order (after manual_seed), under their state_dict names.
+Model model_init(const Config *config);
+// The buffers a forward of B sequences writes; the gradients; the backward's buffers.
+Activations activations_init(const Config *config, int B);
+Grads grads_init(const Model *model);
+BackwardScratch backward_scratch_init(const Config *config, int B);
+// The forward of the tokens at positions start .. start+T-1 of ids (B, N): whole sequences
+// are start 0, T = N; decoding (B = 1) runs only new tokens, the earlier ones' keys and
+// values waiting in acts (the KV cache). Leaves acts->logits for those rows.
+void model_forward(Activations *acts, const Model *model, const float *ids, int B, int start,
+                   int T);
+// loss.backward() for a batch whose whole-sequence forward left `acts`; `asked` rows have a
+// label. Fills every parameter's gradient.
+void model_backward(Grads *grads, BackwardScratch *w, const Model *model,
+                    const Activations *acts, const Tensor *input_ids, const Tensor *labels,
+                    int asked);
 
 #endif

@@ -1,4 +1,5 @@
-// show.c - lesson 16's printing: tokens, attention maps, the training chart, head focus.
+// show.c - lesson 16's printing: tokens, attention maps, the training chart, where each head
+// looks, part 1's setup.
 #include "show.h"
 
 #include <math.h>
@@ -41,11 +42,11 @@ const char *sequence_text(const Config *config, const float *ids) {
 }
 
 char shade(float weight) {
-    const char *shades = ".:-=+*#%@";   // 9 shades for (0, 1]
+    const char *shades = ".:-=+*#%@";   // 9 shades for (0, 1], SHADES_SPACED
     if (!(weight > 0.0f)) {
         return ' ';
     }
-    int level = (int)(weight * 9.0f);
+    int level = (int)(weight * 9.0f);   // the ninth of (0, 1] it falls in; 1 itself in the last
     return shades[level > 8 ? 8 : level];
 }
 
@@ -166,8 +167,6 @@ void print_setup(const Config *c, const Settings *s, const AdamW *opt, const cha
     for (int i = 0; i < opt->n_params; i++) {
         count += opt->params[i].numel;
     }
-    const DecoderLayer *l0 = NULL;
-    (void)l0;
     printf("model = TinyLlama(config): %d layers, hidden_size %d, %d heads of %d (%d key/value "
            "heads),\n  intermediate_size %d: %ld parameters, drawn in this order:\n",
            c->num_hidden_layers, c->hidden_size, c->num_attention_heads, c->head_dim,
@@ -187,10 +186,21 @@ void print_setup(const Config *c, const Settings *s, const AdamW *opt, const cha
            "are ones\n", shape_str(opt->params[opt->n_params - 1].shape, SIZES_TUPLE));
     printf("example = make_batch(1): %s\n", example);
     printf("opt = AdamW(lr=%g, betas=(%g, %g), eps=%g, weight_decay=%g); clip_grad_norm_(max_norm="
-           "%g)\n  the learning rate: linear warmup over %d step%s, then a cosine down to %g at "
-           "step %d\n", s->lr, s->beta1, s->beta2, s->eps, s->weight_decay,
-           s->clip > 0 ? s->clip : INFINITY, s->warmup, s->warmup == 1 ? "" : "s", s->lr * 0.1,
-           s->steps);
+           "%g)\n", s->lr, s->beta1, s->beta2, s->eps, s->weight_decay,
+           s->clip > 0 ? s->clip : INFINITY);
+    printf("  the learning rate: ");   // adamw.c's learning_rate, in words
+    if (s->steps == 0) {
+        printf("none, no step is taken (--steps 0)\n");
+    } else if (s->warmup >= s->steps) {
+        printf("linear warmup to %g at step %d; the run ends at step %d, at %g\n", s->lr,
+               s->warmup, s->steps, learning_rate(s->steps, s->steps, s->warmup, s->lr));
+    } else if (s->warmup == 0) {
+        printf("no warmup, a cosine from %g down to %g at step %d\n", s->lr, s->lr * 0.1,
+               s->steps);
+    } else {
+        printf("linear warmup to %g at step %d, then a cosine down to %g at step %d\n", s->lr,
+               s->warmup, s->lr * 0.1, s->steps);
+    }
 }
 
 void print_focus_key(const Config *c) {

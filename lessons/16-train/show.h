@@ -12,7 +12,9 @@
 const char *token_text(const Config *config, int id);
 // A sequence of N token ids as text: "A3 C1 F6 | C1 D7" (recall), "3 1 4 | 4 1 3" (reverse).
 const char *sequence_text(const Config *config, const float *ids);
-// A weight as one character: ' ' for 0, then . : - = + * # % @ from small to 1.
+// A weight as one character: ' ' for 0, then . : - = + * # % @ for the ninths of (0, 1]
+// ('.' below 1/9, ..., '@' from 8/9 to 1). Part 4 prints this key.
+#define SHADES_SPACED ". : - = + * # % @"
 char shade(float weight);
 
 // The maps of every head of one layer, side by side: row t is query t, column s key s,

@@ -1,9 +1,11 @@
 // svg.c - the example's attention maps as an SVG image, written as text (no library).
 //
 // One row of maps per moment (before training, halfway, at the end), in each row every
-// head of every layer; a cell of a map is a grey square as dark as the weight, in 16 shades,
-// all the cells of one shade one <path>, so the file stays small. The same weights give the
-// same bytes: make docs redraws the committed images and the check compares them.
+// head of every layer; a cell of a map is a grey square as dark as the weight, rounded to
+// sixteenths (16 shades; a weight below 1/32 is left white), all the cells of one shade one
+// <path>, so the file stays small. A key of the 16 shades runs along the bottom. The same
+// weights give the same bytes: make docs redraws the committed images and the check
+// compares them.
 #define _POSIX_C_SOURCE 200809L
 #include "svg.h"
 
@@ -18,7 +20,8 @@
 #include "lesson/files.h"
 #include "show.h"
 
-enum { CELL = 6, GAP = 14, LAYER_GAP = 18, LEFT = 112, TOP = 44, ROW_GAP = 30, SHADES = 16 };
+enum { CELL = 6, GAP = 14, LAYER_GAP = 18, LEFT = 112, TOP = 44, ROW_GAP = 30, SHADES = 16,
+       KEY = 12, KEY_HEIGHT = 34 };
 
 typedef struct {
     char *text;
@@ -58,7 +61,7 @@ bool svg_maps(const char *path, const Config *c, const float *ids, const float *
               const int *steps) {
     int N = c->seq, H = c->num_attention_heads, L = c->num_hidden_layers, map = N * CELL;
     int width = LEFT + L * H * (map + GAP) + (L - 1) * LAYER_GAP + 10;
-    int height = TOP + 3 * (map + ROW_GAP) + 10;
+    int height = TOP + 3 * (map + ROW_GAP) + KEY_HEIGHT;
     Text t = {arena_alloc(1 << 16, 1), 0, 1 << 16};
     emit(&t, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
         "font-family=\"monospace\" font-size=\"9\">\n", width, height);
@@ -108,6 +111,21 @@ bool svg_maps(const char *path, const Config *c, const float *ids, const float *
             }
         }
     }
+    // The key: a square of each shade, 0 (white) to 16/16 (black), and what a shade means.
+    int y_key = TOP + 3 * (map + ROW_GAP) - 6;
+    emit(&t, "<text x=\"4\" y=\"%d\">weight</text>\n", y_key + 9);
+    for (int level = 0; level <= SHADES; level++) {
+        emit(&t, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill-opacity=\"%.4f\" "
+            "stroke=\"#bbb\"/>\n", LEFT + level * KEY, y_key, KEY, KEY,
+            (double)level / SHADES);
+    }
+    const char *marks[3] = {"0", "1/2", "1"};
+    for (int i = 0; i < 3; i++) {
+        emit(&t, "<text x=\"%d\" y=\"%d\">%s</text>\n", LEFT + i * (SHADES / 2) * KEY + 2,
+            y_key + KEY + 10, marks[i]);
+    }
+    emit(&t, "<text x=\"%d\" y=\"%d\">a cell is as dark as its weight, rounded to sixteenths "
+        "(below 1/32: white)</text>\n", LEFT + (SHADES + 1) * KEY + 10, y_key + 9);
     emit(&t, "</svg>\n");
     return save_file(path, t.text, t.used);
 }

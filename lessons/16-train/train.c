@@ -6,29 +6,32 @@
 //   into a model with a token embedding, a final norm and an output projection, learns a
 //   task in a few hundred steps, and we watch its heads learn where to look:
 //     recall:  "A3 C1 F6 B0 H2 D7 | C? D?" - after a key seen before, write its value.
-//              One layer cannot (a key's own position never sees the value after it); two
-//              can: a head of layer 0 lets each value see its key (the token before it), a
-//              head of layer 1 finds the value whose key matches the question: an
-//              induction head.
+//              One layer cannot (attention at the question finds the earlier key, but the
+//              key's position holds nothing of the value after it); two can: a head of
+//              layer 0 lets each value see its key (the token before it), a head of layer 1
+//              finds the value whose key matches the question: an induction head.
 //     reverse: "3 1 4 1 5 | 5 1 4 1 3" - write the tokens back in reverse order.
 //   The training loop is PyTorch's, written out: the forward keeps what the backward needs;
-//   loss.backward() is backward.c, every piece's gradient by hand (attention's as lesson 14
-//   derives it); clip_grad_norm_, the learning-rate schedule and AdamW are adamw.c. Every
-//   number is PyTorch's to the bit: the same draws, the same batches, the same float
+//   loss.backward() is model.c and layers.c, every piece's gradient by hand (attention's as
+//   lesson 14 derives it); clip_grad_norm_, the learning-rate schedule and AdamW are
+//   adamw.c. Every number is PyTorch's to the bit (PyTorch 1.13 on the reference BLAS, one
+//   thread, as docs/16-train.md runs it): the same draws, the same batches, the same float
 //   operations in the same order, so the losses printed are PyTorch's, all of them.
+//   lessons/16-train/README.md says in which order to read the files.
 //
 // THE MATH (one step; lesson 15 has the layer's)
 //   logits = lm_head(norm(layers(embed_tokens[input_ids])))                (B, N, NV)
 //   loss   = mean over the asked positions of -log softmax(logits)[label]
 //   g      = d loss / d parameter, by the chain rule, last operation first
-//   g     *= min(1, max_norm / |g|)                            clip_grad_norm_
+//   g     *= min(1, max_norm / (|g| + 1e-6))                   clip_grad_norm_
 //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  w = w (1 - lr wd) - lr m^ / (sqrt(v^) + eps)
-//   with m^ = m / (1 - b1^t), v^ = v / (1 - b2^t): AdamW with bias correction
+//   with m^ = m / (1 - b1^t), v^ = v / (1 - b2^t): AdamW with bias correction, at step t
+//   with the learning rate lr of a linear warmup, then a cosine down to a tenth (adamw.h)
 //
-// THE PYTORCH IT MIRRORS (docs/16-train.md has the whole script, which needs only torch)
+// THE PYTORCH IT MIRRORS (docs/16-train.md has the whole script: PyTorch 1.13 and NumPy)
 //   torch.manual_seed(seed); model = TinyLlama(config); example = make_batch(1)
 //   opt = torch.optim.AdamW(model.parameters(), lr, betas=(0.9, 0.99), weight_decay=wd)
-//   for step in range(steps):
+//   for step in range(1, steps + 1):
 //       input_ids, labels = make_batch(batch)
 //       loss = F.cross_entropy(model(input_ids).view(-1, NV), labels.view(-1))
 //       opt.zero_grad(); loss.backward(); clip_grad_norm_(model.parameters(), clip)
@@ -41,12 +44,14 @@
 //   make lesson-16 ARGS="--bench"           ms per training step, at two sizes
 //   flags: --task --layers --dim --heads --kv-heads --hidden --vocab --seq --batch --steps
 //          --lr --weight-decay --warmup --clip --save DIR --load DIR --svg FILE --bench
-//          --seed --dump DIR --dot FILE --help
+//          --seed --dump DIR --dot FILE --heatmap --help
 //
 // WHAT TO LOOK FOR
-//   - The first losses are about ln(16) = 2.77: the untrained model spreads its guesses.
-//   - recall: the loss sits near 1.6 for a hundred steps, then falls off a cliff: the two
-//     heads have found each other. The maps show when (part 4).
+//   - The first loss, 2.91, is above ln(16) = 2.77: random weights do not spread their
+//     guesses evenly, they guess wrongly with some confidence.
+//   - recall: the loss sits near 1.7 for a hundred steps (the model counts which value comes
+//     up most, a third right), then falls off a cliff: the two heads have found each other.
+//     The maps show when (part 4).
 //   - The first AdamW step moves every weight by about lr, whatever its gradient (part 2).
 //
 // Size letters: B batch, N tokens a sequence (--seq), C hidden_size (--dim), H query heads,
@@ -62,10 +67,10 @@
 
 #include "adamw.h"
 #include "attention.h"
-#include "backward.h"
 #include "bench.h"
 #include "checkpoint.h"
 #include "kernels.h"
+#include "layers.h"
 #include "model.h"
 #include "show.h"
 #include "svg.h"
@@ -143,7 +148,7 @@ static Batch make_batch(const Config *config, int B) {
         return batch;
     }
     // recall: `pairs` distinct keys (tokens 0 .. NV/2 - 1) with values (NV/2 .. NV-1), then
-    // `questions` keys asked again, each followed by its value, which is the label. The draws
+    // `questions` keys asked again, each followed by its value: the label at the key. The draws
     // are let go once copied (their B * NV/2 keys weigh more than the batch at a large --vocab).
     int questions = N / 8 > 1 ? N / 8 : 1, pairs = N / 2 - questions, n_keys = NV / 2;
     size_t mark = arena_mark();
@@ -164,226 +169,6 @@ static Batch make_batch(const Config *config, int B) {
     }
     arena_release(mark);
     return batch;
-}
-
-// --- the model ------------------------------------------------------------------------------
-
-static const char *layer_param(int layer, const char *name) {
-    char *text = arena_alloc(80, 1);
-    snprintf(text, 80, "layers.%d.%s", layer, name);
-    return text;
-}
-
-// The modules in the order PyTorch makes them, which is the order of the draws:
-// embed_tokens (nn.Embedding: normal_(0, 1)), each layer's q, k, v, o, gate, up and down
-// projections (nn.Linear(bias=False): kaiming_uniform_, as lesson 2 draws them), lm_head.
-// The RMSNorm weights are ones and draw nothing.
-static Model model_init(const Config *c) {
-    Model model = {.config = *c};
-    int C = c->hidden_size, F = c->intermediate_size, NV = c->vocab_size;
-    int HD = c->num_attention_heads * c->head_dim, KVD = c->num_key_value_heads * c->head_dim;
-    model.embed_tokens = zeros(shape2(NV, C));                                   // (NV, C)
-    normal_(model.embed_tokens, 0.0, 1.0);
-    named("embed_tokens.weight", model.embed_tokens);
-    for (int l = 0; l < c->num_hidden_layers; l++) {
-        DecoderLayer *layer = &model.layers[l];
-        layer->q_proj = linear_init(layer_param(l, "self_attn.q_proj"), C, HD, false);
-        layer->k_proj = linear_init(layer_param(l, "self_attn.k_proj"), C, KVD, false);
-        layer->v_proj = linear_init(layer_param(l, "self_attn.v_proj"), C, KVD, false);
-        layer->o_proj = linear_init(layer_param(l, "self_attn.o_proj"), HD, C, false);
-        layer->gate_proj = linear_init(layer_param(l, "mlp.gate_proj"), C, F, false);
-        layer->up_proj = linear_init(layer_param(l, "mlp.up_proj"), C, F, false);
-        layer->down_proj = linear_init(layer_param(l, "mlp.down_proj"), F, C, false);
-        layer->input_layernorm = ones(shape1(C));                                // (C,)
-        named(layer_param(l, "input_layernorm.weight"), layer->input_layernorm);
-        layer->post_attention_layernorm = ones(shape1(C));                       // (C,)
-        named(layer_param(l, "post_attention_layernorm.weight"), layer->post_attention_layernorm);
-    }
-    model.norm = ones(shape1(C));                                                // (C,)
-    named("norm.weight", model.norm);
-    model.lm_head = linear_init("lm_head", C, NV, false);
-    return model;
-}
-
-// --- the forward, keeping what the backward needs -----------------------------------------
-
-float *floats(long count) {
-    return arena_alloc((size_t)count, sizeof(float));
-}
-
-// y (rows, out) = x (rows, in) @ W^T: nn.Linear without a bias. The kernel reads a row of
-// its right operand at a time, so W (out, in) is turned into W^T (in, out) first.
-void linear_forward(float *y, const Linear *layer, const float *x, int rows, float *scratch) {
-    int in = layer->in_features, out = layer->out_features;
-    const float *W = layer->weight->data;
-    for (int o = 0; o < out; o++) {
-        for (int i = 0; i < in; i++) {
-            scratch[i * out + o] = W[o * in + i];
-        }
-    }
-    kernels->gemm(y, out, x, in, 1, scratch, out, rows, out, in, false);
-}
-
-// LlamaRMSNorm (lesson 15) on `rows` rows of C: out = weight * (x * rstd), where
-// rstd = 1 / sqrt(mean(x^2) + eps) is kept for the backward.
-static void rms_norm(float *out, float *rstd, const float *x, const float *weight, int rows,
-                     int C, float eps, float *squares) {
-    for (int r = 0; r < rows; r++) {
-        const float *x_r = x + (long)r * C;
-        float *out_r = out + (long)r * C;
-        kernels->mul(squares, x_r, x_r, C);                               // x^2 (C)
-        rstd[r] = 1.0f / sqrtf(kernels->sum(squares, C) / (float)C + eps);   // PyTorch's sum
-        kernels->scale(out_r, x_r, rstd[r], C);                           // x * rstd (C)
-        kernels->mul(out_r, weight, out_r, C);                            // weight * that
-    }
-}
-
-// RoPE's table: position t turns pair i by t * theta_i, theta_i = base^(-2i/D) (lesson 15).
-// The angle is a float product, as PyTorch's; cos and sin are worked in double, rounded once.
-static void rope_table(float *cos_t, float *sin_t, int N, int D, int base) {
-    for (int i = 0; i < D / 2; i++) {
-        float inv_freq = 1.0f / powf((float)base, (float)(2 * i) / (float)D);
-        for (int t = 0; t < N; t++) {
-            float angle = (float)t * inv_freq;
-            cos_t[t * (D / 2) + i] = (float)cos((double)angle);
-            sin_t[t * (D / 2) + i] = (float)sin((double)angle);
-        }
-    }
-}
-
-// RoPE in place on `rows` rows (row r at position r % N) of `heads` heads of D, the pairs
-// (i, i + D/2) of rotate_half: x * cos + rotate_half(x) * sin, each product rounded.
-void rope_rotate(float *x, const float *cos, const float *sin, int r0, int rows, int N,
-                 int heads, int D) {
-    int half = D / 2;
-    for (int r = r0; r < r0 + rows; r++) {
-        int t = r % N;
-        for (int h = 0; h < heads; h++) {
-            float *x_h = x + ((long)r * heads + h) * D;
-            for (int i = 0; i < half; i++) {
-                float a = x_h[i], e = x_h[i + half];
-                float c = cos[t * half + i], s = sin[t * half + i];
-                x_h[i] = a * c - e * s;
-                x_h[i + half] = e * c + a * s;
-            }
-        }
-    }
-}
-
-// Causal attention of the queries at positions start .. start+T-1 on the keys 0 .. start+T-1
-// (L of them), query head h reading key/value head g = h / R where it lies (lesson 15):
-//   att = softmax(q k^T / sqrt(D), -inf after the query's own position),  y = att @ v
-// Whole sequences are start 0, T = N. With start > 0 (B = 1, decoding) the keys and values
-// of positions before start are the ones earlier calls left in a->k and a->v: the KV cache.
-static void attention_forward(LayerActivations *a, const Config *c, int B, int start, int T,
-                              float *k_t) {
-    int N = c->seq, H = c->num_attention_heads, KV = c->num_key_value_heads, D = c->head_dim;
-    int R = H / KV, L = start + T;
-    float scale = (float)sqrt((double)D);   // math.sqrt(head_dim), rounded to a float
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < H; h++) {
-            int g = h / R;
-            const float *q = a->q + (((long)b * N + start) * H + h) * D;   // row t: + t*H*D
-            const float *k = a->k + ((long)b * N * KV + g) * D;            // row s: + s*KV*D
-            const float *v = a->v + ((long)b * N * KV + g) * D;
-            float *att = a->att + ((long)b * H + h) * N * N;               // (T, L)
-            for (int s = 0; s < L; s++) {                                  // k^T (D, L)
-                for (int d = 0; d < D; d++) {
-                    k_t[d * L + s] = k[(long)s * KV * D + d];
-                }
-            }
-            kernels->gemm(att, L, q, H * D, 1, k_t, L, T, L, D, false);      // q @ k^T
-            kernels->causal_scale(att, T, L, start, scale);  // / sqrt(D); -inf after query t
-            kernels->softmax_rows(att, T, L);         // exp(-inf) = 0: no weight on the future
-            kernels->gemm(a->y + (((long)b * N + start) * H + h) * D, H * D, att, L, 1, v, KV * D,
-                          T, D, L, false);                                  // att @ v
-        }
-    }
-}
-
-// LlamaDecoderLayer.forward on rows r0 .. r0+rows-1 (positions start .. start+T-1):
-// a->x in, the layer's output into out. Every step as lesson 15 has it.
-static void layer_forward(float *out, LayerActivations *a, const DecoderLayer *layer,
-                          const Activations *acts, const Config *c, int B, int start, int T) {
-    int N = c->seq, C = c->hidden_size, F = c->intermediate_size, H = c->num_attention_heads;
-    int KV = c->num_key_value_heads, D = c->head_dim, r0 = B == 1 ? start : 0, rows = B * T;
-    long rC = (long)r0 * C, rF = (long)r0 * F;
-    float *scratch = acts->scratch;
-    rms_norm(a->h1 + rC, a->rstd1 + r0, a->x + rC, layer->input_layernorm->data, rows, C,
-             c->rms_norm_eps, scratch);                                          // (B, T, C)
-    linear_forward(a->q + (long)r0 * H * D, &layer->q_proj, a->h1 + rC, rows, scratch);
-    linear_forward(a->k + (long)r0 * KV * D, &layer->k_proj, a->h1 + rC, rows, scratch);
-    linear_forward(a->v + (long)r0 * KV * D, &layer->v_proj, a->h1 + rC, rows, scratch);
-    rope_rotate(a->q, acts->cos, acts->sin, r0, rows, N, H, D);                 // (B, T, H, D)
-    rope_rotate(a->k, acts->cos, acts->sin, r0, rows, N, KV, D);                // (B, T, KV, D)
-    attention_forward(a, c, B, start, T, scratch);                               // (B, T, H, D)
-    linear_forward(a->x2 + rC, &layer->o_proj, a->y + (long)r0 * H * D, rows, scratch);
-    kernels->add(a->x2 + rC, a->x + rC, a->x2 + rC, (long)rows * C);           // residual
-    rms_norm(a->h2 + rC, a->rstd2 + r0, a->x2 + rC, layer->post_attention_layernorm->data, rows,
-             C, c->rms_norm_eps, scratch);                                       // (B, T, C)
-    linear_forward(a->gate + rF, &layer->gate_proj, a->h2 + rC, rows, scratch); // (B, T, F)
-    linear_forward(a->up + rF, &layer->up_proj, a->h2 + rC, rows, scratch);     // (B, T, F)
-    kernels->silu(a->act + rF, a->gate + rF, (long)rows * F);     // z / (1 + exp(-z)), kernels.h
-    kernels->mul(a->prod + rF, a->act + rF, a->up + rF, (long)rows * F);       // SwiGLU
-    linear_forward(out + rC, &layer->down_proj, a->prod + rF, rows, scratch);   // (B, T, C)
-    kernels->add(out + rC, a->x2 + rC, out + rC, (long)rows * C);              // residual
-}
-
-// The model's forward on the tokens at positions start .. start+T-1 of ids (B, N): the
-// embedding, the layers, the final norm, lm_head; logits for those rows.
-static void model_forward(Activations *acts, const Model *model, const float *ids, int B,
-                          int start, int T) {
-    const Config *c = &model->config;
-    int C = c->hidden_size, L = c->num_hidden_layers, r0 = B == 1 ? start : 0, rows = B * T;
-    for (int r = r0; r < r0 + rows; r++) {                                       // embed_tokens
-        memcpy(acts->layers[0].x + (long)r * C, model->embed_tokens->data + (long)ids[r] * C,
-               (size_t)C * sizeof(float));
-    }
-    for (int l = 0; l < L; l++) {
-        float *out = l + 1 < L ? acts->layers[l + 1].x : acts->x_final;
-        layer_forward(out, &acts->layers[l], &model->layers[l], acts, c, B, start, T);
-    }
-    rms_norm(acts->h_final + (long)r0 * C, acts->rstd_final + r0, acts->x_final + (long)r0 * C,
-             model->norm->data, rows, C, c->rms_norm_eps, acts->scratch);
-    linear_forward(acts->logits + (long)r0 * c->vocab_size, &model->lm_head,
-                   acts->h_final + (long)r0 * C, rows, acts->scratch);           // (B, T, NV)
-}
-
-// F.cross_entropy(logits.view(-1, NV), labels.view(-1)): log_softmax, then the mean of
-// -log p(label) over the rows that ask (label -100 asks nothing). PyTorch's nll_loss adds
-// those terms in a cascade (8 levels; a level moves up every 16 rows or more) instead of
-// one after the other, and so does this, so that the loss is PyTorch's to the bit. PyTorch
-// takes the log_softmax of every row; only the rows that ask reach the loss, so only theirs
-// are computed here (the others' log_probs are left unset).
-static float cross_entropy(float *log_probs, int *asked, const float *logits,
-                           const Tensor *labels, int NV) {
-    long rows = numel(labels);
-    int power = 0;
-    while ((1L << power) < rows) {
-        power += 1;   // ceil(log2(rows))
-    }
-    power = power / 8 > 4 ? power / 8 : 4;
-    long mask = (1L << power) - 1;
-    float level_sums[8] = {0};
-    *asked = 0;
-    for (long r = 0; r < rows; r++) {
-        int label = (int)labels->data[r];
-        if (label == IGNORE_INDEX) {
-            continue;
-        }
-        *asked += 1;
-        log_softmax_exact_lastdim(&log_probs[r * NV], &logits[r * NV], 1, NV);
-        level_sums[0] -= log_probs[r * NV + label];
-        for (int level = 0; level < 7 && (r & (mask << (level * power))) == 0; level++) {
-            level_sums[level + 1] += level_sums[level];
-            level_sums[level] = 0.0f;
-        }
-    }
-    float loss = 0.0f;
-    for (int level = 0; level < 8; level++) {
-        loss += level_sums[level];
-    }
-    return loss / (float)*asked;
 }
 
 // How many asked rows have the label as their largest logit (the first, on a tie); adds the
@@ -414,44 +199,6 @@ static long answers_right(long *asked, long *perfect, const float *logits, const
 
 // --- a run: everything training needs, made once ------------------------------------------
 
-// Every buffer a forward of B sequences writes, made once and reused by every step.
-static Activations activations_init(const Config *c, int B) {
-    int N = c->seq, C = c->hidden_size, F = c->intermediate_size, NV = c->vocab_size;
-    int HD = c->num_attention_heads * c->head_dim, KVD = c->num_key_value_heads * c->head_dim;
-    long rows = (long)B * N;
-    Activations acts = {.batch = B};
-    for (int l = 0; l < c->num_hidden_layers; l++) {
-        LayerActivations *a = &acts.layers[l];
-        a->x = floats(rows * C);
-        a->rstd1 = floats(rows);
-        a->h1 = floats(rows * C);
-        a->q = floats(rows * HD);
-        a->k = floats(rows * KVD);
-        a->v = floats(rows * KVD);
-        a->att = floats(rows * c->num_attention_heads * N);
-        a->y = floats(rows * HD);
-        a->x2 = floats(rows * C);
-        a->rstd2 = floats(rows);
-        a->h2 = floats(rows * C);
-        a->gate = floats(rows * F);
-        a->up = floats(rows * F);
-        a->act = floats(rows * F);
-        a->prod = floats(rows * F);
-    }
-    acts.x_final = floats(rows * C);
-    acts.rstd_final = floats(rows);
-    acts.h_final = floats(rows * C);
-    acts.logits = floats(rows * NV);
-    acts.log_probs = floats(rows * NV);
-    acts.cos = floats((long)N * c->head_dim / 2);
-    acts.sin = floats((long)N * c->head_dim / 2);
-    long widest = C > F ? C : F;   // the scratch holds a weight transposed, or a head's k^T
-    widest = widest * (widest > NV ? widest : NV);
-    acts.scratch = floats(widest > (long)N * c->head_dim ? widest : (long)N * c->head_dim);
-    rope_table(acts.cos, acts.sin, N, c->head_dim, c->rope_theta);
-    return acts;
-}
-
 Run run_init(const Settings *s) {
     Run run = {.s = *s};
     const Config *c = &s->config;
@@ -480,8 +227,8 @@ static float forward_backward(Run *run, const Batch *batch, float *right) {
     const Config *c = &run->s.config;
     int asked;
     model_forward(&run->acts, &run->model, batch->input_ids->data, run->s.batch, 0, c->seq);
-    float loss = cross_entropy(run->acts.log_probs, &asked, run->acts.logits, batch->labels,
-                               c->vocab_size);
+    float loss = cross_entropy_forward(run->acts.log_probs, &asked, run->acts.logits,
+                                       batch->labels, c->vocab_size);
     long asked_rows = 0, perfect = 0;
     *right = (float)answers_right(&asked_rows, &perfect, run->acts.logits, batch->labels,
                                   c->vocab_size) / (float)asked_rows;
@@ -490,20 +237,22 @@ static float forward_backward(Run *run, const Batch *batch, float *right) {
     return loss;
 }
 
-// clip_grad_norm_, the step's learning rate, opt.step(). Returns the norm before clipping.
-static float optimizer_step(Run *run, int step) {
+// clip_grad_norm_, step n's learning rate (n from 1), opt.step(). Returns the norm before
+// clipping.
+static float optimizer_step(Run *run, int n) {
     const Settings *s = &run->s;
     float norm = clip_grad_norm(&run->opt, s->clip > 0 ? (float)s->clip : INFINITY);
-    adamw_step(&run->opt, learning_rate(step, s->steps, s->warmup, s->lr));
+    adamw_step(&run->opt, learning_rate(n, s->steps, s->warmup, s->lr));
     return norm;
 }
 
-// One step on a fresh batch, without a word: what --bench times.
+// One step on a fresh batch, without a word: what --bench times. `step` counts from 0 (the
+// index of its loss), so it is step step + 1 of part 3.
 void train_step(Run *run, int step) {
     size_t mark = arena_mark();
     Batch batch = make_batch(&run->s.config, run->s.batch);
     run->loss[step] = forward_backward(run, &batch, &run->accuracy[step]);
-    run->grad_norm[step] = optimizer_step(run, step);
+    run->grad_norm[step] = optimizer_step(run, step + 1);
     arena_release(mark);
 }
 
@@ -526,7 +275,7 @@ static void print_step(const Run *run, int step) {   // step from 1
     const Settings *s = &run->s;
     printf("step %3d: loss %.6f  accuracy %.4f  grad_norm %.4f  lr %.6f\n", step,
            (double)run->loss[step - 1], (double)run->accuracy[step - 1],
-           (double)run->grad_norm[step - 1], learning_rate(step - 1, s->steps, s->warmup, s->lr));
+           (double)run->grad_norm[step - 1], learning_rate(step, s->steps, s->warmup, s->lr));
 }
 
 // --- part 1: the task, the model, the first batch and its loss -----------------------------
@@ -554,7 +303,7 @@ static float part1_setup(Run *run, Batch *first, float *right) {
 static void part2_step_one(Run *run) {
     part(2, "step 1 by hand: the gradients, clipping, AdamW's update", "--clip and --lr change it");
     AdamW *opt = &run->opt;
-    printf("loss.backward() (backward.c) leaves in every parameter's .grad, by its norm:\n");
+    printf("loss.backward() (model.c, layers.c) leaves in every parameter's .grad, by its norm:\n");
     for (int i = 0; i < opt->n_params; i++) {
         const Param *p = &opt->params[i];
         printf("  %-44s %-10s %.6f\n", p->name, shape_str(p->shape, SIZES_TUPLE),
@@ -562,11 +311,14 @@ static void part2_step_one(Run *run) {
     }
     Param *lm_head = &opt->params[opt->n_params - 1];
     float w = lm_head->value[0];
-    float norm = optimizer_step(run, 0);                 // clip_grad_norm_, then opt.step()
+    float norm = optimizer_step(run, 1);                 // clip_grad_norm_, then opt.step()
     run->grad_norm[0] = norm;
     const Settings *s = &run->s;
     double clip = s->clip > 0 ? s->clip : INFINITY, g = lm_head->grad[0];
-    if (norm > clip) {
+    if (s->clip == 0) {
+        printf("clip_grad_norm_(model.parameters(), inf): --clip 0, no clipping; their norm "
+               "together is %.4f\n", (double)norm);
+    } else if (norm > clip) {
         printf("clip_grad_norm_(model.parameters(), %g): their norm together is %.4f > %g,\n"
                "  so every .grad is multiplied by %g / (%.4f + 1e-6) = %.4f\n", clip,
                (double)norm, clip, clip, (double)norm, clip / (norm + 1e-6));
@@ -574,16 +326,32 @@ static void part2_step_one(Run *run) {
         printf("clip_grad_norm_(model.parameters(), %g): their norm together is %.4f <= %g: "
                "left alone\n", clip, (double)norm, clip);
     }
-    double lr = learning_rate(0, s->steps, s->warmup, s->lr);
-    printf("opt.step() with lr %g (warmup: %g * 1/%d) on w = lm_head.weight[0, 0] = %.6f,\n"
-           "  whose gradient is g = %.6g after clipping:\n"
-           "  m = 0.9 * 0 + 0.1 * g = %.6g      v = 0.99 * 0 + 0.01 * g^2 = %.6g\n"
+    double lr = learning_rate(1, s->steps, s->warmup, s->lr);
+    printf("opt.step() with lr %g ", lr);
+    if (s->warmup > 0) {
+        printf("(warmup: %g * 1/%d)", s->lr, s->warmup);
+    } else {
+        printf("(no warmup: the cosine at step 1)");
+    }
+    printf(" on w = lm_head.weight[0, 0] = %.6f,\n  whose gradient is g = %.6g%s:\n", (double)w,
+           g, norm > clip ? " after clipping" : "");
+    printf("  m = 0.9 * 0 + 0.1 * g = %.6g      v = 0.99 * 0 + 0.01 * g^2 = %.6g\n"
            "  m / (1 - 0.9^1) = g, v / (1 - 0.99^1) = g^2: in step 1 the bias correction undoes "
            "the averaging\n"
-           "  w * (1 - lr * %g) - lr * g / (sqrt(g^2) + 1e-8) = w - lr * sign(g) = %.6f\n",
-           lr, s->lr, s->warmup > 0 ? s->warmup : 1, (double)w, g, (double)lm_head->exp_avg[0],
-           (double)lm_head->exp_avg_sq[0], s->weight_decay, (double)lm_head->value[0]);
-    printf("  the first step moves every weight by about lr, whatever the size of its gradient\n");
+           "  w * (1 - lr * %g) - lr * g / (sqrt(g^2) + 1e-8) = %.6f, about w - lr * sign(g):\n"
+           "  the first step moves every weight by about lr, whatever the size of its gradient\n",
+           (double)lm_head->exp_avg[0], (double)lm_head->exp_avg_sq[0], s->weight_decay,
+           (double)lm_head->value[0]);
+    // Without the corrections a step would divide m by 1 and sqrt(v) by 1, not by 1 - 0.9^t
+    // and sqrt(1 - 0.99^t): (1 - 0.9^t) / sqrt(1 - 0.99^t) times the step (eps aside).
+    double larger[3];
+    const int at[3] = {1, 2, 10};
+    for (int i = 0; i < 3; i++) {
+        larger[i] = (1.0 - pow(s->beta1, at[i])) / sqrt(1.0 - pow(s->beta2, at[i]));
+    }
+    printf("  without the bias correction, step t would be (1 - 0.9^t) / sqrt(1 - 0.99^t) times "
+           "as large:\n    %.2f at t = 1, %.2f at t = 2, %.2f at t = 10: v's correction, under "
+           "a square root, outweighs m's\n", larger[0], larger[1], larger[2]);
 }
 
 // --- part 3: training ------------------------------------------------------------------------
@@ -615,8 +383,9 @@ static void part4_maps(Run *run) {
     take_maps(run, 2);
     part(4, "what each head learned: its attention on the example", "--task changes it");
     const float *ids = run->example.input_ids->data, *labels = run->example.labels->data;
-    printf("the example: %s\n  row: the query's token, column: the key's; darker: more weight\n",
-           sequence_text(c, ids));
+    printf("the example: %s\n  row: the query's token, column: the key's; darker: more weight\n"
+           "  shades: blank for 0 (a future key), then %s for each ninth of (0, 1]\n",
+           sequence_text(c, ids), SHADES_SPACED);
     const char *when[3] = {"at the start", "after step", "after step"};
     for (int m = 0; m < 3; m++) {
         printf("%s%s", m > 0 ? "\n" : "", when[m]);
@@ -698,6 +467,9 @@ static void part5_decoding(Run *run) {
 
 // --- part 6: the trained model on fresh sequences, and the checkpoint ----------------------
 
+// 32 fresh batches, scored as training scores them: one forward of each whole, true
+// sequence, and at each position that asks, the argmax of its logits against the label (the
+// true earlier answers given; part 5's decoding feeds the model's own instead).
 static void part6_evaluation(Run *run) {
     const Settings *s = &run->s;
     const Config *c = &s->config;
@@ -821,7 +593,7 @@ static void record_step_one(const Run *run, const Batch *first, bool dot, bool d
     }
     Tensor *all = zeros(shape1((int)total));
     const Tensor *grads = traced("every .grad", all->data, all->shape, 1, &loss,
-                                 "loss.backward() (backward.c)");
+                                 "loss.backward() (model.c)");
     traced("every parameter", all->data, all->shape, 1, &grads, "clip_grad_norm_, AdamW");
     trace_pause(was_paused);
 }
@@ -870,7 +642,8 @@ double step_multiply_adds(const Settings *s) {
 // and attention's softmax, RMSNorm, the sums and AdamW grow with the same sizes and run in
 // the same kernels, far below the budget's prices for plain loops. Two things grow with the
 // vocabulary instead, in plain loops, and are counted at the budget's prices: log_softmax's
-// exp of every logit, and (recall) each batch's draws of B * NV/2 keys and their merge sort.
+// exps (counted for every row's logits, though only the rows that ask take them), and
+// (recall) each batch's draws of B * NV/2 keys and their merge sort.
 Cost steps_cost(const Settings *s, double steps) {
     const Config *c = &s->config;
     double B = s->batch, N = c->seq, NV = c->vocab_size;
@@ -905,7 +678,7 @@ double run_bytes(const Settings *s) {
     double D = c->head_dim, HD = c->num_attention_heads * D;
     double KVD = c->num_key_value_heads * D, B = s->batch, L = c->num_hidden_layers;
     double wide = C > F ? C : F;
-    double scratch = wide * (wide > NV ? wide : NV) + N * D;   // each Activations' own
+    double scratch = wide * (wide > NV ? wide : NV) + N * D;   // each Activations' own, RoPE
     double activations = (B * N + N) * activation_row(c) + 2 * scratch;
     double backward = B * N * (NV + 5 * C + 2 * HD + 2 * KVD + 3 * F + wide) + 2 * N * N +
                       (N > C ? N : C) * D + C + 3 * N * HD;

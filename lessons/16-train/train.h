@@ -4,7 +4,6 @@
 #define TRAIN16_H
 
 #include "adamw.h"
-#include "backward.h"
 #include "model.h"
 
 typedef struct {

@@ -10,13 +10,12 @@ static const char *const TASKS[] = {"recall", "reverse", NULL};
 
 Settings read_flags(Lesson *lesson, int argc, char **argv) {
     static int layers = 2, dim = 64, heads = 4, kv_heads = 2, vocab = 16, seq = 16, batch = 32;
-    static int hidden = 0, steps = 300, warmup = 20, clip = 1;
-    static double lr = 0.003, weight_decay = 0.01;
+    static int hidden = 0, steps = 300, warmup = 20;
+    static double lr = 0.003, weight_decay = 0.01, clip = 1.0;
     static const char *task = "recall";
     static const char *save_dir, *load_dir, *svg_file;
     static bool bench;
     static SizeFlag sizes[] = {
-        {"--layers", &layers, "decoder layers (num_hidden_layers), at most 8"},
         {"--dim", &dim, "hidden_size"},
         {"--heads", &heads, "num_attention_heads; must divide --dim"},
         {"--kv-heads", &kv_heads, "num_key_value_heads; must divide --heads"},
@@ -25,15 +24,18 @@ Settings read_flags(Lesson *lesson, int argc, char **argv) {
         {"--batch", &batch, "sequences per step"},
     };
     static IntFlag ints[] = {
+        {"--layers", &layers, "decoder layers (num_hidden_layers)", 1, MAX_LAYERS},
         {"--hidden", &hidden, "intermediate_size; 0: 8/3 of --dim, up to a multiple of 8", 0,
          MAX_SIZE_FLAG},
         {"--steps", &steps, "optimizer steps (0 with --load: evaluate only)", 0, 100000},
         {"--warmup", &warmup, "steps of linear learning-rate warmup", 0, 100000},
-        {"--clip", &clip, "clip_grad_norm_'s max_norm, a whole number; 0: no clipping", 0, 1000},
     };
     static ProbabilityFlag probabilities[] = {
         {"--lr", &lr, "AdamW's peak learning rate"},
         {"--weight-decay", &weight_decay, "AdamW's decoupled weight decay"},
+    };
+    static FloatFlag float_flags[] = {
+        {"--clip", &clip, "clip_grad_norm_'s max_norm; 0: no clipping", 0.0, 1000.0},
     };
     static ChoiceFlag choices[] = {
         {"--task", &task, "what the model learns: recall or reverse", TASKS},
@@ -49,8 +51,9 @@ Settings read_flags(Lesson *lesson, int argc, char **argv) {
     *lesson = (Lesson){
         .program = "lesson-16",
         .summary = "train: a tiny Llama trained end to end, step for step with PyTorch",
-        .sizes = sizes, .n_sizes = 7, .ints = ints, .n_ints = 4,
-        .probabilities = probabilities, .n_probabilities = 2, .choices = choices, .n_choices = 1,
+        .sizes = sizes, .n_sizes = 6, .ints = ints, .n_ints = 4,
+        .probabilities = probabilities, .n_probabilities = 2, .floats = float_flags,
+        .n_floats = 1, .choices = choices, .n_choices = 1,
         .switches = switches, .n_switches = 1, .paths = paths, .n_paths = 3,
     };
     parse_lesson_args(lesson, argc, argv);
@@ -59,9 +62,6 @@ Settings read_flags(Lesson *lesson, int argc, char **argv) {
         usage_error(lesson, "%s", kernels_problem);
     }
     hidden = hidden > 0 ? hidden : (8 * dim / 3 + 7) / 8 * 8;
-    if (layers > MAX_LAYERS) {
-        usage_error(lesson, "--layers expects at most %d, got %d", MAX_LAYERS, layers);
-    }
     check_divides(lesson, "--heads", heads, "--dim", dim);
     check_divides(lesson, "--kv-heads", kv_heads, "--heads", heads);
     if (dim / heads % 2 != 0) {

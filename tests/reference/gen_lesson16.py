@@ -36,22 +36,24 @@ from reference import listed_by_flags, page_block, record_cases, stdout_txt
 
 DEFAULTS = {"seed": 0, "task": "recall", "layers": 2, "dim": 64, "heads": 4, "kv_heads": 2,
             "hidden": 0, "vocab": 16, "seq": 16, "batch": 32, "steps": 300, "warmup": 20,
-            "clip": 1, "lr": 0.003, "weight_decay": 0.01}
+            "clip": 1.0, "lr": 0.003, "weight_decay": 0.01}
 
 # case directory -> the lesson's flags. Together: both tasks, 1 to 3 layers, kv_heads 1 (R 2
 # and R 5: a group of 5 summed), between, and heads; head_dim 4 and 8; widths and hidden
-# sizes with vector tails (12, 20, 32, 56); batches of 2 to 5; clipping on and off; warmup
-# shorter and longer than the run.
+# sizes with vector tails (12, 20, 32, 56); batches of 2 to 5; clipping off, at 1 and at a
+# fraction; warmup shorter than the run (by one step: the last step at a tenth of --lr),
+# none, and longer than the run.
 CASES = {
     "seed0_recall": ["--dim", "16", "--heads", "2", "--kv-heads", "1", "--seq", "8", "--batch",
-                     "4", "--steps", "5", "--warmup", "2"],
+                     "4", "--steps", "7", "--warmup", "6"],
     "seed1_reverse": ["--seed", "1", "--task", "reverse", "--dim", "16", "--heads", "4",
                       "--kv-heads", "2", "--vocab", "12", "--seq", "10", "--batch", "3",
-                      "--steps", "5", "--warmup", "3", "--lr", "0.01"],
+                      "--steps", "5", "--warmup", "3", "--lr", "0.01", "--clip", "0.5"],
     "seed2_mha_three_layers": ["--seed", "2", "--layers", "3", "--dim", "12", "--heads", "3",
                                "--kv-heads", "3", "--batch", "2", "--steps", "4", "--clip", "0"],
     "seed3_group_of_five": ["--seed", "3", "--dim", "20", "--heads", "5", "--kv-heads", "1",
-                            "--seq", "12", "--vocab", "10", "--batch", "5", "--steps", "3"],
+                            "--seq", "12", "--vocab", "10", "--batch", "5", "--steps", "3",
+                            "--warmup", "0"],
     "seed4_one_layer_reverse": ["--seed", "4", "--task", "reverse", "--layers", "1", "--dim",
                                 "8", "--heads", "1", "--kv-heads", "1", "--vocab", "5", "--seq",
                                 "4", "--batch", "2", "--steps", "6", "--weight-decay", "0.1"],
