@@ -143,7 +143,8 @@ def main():
                 if m.group(3) != "-":
                     loops_ms[key] = min(loops_ms.get(key, math.inf), float(m.group(3)))
             if not any(key[0] == n for key in tiled_ms):
-                sys.exit(f"lesson-14 --bench --seq {n} printed no 'bench seq={n} ...' line:\n{text}")
+                sys.exit(f"lesson-14 --bench --seq {n} printed no 'bench seq={n} ...' "
+                         f"line:\n{text}")
             # absent with the scalar twins (ATTN_KERNELS=scalar), which measure no peak
             m = re.search(r"FMA peak of this core, measured: .*?, ([\d.]+) GFLOP/s", text)
             peak = max(peak, float(m.group(1))) if m else peak
