@@ -20,7 +20,7 @@ case, for tools/bench_peers.py:
 
     onnxruntime 1.30.0 seq=2048 causal=0 threads=1 mha_ms=94.0
 
-The lesson's tests do not need it: it measures, for the page's table.
+The lesson's tests do not need it: it measures, for the tables of docs/fast-on-a-cpu.md.
 """
 import argparse
 import os

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""bench_peers.py - lesson 13 against what readers run instead, in one window: the table
-of docs/13-flash-attention.md.
+"""bench_peers.py - lesson 13 against what readers run instead, in one window: the tables
+of docs/fast-on-a-cpu.md, section "Against what readers run today".
 
     make build/cc/lessons/13-flash-attention
     python3 tools/bench_peers.py [--rounds 3] [--threads 1,2] [--calls 3]
@@ -25,8 +25,8 @@ Each peer figure is the best of --calls calls in each round. Every program
 runs pinned to T cores with taskset (-c 0 for one thread):
 PyTorch's SDPA uses a free second core even after set_num_threads(1). On T
 cores PyTorch runs twice, with set_num_threads(T) and (1), and the better of
-each figure is kept: on the machine of docs/13 its SDPA was faster with 1
-thread left free to use both cores than with 2. The table keeps each figure's best over the rounds, and prints, per thread
+each figure is kept: on the machine of docs/fast-on-a-cpu.md its SDPA was
+faster with 1 thread left free to use both cores than with 2. The table keeps each figure's best over the rounds, and prints, per thread
 count, each peer's ms and how many times the lesson's time it takes (above
 1: the lesson is faster). Run it on an otherwise idle machine: a job on
 another core slows memory-bound code more than the rest.

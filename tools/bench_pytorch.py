@@ -8,8 +8,10 @@ On lesson 13's --bench sizes (batch 1, 8 heads, head_dim 64, causal and
 not) it times, with torch.set_num_threads(T):
 
   sdpa    torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=...),
-          where this PyTorch has it (2.0 and later; since 2.2 its CPU path is a
-          fused flash-attention kernel);
+          where this PyTorch has it (2.0 and later; since 2.1 it runs calls like
+          these on the CPU in a fused flash-attention kernel: pytorch/pytorch#103826,
+          merged in August 2023, and 2.1's release names SDPA kernels among its
+          new CPU features);
   manual  the notes' way: softmax(q @ k^T / sqrt(d) [masked_fill(causal, -inf)]) @ v,
           the mask built once, outside the timing; skipped above seq 4096, where
           its (1, 8, N, N) scores take 2 GiB and more.
@@ -23,7 +25,7 @@ torch.no_grad(). One line per case, for tools/bench_peers.py:
 loaded, from /proc/self/maps where there is one: Debian's python3-torch
 uses whatever libblas.so.3 is installed, the reference BLAS by default.
 
-The lesson's tests do not need it: it measures, for the page's table.
+The lesson's tests do not need it: it measures, for the tables of docs/fast-on-a-cpu.md.
 """
 import argparse
 import math

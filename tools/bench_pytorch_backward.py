@@ -31,8 +31,8 @@ code goes to it on stdin, so nothing needs copying into the chroot. Without
 it, this script's own python runs PyTorch (Debian's torch 1.13 has no SDPA:
 then only the manual backward is timed).
 
-Not needed by any test: it prints a Markdown table for
-docs/14-attention-backward.md.
+Not needed by any test: it prints a Markdown table for docs/fast-on-a-cpu.md,
+lesson 14's section "Against PyTorch".
 """
 import argparse
 import math
@@ -123,7 +123,7 @@ def main():
     args = parser.parse_args()
     seqs = [int(n) for n in args.seqs.split(",")]
     pin = ["taskset", "-c", args.cpu] if args.cpu else []
-    torch_ms, tiled_ms, naive_ms, peak, notes = {}, {}, {}, 0.0, []
+    torch_ms, tiled_ms, loops_ms, peak, notes = {}, {}, {}, 0.0, []
     for r in range(args.rounds):
         text = run(pin + shlex.split(args.python) + ["-", args.seqs, str(args.calls)],
                    stdin=WORKER, env=one_thread_env())
@@ -134,20 +134,27 @@ def main():
             torch_ms[key] = min(torch_ms.get(key, math.inf), float(m.group(4)))
         for n in seqs:
             text = run(pin + [LESSON, "--bench", "--seq", str(n)])
-            for m in re.finditer(r"bench seq=(\d+) causal=(\d) naive_ms=(\S+) tiled_ms=([\d.]+)",
+            # bench seq=N causal=C loops_ms=X tiled_ms=Y ...: loops_ms is "-" where the
+            # lesson's loops did not run (their P would not fit)
+            for m in re.finditer(r"bench seq=(\d+) causal=(\d) loops_ms=(\S+) tiled_ms=([\d.]+)",
                                  text):
                 key = (int(m.group(1)), int(m.group(2)))
                 tiled_ms[key] = min(tiled_ms.get(key, math.inf), float(m.group(4)))
                 if m.group(3) != "-":
-                    naive_ms[key] = min(naive_ms.get(key, math.inf), float(m.group(3)))
+                    loops_ms[key] = min(loops_ms.get(key, math.inf), float(m.group(3)))
+            if not any(key[0] == n for key in tiled_ms):
+                sys.exit(f"lesson-14 --bench --seq {n} printed no 'bench seq={n} ...' "
+                         f"line:\n{text}")
+            # absent with the scalar twins (ATTN_KERNELS=scalar), which measure no peak
             m = re.search(r"FMA peak of this core, measured: .*?, ([\d.]+) GFLOP/s", text)
-            peak = max(peak, float(m.group(1)))
+            peak = max(peak, float(m.group(1))) if m else peak
             kernels = re.search(r"kernels: (\S+)", text).group(1)
         print(f"round {r + 1} of {args.rounds} done", file=sys.stderr)
     print("\n".join(notes))
     print(f"# best of {args.rounds} interleaved rounds{', taskset -c ' + args.cpu if pin else ''}; "
-          f"lesson kernels {kernels}, its FMA peak {peak:.1f} GFLOP/s")
-    print("| seq | causal | PyTorch SDPA ms | PyTorch manual ms | lesson naive ms "
+          f"lesson kernels {kernels}, its FMA peak "
+          f"{f'{peak:.1f} GFLOP/s' if peak else 'not measured (scalar twins)'}")
+    print("| seq | causal | PyTorch SDPA ms | PyTorch manual ms | lesson loops ms "
           "| lesson tiled ms | tiled faster than SDPA by | tiled GFLOP/s | % of peak |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in seqs:
@@ -155,7 +162,7 @@ def main():
             t = tiled_ms[(n, causal)]
             sdpa = torch_ms.get(("sdpa", n, causal))
             manual = torch_ms.get(("manual", n, causal))
-            naive = naive_ms.get((n, causal))
+            loops = loops_ms.get((n, causal))
             flops = (5 * HEADS * n * (n + 1) * HEAD_DIM if causal
                      else 10 * HEADS * n * n * HEAD_DIM)
             gflops = flops / t / 1e6
@@ -163,9 +170,9 @@ def main():
             def cell(x, fmt="{:.1f}"):
                 return "-" if x is None else fmt.format(x)
 
-            print(f"| {n} | {causal} | {cell(sdpa)} | {cell(manual)} | {cell(naive)} | {t:.1f} "
+            print(f"| {n} | {causal} | {cell(sdpa)} | {cell(manual)} | {cell(loops)} | {t:.1f} "
                   f"| {cell(sdpa and sdpa / t, '{:.2f}x')} | {gflops:.1f} "
-                  f"| {100 * gflops / peak:.0f}% |")
+                  f"| {cell(100 * gflops / peak if peak else None, '{:.0f}%')} |")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ each round times each PyTorch (a fresh process: 3 steps to warm up, then the
 best of 5 batches of steps) and then runs `lesson-16 --bench`; the table keeps
 the best of every case over all rounds and prints the lesson's steps per second
 against each PyTorch's. Not needed by any test: it prints a Markdown table for
-docs/16-train.md.
+docs/fast-on-a-cpu.md, lesson 16's section "Against PyTorch".
 """
 import argparse
 import os

@@ -2,6 +2,13 @@
 //
 // Nodes are kept by tensor id with a copy of their label, so the graph
 // stays valid after the tensors themselves are freed (arena_release).
+//
+// An operation of several inputs (a Linear's x, weight and bias; a
+// matmul's two factors) is one edge per input, but it is named once: on the
+// edge from its first input (the data: x, the left factor), the others
+// unlabelled. In the drawing the edges of one operation meet at one point of
+// their result (dot's samehead), so they read as one operation, and each
+// operation's name is written once, which keeps the graph narrow.
 #include "lesson/graph.h"
 
 #include <ctype.h>
@@ -13,6 +20,7 @@
 #define MAX_NODES 4096
 #define MAX_EDGES 8192
 #define LABEL_SIZE 64
+#define MAX_SAMEHEAD 5   // dot refuses more groups of joined edges at one node (an error)
 
 typedef struct {
     int id;                  // the tensor's id
@@ -22,17 +30,20 @@ typedef struct {
 
 typedef struct {
     int from, to;            // node indices
-    char op[LABEL_SIZE];
+    int op;                  // which operation: the edges of one share it
+    char label[LABEL_SIZE];  // the operation's name on its first edge, "" on the others
 } Edge;
 
 static Node nodes[MAX_NODES];
 static int n_nodes = 0;
 static Edge edges[MAX_EDGES];
 static int n_edges = 0;
+static int n_ops = 0;
 
 void graph_clear(void) {
     n_nodes = 0;
     n_edges = 0;
+    n_ops = 0;
 }
 
 // The node of tensor t, added the first time t is seen.
@@ -79,11 +90,35 @@ void graph_record(const TraceEvent *event) {
             fail("graph: more than %d operations recorded; pause the trace in loops",
                  MAX_EDGES);
         }
-        edges[n_edges].from = node_of(event->inputs[i]);
-        edges[n_edges].to = to;
-        edge_label(edges[n_edges].op, event);
+        Edge *edge = &edges[n_edges];
+        edge->from = node_of(event->inputs[i]);
+        edge->to = to;
+        edge->op = n_ops;
+        edge->label[0] = '\0';
+        if (i == 0) {   // the operation named once, on its first input's edge
+            edge_label(edge->label, event);
+        }
         n_edges += 1;
     }
+    n_ops += 1;
+}
+
+// Whether edge e's operation has other edges (the edges of one operation
+// are recorded one after another).
+static bool shares_op(int e) {
+    return (e > 0 && edges[e - 1].op == edges[e].op) ||
+           (e + 1 < n_edges && edges[e + 1].op == edges[e].op);
+}
+
+// How many operations of several inputs end at node `to` (each would be a
+// samehead group there).
+static int joined_ops_at(int to) {
+    int count = 0;
+    for (int e = 0; e < n_edges; e++) {
+        bool first_of_op = e == 0 || edges[e - 1].op != edges[e].op;
+        count += edges[e].to == to && first_of_op && shares_op(e);
+    }
+    return count;
 }
 
 // Write text for a dot "quoted string": a double quote or a backslash would
@@ -125,9 +160,22 @@ void graph_write(FILE *file, const char *title) {
         }
     }
     for (int i = 0; i < n_edges; i++) {
-        fprintf(file, "  t%d -> t%d [label=\"", edges[i].from, edges[i].to);
-        write_escaped(file, edges[i].op);
-        fprintf(file, "\"];\n");
+        const Edge *edge = &edges[i];
+        bool joined = shares_op(i) && joined_ops_at(edge->to) <= MAX_SAMEHEAD;
+        fprintf(file, "  t%d -> t%d", edge->from, edge->to);
+        if (edge->label[0] != '\0' || joined) {
+            fputs(" [", file);
+            if (edge->label[0] != '\0') {
+                fputs("label=\"", file);
+                write_escaped(file, edge->label);
+                fputs(joined ? "\", " : "\"", file);
+            }
+            if (joined) {
+                fprintf(file, "samehead=\"op%d\"", edge->op);
+            }
+            fputs("]", file);
+        }
+        fputs(";\n", file);
     }
     fprintf(file, "}\n");
 }

@@ -20,8 +20,8 @@
 // project builds with -ffp-contract=off (no multiply-add is fused unless
 // written), so every fma is spelled out.
 //
-// How they are fast (the speed page docs/13-flash-attention.md links has the
-// numbers):
+// How they are fast (docs/fast-on-a-cpu.md, "Lesson 13: the tiled forward",
+// has the numbers):
 //   - The two products run in a register tile (the "micro-kernel"): a
 //     block of the result stays in registers while the sum runs, so each
 //     step loads one row of B, broadcasts one number of A per row, and

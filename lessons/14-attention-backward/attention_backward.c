@@ -92,13 +92,18 @@ static int min_int(int a, int b) {
     return a < b ? a : b;
 }
 
-// For --dot: out = op(from, and `also`, the saved tensors it reads besides):
-// one edge labelled op from `from`, plain edges from the others, so that
-// each operation is named once in the graph.
+// For --dot: out = op(from, and `also`, the saved tensors it reads besides),
+// one operation: the graph names it once, on the edge from `from`.
 static void trace_step(const char *op, const Tensor *out, const Tensor *from, int n_also,
                        const Tensor *const *also) {
-    trace1(op, out, from);
-    trace("", out, n_also, also, 0, NULL);
+    const Tensor *inputs[8] = {from};
+    if (n_also > 7) {
+        fail("trace_step: %d saved tensors, at most 7", n_also);
+    }
+    for (int i = 0; i < n_also; i++) {
+        inputs[1 + i] = also[i];
+    }
+    trace(op, out, 1 + n_also, inputs, 0, NULL);
 }
 
 // --- the module of part 1: lesson 5's SelfAttV4, its forward keeping what its backward needs ----
