@@ -16,7 +16,7 @@
 // what is printed.
 //
 // One kind of line is exempt: a bench's machine-readable lines, starting
-// "bench " (`bench seq=2048 causal=0 naive_ms=... tiled_extra_mib=0.6`).
+// "bench " (lesson 13's `bench seq=2048 causal=0 naive_ms=... tiled_extra_mib=0.3`).
 // Their format is fixed, one line per case with every field named, so that
 // scripts (the peers' comparisons, the pages' tables) read them (issues 19,
 // 20 and 22); wrapping one would break every reader. Every other line a

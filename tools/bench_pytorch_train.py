@@ -72,7 +72,7 @@ for flags in CASES:
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
         for group in opt.param_groups:
-            group["lr"] = lr_at(i)
+            group["lr"] = lr_at(i + 1)   # the page's lr_at counts steps from 1
         opt.step()
 
     for i in range(3):
