@@ -3,9 +3,9 @@
 // Reference values in tests/data/lesson13/<case>/ were recorded from
 // PyTorch 1.13 by tests/reference/gen_lesson13.py, which runs the PyTorch
 // script of docs/13-flash-attention.md. flash_attention.c (its main()
-// renamed) and bench.c are included, so the tests can call the tiled
-// forward, the naive path and --bench's remarks directly; kernels.c is
-// linked from the lesson's own object (its tables are extern: kernels.h).
+// renamed) and bench.c (which it calls) are included, so the tests can call
+// the tiled forward and the naive path directly; kernels.c is linked from
+// the lesson's own object (its tables are extern: kernels.h).
 // No test times anything: --bench is a benchmark, not a test (its verdict
 // on a busy machine, common/speed/timing.c's, is checked on timings given
 // in tests/test_speed.c).

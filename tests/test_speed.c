@@ -127,7 +127,7 @@ START_TEST(test_the_remark_says_why) {
     ck_assert_msg(strncmp(text, "- the load: ", 12) == 0 &&
                   strstr(text, "the slowest run of a case was up to 17%\n") != NULL, "%s", text);
     ck_assert_msg(strstr(text, "the median run up to 1%; this thread ran 99% of") != NULL &&
-                  strstr(text, "Only single runs were more than 10% slow") != NULL &&
+                  strstr(text, "At most half the runs of a case were more than 10% slow") != NULL &&
                   strstr(text, "busy") == NULL, "%s", text);
     assert_short_lines(text);
     text = load_text(&shared);

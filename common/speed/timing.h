@@ -4,11 +4,18 @@
 //
 // A bench runs every case several times (rounds, interleaved with the other
 // cases') and keeps each case's best: what the code can do when nothing
-// gets in its way. How much slower the other rounds were, and how much of
-// the time the runs took this thread actually ran, say whether another
-// program had the core (machine_load): one slow round is a cold cache or an
-// interrupt; most rounds slow, or a thread that got less than 95% of the
-// time, is another job.
+// gets in its way. Whether another program got in its way, machine_load
+// reads from two signs, each of which can miss what the other sees:
+//   - the thread's share of the time: the processor time it got over the
+//     time its runs took on the wall. Below 95%, the core was shared. (A
+//     job that slows the core without taking this thread's time, one on
+//     the other hyperthread of the same core, say, leaves it near 100%.)
+//   - how much slower the median round of a case was than its best. One
+//     slow round is a cold cache or an interrupt, and leaves the median
+//     where it was; a job that has the core for a while slows most of the
+//     rounds it overlaps, and moves it: past 10%, the machine was busy. (A
+//     job with a steady share of the core slows every round alike, and
+//     leaves it near 0.)
 #ifndef SPEED_TIMING_H
 #define SPEED_TIMING_H
 

@@ -24,7 +24,7 @@
 #include <string.h>
 
 // The instruction sets a function may use. The avx512 kernels may use AVX2's
-// and FMA's too (every AVX-512 CPU has them: cpu_runs checks all three).
+// and FMA's too (cpu_runs lets them run only where the CPU has all three).
 #define AVX2_CODE __attribute__((target("avx2,fma")))
 #define AVX512_CODE __attribute__((target("avx512f,avx2,fma")))
 // Small helpers are copied into each caller, so a vector stays in its register.
