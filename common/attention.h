@@ -1,9 +1,10 @@
 // attention.h - the one include of a lesson: the tiny tensor helper.
 //
-// The helper is in three folders, by what it does for a lesson. Read the
+// The helper is in four folders, by what it does for a lesson. Read the
 // first; look into the second when you wonder how the digits come out
 // exactly PyTorch's; skip the third unless you care how the command line,
-// --dump and --dot work.
+// --dump and --dot work, and the fourth unless you care how lessons 13, 14
+// and 16 are made fast and timed.
 //
 // core/ - what a lesson is built from. Read these first, in this order:
 //   core/tensor.h   the tensor, its views (transpose, view, ...), contiguous
@@ -37,6 +38,19 @@
 //   lesson/heatmap.h  attention weights as shaded grids (--heatmap)
 //   lesson/npy.h      a tensor as a NumPy .npy file (--dump)
 //   lesson/files.h    writing a file all or nothing
+//
+// speed/ - what lessons 13, 14 and 16 share of their speed work: the
+// plumbing around their vector kernels and their --bench. Each lesson keeps
+// its own kernels (beside their scalar twins) and its own bench tables; this
+// folder is what all three would otherwise copy. A learner may skip it.
+//   speed/cpu.h       which kernel sets (scalar, avx2, avx512) this CPU runs,
+//                     and its name
+//   speed/choice.h    the set a run takes: ATTN_KERNELS, checked with the flags
+//   speed/vectors.h   the vector kernels' register types, helpers and targets
+//   speed/timing.h    clocks, a case's rounds (best, spread, median), and
+//                     whether the machine was busy
+//   speed/peak.h      one core's FMA peak, what a bench compares with
+// A lesson includes these itself (attention.h does not): "speed/choice.h".
 //
 // Includes name their folder ("core/tensor.h"), so a reader sees where each
 // one lives; make adds common/ to the include path.

@@ -109,6 +109,21 @@ const char *read_text(const char *path) {
     return read_file(path, &length);
 }
 
+FILE *text_stream_open(TextStream *stream) {
+    *stream = (TextStream){NULL, NULL, 0};
+    stream->file = open_memstream(&stream->buffer, &stream->length);
+    ck_assert(stream->file != NULL);
+    return stream->file;
+}
+
+const char *text_stream_close(TextStream *stream) {
+    ck_assert(fclose(stream->file) == 0);
+    char *text = arena_alloc(stream->length + 1, 1);
+    memcpy(text, stream->buffer, stream->length + 1);   // with open_memstream's final '\0'
+    free(stream->buffer);
+    return text;
+}
+
 // Parse the header dict of a .npy file: descr and shape.
 static void parse_npy_header(const char *header, const char *path, char *descr, Shape *shape) {
     const char *d = strstr(header, "'descr': '");

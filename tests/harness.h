@@ -12,7 +12,7 @@
 // then, the same way, the sibling .c files it calls (the parts, flags and
 // measurement code a long lesson keeps beside it: lesson/lesson.h). A
 // sibling whose functions the lesson reaches through an extern table, the
-// kernels.c of lessons 13 and 16, is not included: the Makefile links the
+// kernels.c of lessons 13, 14 and 16, is not included: the Makefile links the
 // lesson's own object of it into the test, so it compiles once, at the
 // lesson's flags.
 //
@@ -29,6 +29,7 @@
 #include <check.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 // check.h defines a deprecated macro fail(); ours (core/error.h) is the one we mean.
 #undef fail
 
@@ -73,6 +74,15 @@ Tensor *load_npy(const char *path);
 const char *read_text(const char *path);
 // printf-style path building into an arena string.
 const char *path_join(const char *format, ...) __attribute__((format(printf, 1, 2)));
+// What a function writes to a FILE, as text: hand it text_stream_open(&s), then
+// text_stream_close(&s) returns all it wrote (an arena string).
+typedef struct {
+    FILE *file;
+    char *buffer;    // open_memstream's
+    size_t length;
+} TextStream;
+FILE *text_stream_open(TextStream *stream);
+const char *text_stream_close(TextStream *stream);
 
 // FNV-1a, 64 bits: `hash` (FNV1A_START before the first bytes) carried on over `length`
 // more bytes. A fingerprint of a text or a file, the one tests/reference/reference.py

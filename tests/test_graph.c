@@ -18,16 +18,9 @@
 
 // The recorded graph as text (an arena string).
 static const char *graph_text(const char *title) {
-    char *text = NULL;
-    size_t length = 0;
-    FILE *stream = open_memstream(&text, &length);
-    ck_assert(stream != NULL);
-    graph_write(stream, title);
-    fclose(stream);
-    char *copy = arena_alloc(length + 1, 1);
-    memcpy(copy, text, length);
-    free(text);
-    return copy;
+    TextStream text;
+    graph_write(text_stream_open(&text), title);
+    return text_stream_close(&text);
 }
 
 // Every test starts and ends with no hook, nothing paused, an empty graph.

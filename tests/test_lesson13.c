@@ -3,11 +3,12 @@
 // Reference values in tests/data/lesson13/<case>/ were recorded from
 // PyTorch 1.13 by tests/reference/gen_lesson13.py, which runs the PyTorch
 // script of docs/13-flash-attention.md. flash_attention.c (its main()
-// renamed) and bench.c are included, so the tests can call the tiled
-// forward, the naive path and --bench's remarks directly; kernels.c is
-// linked from the lesson's own object (its tables are extern: kernels.h).
+// renamed) and bench.c (which it calls) are included, so the tests can call
+// the tiled forward and the naive path directly; kernels.c is linked from
+// the lesson's own object (its tables are extern: kernels.h).
 // No test times anything: --bench is a benchmark, not a test (its verdict
-// on a busy machine is checked on timings given here).
+// on a busy machine, common/speed/timing.c's, is checked on timings given
+// in tests/test_speed.c).
 //
 // Under valgrind (make valgrind), ATTN_KERNELS=scalar keeps every test off
 // the vector kernels: valgrind 3.19 cannot run AVX-512 (make test and make
@@ -602,7 +603,8 @@ START_TEST(test_exp2) {
 END_TEST
 
 // ATTN_KERNELS chooses kernels_best() (as lesson 14's); kernels_named knows
-// the three names; the lesson refuses a name it does not know.
+// the three names; the lesson refuses a name it does not know, with --kernels
+// too (which would choose for it).
 START_TEST(test_kernel_choice) {
     ck_assert_ptr_eq(kernels_named("scalar"), &SCALAR_KERNELS);
     ck_assert_ptr_null(kernels_named("avx1024"));
@@ -614,6 +616,8 @@ START_TEST(test_kernel_choice) {
                                    (const char *const[]){"--seq", "20", "--causal", NULL});
     setenv("ATTN_KERNELS", "sse9", 1);
     RunResult bad = run_program(lesson_binary(LESSON_DIR), (const char *const[]){NULL});
+    RunResult bad_with_flag = run_program(lesson_binary(LESSON_DIR),
+                                          (const char *const[]){"--kernels", "scalar", NULL});
     if (saved != NULL) {
         setenv("ATTN_KERNELS", saved, 1);
     } else {
@@ -626,6 +630,8 @@ START_TEST(test_kernel_choice) {
     assert_one_line_refusal(bad, "lesson-13: ", "ATTN_KERNELS=sse9");
     ck_assert_msg(strstr(bad.err, "ATTN_KERNELS expects scalar, avx2 or avx512") != NULL, "%s",
                   bad.err);
+    assert_one_line_refusal(bad_with_flag, "lesson-13: ", "ATTN_KERNELS=sse9 --kernels scalar");
+    ck_assert_str_eq(bad_with_flag.err, bad.err);
 }
 END_TEST
 
@@ -715,44 +721,6 @@ START_TEST(test_runs_at_its_sizes) {
 }
 END_TEST
 
-// --bench calls the machine busy from given timings only when most rounds of a case ran
-// slow: one slow round (a first round on cold caches: 18% here, as on an idle machine)
-// is not another job; three slow rounds of five, or two of the naive path's three, are.
-static BenchCase timed(const double *tiled, int n_tiled, const double *naive, int n_naive) {
-    BenchCase c;
-    memset(&c, 0, sizeof c);
-    for (int i = 0; i < n_tiled; i++) {
-        add_time(&c.tiled, tiled[i]);
-    }
-    for (int i = 0; i < n_naive; i++) {
-        add_time(&c.naive, naive[i]);
-    }
-    return c;
-}
-
-START_TEST(test_busy_needs_most_rounds_slow) {
-    const double cold_first[5] = {6.1, 5.2, 5.25, 5.2, 5.3};   // spread 17%, median 1%
-    const double three_slow[5] = {5.2, 6.4, 6.3, 5.3, 6.5};    // median 21%
-    const double naive_one_slow[3] = {240.9, 280.0, 241.0};
-    const double naive_two_slow[3] = {240.9, 280.0, 290.0};
-    double median;
-    BenchCase idle[2] = {timed(cold_first, 5, naive_one_slow, 3), timed(cold_first, 5, NULL, 0)};
-    ck_assert(spread(&idle[0].tiled) > NOISY && spread(&idle[0].naive) > NOISY);
-    ck_assert(!machine_was_busy(&median, idle, 2));
-    ck_assert_msg(fabs(median - (5.25 - 5.2) / 5.2) < 1e-12, "median spread %g", median);
-    BenchCase busy_tiled[2] = {timed(cold_first, 5, NULL, 0), timed(three_slow, 5, NULL, 0)};
-    ck_assert(machine_was_busy(&median, busy_tiled, 2));
-    ck_assert_msg(fabs(median - (6.3 - 5.2) / 5.2) < 1e-12, "median spread %g", median);
-    BenchCase busy_naive[1] = {timed(cold_first, 5, naive_two_slow, 3)};
-    ck_assert(machine_was_busy(&median, busy_naive, 1));
-    // More rounds than it keeps (a future round count): the first TILED_ROUNDS decide.
-    BenchCase few = timed((const double[]){5.0, 5.1, 5.0, 5.1, 5.0}, 5, NULL, 0);
-    add_time(&few.tiled, 9.0);
-    ck_assert(few.tiled.runs == 6 && spread(&few.tiled) > NOISY);
-    ck_assert(!machine_was_busy(&median, &few, 1));
-}
-END_TEST
-
 START_TEST(test_help) {
     RunResult run =
         check_prints(LESSON_DIR, (const char *const[]){"--help", NULL},
@@ -795,7 +763,6 @@ Suite *lesson13_suite(void) {
     tcase_add_test(flags, test_bench_refuses_what_it_cannot_finish);
     tcase_add_test(flags, test_runs_at_its_sizes);
     tcase_add_test(flags, test_help);
-    tcase_add_test(flags, test_busy_needs_most_rounds_slow);
     suite_add_tcase(suite, flags);
     return suite;
 }

@@ -61,10 +61,9 @@
 //          }
 //
 //   5. What serves speed or measurement rather than the idea (vector
-//      kernels, CPU dispatch, timers, benches) comes after main, under
-//      appendix headings:
+//      kernels, benches) comes after main, under appendix headings:
 //
-//          // === appendix A: the AVX2 kernel and its dispatch =================
+//          // === appendix A: what --bench calls ===============================
 //
 //      or, when it is long, in a sibling file of the lesson's directory
 //      (lessons/13-flash-attention/bench.c), the way llama2.c keeps runq.c
@@ -73,6 +72,10 @@
 //      share is declared in the sibling's header (bench.h), included by
 //      both, and is not static; each file's own helpers are static, with
 //      names the other file does not use (a test sees both files at once).
+//      What such appendices would copy from lesson to lesson (choosing the
+//      kernels for the CPU and ATTN_KERNELS, the vector types, the clocks
+//      and a bench's rounds, the FMA peak) is in common/speed/ instead:
+//      the lesson keeps its own kernels, their scalar twins, and its bench.
 //
 // THE BUDGET (budget.h). A learner who types a big number gets a result in
 // reasonable time or, before anything runs, one line naming the flags, the

@@ -6,9 +6,13 @@
 // then round 2, ...), each figure is the best of its rounds, and the table
 // prints how much slower the slowest round was (the spread). The closing
 // remarks compare ratios with what is expected, say when the spread is too
-// large to conclude, and call the machine busy only when most rounds of a
-// case ran slow (machine_was_busy), not one. Each sequence length's rows
-// print as soon as they are measured.
+// large to conclude, and say whether the machine was busy. Each sequence
+// length's rows print as soon as they are measured.
+//
+// The clocks, the rounds' best, spread and median, the verdict on the
+// machine, the FMA peak and the CPU's name are common/speed/'s (timing.h,
+// peak.h, cpu.h), shared with lessons 14 and 16; this file has the bench's
+// cases, its table and what it says about them.
 #define _POSIX_C_SOURCE 200809L   // clock_gettime, sysconf
 
 #include "bench.h"
@@ -20,10 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <cpuid.h>
-#define HAVE_CPUID 1
-#endif
+#include "speed/choice.h"
+#include "speed/cpu.h"
+#include "speed/peak.h"
+#include "speed/timing.h"
 
 #define BENCH_HEADS 8
 #define BENCH_HEAD_DIM 64
@@ -38,12 +42,6 @@
 #define NOISY 0.10            // a spread above this is too large to read small ratios
 static const int BENCH_SEQS[] = {512, 1024, 2048, 4096, 8192};
 enum { N_BENCH_SEQS = sizeof BENCH_SEQS / sizeof BENCH_SEQS[0] };
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static double mib(double bytes) {
     return bytes / (1024.0 * 1024.0);
@@ -61,132 +59,32 @@ static bool naive_runs_at(int seq) {   // its scores (1, 8, N, N) within the hel
     return (double)BENCH_HEADS * seq * seq <= (double)MAX_ELEMENTS;
 }
 
-// --- the machine --------------------------------------------------------------------------
-
-#ifdef HAVE_CPUID
-// The size in KiB of the data cache of `level` (1 or 2), from the CPU's own
-// description of its caches (CPUID leaf 4 on Intel, 0x8000001D on AMD, the
-// same format); 0 if it does not say.
-static unsigned cache_kib(unsigned leaf, int level) {
-    for (unsigned i = 0; i < 16; i++) {
-        unsigned a, b, c, d;
-        if (!__get_cpuid_count(leaf, i, &a, &b, &c, &d) || (a & 31) == 0) {
-            return 0;
-        }
-        if ((int)((a >> 5) & 7) == level && (a & 31) != 2) {   // 2: an instruction cache
-            unsigned ways = (b >> 22) + 1, parts = ((b >> 12) & 1023) + 1;
-            unsigned line = (b & 4095) + 1, sets = c + 1;
-            return ways * parts * line * sets / 1024;
-        }
-    }
-    return 0;
-}
-#endif
-
-// One line naming the CPU, as the CPU names itself.
-static void describe_cpu(void) {
-#ifdef HAVE_CPUID
-    unsigned a = 0, b = 0, c = 0, d = 0, brand[12] = {0};
-    for (unsigned i = 0; i < 3; i++) {
-        __get_cpuid(0x80000002u + i, &brand[4 * i], &brand[4 * i + 1], &brand[4 * i + 2],
-                    &brand[4 * i + 3]);
-    }
-    char name[49] = {0};
-    memcpy(name, brand, 48);
-    __get_cpuid(1, &a, &b, &c, &d);
-    unsigned family = (a >> 8) & 15, model = (a >> 4) & 15;
-    if (family == 15) {
-        family += (a >> 20) & 255;
-    }
-    if (family >= 6) {
-        model += ((a >> 16) & 15) << 4;
-    }
-    __get_cpuid(0, &a, &b, &c, &d);
-    unsigned leaf = b == 0x68747541u ? 0x8000001Du : 4;   // "Auth"enticAMD or the others
-    printf("CPU: %s (family %u, model %u), L1d %u KiB and L2 %u KiB a core\n",
-           name + strspn(name, " "), family, model, cache_kib(leaf, 1), cache_kib(leaf, 2));
-#else
-    printf("CPU: not x86-64\n");
-#endif
-    printf("  (as the CPU reports itself; `lscpu` shows the same for yours)\n");
-}
-
-// One core's FMA rate in GFLOP/s with these kernels' registers, best of
-// `runs`: 12 independent chains (or one, where each FMA waits for the one
-// before).
-static double fma_peak(const Kernels *kernels, bool one_chain, int runs) {
-    long steps = kernels->lanes > 1 ? 4000000 : 250000;
-    double best = 1e30;
-    volatile float sink = 0.0f;   // keeps the loops from being optimised away
-    for (int run = 0; run < runs; run++) {
-        double start = now_seconds();
-        sink = sink + kernels->fma_chains(steps, one_chain);
-        double seconds = now_seconds() - start;
-        best = seconds < best ? seconds : best;
-    }
-    return 2.0 * kernels->lanes * (one_chain ? 1 : 12) * steps / best * 1e-9;
-}
-
-// --- timing ---------------------------------------------------------------------------------
-
-typedef struct {
-    double best, worst;          // ms
-    int runs;
-    double round_ms[TILED_ROUNDS];   // each round's ms, in the order they ran (the first ones)
-} Times;
-
-static void add_time(Times *t, double ms) {
-    t->best = t->runs == 0 || ms < t->best ? ms : t->best;
-    t->worst = t->runs == 0 || ms > t->worst ? ms : t->worst;
-    if (t->runs < TILED_ROUNDS) {
-        t->round_ms[t->runs] = ms;
-    }
-    t->runs += 1;
-}
-
-static double spread(const Times *t) {   // how much slower the slowest round was
-    return t->runs > 0 ? (t->worst - t->best) / t->best : 0.0;
-}
-
-// How much slower than the best the median round was (of an even number, the slower of
-// the middle two). One slow round leaves it where it was: a case's first round, which starts
-// with cold caches, or an interrupt. Another job that has the core for a while slows most
-// of the rounds it overlaps, and moves it.
-static double median_spread(const Times *t) {
-    int n = t->runs < TILED_ROUNDS ? t->runs : TILED_ROUNDS;
-    double sorted[TILED_ROUNDS];
-    for (int i = 0; i < n; i++) {   // insertion sort: a handful of rounds
-        int j = i;
-        for (; j > 0 && sorted[j - 1] > t->round_ms[i]; j--) {
-            sorted[j] = sorted[j - 1];
-        }
-        sorted[j] = t->round_ms[i];
-    }
-    return n > 0 ? (sorted[n / 2] - t->best) / t->best : 0.0;
-}
+// --- the cases ------------------------------------------------------------------------------
 
 typedef struct {
     int seq;
     bool causal;
-    Times naive, tiled, tiled_one;   // tiled_one: the same on one thread (--threads N > 1)
+    Timing naive, tiled, tiled_one;  // tiled_one: the same on one thread (--threads N > 1)
     size_t naive_extra, tiled_extra;
     float diff;                      // max |out - out_naive|
     double peak;                     // the FMA peak measured in its rounds, the highest
     double peak_low;                 // ... and the lowest
 } BenchCase;
 
-static double ms_since(double start) {
-    return (now_seconds() - start) * 1e3;
+// The milliseconds since `start`. A run on this thread alone also adds its
+// processor time to *shares (timing.h); one on several threads passes NULL.
+static double ms_since(Shares *shares, Instant start) {
+    return (shares != NULL ? seconds_since(shares, start) : now_seconds() - start.wall) * 1e3;
 }
 
 // One run of a path, timed; its output copied into out (after the clock
 // stops) and everything it allocated released.
-static double time_tiled(Tensor *out, const BenchRun *run, const Tensor *const in[3],
-                         size_t *extra) {
+static double time_tiled(Tensor *out, Shares *shares, const BenchRun *run,
+                         const Tensor *const in[3], size_t *extra) {
     size_t mark = arena_mark();
-    double start = now_seconds();
+    Instant start = now_instant();
     const Tensor *result = tiled_run(extra, run, in[0], in[1], in[2]);
-    double ms = ms_since(start);
+    double ms = ms_since(run->threads == 1 ? shares : NULL, start);
     memcpy(out->data, result->data, (size_t)numel(out) * sizeof(float));
     arena_release(mark);
     return ms;
@@ -205,17 +103,18 @@ static int naive_heads_at_once(int seq, bool causal) {
 }
 
 // The naive path, a group of heads at a time; *extra is what one group made.
-static double time_naive(Tensor *out, bool causal, const Tensor *const in[3], size_t *extra) {
+static double time_naive(Tensor *out, Shares *shares, bool causal, const Tensor *const in[3],
+                         size_t *extra) {
     int N = size(in[0], 2), group = naive_heads_at_once(N, causal);
     size_t head = (size_t)N * BENCH_HEAD_DIM;   // floats of one (N, D) head
     double ms = 0.0;
     for (int h = 0; h < BENCH_HEADS; h += group) {
         size_t mark = arena_mark();
-        double start = now_seconds();
+        Instant start = now_instant();
         const Tensor *result = contiguous(naive_run(extra, causal, narrow(in[0], 1, h, group),
                                                     narrow(in[1], 1, h, group),
                                                     narrow(in[2], 1, h, group)));
-        ms += ms_since(start);
+        ms += ms_since(shares, start);
         memcpy(out->data + h * head, result->data, group * head * sizeof(float));
         arena_release(mark);
     }
@@ -226,14 +125,8 @@ static double case_gflops(const BenchCase *c, double ms) {
     return attention_flops(1, BENCH_HEADS, c->seq, BENCH_HEAD_DIM, c->causal) / (ms * 1e6);
 }
 
-// The widest registers this CPU has (the peak is theirs).
-static const Kernels *best_vector_kernels(void) {
-    const Kernels *avx512 = kernels_named("avx512"), *avx2 = kernels_named("avx2");
-    return avx512 != NULL ? avx512 : avx2 != NULL ? avx2 : &SCALAR_KERNELS;
-}
-
 // Both causal cases of one sequence length, every round interleaved.
-static void measure_seq(BenchCase cases[2], int seq, const BenchRun *settings) {
+static void measure_seq(BenchCase cases[2], Shares *shares, int seq, const BenchRun *settings) {
     size_t mark = arena_mark();
     Shape shape = shape4(1, BENCH_HEADS, seq, BENCH_HEAD_DIM);
     const Tensor *in[3] = {randn(shape), randn(shape), randn(shape)};        // (1, H, N, D)
@@ -247,7 +140,7 @@ static void measure_seq(BenchCase cases[2], int seq, const BenchRun *settings) {
         // The peak again, in every round: a job that shares the core slows
         // it as much as the runs, so their share of it stays right; and how
         // much it moves says whether one did.
-        double peak = fma_peak(best_vector_kernels(), false, 1);
+        double peak = fma_peak(fastest_kernels(), false, 1);   // the widest registers'
         for (int causal = 0; causal < 2; causal++) {
             cases[causal].peak = peak > cases[causal].peak ? peak : cases[causal].peak;
             cases[causal].peak_low = round == 0 || peak < cases[causal].peak_low
@@ -257,13 +150,13 @@ static void measure_seq(BenchCase cases[2], int seq, const BenchRun *settings) {
             BenchCase *c = &cases[causal];
             BenchRun run = *settings;
             run.causal = one.causal = causal;
-            add_time(&c->tiled, time_tiled(out, &run, in, &c->tiled_extra));
+            add_time(&c->tiled, time_tiled(out, shares, &run, in, &c->tiled_extra));
             if (settings->threads > 1) {
                 size_t unused;
-                add_time(&c->tiled_one, time_tiled(out, &one, in, &unused));
+                add_time(&c->tiled_one, time_tiled(out, shares, &one, in, &unused));
             }
             if (round < NAIVE_ROUNDS && naive_runs_at(seq)) {
-                add_time(&c->naive, time_naive(out_naive, causal, in, &c->naive_extra));
+                add_time(&c->naive, time_naive(out_naive, shares, causal, in, &c->naive_extra));
                 c->diff = max_abs_diff(out, out_naive);
             }
         }
@@ -309,7 +202,7 @@ static void compare_kernels(const BenchRun *settings) {
     Shape shape = shape4(1, BENCH_HEADS, WORTH_SEQ, BENCH_HEAD_DIM);
     const Tensor *in[3] = {randn(shape), randn(shape), randn(shape)};        // (1, H, N, D)
     Tensor *out = zeros(shape);                                               // (1, H, N, D)
-    Times times[3];
+    Timing times[3];
     memset(times, 0, sizeof times);
     for (int round = 0; round < 3; round++) {
         for (int i = 0; i < 3; i++) {
@@ -317,7 +210,7 @@ static void compare_kernels(const BenchRun *settings) {
             run.kernels = kernels_named(names[i]);
             size_t unused;
             if (run.kernels != NULL) {
-                add_time(&times[i], time_tiled(out, &run, in, &unused));
+                add_time(&times[i], time_tiled(out, NULL, &run, in, &unused));
             }
         }
     }
@@ -337,21 +230,6 @@ static void compare_kernels(const BenchRun *settings) {
 
 // --- the remarks ------------------------------------------------------------------------------
 
-// Whether the rounds say another job had the core: in some case (naive, tiled, or tiled on
-// one thread) the median round ran more than NOISY slower than the best, so most rounds
-// were slowed, not just one. *median gets the largest median spread of the cases.
-static bool machine_was_busy(double *median, const BenchCase *cases, int n_cases) {
-    *median = 0.0;
-    for (int i = 0; i < n_cases; i++) {
-        const Times *times[3] = {&cases[i].naive, &cases[i].tiled, &cases[i].tiled_one};
-        for (int k = 0; k < 3; k++) {
-            double m = median_spread(times[k]);
-            *median = m > *median ? m : *median;
-        }
-    }
-    return *median > NOISY;
-}
-
 // "1.93x, as expected (about 2x)" or why it cannot be read.
 static void print_ratio(double measured, double expected, double noise) {
     if (noise > 2 * NOISY) {
@@ -365,20 +243,20 @@ static void print_ratio(double measured, double expected, double noise) {
     }
 }
 
-static void print_remarks(const BenchCase *cases, const BenchRun *settings) {
+static void print_remarks(const BenchCase *cases, const BenchRun *settings,
+                          const Shares *shares) {
     const BenchCase *plain = &cases[4], *causal = &cases[5];   // seq 2048
-    double worst = 0.0, peak_high = 0.0, peak_low = 1e30;
+    double peak_high = 0.0, peak_low = 1e30;
+    const Timing *timings[3 * 2 * N_BENCH_SEQS];   // naive, tiled, tiled_one of every case
     for (int i = 0; i < 2 * N_BENCH_SEQS; i++) {
         peak_high = cases[i].peak > peak_high ? cases[i].peak : peak_high;
         peak_low = cases[i].peak_low < peak_low ? cases[i].peak_low : peak_low;
-        double s[3] = {spread(&cases[i].naive), spread(&cases[i].tiled),
-                       spread(&cases[i].tiled_one)};
-        for (int k = 0; k < 3; k++) {
-            worst = s[k] > worst ? s[k] : worst;
-        }
+        timings[3 * i] = &cases[i].naive;
+        timings[3 * i + 1] = &cases[i].tiled;
+        timings[3 * i + 2] = &cases[i].tiled_one;
     }
     printf("what the numbers say (this machine, this run):\n");
-    const Times *one_thread = settings->threads > 1 ? &plain->tiled_one : &plain->tiled;
+    const Timing *one_thread = settings->threads > 1 ? &plain->tiled_one : &plain->tiled;
     printf("- naive: %.1f GFLOP/s at seq 2048, %.1fx slower than tiled on one thread. The "
            "helper's\n  loops do "
            "one multiply-add at a time, and the (B, H, N, N) scores (%.0f MiB at 2048)\n  go "
@@ -410,21 +288,11 @@ static void print_remarks(const BenchCase *cases, const BenchRun *settings) {
         diff = cases[i].diff > diff ? cases[i].diff : diff;
     }
     printf("- max |out - out_naive| over the cases: %.2g, float rounding.\n", diff);
-    double median;
-    bool busy = machine_was_busy(&median, cases, 2 * N_BENCH_SEQS);
-    printf("- spread: each time is the best of its rounds; the slowest round was up to %.0f%% "
-           "slower,\n  the median round up to %.0f%%.\n", 100 * worst, 100 * median);
-    if (busy) {
-        printf("  That is more than %.0f%% for the median: most rounds of a case ran slow, so "
-               "the machine\n  was busy. The best times are still what the code can do, but "
-               "small differences\n  between them may be noise; run again when it is quiet.\n",
-               100 * NOISY);
-    } else if (worst > NOISY) {
-        printf("  Only single rounds ran more than %.0f%% slow (a case's first round starts "
-               "with cold\n  caches): no sign of another job.\n", 100 * NOISY);
-    }
+    Load load = machine_load(shares, timings, 3 * 2 * N_BENCH_SEQS);
+    print_load(stdout, &load);
     // A job that has the core for a steady share slows every round alike:
-    // the spread misses it, the peak measured in every round does not.
+    // the spread misses it; the thread's share of the time (above) and the
+    // peak measured in every round do not.
     printf("- the FMA peak, measured again in every round: from %.1f to %.1f GFLOP/s%s\n",
            peak_low, peak_high, (peak_high - peak_low) / peak_high > NOISY
                ? ".\n  It moved: another job had the core part of the time, and the times "
@@ -449,19 +317,19 @@ void bench(const BenchRun *settings) {
     printf("FMA peak of one core, 12 independent chains, best of 5 (an FMA is 2 FLOPs a "
            "float):\n ");
     double peak = 0.0;
-    static const char *const names[] = {"avx512", "avx2", "scalar"};
-    for (int i = 0; i < 3; i++) {
-        const Kernels *k = kernels_named(names[i]);
+    for (int i = 0; KERNEL_SETS[i] != NULL; i++) {
+        const Kernels *k = kernels_named(KERNEL_SETS[i]);
         if (k != NULL && (k->lanes > 1 || peak == 0.0)) {
-            double gflops = fma_peak(k, false, 5);
+            double gflops = fma_peak(k->name, false, 5);
             printf(" %s (%d floats) %.1f GFLOP/s;", k->name, k->lanes, gflops);
             peak = gflops > peak ? gflops : peak;
         }
     }
     printf(" one chain\n  alone %.1f GFLOP/s (each FMA waits for the one before)\n",
-           fma_peak(settings->kernels, true, 5));
+           fma_peak(settings->kernels->name, true, 5));
 
     BenchCase cases[2 * N_BENCH_SEQS];
+    Shares shares = {0.0, 0.0};   // the runs on one thread: the time this thread ran
     printf("best of %d interleaved rounds (naive: %d); spread: how much slower the slowest "
            "was;\nof peak: of the FMA peak of %d core%s, measured again in the same rounds\n",
            TILED_ROUNDS, NAIVE_ROUNDS, cores_used(settings->threads),
@@ -469,7 +337,7 @@ void bench(const BenchRun *settings) {
     printf("   seq causal  naive ms spread  tiled ms spread speedup  GFLOP/s  of peak "
            "naive MiB tiled MiB\n");
     for (int i = 0; i < N_BENCH_SEQS; i++) {
-        measure_seq(&cases[2 * i], BENCH_SEQS[i], settings);
+        measure_seq(&cases[2 * i], &shares, BENCH_SEQS[i], settings);
         print_row(&cases[2 * i], settings->threads);
         print_row(&cases[2 * i + 1], settings->threads);
         fflush(stdout);
@@ -486,7 +354,7 @@ void bench(const BenchRun *settings) {
         }
     }
     compare_kernels(settings);
-    print_remarks(cases, settings);
+    print_remarks(cases, settings, &shares);
     for (int i = 0; i < 2 * N_BENCH_SEQS; i++) {
         const BenchCase *c = &cases[i];
         printf("bench seq=%d causal=%d threads=%d ", c->seq, c->causal, settings->threads);
@@ -508,22 +376,7 @@ void bench(const BenchRun *settings) {
 // --- the checks before it runs ------------------------------------------------------------
 
 const Kernels *check_kernels(const Lesson *lesson, const char *name) {
-    const char *forced = getenv("ATTN_KERNELS");
-    if (strcmp(name, "auto") == 0 && forced != NULL && forced[0] != '\0') {
-        if (strcmp(forced, "scalar") != 0 && strcmp(forced, "avx2") != 0 &&
-            strcmp(forced, "avx512") != 0) {
-            usage_error(lesson, "ATTN_KERNELS expects scalar, avx2 or avx512, got '%.40s'",
-                        forced);
-        }
-        name = forced;
-    }
-    const Kernels *kernels = strcmp(name, "auto") == 0 ? kernels_best() : kernels_named(name);
-    if (kernels == NULL) {
-        usage_error(lesson, "%s %s: this CPU (or compiler) has no %s (lscpu lists the CPU's "
-                    "flags: %s)", name == forced ? "ATTN_KERNELS=" : "--kernels", name, name,
-                    strcmp(name, "avx512") == 0 ? "avx512f" : "avx2 and fma");
-    }
-    return kernels;
+    return kernels_named(check_kernels_flag(lesson, "--kernels", name));   // speed/choice.h
 }
 
 // The processor time of one run of the tiled path at PROBE_SEQ (or of the

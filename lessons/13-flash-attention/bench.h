@@ -31,7 +31,8 @@ double naive_bytes(double B, double H, double N, bool causal);
 
 // In bench.c.
 // --kernels NAME as a table ("auto": what ATTN_KERNELS names, else the
-// fastest this CPU runs), or exit 2 naming what this CPU lacks.
+// fastest this CPU runs), or exit 2 naming what this CPU lacks; a bad
+// ATTN_KERNELS is refused whatever --kernels says (common/speed/choice.h).
 const Kernels *check_kernels(const Lesson *lesson, const char *name);
 // --bench times its own sizes: the shape flags are refused, and so are
 // block sizes, kernels or threads with which it could not finish within

@@ -25,7 +25,10 @@
 //   key/value head h / R in place (lesson 10).
 //   The inner loops are in kernels.c, each as a plain scalar twin and as
 //   AVX2 and AVX-512 versions that give the same bits; --bench (bench.c)
-//   measures them against the naive path and the core's own peak.
+//   measures them against the naive path and the core's own peak. What
+//   lessons 13, 14 and 16 share of that plumbing (which kernels this CPU
+//   runs, ATTN_KERNELS, the vector types, the clocks, the FMA peak) is in
+//   common/speed/; README.md in this folder says what to read in what order.
 //
 // THE MATH (one query t of one head; s runs over the keys it sees)
 //   x_s = q_t . k_s / sqrt(D)

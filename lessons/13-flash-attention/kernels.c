@@ -1,7 +1,6 @@
 // kernels.c - lesson 13's inner loops, where the lesson leaves portable C.
 // (kernels.h says what each kernel computes. Lessons 14 and 16 have vector
-// kernels of their own, written the same way; the rest of the project is
-// portable C11.)
+// kernels of their own, written the same way.)
 //
 // Each kernel is here three times, in this order:
 //   - the scalar twin: plain C11, every fused multiply-add an fmaf(). It is
@@ -15,10 +14,13 @@
 // GCC/Clang vector extensions (`a + b` on 16 floats) and one intrinsic per
 // operation C has no operator for (the fused multiply-add, max), and each
 // function carries a target attribute, so the Makefile's flags stay those
-// of the rest of the project: the binary runs on any x86-64, and
-// kernels_best() asks the CPU at run time which versions it can run. The
-// project builds with -ffp-contract=off (no multiply-add is fused unless
-// written), so every fma is spelled out.
+// of the rest of the project: the binary runs on any x86-64. The vector
+// types, their helpers (load8, fma16, ...) and the attributes are in
+// common/speed/vectors.h, which lessons 14 and 16 use too; which sets this
+// CPU runs, and which one a run takes (ATTN_KERNELS), common/speed/cpu.h
+// and choice.h say, at run time (the end of this file). The project builds
+// with -ffp-contract=off (no multiply-add is fused unless written), so
+// every fma is spelled out.
 //
 // How they are fast (docs/fast-on-a-cpu.md, "Lesson 13: the tiled forward",
 // has the numbers):
@@ -45,9 +47,14 @@
 #include "kernels.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "speed/choice.h"
+#include "speed/cpu.h"
+#include "speed/vectors.h"
 
 static int lesser(int a, int b) {
     return a < b ? a : b;
@@ -118,64 +125,7 @@ static float max_float(float a, float b) {
     return a > b ? a : b;
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define HAVE_VECTOR_KERNELS 1
-#include <immintrin.h>
-
-#define AVX2_CODE __attribute__((target("avx2,fma")))
-#define AVX512_CODE __attribute__((target("avx512f,avx2,fma")))
-#define ALWAYS_INLINE __attribute__((always_inline)) static inline
-
-typedef float v8f __attribute__((vector_size(32)));      // 8 floats: one AVX2 register
-typedef int32_t v8i __attribute__((vector_size(32)));    // the same 32 bytes as 8 int32
-typedef uint32_t v8u __attribute__((vector_size(32)));   // ... or 8 uint32 (which wrap)
-typedef float v16f __attribute__((vector_size(64)));     // 16 floats: one AVX-512 register
-typedef int32_t v16i __attribute__((vector_size(64)));
-
-AVX2_CODE ALWAYS_INLINE v8f load8(const float *p) {
-    v8f v;
-    memcpy(&v, p, sizeof v);   // one unaligned load
-    return v;
-}
-
-AVX2_CODE ALWAYS_INLINE void store8(float *p, v8f v) {
-    memcpy(p, &v, sizeof v);
-}
-
-AVX2_CODE ALWAYS_INLINE v8f splat8(float x) {
-    return (v8f){x, x, x, x, x, x, x, x};
-}
-
-AVX2_CODE ALWAYS_INLINE v8f fma8(v8f a, v8f b, v8f c) {   // fmaf on each lane
-    return _mm256_fmadd_ps(a, b, c);
-}
-
-AVX2_CODE ALWAYS_INLINE v8f max8(v8f a, v8f b) {          // max_float on each lane
-    return _mm256_max_ps(a, b);
-}
-
-AVX512_CODE ALWAYS_INLINE v16f load16(const float *p) {
-    v16f v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-AVX512_CODE ALWAYS_INLINE void store16(float *p, v16f v) {
-    memcpy(p, &v, sizeof v);
-}
-
-AVX512_CODE ALWAYS_INLINE v16f splat16(float x) {
-    return _mm512_set1_ps(x);
-}
-
-AVX512_CODE ALWAYS_INLINE v16f fma16(v16f a, v16f b, v16f c) {
-    return _mm512_fmadd_ps(a, b, c);
-}
-
-AVX512_CODE ALWAYS_INLINE v16f max16(v16f a, v16f b) {
-    return _mm512_max_ps(a, b);
-}
-
+#ifdef HAVE_VECTOR_KERNELS   // speed/vectors.h: x86-64, GCC or Clang
 // flash_exp2 on 8 lanes, line for line.
 AVX2_CODE ALWAYS_INLINE v8f exp2_8(v8f x) {
     v8f t = x + ROUND_MAGIC;
@@ -232,7 +182,7 @@ AVX512_CODE ALWAYS_INLINE v16f exp2_16(const bool masked, v16f x) {
 // the compiler unrolls the loops over rows and registers and keeps the whole
 // tile in registers.
 enum { MR8 = 6, MR16 = 4 };
-#endif   // x86-64 with GCC or Clang
+#endif
 
 // =========================================================================================
 // load_queries: q_t = the query block, transposed and scaled
@@ -936,116 +886,35 @@ AVX512_CODE static void accumulate_avx512(float *o, float *l, const Tile *tile,
 #endif
 
 // =========================================================================================
-// The FMA peak, for --bench: `chains` independent running sums (12, as
-// many as the AVX2 tile keeps; or 1, where each FMA waits for the one
-// before), one fused multiply-add each per step. Returns their total (so
-// that the loop is not optimised away); a step is 2 * lanes FLOPs a chain.
-// =========================================================================================
-
-static float fma_chains_scalar(long steps, bool one_chain) {
-    float acc[12];
-    int chains = one_chain ? 1 : 12;
-    for (int c = 0; c < 12; c++) {
-        acc[c] = (float)c;
-    }
-    for (long i = 0; i < steps; i++) {
-        for (int c = 0; c < chains; c++) {
-            acc[c] = fmaf(acc[c], 0.999999f, 1e-3f);
-        }
-    }
-    float total = 0.0f;
-    for (int c = 0; c < 12; c++) {
-        total += acc[c];
-    }
-    return total;
-}
-
-#ifdef HAVE_VECTOR_KERNELS
-AVX2_CODE __attribute__((noinline)) static float fma_chains_avx2(long steps, bool one_chain) {
-    v8f acc[12], a = splat8(0.999999f), b = splat8(1e-3f);
-#pragma GCC unroll 12
-    for (int c = 0; c < 12; c++) {
-        acc[c] = splat8((float)c);
-    }
-    if (one_chain) {
-        for (long i = 0; i < steps; i++) {
-            acc[0] = fma8(acc[0], a, b);
-        }
-    } else {
-        for (long i = 0; i < steps; i++) {
-#pragma GCC unroll 12
-            for (int c = 0; c < 12; c++) {
-                acc[c] = fma8(acc[c], a, b);
-            }
-        }
-    }
-    v8f total = acc[0];
-    for (int c = 1; c < 12; c++) {
-        total += acc[c];
-    }
-    return total[0];
-}
-
-AVX512_CODE __attribute__((noinline)) static float fma_chains_avx512(long steps,
-                                                                      bool one_chain) {
-    v16f acc[12], a = splat16(0.999999f), b = splat16(1e-3f);
-#pragma GCC unroll 12
-    for (int c = 0; c < 12; c++) {
-        acc[c] = splat16((float)c);
-    }
-    if (one_chain) {
-        for (long i = 0; i < steps; i++) {
-            acc[0] = fma16(acc[0], a, b);
-        }
-    } else {
-        for (long i = 0; i < steps; i++) {
-#pragma GCC unroll 12
-            for (int c = 0; c < 12; c++) {
-                acc[c] = fma16(acc[c], a, b);
-            }
-        }
-    }
-    v16f total = acc[0];
-    for (int c = 1; c < 12; c++) {
-        total += acc[c];
-    }
-    return total[0];
-}
-#endif
-
-// =========================================================================================
 // Which kernels run here
 // =========================================================================================
 
 const Kernels SCALAR_KERNELS = {"scalar", 1, load_queries_scalar, scores_scalar,
-                                online_softmax_scalar, accumulate_scalar, fma_chains_scalar};
+                                online_softmax_scalar, accumulate_scalar};
 #ifdef HAVE_VECTOR_KERNELS
 static const Kernels AVX2_KERNELS = {"avx2", 8, load_queries_scalar, scores_avx2,
-                                     online_softmax_avx2, accumulate_avx2, fma_chains_avx2};
+                                     online_softmax_avx2, accumulate_avx2};
 static const Kernels AVX512_KERNELS = {"avx512", 16, load_queries_avx512, scores_avx512,
-                                       online_softmax_avx512, accumulate_avx512,
-                                       fma_chains_avx512};
+                                       online_softmax_avx512, accumulate_avx512};
 #endif
 
+// speed/cpu.h says which sets this CPU runs, speed/choice.h which one a run
+// takes (ATTN_KERNELS).
 const Kernels *kernels_named(const char *name) {
+    if (!cpu_runs(name)) {
+        return NULL;
+    }
 #ifdef HAVE_VECTOR_KERNELS
-    __builtin_cpu_init();
-    if (strcmp(name, "avx512") == 0 && __builtin_cpu_supports("avx512f")) {
+    if (strcmp(name, "avx512") == 0) {
         return &AVX512_KERNELS;
     }
-    if (strcmp(name, "avx2") == 0 && __builtin_cpu_supports("avx2") &&
-        __builtin_cpu_supports("fma")) {
+    if (strcmp(name, "avx2") == 0) {
         return &AVX2_KERNELS;
     }
 #endif
-    return strcmp(name, "scalar") == 0 ? &SCALAR_KERNELS : NULL;
+    return &SCALAR_KERNELS;
 }
 
 const Kernels *kernels_best(void) {
-    const char *forced = getenv("ATTN_KERNELS");
-    if (forced != NULL && forced[0] != '\0' && kernels_named(forced) != NULL) {
-        return kernels_named(forced);
-    }
-    const Kernels *avx512 = kernels_named("avx512"), *avx2 = kernels_named("avx2");
-    return avx512 != NULL ? avx512 : avx2 != NULL ? avx2 : &SCALAR_KERNELS;
+    return kernels_named(kernels_wanted());
 }

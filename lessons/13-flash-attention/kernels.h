@@ -13,8 +13,6 @@
 #ifndef KERNELS_H
 #define KERNELS_H
 
-#include <stdbool.h>
-
 // The score block is kept transposed, one column per query, and its width
 // is the block's queries rounded up to a multiple of this (so every vector
 // of columns is whole).
@@ -73,21 +71,17 @@ typedef struct {
     // o / l, with l NULL.
     void (*accumulate)(float *o, float *l, const Tile *tile, const float *alpha,
                        const float *p_t, const float *v);
-    // For --bench: `steps` fused multiply-adds on each of 12 independent
-    // chains of `lanes` floats (or on one chain, where each waits for the
-    // one before). Returns their sum, so that the loop is not optimised away.
-    float (*fma_chains)(long steps, bool one_chain);
 } Kernels;
 
 extern const Kernels SCALAR_KERNELS;
 
-// The kernels the environment variable ATTN_KERNELS names ("scalar", "avx2"
-// or "avx512", as lessons 14 and 16 read it; make valgrind sets scalar, since
-// valgrind 3.19 cannot run AVX-512) when this CPU has them, else the
-// fastest this CPU runs. Never NULL.
+// The kernels the run takes (common/speed/choice.h): those the environment
+// variable ATTN_KERNELS names ("scalar", "avx2" or "avx512"; make valgrind
+// sets scalar, since valgrind 3.19 cannot run AVX-512) when this CPU has
+// them, else the fastest this CPU runs. Never NULL.
 const Kernels *kernels_best(void);
 // The kernels called `name` ("avx512", "avx2", "scalar"), or NULL where
-// this CPU or compiler does not have them.
+// this CPU or compiler does not have them (common/speed/cpu.h).
 const Kernels *kernels_named(const char *name);
 
 // The twins' exp2, for x <= 0 (the only arguments softmax has): within

@@ -61,7 +61,9 @@
 //
 // THE FILES (README.md in this folder): this one teaches, up to main() and
 // its appendices after it; kernels.c (kernels.h) has the inner loops made
-// fast for a CPU, bench.c (bench.h) has --bench.
+// fast for a CPU, bench.c (bench.h) has --bench. What lessons 13, 14 and 16
+// share of that plumbing (which kernels this CPU runs, ATTN_KERNELS, the
+// vector types, the clocks, the FMA peak) is in common/speed/.
 //
 // Size letters: B batch, T = S = seq (part 1: query and key positions),
 //   C dim, H query heads, KV key/value heads, R = H / KV, N seq (part 2),
@@ -80,6 +82,7 @@
 #include "attention.h"
 #include "bench.h"
 #include "kernels.h"
+#include "speed/choice.h"   // ATTN_KERNELS, checked with the flags (appendix F)
 
 #define MASK_FILL -1e20f    // lesson 5's masked_fill value
 #define ATT_DROPOUT 0.1     // lesson 5's nn.Dropout(0.1)
@@ -1229,22 +1232,6 @@ static Cost attention_backward_cost(const Sizes *n) {
 }
 
 // === appendix F: the flags ======================================================================
-
-// ATTN_KERNELS, if set, must name a kernel set this CPU can run (kernels.h).
-static void check_kernels_variable(const Lesson *lesson) {
-    const char *forced = getenv("ATTN_KERNELS");
-    if (forced == NULL || forced[0] == '\0') {
-        return;
-    }
-    if (strcmp(forced, "scalar") != 0 && strcmp(forced, "avx2") != 0 &&
-        strcmp(forced, "avx512") != 0) {
-        usage_error(lesson, "ATTN_KERNELS expects scalar, avx2 or avx512, got '%.40s'", forced);
-    }
-    if (kernels_named(forced) == NULL) {
-        usage_error(lesson, "ATTN_KERNELS=%s: this CPU (or compiler) has no %s; use scalar%s",
-                    forced, forced, kernels_named("avx2") != NULL ? " or avx2" : "");
-    }
-}
 
 // The flags, then what they must satisfy together: --kv-heads 0 means as many
 // as --heads (as lesson 13's), and it must divide --heads; the tensors must

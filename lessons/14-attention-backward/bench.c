@@ -8,20 +8,25 @@
 // second (3 to 10 runs), the loops 3 times (2 when a run takes over a
 // second), and keeps each one's best time. The table prints the spread of
 // the runs too (slowest / best - 1; a case's first run is often its
-// slowest, so the spread is no measure of load). Whether other programs
-// took this core is measured apart: the processor time this thread got
-// during its runs against the time they took (Shares). Then the cases'
-// lines, one each:
+// slowest, so the spread alone is no measure of load). Whether other
+// programs took this core, the remarks say (common/speed/timing.h: the
+// processor time this thread got during its runs against the time they
+// took, and how slow each case's median run was). Then the cases' lines,
+// one each:
 //     bench seq=2048 causal=0 loops_ms=... tiled_ms=... tiled_gflops=...
 //           standard_extra_mib=... tiled_extra_mib=...
-#define _POSIX_C_SOURCE 200809L   // clock_gettime
+//
+// The clocks, the runs' best and spread, that verdict and the FMA peak are
+// common/speed/'s, shared with lessons 13 and 16.
 
 #include "bench.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
+
+#include "speed/peak.h"
+#include "speed/timing.h"
 
 #define BENCH_HEADS 8
 #define BENCH_HEAD_DIM 64
@@ -31,75 +36,19 @@
 #define BENCH_MIN_SECONDS 1.0  //     a second, up to 10 times;
 #define BENCH_SLOW_MS 1000.0   // the loops 3 times at most, twice if a run takes longer
 #define BENCH_MAX_SEQ 16384    // --bench --seq beyond this would take minutes a run
-#define BENCH_BUSY 0.95        // this thread ran less than 95% of its runs' time: say so
 
 static double mib(double bytes) {
     return bytes / (1024.0 * 1024.0);
 }
 
-// --- the clocks: the time a run took, and the processor time this thread had in it ---
-
-typedef struct {
-    double wall, cpu;   // seconds
-} Instant;
-
-static Instant now(void) {
-    struct timespec wall, cpu;
-    clock_gettime(CLOCK_MONOTONIC, &wall);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
-    return (Instant){(double)wall.tv_sec + 1e-9 * (double)wall.tv_nsec,
-                     (double)cpu.tv_sec + 1e-9 * (double)cpu.tv_nsec};
-}
-
-// Every timed run's time and processor time, added up: their ratio is the
-// share of the time this thread ran. Below 1, the core was shared.
-typedef struct {
-    double wall, cpu;
-} Shares;
-
-static double since(Shares *shares, Instant start) {
-    Instant end = now();
-    shares->wall += end.wall - start.wall;
-    shares->cpu += end.cpu - start.cpu;
-    return end.wall - start.wall;
-}
-
 // One core's FMA peak in GFLOP/s with the kernels' own registers, best of 5
-// (12 chains of `lanes` floats); 0 for the scalar twins, which have no
-// fma_chains: their fmaf is a call into libm, not one instruction, and no
-// peak of the core.
-static double fma_peak(const Kernels *kernels) {
-    if (kernels->fma_chains == NULL) {
-        return 0.0;
-    }
-    long steps = 160000000 / kernels->lanes;
-    double best = 1e30;
-    volatile float sink = 0.0f;   // keeps the loops from being optimised away
-    for (int run = 0; run < 5; run++) {
-        Instant start = now();
-        sink = sink + kernels->fma_chains(steps);
-        double seconds = now().wall - start.wall;
-        best = seconds < best ? seconds : best;
-    }
-    return 2.0 * kernels->lanes * steps * 12 / best * 1e-9;
+// (common/speed/peak.h); 0 for the scalar twins: their fmaf is a call into
+// libm, not one instruction, and no peak of the core.
+static double fma_peak_of(const Kernels *kernels) {
+    return kernels->lanes > 1 ? fma_peak(kernels->name, false, 5) : 0.0;
 }
 
 // --- one case: the two backwards at one seq, causal or not ---
-
-typedef struct {
-    double best, worst;   // ms
-    int runs;
-} Timing;
-
-static void add_run(Timing *t, double ms) {
-    t->best = t->runs == 0 || ms < t->best ? ms : t->best;
-    t->worst = t->runs == 0 || ms > t->worst ? ms : t->worst;
-    t->runs += 1;
-}
-
-static double spread(const Timing *t) {
-    return t->worst / t->best - 1.0;
-}
 
 typedef struct {
     int seq;
@@ -143,8 +92,8 @@ static void bench_case(BenchCase *c, Shares *shares, int N, const BenchRun *run,
     const Tensor *out = bench_tiled_forward(&lse, run, query, key, value);
     bool fits = (double)BENCH_HEADS * N * N <= (double)MAX_ELEMENTS;
     const Tensor *P = fits ? standard_P(query, key, value, run->causal) : NULL;
-    *c = (BenchCase){N, run->causal, {0, 0, 0}, {0, 0, 0}, 0.0,
-                     standard_extra_bytes(1, BENCH_HEADS, N), 0, NAN};
+    *c = (BenchCase){.seq = N, .causal = run->causal,
+                     .standard_extra = standard_extra_bytes(1, BENCH_HEADS, N), .diff = NAN};
     Tensor *tiled_grads[3];   // the first run's, kept; later runs' are freed
     double spent = 0.0;       // seconds the tiled path has run
     for (int r = 0; r < BENCH_REPEATS || (spent < BENCH_MIN_SECONDS && r < BENCH_MAX_REPEATS);
@@ -152,11 +101,11 @@ static void bench_case(BenchCase *c, Shares *shares, int N, const BenchRun *run,
         size_t run_mark = arena_mark();
         Tensor *grads[3];
         size_t extra;
-        Instant start = now();
+        Instant start = now_instant();
         bench_tiled_backward(grads, &c->flops, &extra, run, query, key, value, out, lse,
                              grad_out);
-        double seconds = since(shares, start);
-        add_run(&c->tiled, seconds * 1e3);
+        double seconds = seconds_since(shares, start);
+        add_time(&c->tiled, seconds * 1e3);
         spent += seconds;
         c->tiled_extra = extra + (size_t)numel(lse) * sizeof(float);
         if (r == 0) {
@@ -166,9 +115,9 @@ static void bench_case(BenchCase *c, Shares *shares, int N, const BenchRun *run,
         }
         if (fits && r < BENCH_REPEATS && (r < 2 || c->loops.best < BENCH_SLOW_MS)) {
             run_mark = arena_mark();   // every run's gradients, dP and dS freed once compared
-            start = now();
+            start = now_instant();
             bench_loops_backward(grads, P, query, key, value, grad_out);
-            add_run(&c->loops, since(shares, start) * 1e3);
+            add_time(&c->loops, seconds_since(shares, start) * 1e3);
             if (r == 0) {
                 c->diff = max_diff(tiled_grads, grads);
             }
@@ -249,12 +198,13 @@ static void print_remarks(const BenchCase *cases, int n_seqs, double peak, const
                    causal->tiled.best / full->tiled.best, causal->flops / full->flops);
         }
     }
-    double ran = shares->cpu / shares->wall;
-    if (ran < BENCH_BUSY) {
-        printf("- this thread ran %.0f%% of the time its runs took: other programs shared its "
-               "core. The best\n  times are still its fastest runs; ratios between cases are "
-               "less certain.\n", 100.0 * ran);
+    const Timing *timings[20];   // loops and tiled of every case (at most 10)
+    for (int i = 0; i < 2 * n_seqs; i++) {
+        timings[2 * i] = &cases[i].loops;
+        timings[2 * i + 1] = &cases[i].tiled;
     }
+    Load load = machine_load(shares, timings, 4 * n_seqs);
+    print_load(stdout, &load);
 }
 
 // --- --bench ---
@@ -280,7 +230,7 @@ void bench(const Lesson *lesson, int seq, int block_q, int block_k) {
            "keys, one thread --\n", BENCH_HEADS, BENCH_HEAD_DIM, run.block_q, run.block_k);
     printf("kernels: %s (picked at run time; ATTN_KERNELS=scalar, avx2 or avx512 chooses: the "
            "same bits)\n", run.kernels->name);
-    double peak = fma_peak(run.kernels);
+    double peak = fma_peak_of(run.kernels);
     BenchCase cases[10];
     Shares shares = {0.0, 0.0};
     for (int i = 0; i < n_seqs; i++) {
@@ -289,7 +239,7 @@ void bench(const Lesson *lesson, int seq, int block_q, int block_k) {
             bench_case(&cases[2 * i + causal], &shares, seqs[i], &run, lesson->seed);
         }
     }
-    double peak_after = fma_peak(run.kernels);   // the machine may be shared: keep the higher
+    double peak_after = fma_peak_of(run.kernels);   // the machine may be shared: keep the higher
     peak = peak_after > peak ? peak_after : peak;
     if (peak > 0.0) {
         printf("FMA peak of this core, measured: 12 independent chains of FMAs, %.1f GFLOP/s\n",

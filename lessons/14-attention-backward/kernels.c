@@ -15,9 +15,11 @@
 // it. The project builds with -ffp-contract=off (no multiply-add is fused
 // unless written), so every fused multiply-add is spelled out: fmaf,
 // _mm256_fmadd_ps, _mm512_fmadd_ps. The vector code is compiled for its
-// instruction set by a target attribute on each function, so the Makefile's
-// flags stay the project's and the binary runs on any x86-64:
-// kernels_named() asks the CPU at run time which versions it can run.
+// instruction set by a target attribute on each function (AVX2_CODE,
+// AVX512_CODE: common/speed/vectors.h), so the Makefile's flags stay the
+// project's and the binary runs on any x86-64: kernels_named() asks the CPU
+// at run time which versions it can run (common/speed/cpu.h), and
+// kernels_best() takes the set ATTN_KERNELS names (common/speed/choice.h).
 // docs/14-attention-backward.md links to what they were measured to do.
 #include "kernels.h"
 
@@ -26,16 +28,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "speed/choice.h"
+#include "speed/cpu.h"
+#include "speed/vectors.h"
+
 static int lesser(int a, int b) {
     return a < b ? a : b;
 }
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define HAVE_VECTOR_KERNELS 1
-#include <immintrin.h>
-#define AVX2 __attribute__((target("avx2,fma")))
-#define AVX512 __attribute__((target("avx512f")))
-#endif
 
 // =========================================================================================
 // exp: e^x = 2^n e^r, n = round(x / ln 2), r = x - n ln 2 (|r| <= ln(2)/2)
@@ -88,7 +87,7 @@ float flash_expf(float x) {
 
 #ifdef HAVE_VECTOR_KERNELS
 // flash_expf on 8 lanes, line for line.
-AVX2 static inline __m256 exp8(__m256 x) {
+AVX2_CODE static inline __m256 exp8(__m256 x) {
     x = _mm256_min_ps(_mm256_set1_ps(EXP_HI), x);   // min gives x where x is NaN
     __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(LOG2E), _mm256_set1_ps(ROUND_MAGIC));
     __m256 n = _mm256_sub_ps(t, _mm256_set1_ps(ROUND_MAGIC));
@@ -111,7 +110,7 @@ AVX2 static inline __m256 exp8(__m256 x) {
 
 // flash_expf on 16 lanes; poly * 2^n in one instruction (scalef: exact, as
 // the product by 2^n is, for the n >= -126 that x >= EXP_LO leaves).
-AVX512 static inline __m512 exp16(__m512 x) {
+AVX512_CODE static inline __m512 exp16(__m512 x) {
     x = _mm512_min_ps(_mm512_set1_ps(EXP_HI), x);
     __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(LOG2E), _mm512_set1_ps(ROUND_MAGIC));
     __m512 n = _mm512_sub_ps(t, _mm512_set1_ps(ROUND_MAGIC));
@@ -130,7 +129,7 @@ AVX512 static inline __m512 exp16(__m512 x) {
 }
 
 // Lanes 0 .. count-1 of 8 on (all bits set), the rest off: for maskload/maskstore.
-AVX2 static inline __m256i lanes8(int count) {
+AVX2_CODE static inline __m256i lanes8(int count) {
     __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), index);
 }
@@ -172,8 +171,8 @@ static void matmul_scalar(float *c, int ldc, const float *a, int a_row, int a_co
 // tiles avoid: plain loads and stores there.
 enum { MR2 = 6, NR2 = 16 };
 
-AVX2 static void tile_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
-                           const float *b, int ldb, int mr, int nr, int kc, bool accumulate) {
+AVX2_CODE static void tile_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
+                                const float *b, int ldb, int mr, int nr, int kc, bool accumulate) {
     __m256i m0 = lanes8(nr), m1 = lanes8(nr - 8);
     const float *a_rows[MR2];
     __m256 c0[MR2], c1[MR2];
@@ -226,8 +225,8 @@ AVX2 static void tile_avx2(float *c, int ldc, const float *a, int a_row, int a_c
     }
 }
 
-AVX2 static void matmul_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
-                             const float *b, int ldb, int m, int n, int k, bool accumulate) {
+AVX2_CODE static void matmul_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
+                                  const float *b, int ldb, int m, int n, int k, bool accumulate) {
     for (int i0 = 0; i0 < m; i0 += MR2) {
         for (int j0 = 0; j0 < n; j0 += NR2) {
             tile_avx2(c + (long)i0 * ldc + j0, ldc, a + (long)i0 * a_row, a_row, a_col, b + j0,
@@ -242,8 +241,9 @@ AVX2 static void matmul_avx2(float *c, int ldc, const float *a, int a_row, int a
 // stored with masks (all lanes on in a full tile).
 enum { MR3 = 8, NR3 = 32 };
 
-AVX512 static void tile_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
-                               const float *b, int ldb, int mr, int nr, int kc, bool accumulate) {
+AVX512_CODE static void tile_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
+                                    const float *b, int ldb, int mr, int nr, int kc,
+                                    bool accumulate) {
     __mmask16 m0 = lanes16(nr), m1 = lanes16(nr - 16);
     const float *a_rows[MR3];
     __m512 c0[MR3], c1[MR3];
@@ -290,8 +290,9 @@ AVX512 static void tile_avx512(float *c, int ldc, const float *a, int a_row, int
     }
 }
 
-AVX512 static void matmul_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
-                                 const float *b, int ldb, int m, int n, int k, bool accumulate) {
+AVX512_CODE static void matmul_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
+                                      const float *b, int ldb, int m, int n, int k,
+                                      bool accumulate) {
     for (int i0 = 0; i0 < m; i0 += MR3) {
         for (int j0 = 0; j0 < n; j0 += NR3) {
             tile_avx512(c + (long)i0 * ldc + j0, ldc, a + (long)i0 * a_row, a_row, a_col,
@@ -332,7 +333,7 @@ static void exp_columns_scalar(float *s, float *sums, const float *m, int rows, 
 }
 
 #ifdef HAVE_VECTOR_KERNELS
-AVX2 static void column_max_avx2(float *m, const float *s, int rows, int cols, int lds) {
+AVX2_CODE static void column_max_avx2(float *m, const float *s, int rows, int cols, int lds) {
     for (int j = 0; j < cols; j += 8) {   // 8 columns, one per lane
         __m256 m8 = _mm256_loadu_ps(m + j);
         for (int p = 0; p < rows; p++) {
@@ -342,8 +343,8 @@ AVX2 static void column_max_avx2(float *m, const float *s, int rows, int cols, i
     }
 }
 
-AVX2 static void exp_columns_avx2(float *s, float *sums, const float *m, int rows, int cols,
-                                  int lds) {
+AVX2_CODE static void exp_columns_avx2(float *s, float *sums, const float *m, int rows, int cols,
+                                       int lds) {
     for (int j = 0; j < cols; j += 8) {
         __m256 m8 = _mm256_loadu_ps(m + j), sum = _mm256_setzero_ps();
         for (int p = 0; p < rows; p++) {
@@ -374,8 +375,9 @@ static void softmax_backward_scalar(float *s, float *ds, const float *lse, const
 
 #ifdef HAVE_VECTOR_KERNELS
 // 8 keys of a row at a time; the row's last keys (fewer than 8) go through the twin.
-AVX2 static void softmax_backward_avx2(float *s, float *ds, const float *lse, const float *delta,
-                                       int rows, int cols, int lds, float scale, int diagonal) {
+AVX2_CODE static void softmax_backward_avx2(float *s, float *ds, const float *lse,
+                                            const float *delta, int rows, int cols, int lds,
+                                            float scale, int diagonal) {
     __m256 scale8 = _mm256_set1_ps(scale);
     __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (int j = 0; j < rows; j++) {
@@ -396,9 +398,9 @@ AVX2 static void softmax_backward_avx2(float *s, float *ds, const float *lse, co
 }
 
 // 16 keys of a row at a time, the last ones with masked loads and stores.
-AVX512 static void softmax_backward_avx512(float *s, float *ds, const float *lse,
-                                           const float *delta, int rows, int cols, int lds,
-                                           float scale, int diagonal) {
+AVX512_CODE static void softmax_backward_avx512(float *s, float *ds, const float *lse,
+                                                const float *delta, int rows, int cols, int lds,
+                                                float scale, int diagonal) {
     __m512 scale16 = _mm512_set1_ps(scale);
     for (int j = 0; j < rows; j++) {
         float *s_j = s + (long)j * lds, *ds_j = ds + (long)j * lds;
@@ -440,7 +442,7 @@ static void scale_scalar(float *y, const float *x, long count, float s) {
 // The scalar twin's chains, 8 rows at a time so that 8 independent chains
 // keep the FMA units busy (fmaf is one FMA instruction in an AVX2 + FMA
 // function; N rows a head: no need for more).
-AVX2 static void row_dots_avx2(float *delta, const float *x, const float *y, int rows, int D) {
+AVX2_CODE static void row_dots_avx2(float *delta, const float *x, const float *y, int rows, int D) {
     int j = 0;
     for (; j + 8 <= rows; j += 8) {
         float acc[8] = {0.0f};
@@ -455,7 +457,7 @@ AVX2 static void row_dots_avx2(float *delta, const float *x, const float *y, int
     row_dots_scalar(delta + j, x + (long)j * D, y + (long)j * D, rows - j, D);
 }
 
-AVX2 static void scale_avx2(float *y, const float *x, long count, float s) {
+AVX2_CODE static void scale_avx2(float *y, const float *x, long count, float s) {
     long i = 0;
     for (; i + 8 <= count; i += 8) {
         _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(s)));
@@ -465,85 +467,37 @@ AVX2 static void scale_avx2(float *y, const float *x, long count, float s) {
 #endif
 
 // =========================================================================================
-// fma_chains: what one core's FMA units can do, for --bench's peak (vector kernels only:
-// the scalar twins' fmaf is a call into libm, no measure of the core)
-// =========================================================================================
-
-#ifdef HAVE_VECTOR_KERNELS
-AVX2 __attribute__((noinline)) static float fma_chains_avx2(long steps) {
-    __m256 acc[12], a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-3f);
-#pragma GCC unroll 12
-    for (int c = 0; c < 12; c++) {
-        acc[c] = _mm256_set1_ps((float)c);
-    }
-    for (long i = 0; i < steps; i++) {
-#pragma GCC unroll 12
-        for (int c = 0; c < 12; c++) {
-            acc[c] = _mm256_fmadd_ps(acc[c], a, b);
-        }
-    }
-    __m256 total = acc[0];
-    for (int c = 1; c < 12; c++) {
-        total = _mm256_add_ps(total, acc[c]);
-    }
-    return _mm256_cvtss_f32(total);
-}
-
-AVX512 __attribute__((noinline)) static float fma_chains_avx512(long steps) {
-    __m512 acc[12], a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-3f);
-#pragma GCC unroll 12
-    for (int c = 0; c < 12; c++) {
-        acc[c] = _mm512_set1_ps((float)c);
-    }
-    for (long i = 0; i < steps; i++) {
-#pragma GCC unroll 12
-        for (int c = 0; c < 12; c++) {
-            acc[c] = _mm512_fmadd_ps(acc[c], a, b);
-        }
-    }
-    __m512 total = acc[0];
-    for (int c = 1; c < 12; c++) {
-        total = _mm512_add_ps(total, acc[c]);
-    }
-    return _mm512_cvtss_f32(total);
-}
-#endif
-
-// =========================================================================================
 // Which kernels run here
 // =========================================================================================
 
 const Kernels SCALAR_KERNELS = {"scalar", 1, matmul_scalar, column_max_scalar,
                                 exp_columns_scalar, softmax_backward_scalar, row_dots_scalar,
-                                scale_scalar, NULL};
+                                scale_scalar};
 #ifdef HAVE_VECTOR_KERNELS
 static const Kernels AVX2_KERNELS = {"avx2", 8, matmul_avx2, column_max_avx2, exp_columns_avx2,
-                                     softmax_backward_avx2, row_dots_avx2, scale_avx2,
-                                     fma_chains_avx2};
+                                     softmax_backward_avx2, row_dots_avx2, scale_avx2};
 static const Kernels AVX512_KERNELS = {"avx512", 16, matmul_avx512, column_max_avx2,
                                        exp_columns_avx2, softmax_backward_avx512,
-                                       row_dots_avx2, scale_avx2, fma_chains_avx512};
+                                       row_dots_avx2, scale_avx2};
 #endif
 
+// speed/cpu.h says which sets this CPU runs, speed/choice.h which one a run
+// takes (ATTN_KERNELS).
 const Kernels *kernels_named(const char *name) {
-#ifdef HAVE_VECTOR_KERNELS
-    __builtin_cpu_init();
-    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (strcmp(name, "avx2") == 0 && avx2) {
-        return &AVX2_KERNELS;
+    if (!cpu_runs(name)) {
+        return NULL;
     }
-    if (strcmp(name, "avx512") == 0 && avx2 && __builtin_cpu_supports("avx512f")) {
+#ifdef HAVE_VECTOR_KERNELS
+    if (strcmp(name, "avx512") == 0) {
         return &AVX512_KERNELS;
     }
+    if (strcmp(name, "avx2") == 0) {
+        return &AVX2_KERNELS;
+    }
 #endif
-    return strcmp(name, "scalar") == 0 ? &SCALAR_KERNELS : NULL;
+    return &SCALAR_KERNELS;
 }
 
 const Kernels *kernels_best(void) {
-    const char *forced = getenv("ATTN_KERNELS");
-    if (forced != NULL && forced[0] != '\0' && kernels_named(forced) != NULL) {
-        return kernels_named(forced);
-    }
-    const Kernels *avx512 = kernels_named("avx512"), *avx2 = kernels_named("avx2");
-    return avx512 != NULL ? avx512 : avx2 != NULL ? avx2 : &SCALAR_KERNELS;
+    return kernels_named(kernels_wanted());
 }

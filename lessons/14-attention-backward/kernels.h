@@ -35,20 +35,17 @@ typedef struct {
     void (*row_dots)(float *delta, const float *x, const float *y, int rows, int D);
     // y[i] = x[i] * s for i < count: a query block times 1/sqrt(D), as the forward scales it.
     void (*scale)(float *y, const float *x, long count, float s);
-    // For --bench: `steps` fused multiply-adds on each of 12 independent chains of
-    // `lanes` floats. Returns their sum, so that the loop is not optimised away.
-    // NULL for the scalar twins, whose fmaf is a call into libm: no peak of the core.
-    float (*fma_chains)(long steps);
 } Kernels;
 
 extern const Kernels SCALAR_KERNELS;
 
-// The kernels the environment variable ATTN_KERNELS names ("scalar", "avx2"
-// or "avx512"; make valgrind sets scalar, since valgrind 3.19 cannot run
-// AVX-512) when this CPU has them, else the fastest this CPU runs. Never NULL.
+// The kernels the run takes (common/speed/choice.h): those the environment
+// variable ATTN_KERNELS names ("scalar", "avx2" or "avx512"; make valgrind
+// sets scalar, since valgrind 3.19 cannot run AVX-512) when this CPU has
+// them, else the fastest this CPU runs. Never NULL.
 const Kernels *kernels_best(void);
 // The kernels called `name` ("scalar", "avx2", "avx512"), or NULL where this
-// CPU or compiler does not have them.
+// CPU or compiler does not have them (common/speed/cpu.h).
 const Kernels *kernels_named(const char *name);
 
 // The kernels' exp: e^x = 2^n e^r with n = round(x / ln 2), |r| <= ln(2)/2,

@@ -4,24 +4,18 @@
 // Each case is a whole training step as part 3 takes it: make_batch, the forward, the loss,
 // loss.backward(), clip_grad_norm_, AdamW. The cases are timed in rounds, in turn (case 1,
 // case 2, case 1, ...), so that a busy machine slows them alike; each keeps its best round,
-// and the spread of its rounds says how steady the machine was. tools/bench_pytorch_train.py
-// runs this beside PyTorch training the same model and prints the ratio.
-#define _POSIX_C_SOURCE 200809L
+// and the spread of its rounds says how steady the machine was (the clock and the rounds'
+// best and spread: common/speed/timing.h). tools/bench_pytorch_train.py runs this beside
+// PyTorch training the same model and prints the ratio.
 #include "bench.h"
 
 #include <stdio.h>
-#include <time.h>
 
 #include "kernels.h"
+#include "speed/timing.h"
 #include "train.h"
 
 enum { CASES = 2, ROUNDS = 7, WARMUP = 3 };
-
-static double now_seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 // The larger model: twice the width, four layers, twice the sequence, twice the heads and
 // the key/value heads (8 and 4 from the defaults, so that a head stays 16 wide).
@@ -78,14 +72,12 @@ int bench_training(const Lesson *lesson, const Settings *settings) {
         manual_seed(0);
         runs[i] = run_init(&cases[i]);
     }
-    double best[CASES], worst[CASES];
+    Timing times[CASES] = {{0}};
     int taken[CASES] = {0};
     for (int i = 0; i < CASES; i++) {
         for (int w = 0; w < WARMUP; w++) {
             train_step(&runs[i], taken[i]++);
         }
-        best[i] = 1e30;
-        worst[i] = 0.0;
     }
     for (int round = 0; round < ROUNDS; round++) {
         for (int i = 0; i < CASES; i++) {
@@ -93,9 +85,7 @@ int bench_training(const Lesson *lesson, const Settings *settings) {
             for (int k = 0; k < steps_per_round[i]; k++) {
                 train_step(&runs[i], taken[i]++);
             }
-            double ms = (now_seconds() - start) * 1e3 / steps_per_round[i];
-            best[i] = ms < best[i] ? ms : best[i];
-            worst[i] = ms > worst[i] ? ms : worst[i];
+            add_time(&times[i], (now_seconds() - start) * 1e3 / steps_per_round[i]);
         }
     }
     printf("training steps on one core, kernels %s: best of %d rounds, each case in turn\n",
@@ -104,15 +94,15 @@ int bench_training(const Lesson *lesson, const Settings *settings) {
         double gflop = 2 * step_multiply_adds(&cases[i]) * 1e-9;   // a multiply, an add
         printf("  case %d: %d steps a round, best %.3f ms, worst %.3f ms (spread %.0f%%)\n"
                "          %.2f GFLOP of matrix products a step: %.1f GFLOP/s at the best\n",
-               i + 1, steps_per_round[i], best[i], worst[i],
-               100.0 * (worst[i] - best[i]) / best[i], gflop, gflop / (best[i] * 1e-3));
+               i + 1, steps_per_round[i], times[i].best, times[i].worst,
+               100.0 * spread(&times[i]), gflop, gflop / (times[i].best * 1e-3));
     }
     for (int i = 0; i < CASES; i++) {
         const Config *c = &cases[i].config;
         printf("bench task=%s layers=%d dim=%d seq=%d batch=%d ms_per_step=%.3f "
                "tokens_per_s=%.0f\n", c->task == RECALL ? "recall" : "reverse",
-               c->num_hidden_layers, c->hidden_size, c->seq, cases[i].batch, best[i],
-               cases[i].batch * c->seq / (best[i] * 1e-3));
+               c->num_hidden_layers, c->hidden_size, c->seq, cases[i].batch, times[i].best,
+               cases[i].batch * c->seq / (times[i].best * 1e-3));
     }
     return 0;
 }

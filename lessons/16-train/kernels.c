@@ -16,7 +16,10 @@
 // every element (the residuals' adds, SwiGLU's product, RMSNorm's rows) round once an
 // element, so any number go at a time; sum_exact's order (PyTorch's cascade) already adds
 // vectors of 8 floats, which the AVX2 twin keeps in registers. The project builds with
-// -ffp-contract=off, so the compiler fuses nothing on its own.
+// -ffp-contract=off, so the compiler fuses nothing on its own. Each vector function carries a
+// target attribute (AVX2_CODE, AVX512_CODE: common/speed/vectors.h), so the binary runs on any
+// x86-64; which sets this CPU runs, and which one a run takes (ATTN_KERNELS), is
+// common/speed/cpu.h's and choice.h's, asked at run time (the end of this file).
 #include "kernels.h"
 
 #include <math.h>
@@ -25,6 +28,9 @@
 
 #include "exact/softmax_exact.h"
 #include "exact/sum_exact.h"
+#include "speed/choice.h"
+#include "speed/cpu.h"
+#include "speed/vectors.h"
 
 // --- the scalar loop: what every kernel computes ------------------------------------------
 
@@ -142,17 +148,13 @@ static const Kernels SCALAR = {"scalar", gemm_scalar, softmax_exact_lastdim, sil
                                mul_scalar, scale_scalar, sum_exact, softmax_exact_backward_row,
                                causal_scale_scalar, softmax_backward_scaled_scalar, 1.0};
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define HAVE_VECTOR_KERNELS 1
-#include <immintrin.h>
+#ifdef HAVE_VECTOR_KERNELS   // speed/vectors.h: x86-64, GCC or Clang
 
 // --- AVX2: 8 columns per register ---------------------------------------------------------
 
-#define AVX2 __attribute__((target("avx2,fma")))
-
 // Rows i .. i+3 of c, columns j .. j+15: 8 running sums of 8 lanes.
-AVX2 static void block_4x16_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
-                                 const float *b, int ldb, int k, bool accumulate) {
+AVX2_CODE static void block_4x16_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
+                                      const float *b, int ldb, int k, bool accumulate) {
     __m256 s00 = _mm256_setzero_ps(), s01 = _mm256_setzero_ps();
     __m256 s10 = _mm256_setzero_ps(), s11 = _mm256_setzero_ps();
     __m256 s20 = _mm256_setzero_ps(), s21 = _mm256_setzero_ps();
@@ -182,8 +184,8 @@ AVX2 static void block_4x16_avx2(float *c, int ldc, const float *a, int a_row, i
 }
 
 // Rows i .. i+3 of c, columns j .. j+7: the tail of a row too short for 16.
-AVX2 static void block_4x8_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
-                                const float *b, int ldb, int k, bool accumulate) {
+AVX2_CODE static void block_4x8_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
+                                     const float *b, int ldb, int k, bool accumulate) {
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
     __m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
     for (int p = 0; p < k; p++) {
@@ -202,8 +204,8 @@ AVX2 static void block_4x8_avx2(float *c, int ldc, const float *a, int a_row, in
 }
 
 // One row of c, columns j .. j+7.
-AVX2 static void block_1x8_avx2(float *c, const float *a, int a_col, const float *b, int ldb,
-                                int k, bool accumulate) {
+AVX2_CODE static void block_1x8_avx2(float *c, const float *a, int a_col, const float *b, int ldb,
+                                     int k, bool accumulate) {
     __m256 s = _mm256_setzero_ps();
     for (int p = 0; p < k; p++) {
         s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_set1_ps(a[(long)p * a_col]),
@@ -214,9 +216,9 @@ AVX2 static void block_1x8_avx2(float *c, const float *a, int a_col, const float
 
 // What the blocks of rows left: rows i .. m-1 whole, and in rows 0 .. i-1 the columns
 // from `done` on: 8 at a time, then one by one.
-AVX2 static void gemm_rest_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
-                                const float *b, int ldb, int m, int n, int k, bool accumulate,
-                                int i, int done) {
+AVX2_CODE static void gemm_rest_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
+                                     const float *b, int ldb, int m, int n, int k, bool accumulate,
+                                     int i, int done) {
     if (i == m && done == n) {   // nothing left (attention's small products call this often)
         return;
     }
@@ -231,8 +233,8 @@ AVX2 static void gemm_rest_avx2(float *c, int ldc, const float *a, int a_row, in
     }
 }
 
-AVX2 static void gemm_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
-                           const float *b, int ldb, int m, int n, int k, bool accumulate) {
+AVX2_CODE static void gemm_avx2(float *c, int ldc, const float *a, int a_row, int a_col,
+                                const float *b, int ldb, int m, int n, int k, bool accumulate) {
     int sixteens = n / 16 * 16, eights = n / 8 * 8, i = 0;
     for (; i + 4 <= m; i += 4) {
         float *c_i = c + (long)i * ldc;
@@ -249,7 +251,7 @@ AVX2 static void gemm_avx2(float *c, int ldc, const float *a, int a_row, int a_c
 }
 
 // sleef_expf for 8 lanes (softmax_exact.c has the scalar one and says how it works).
-AVX2 static __m256 exp_avx2(__m256 d) {
+AVX2_CODE static __m256 exp_avx2(__m256 d) {
     __m256 log2e = _mm256_set1_ps(1.442695040888963407359924681001892137426645954152985934f);
     __m256 q = _mm256_round_ps(_mm256_mul_ps(d, log2e),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);   // rintf
@@ -277,7 +279,7 @@ AVX2 static __m256 exp_avx2(__m256 d) {
 }
 
 // softmax_exact_lastdim's row, 8 lanes at a time: the lanes are its 8 running sums.
-AVX2 static void softmax_rows_avx2(float *x, long rows, int n) {
+AVX2_CODE static void softmax_rows_avx2(float *x, long rows, int n) {
     if (n < 8) {
         softmax_exact_lastdim(x, rows, n);
         return;
@@ -321,7 +323,7 @@ AVX2 static void softmax_rows_avx2(float *x, long rows, int n) {
     }
 }
 
-AVX2 static void silu_avx2(float *out, const float *z, long n) {
+AVX2_CODE static void silu_avx2(float *out, const float *z, long n) {
     long whole = n / 16 * 16;
     __m256 one = _mm256_set1_ps(1.0f);
     for (long i = 0; i < whole; i += 8) {
@@ -332,7 +334,7 @@ AVX2 static void silu_avx2(float *out, const float *z, long n) {
     silu_scalar(out + whole, z + whole, n - whole);   // fewer than 16: expf, as PyTorch
 }
 
-AVX2 static void silu_backward_avx2(float *dz, const float *dy, const float *z, long n) {
+AVX2_CODE static void silu_backward_avx2(float *dz, const float *dy, const float *z, long n) {
     long whole = n / 16 * 16;
     __m256 one = _mm256_set1_ps(1.0f);
     for (long i = 0; i < whole; i += 8) {
@@ -346,8 +348,8 @@ AVX2 static void silu_backward_avx2(float *dz, const float *dy, const float *z, 
     silu_backward_scalar(dz + whole, dy + whole, z + whole, n - whole);
 }
 
-AVX2 static void adamw_avx2(float *value, float *exp_avg, float *exp_avg_sq, const float *grad,
-                            long n, const AdamWStep *k) {
+AVX2_CODE static void adamw_avx2(float *value, float *exp_avg, float *exp_avg_sq, const float *grad,
+                                 long n, const AdamWStep *k) {
     __m256 decay = _mm256_set1_ps(k->decay), beta1 = _mm256_set1_ps(k->beta1);
     __m256 one_minus_beta1 = _mm256_set1_ps(k->one_minus_beta1);
     __m256 beta2 = _mm256_set1_ps(k->beta2), one_minus_beta2 = _mm256_set1_ps(k->one_minus_beta2);
@@ -371,7 +373,7 @@ AVX2 static void adamw_avx2(float *value, float *exp_avg, float *exp_avg_sq, con
 }
 
 // norm_scalar's 8 lanes in one register.
-AVX2 static float norm_avx2(const float *x, long n) {
+AVX2_CODE static float norm_avx2(const float *x, long n) {
     __m256 lanes = _mm256_setzero_ps();
     long i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -387,7 +389,7 @@ AVX2 static float norm_avx2(const float *x, long n) {
     return norm_tail(sum, x, i, n);
 }
 
-AVX2 static void add_avx2(float *out, const float *a, const float *b, long n) {
+AVX2_CODE static void add_avx2(float *out, const float *a, const float *b, long n) {
     long i = 0;
     for (; i + 8 <= n; i += 8) {
         _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
@@ -395,7 +397,7 @@ AVX2 static void add_avx2(float *out, const float *a, const float *b, long n) {
     add_scalar(out + i, a + i, b + i, n - i);
 }
 
-AVX2 static void mul_avx2(float *out, const float *a, const float *b, long n) {
+AVX2_CODE static void mul_avx2(float *out, const float *a, const float *b, long n) {
     long i = 0;
     for (; i + 8 <= n; i += 8) {
         _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
@@ -403,7 +405,7 @@ AVX2 static void mul_avx2(float *out, const float *a, const float *b, long n) {
     mul_scalar(out + i, a + i, b + i, n - i);
 }
 
-AVX2 static void scale_avx2(float *out, const float *x, float s, long n) {
+AVX2_CODE static void scale_avx2(float *out, const float *x, float s, long n) {
     __m256 s8 = _mm256_set1_ps(s);
     long i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -424,7 +426,7 @@ static int ceil_log2(long n) {
 // sum_exact (common/exact/sum_exact.c, which explains the order) with its vectors of 8
 // floats in registers: four running sums, value v of the row into sum v % 4, kept at up to
 // four levels of its cascade; then the floats past the last whole vector, then the lanes.
-AVX2 static float sum_avx2(const float *x, long n) {
+AVX2_CODE static float sum_avx2(const float *x, long n) {
     if (n < 8) {
         return sum_exact(x, n);
     }
@@ -487,7 +489,7 @@ AVX2 static float sum_avx2(const float *x, long n) {
 // softmax_exact_backward_row (common/exact/softmax_exact.c says the order): lane l sums
 // grad * out over i = l, l + 8, ..., the first product rounded, the rest fused; then the
 // lanes in pairs.
-AVX2 static float softmax_backward_row_avx2(const float *grad, const float *out, int n) {
+AVX2_CODE static float softmax_backward_row_avx2(const float *grad, const float *out, int n) {
     if (n < 8) {
         return softmax_exact_backward_row(grad, out, n);
     }
@@ -507,13 +509,13 @@ AVX2 static float softmax_backward_row_avx2(const float *grad, const float *out,
 }
 
 // Lanes s .. s+7 where s < seen: all ones; 0 elsewhere.
-AVX2 static __m256 lanes_below(int s, int seen) {
+AVX2_CODE static __m256 lanes_below(int s, int seen) {
     __m256i index = _mm256_add_epi32(_mm256_set1_epi32(s),
                                      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(seen), index));
 }
 
-AVX2 static void causal_scale_avx2(float *att, int T, int L, int start, float scale) {
+AVX2_CODE static void causal_scale_avx2(float *att, int T, int L, int start, float scale) {
     __m256 scale8 = _mm256_set1_ps(scale), minus_inf = _mm256_set1_ps(-INFINITY);
     for (int t = 0; t < T; t++) {
         float *row = att + t * L;
@@ -529,8 +531,8 @@ AVX2 static void causal_scale_avx2(float *att, int T, int L, int start, float sc
     }
 }
 
-AVX2 static void softmax_backward_scaled_avx2(float *d_scores, const float *dp, const float *p,
-                                              float row, float scale, int seen, int n) {
+AVX2_CODE static void softmax_backward_scaled_avx2(float *d_scores, const float *dp, const float *p,
+                                                   float row, float scale, int seen, int n) {
     __m256 row8 = _mm256_set1_ps(row), scale8 = _mm256_set1_ps(scale);
     int s = 0;
     for (; s + 8 <= n; s += 8) {
@@ -548,8 +550,6 @@ static const Kernels AVX2_KERNELS = {"avx2", gemm_avx2, softmax_rows_avx2, silu_
 
 // --- AVX-512: 16 columns per register -----------------------------------------------------
 
-#define AVX512 __attribute__((target("avx512f")))
-
 // Loops over the rows of a block unrolled whole, so that each row's running sums stay in a
 // register: GCC's pragma, or clang's (which unrolls only when told the exact count or "full").
 #if defined(__clang__)
@@ -564,7 +564,7 @@ static const Kernels AVX2_KERNELS = {"avx2", gemm_avx2, softmax_rows_avx2, silu_
 // lesson's shapes).
 // `resume`: the sums start from c, where an earlier call left them part-way (gemm_avx512's
 // chunks), instead of from 0.
-AVX512 static inline __attribute__((always_inline)) void block_x16_avx512(
+AVX512_CODE static inline __attribute__((always_inline)) void block_x16_avx512(
     float *c, int ldc, const float *a, int a_row, int a_col, const float *b, int ldb, int k,
     bool accumulate, bool resume, const int rows) {
     __m512 s[12];
@@ -587,21 +587,21 @@ AVX512 static inline __attribute__((always_inline)) void block_x16_avx512(
     }
 }
 
-AVX512 static void block_12x16_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
-                                      const float *b, int ldb, int k, bool accumulate,
-                                      bool resume) {
+AVX512_CODE static void block_12x16_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
+                                           const float *b, int ldb, int k, bool accumulate,
+                                           bool resume) {
     block_x16_avx512(c, ldc, a, a_row, a_col, b, ldb, k, accumulate, resume, 12);
 }
 
-AVX512 static void block_8x16_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
-                                     const float *b, int ldb, int k, bool accumulate,
-                                     bool resume) {
+AVX512_CODE static void block_8x16_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
+                                          const float *b, int ldb, int k, bool accumulate,
+                                          bool resume) {
     block_x16_avx512(c, ldc, a, a_row, a_col, b, ldb, k, accumulate, resume, 8);
 }
 
-AVX512 static void block_4x16_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
-                                     const float *b, int ldb, int k, bool accumulate,
-                                     bool resume) {
+AVX512_CODE static void block_4x16_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
+                                          const float *b, int ldb, int k, bool accumulate,
+                                          bool resume) {
     block_x16_avx512(c, ldc, a, a_row, a_col, b, ldb, k, accumulate, resume, 4);
 }
 
@@ -611,9 +611,9 @@ static int block_rows(int left) {
 }
 
 // Rows 0 .. m - m % 4 of c, columns 0 .. sixteens-1, in blocks of 16 columns.
-AVX512 static void blocks_x16_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
-                                     const float *b, int ldb, int m, int sixteens, int k,
-                                     bool accumulate, bool resume) {
+AVX512_CODE static void blocks_x16_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
+                                          const float *b, int ldb, int m, int sixteens, int k,
+                                          bool accumulate, bool resume) {
     for (int i = 0; i + 4 <= m; i += block_rows(m - i)) {
         int rows = block_rows(m - i);
         void (*block)(float *, int, const float *, int, int, const float *, int, int, bool,
@@ -636,8 +636,8 @@ AVX512 static void blocks_x16_avx512(float *c, int ldc, const float *a, int a_ro
 // take their whole sums in one go (gemm_rest_avx2).
 enum { K_CHUNK = 256 };
 
-AVX512 static void gemm_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
-                               const float *b, int ldb, int m, int n, int k, bool accumulate) {
+AVX512_CODE static void gemm_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
+                                    const float *b, int ldb, int m, int n, int k, bool accumulate) {
     int sixteens = n / 16 * 16, eights = n / 8 * 8, blocked = m - m % 4;
     if (!accumulate && k > K_CHUNK) {
         for (int p0 = 0; p0 < k; p0 += K_CHUNK) {
@@ -660,48 +660,29 @@ static const Kernels AVX512_KERNELS = {"avx512", gemm_avx512, softmax_rows_avx2,
                                        mul_avx2, scale_avx2, sum_avx2,
                                        softmax_backward_row_avx2, causal_scale_avx2,
                                        softmax_backward_scaled_avx2, 0.06};
-#endif   // x86-64 with GCC or Clang
+#endif
 
 // --- choosing ------------------------------------------------------------------------------
+// speed/cpu.h says which sets this CPU runs, speed/choice.h which one a run takes
+// (ATTN_KERNELS, checked with the flags: train_flags.c).
 
 const Kernels *kernels = &SCALAR;
 
 const Kernels *kernels_named(const char *name) {
-    if (strcmp(name, "scalar") == 0) {
-        return &SCALAR;
-    }
-#ifdef HAVE_VECTOR_KERNELS
-    __builtin_cpu_init();
-    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (strcmp(name, "avx2") == 0 && avx2) {
-        return &AVX2_KERNELS;
-    }
-    if (strcmp(name, "avx512") == 0 && avx2 && __builtin_cpu_supports("avx512f")) {
-        return &AVX512_KERNELS;
-    }
-#endif
-    return NULL;
-}
-
-const char *kernels_variable_problem(void) {
-    const char *forced = getenv("ATTN_KERNELS");
-    if (forced == NULL || forced[0] == '\0') {
+    if (!cpu_runs(name)) {
         return NULL;
     }
-    if (strcmp(forced, "scalar") != 0 && strcmp(forced, "avx2") != 0 &&
-        strcmp(forced, "avx512") != 0) {
-        return "ATTN_KERNELS expects scalar, avx2 or avx512";
+#ifdef HAVE_VECTOR_KERNELS
+    if (strcmp(name, "avx512") == 0) {
+        return &AVX512_KERNELS;
     }
-    return kernels_named(forced) == NULL ? "ATTN_KERNELS names kernels this CPU cannot run" : NULL;
+    if (strcmp(name, "avx2") == 0) {
+        return &AVX2_KERNELS;
+    }
+#endif
+    return &SCALAR;
 }
 
 void kernels_choose(void) {
-    const char *forced = getenv("ATTN_KERNELS");
-    if (forced != NULL && forced[0] != '\0' && kernels_named(forced) != NULL) {
-        kernels = kernels_named(forced);
-        return;
-    }
-    kernels = kernels_named("avx512") != NULL   ? kernels_named("avx512")
-              : kernels_named("avx2") != NULL   ? kernels_named("avx2")
-                                                : &SCALAR;
+    kernels = kernels_named(kernels_wanted());
 }

@@ -1,6 +1,7 @@
 // kernels.h - where lesson 16 spends its time: a matrix product, softmax's rows, SwiGLU's
 // silu, AdamW and the elementwise passes, each as a plain loop and as AVX2 / AVX-512 code
-// that gives the same bits (kernels.c: the plain loops first, then each vector set).
+// that gives the same bits (kernels.c: the plain loops first, then each vector set). Which
+// sets this CPU runs, and which one a run takes, is common/speed/'s (cpu.h, choice.h).
 #ifndef KERNELS16_H
 #define KERNELS16_H
 
@@ -61,19 +62,19 @@ typedef struct {
                                     float scale, int seen, int n);
     // A training step's time over its products' multiply-adds with these kernels, in ns, for
     // the budget's estimate (lesson/budget.h; train.c's steps_cost). Whole default runs took
-    // 0.83 (scalar), 0.057 (avx2), 0.035 (avx512) on an AMD EPYC (Zen 4) with the other core
-    // busy, and 0.82, 0.045, 0.035 on an Intel Xeon (family 6, model 167; gcc 12, 2026-12);
-    // these round up, for a slower machine.
+    // 0.83 (scalar), 0.057 (avx2), 0.035 (avx512) on the AMD EPYC (Zen 4, family 25 model 17,
+    // 2026-11-27) of docs/fast-on-a-cpu.md with the other core busy, and 0.82, 0.045, 0.035
+    // on an Intel Xeon (family 6, model 167; gcc 12, 2026-12); these round up, for a slower
+    // machine.
     double ns_per_multiply_add;
 } Kernels;
 
-// The kernels this run uses: ATTN_KERNELS=scalar, avx2 or avx512 if set (make valgrind sets
-// scalar), else the fastest this CPU has. All of them give the same bits.
+// The kernels this run uses, set by kernels_choose(): ATTN_KERNELS=scalar, avx2 or avx512
+// if set (make valgrind sets scalar), else the fastest this CPU has (common/speed/choice.h).
+// All of them give the same bits.
 extern const Kernels *kernels;
 void kernels_choose(void);
 // NULL if the kernels called `name` cannot run here (or there are none by that name).
 const Kernels *kernels_named(const char *name);
-// NULL, or why ATTN_KERNELS cannot be used (a lesson refuses it with exit 2).
-const char *kernels_variable_problem(void);
 
 #endif

@@ -17,7 +17,9 @@
 //   adamw.c. Every number is PyTorch's to the bit (PyTorch 1.13 on the reference BLAS, one
 //   thread, as docs/16-train.md runs it): the same draws, the same batches, the same float
 //   operations in the same order, so the losses printed are PyTorch's, all of them.
-//   lessons/16-train/README.md says in which order to read the files.
+//   lessons/16-train/README.md says in which order to read the files; kernels.c has the hot
+//   loops made fast, and common/speed/ what lessons 13, 14 and 16 share of that plumbing
+//   (which kernels this CPU runs, ATTN_KERNELS, the clock --bench reads).
 //
 // THE MATH (one step; lesson 15 has the layer's)
 //   logits = lm_head(norm(layers(embed_tokens[input_ids])))                (B, N, NV)

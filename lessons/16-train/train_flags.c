@@ -4,6 +4,7 @@
 #include "checkpoint.h"
 #include "kernels.h"
 #include "model.h"
+#include "speed/choice.h"
 #include "svg.h"
 
 static const char *const TASKS[] = {"recall", "reverse", NULL};
@@ -57,10 +58,7 @@ Settings read_flags(Lesson *lesson, int argc, char **argv) {
         .switches = switches, .n_switches = 1, .paths = paths, .n_paths = 3,
     };
     parse_lesson_args(lesson, argc, argv);
-    const char *kernels_problem = kernels_variable_problem();
-    if (kernels_problem != NULL) {
-        usage_error(lesson, "%s", kernels_problem);
-    }
+    check_kernels_variable(lesson);   // ATTN_KERNELS (common/speed/choice.h)
     hidden = hidden > 0 ? hidden : (8 * dim / 3 + 7) / 8 * 8;
     check_divides(lesson, "--heads", heads, "--dim", dim);
     check_divides(lesson, "--kv-heads", kv_heads, "--heads", heads);

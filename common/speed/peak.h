@@ -1,0 +1,25 @@
+// peak.h - what one core's fused multiply-add units can do: the peak a
+// bench compares its kernels' FLOPs with.
+//
+// An FMA waits for the one before it on the same register for a few cycles
+// (4 on the AMD Zen 4 the lessons were tuned on): one chain of them runs at
+// a fraction of the peak; 12 independent chains, as many as a register tile
+// keeps, fill the units. A step of a chain is one FMA on a register of
+// `lanes` floats: 2 * lanes FLOPs.
+#ifndef SPEED_PEAK_H
+#define SPEED_PEAK_H
+
+#include <stdbool.h>
+
+// `steps` FMAs on each of 12 chains (or on the first alone, `one_chain`),
+// in the registers of kernel set `name` ("avx512", "avx2", "scalar", which
+// this CPU must run: cpu_runs), each lane doing what the scalar chain does.
+// Returns the sum of the chains' lane 0, the same bits for every set (so
+// that the loop cannot be optimised away, and the sets can be compared).
+float fma_chains(const char *name, long steps, bool one_chain);
+
+// One core's FMA rate in GFLOP/s with the registers of set `name`, the best
+// of `runs` timed runs of fma_chains.
+double fma_peak(const char *name, bool one_chain, int runs);
+
+#endif
