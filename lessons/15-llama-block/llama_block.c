@@ -806,12 +806,13 @@ static void name_steps(const Run *run) {
 
 // The budget's prediction (lesson/budget.h). What a run holds at most is part 1's forward,
 // kept, while part 4 runs the layer again; with them the parameters, the two caches (parts 7
-// and 8, (B, KV, N, D) keys and values each) and their outputs. The counts per size were
-// read off what runs held (ATTN_COST=show) over 128 sizes: a forward of N tokens keeps
-// scores and attn_weights (B, H, N, N), about 12 (B, N, C) and 4 (B, N, F) tensors and 5
-// (B, KV, N, D); cos and sin (N, D/2). Its work: about five forwards (part 1, part 4's two,
-// parts 7 and 8 a token at a time), each B*N*(2C*C + 2C*KV*D + 3C*F) multiply-adds in the
-// projections and B*H*N*N*D in scores and weights (causal: half of 2 products).
+// and 8, (B, KV, N, D) keys and values each) and their outputs. The counts per size are fitted
+// to what runs hold (ATTN_COST=show prints both; tests/test_budget.c checks two sizes): a
+// forward of N tokens keeps scores and attn_weights (B, H, N, N), about 12 (B, N, C) and 4
+// (B, N, F) tensors and 5 (B, KV, N, D); cos and sin (N, D/2). Its work: about five forwards
+// (part 1, part 4's two, parts 7 and 8 a token at a time), each B*N*(2C*C + 2C*KV*D + 3C*F)
+// multiply-adds in the projections and B*H*N*N*D in scores and weights (causal: half of 2
+// products).
 static Cost llama_block_cost(const Run *run) {
     double B = run->B, N = run->N, C = run->C, H = run->H, KV = run->KV, D = run->D;
     double F = run->F, BHNN = B * H * N * N;
