@@ -3,8 +3,8 @@
 // Reference values in tests/data/lesson15/<case>/ were recorded from PyTorch 1.13 by
 // tests/reference/gen_lesson15.py, which runs the PyTorch script of docs/15-llama-block.md
 // (tests/data/lesson15/cases.txt lists the runs). The lesson source is included with its
-// main() renamed, then its siblings (llama_flags.c, llama_print.c), so the tests can build
-// layers of their own and call the forwards directly.
+// main() renamed, then its siblings (llama_flags.c, llama_print.c, sleef_powf.c), so the
+// tests can build layers of their own and call the forwards directly.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
