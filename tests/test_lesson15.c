@@ -3,8 +3,8 @@
 // Reference values in tests/data/lesson15/<case>/ were recorded from PyTorch 1.13 by
 // tests/reference/gen_lesson15.py, which runs the PyTorch script of docs/15-llama-block.md
 // (tests/data/lesson15/cases.txt lists the runs). The lesson source is included with its
-// main() renamed, then its siblings (llama_flags.c, llama_print.c), so the tests can build
-// layers of their own and call the forwards directly.
+// main() renamed, then its siblings (llama_flags.c, llama_print.c, sleef_powf.c), so the
+// tests can build layers of their own and call the forwards directly.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +18,7 @@
 #undef main
 #include "../lessons/15-llama-block/llama_flags.c"
 #include "../lessons/15-llama-block/llama_print.c"
+#include "../lessons/15-llama-block/sleef_powf.c"
 
 #define LESSON_DIR "15-llama-block"
 #define REF_DIR DATA_DIR "/lesson15"
@@ -30,8 +31,8 @@
 // --- the recorded runs --------------------------------------------------------------------
 
 // The dumps that are drawn, or computed with PyTorch's roundings: equal bit for bit.
-// RMSNorm (sum_exact.h) and inv_freq always; cos and sin where PyTorch takes them from
-// the C library (torch.polar, Meta's layout).
+// RMSNorm (sum_exact.h) and inv_freq (Sleef's powf on whole blocks of 16, sleef_powf.c)
+// always; cos and sin where PyTorch takes them from the C library (torch.polar, Meta's layout).
 static const char *const EXACT[] = {
     "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
     "self_attn.o_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight",
@@ -111,6 +112,51 @@ START_TEST(test_silu_bit_for_bit) {
     ck_assert_msg(differ > 0, "the C library's exp gives PyTorch's bits everywhere");
     // Five numbers: all on the C library's path, as PyTorch's own five-number call.
     assert_bitwise_equal(silu(narrow(x, 0, 0, 5)), narrow(y, 0, 0, 5), "silu of 5");
+}
+END_TEST
+
+// inv_freq of every recorded run, bit for bit: Sleef's powf on the whole blocks of 16, the C
+// library's on the rest, as PyTorch's kernel. The runs with head_dim 48 (base 10000) and 96
+// (base 500000) have a theta_i that the C library's powf alone rounds otherwise.
+START_TEST(test_inv_freq_bit_for_bit) {
+    int cases = recorded_case_count(REF_DIR), libc_differs = 0;
+    for (int k = 0; k < cases; k++) {
+        const RecordedCase *c = recorded_case(REF_DIR, k);
+        int D = (int)(case_int(c, "dim") / case_int(c, "heads")), base = (int)case_int(c,
+                                                                                    "rope_base");
+        const Tensor *want = load_reference(c->reference, "inv_freq");
+        LlamaRotaryEmbedding rope = LlamaRotaryEmbedding_init(D, base, ROTATE_HALF);
+        assert_bitwise_equal(rope.inv_freq, want, path_join("%s inv_freq", c->dir));
+        bool differs = false;
+        for (int i = 0; i < D / 2; i++) {
+            differs |= 1.0f / powf((float)base, (float)(2 * i) / (float)D) != want->data[i];
+        }
+        ck_assert_msg(differs == (D == 48 || D == 96), "%s (head_dim %d): the C library's powf "
+                      "alone %s PyTorch's inv_freq", c->dir, D, differs ? "misses" : "gives");
+        libc_differs += differs;
+    }
+    ck_assert_int_eq(libc_differs, 2);
+}
+END_TEST
+
+// Sleef's powf is within 1 ULP of the true power (its "u10"), and keeps pow's special cases
+// (the values as Sleef_powf8_u10 returns them).
+START_TEST(test_sleef_powf) {
+    for (int b = 2; b <= 2000000; b = b * 3 + 1) {
+        for (int i = 0; i <= 200; i++) {
+            float y = (float)i / 64.0f - 1.5f, got = sleef_powf((float)b, y);
+            double exact = pow((double)b, (double)y);
+            double ulp = nextafterf((float)exact, INFINITY) - (float)exact;
+            ck_assert_msg(fabs(got - exact) <= ulp, "%d^%g: %.9g, true %.12g", b, (double)y,
+                          (double)got, exact);
+        }
+    }
+    ck_assert(sleef_powf(2.0f, 10.0f) == 1024.0f && sleef_powf(-2.0f, 3.0f) == -8.0f);
+    ck_assert(sleef_powf(7.5f, 0.0f) == 1.0f && sleef_powf(1.0f, NAN) == 1.0f);
+    ck_assert(isnan(sleef_powf(-2.0f, 0.5f)) && isnan(sleef_powf(NAN, 2.0f)));
+    ck_assert(sleef_powf(0.0f, -1.0f) == INFINITY && sleef_powf(-0.0f, -3.0f) == -INFINITY);
+    ck_assert(sleef_powf(2.0f, 200.0f) == INFINITY && sleef_powf(2.0f, -200.0f) == 0.0f);
+    ck_assert(sleef_powf(0.5f, INFINITY) == 0.0f && sleef_powf(-1.0f, INFINITY) == 1.0f);
 }
 END_TEST
 
@@ -412,6 +458,8 @@ static Suite *lesson15_suite(void) {
     tcase_add_loop_test(pytorch, test_matches_pytorch, 0, recorded_case_count(REF_DIR));
     tcase_add_test(pytorch, test_same_line_to_last_digit);
     tcase_add_test(pytorch, test_silu_bit_for_bit);
+    tcase_add_test(pytorch, test_inv_freq_bit_for_bit);
+    tcase_add_test(pytorch, test_sleef_powf);
     suite_add_tcase(suite, pytorch);
     TCase *invariants = new_tcase("invariants");
     tcase_add_test(invariants, test_rms_norm_of_a_constant_row);

@@ -28,8 +28,8 @@ Each number of a matched line is then
   near zero      printed in scientific notation, and within SCALE_SPACINGS (4)
                  spacings of float32 at the largest magnitude printed in the
                  same tensor (-6.4313e-05 against -6.4373e-05 in a tensor
-                 whose largest number is 0.7468: 6e-08 apart, one spacing of
-                 float32 at 0.7468 is 6e-08). A number near 0 in a tensor of
+                 whose largest number is 3.0768: 6e-08 apart, and 4 spacings
+                 of float32 at 3.0768 are 9.5e-07). A number near 0 in a tensor of
                  larger ones is what is left when large terms cancel, and its
                  float rounding is the rounding of those terms, not of its
                  own few digits; PyTorch prints such a tensor in scientific
@@ -134,13 +134,13 @@ def classify(lesson, page, line_template, scale=0.0):
 
     >>> classify("0.4825", "0.4826", "#")[0]
     'last digit'
-    >>> classify("-6.4313e-05", "-6.4373e-05", "[#, #]", 0.74684)[0]
+    >>> classify("-6.4313e-05", "-6.4373e-05", "[#, #]", 3.0768)[0]
     'near zero'
     >>> classify("-6.4313e-05", "-6.4373e-05", "[#, #]", 6.4373e-05)[0]
     'different'
-    >>> classify("-6.4313e-05", "-6.4913e-05", "[#, #]", 0.74684)[0]
+    >>> classify("-6.4313e-05", "-6.5313e-05", "[#, #]", 3.0768)[0]
     'different'
-    >>> classify("0.0001", "0.0003", "[#, #]", 0.74684)[0]
+    >>> classify("0.0001", "0.0003", "[#, #]", 3.0768)[0]
     'different'
     """
     if lesson == page:

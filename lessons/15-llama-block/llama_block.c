@@ -16,8 +16,8 @@
 //   have, Qwen3's not), no dropout.
 //
 // THE MATH (x is (B, T, C); P tokens cached before it)
-//   RMSNorm(x) = x / sqrt(mean(x^2) + eps) * weight, eps 1e-6 (LlamaConfig's default; Llama 2's
-//                base models and Llama 3 set 1e-5)
+//   RMSNorm(x) = x / sqrt(mean(x^2) + eps) * weight, eps 1e-6 (LlamaConfig's default; Llama 2
+//                and Llama 3 set 1e-5)
 //   theta_i    = base^(-2i/D), i < D/2;  RoPE(v, m): pair (a, e) of v ->
 //                (a cos m theta_i - e sin m theta_i, e cos m theta_i + a sin m theta_i)
 //   attn       = softmax over s <= P+t of RoPE(q_t, P+t) . RoPE(k_s, s) / sqrt(D), times v_s
@@ -41,9 +41,10 @@
 //   - The slowest pair turns once in 19869 positions with base 10000 (part 5).
 //   - Prefill plus a token per call is the full forward (7); two classic bugs are not (8).
 //
-// Size letters: B batch, N = P + T every token (--prompt + --new), P the prompt (cached
-// before a call), T a call's tokens, L = P + T the keys it attends to, C hidden_size (--dim),
-// H query heads, KV key/value heads, R = H / KV, D head_dim = C / H, F intermediate_size.
+// Size letters: B batch, N every token (--prompt + --new), T a call's tokens, P the keys cached
+// before a call (attend's causal offset; Run's P, which generate and parts 7 and 8 read, is
+// --prompt, the first call's tokens), L = P + T the keys a call attends to, C hidden_size
+// (--dim), H query heads, KV key/value heads, R = H / KV, D head_dim = C / H, F intermediate_size.
 // Index letters: b batch row, h query head, g key/value head, t query position, s key
 // position, d inside a head, i a pair of a head (RoPE), c a channel.
 
@@ -55,6 +56,7 @@
 #include "attention.h"
 #include "llama_flags.h"
 #include "llama_print.h"
+#include "sleef_powf.h"
 
 // --- the configuration -----------------------------------------------------------------------
 
@@ -69,7 +71,7 @@ typedef struct {
     int num_attention_heads;    // H
     int num_key_value_heads;    // KV
     int rope_theta;             // the base of the angles: 10000 (Llama 2), 500000 (Llama 3)
-    double rms_norm_eps;        // 1e-6, LlamaConfig's default (Llama 2 base, Llama 3: 1e-5)
+    double rms_norm_eps;        // 1e-6, LlamaConfig's default (Llama 2, Llama 3: 1e-5)
     RopeLayout rope_layout;     // ROTATE_HALF: transformers' code; INTERLEAVED: Meta's
 } LlamaConfig;
 
@@ -130,12 +132,18 @@ typedef struct {
     RopeLayout layout;
 } LlamaRotaryEmbedding;
 
-// inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim)), in float with the C
-// library's powf: PyTorch's bits (docs/15-llama-block.md says why).
+// inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim)), in float, with the pow
+// PyTorch uses for each number: its AVX2 kernel hands whole blocks of 16 to Sleef's vector
+// powf (sleef_powf.c) and the last D/2 mod 16 to the C library's powf. The two differ in a
+// last bit for some exponents (head_dim 48: theta_10), so PyTorch's bits need both.
 static LlamaRotaryEmbedding LlamaRotaryEmbedding_init(int dim, int base, RopeLayout layout) {
-    Tensor *inv_freq = zeros(shape1(dim / 2));                                // (D/2,)
-    for (int i = 0; i < dim / 2; i++) {
-        inv_freq->data[i] = 1.0f / powf((float)base, (float)(2 * i) / (float)dim);
+    int half = dim / 2, whole_blocks = half / 16 * 16;
+    Tensor *inv_freq = zeros(shape1(half));                                   // (D/2,)
+    for (int i = 0; i < half; i++) {
+        float exponent = (float)(2 * i) / (float)dim;
+        float power = i < whole_blocks ? sleef_powf((float)base, exponent)
+                                       : powf((float)base, exponent);
+        inv_freq->data[i] = 1.0f / power;
     }
     return (LlamaRotaryEmbedding){dim, base, inv_freq, layout};
 }
@@ -454,7 +462,7 @@ static Tensor *LlamaDecoderLayer_forward(LlamaDecoderLayerSteps *steps,
 
 // What main computed once, for the parts to read.
 typedef struct {
-    int B, N, P, C, H, KV, D, R, F;   // the sizes, as in the legend
+    int B, N, P, C, H, KV, D, R, F;   // the sizes, as in the legend; P is --prompt
     LlamaConfig config;
     LlamaDecoderLayer layer;
     const Tensor *hidden_states;      // (B, N, C)
@@ -638,7 +646,7 @@ static void part6_swiglu(const Run *run) {
     // Three C x F matrices against lesson 11's two of C x 4C: the same for F = 8C/3.
     printf("3 matrices of %d x %d: %ld parameters; lesson 11's GELU MLP, 2 of %d x %d: %ld\n"
            "  8/3 * %d = %.1f keeps the two equal; rounded up to a multiple of 8: %d (Llama 2 "
-           "rounds to 256)\n", C, F, 3L * C * F, C, 4 * C, 8L * C * C, C, 8.0 * C / 3.0,
+           "7B, 13B: 256)\n", C, F, 3L * C * F, C, 4 * C, 8L * C * C, C, 8.0 * C / 3.0,
            (8 * C / 3 + 7) / 8 * 8);
 }
 
@@ -798,12 +806,13 @@ static void name_steps(const Run *run) {
 
 // The budget's prediction (lesson/budget.h). What a run holds at most is part 1's forward,
 // kept, while part 4 runs the layer again; with them the parameters, the two caches (parts 7
-// and 8, (B, KV, N, D) keys and values each) and their outputs. The counts per size were
-// read off what runs held (ATTN_COST=show) over 128 sizes: a forward of N tokens keeps
-// scores and attn_weights (B, H, N, N), about 12 (B, N, C) and 4 (B, N, F) tensors and 5
-// (B, KV, N, D); cos and sin (N, D/2). Its work: about five forwards (part 1, part 4's two,
-// parts 7 and 8 a token at a time), each B*N*(2C*C + 2C*KV*D + 3C*F) multiply-adds in the
-// projections and B*H*N*N*D in scores and weights (causal: half of 2 products).
+// and 8, (B, KV, N, D) keys and values each) and their outputs. The counts per size are fitted
+// to what runs hold (ATTN_COST=show prints both; tests/test_budget.c checks two sizes): a
+// forward of N tokens keeps scores and attn_weights (B, H, N, N), about 12 (B, N, C) and 4
+// (B, N, F) tensors and 5 (B, KV, N, D); cos and sin (N, D/2). Its work: about five forwards
+// (part 1, part 4's two, parts 7 and 8 a token at a time), each B*N*(2C*C + 2C*KV*D + 3C*F)
+// multiply-adds in the projections and B*H*N*N*D in scores and weights (causal: half of 2
+// products).
 static Cost llama_block_cost(const Run *run) {
     double B = run->B, N = run->N, C = run->C, H = run->H, KV = run->KV, D = run->D;
     double F = run->F, BHNN = B * H * N * N;

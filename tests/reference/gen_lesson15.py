@@ -42,7 +42,9 @@ DEFAULTS = {"seed": 0, "batch": 1, "prompt": 3, "new": 3, "dim": 64, "heads": 4,
 # committed); together: both layouts, kv_heads 1, between and heads, bases
 # 10000, 500000 and 1000000, one token (no decode step), a short prompt and
 # many decode steps, head_dim 4 (PyTorch's complex multiply on its scalar
-# path), 16 and 32 (its vector path), batch 2 and 3.
+# path), 16 and 32 (its vector path), batch 2 and 3; head_dim 48 (base 10000)
+# and 96 (base 500000), where Sleef's powf on inv_freq's whole blocks of 16
+# rounds a theta_i otherwise than the C library's powf.
 CASES = {
     "seed0": [],
     "seed1_interleaved_mqa": ["--seed", "1", "--rope-layout", "interleaved", "--kv-heads", "1",
@@ -57,6 +59,11 @@ CASES = {
                          "--rope-layout", "interleaved", "--rope-base", "1000000", "--batch", "3"],
     "seed6_head_dim4": ["--seed", "6", "--dim", "8", "--heads", "2", "--kv-heads", "2",
                         "--rope-layout", "interleaved", "--prompt", "2", "--new", "2"],
+    "seed7_head_dim48": ["--seed", "7", "--dim", "96", "--heads", "2", "--kv-heads", "1",
+                         "--hidden", "16", "--rope-layout", "interleaved", "--prompt", "2",
+                         "--new", "2"],
+    "seed8_head_dim96": ["--seed", "8", "--dim", "96", "--heads", "1", "--kv-heads", "1",
+                         "--hidden", "16", "--rope-base", "500000", "--prompt", "2", "--new", "2"],
 }
 
 def record(directory, flags):
