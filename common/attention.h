@@ -24,6 +24,7 @@
 //   exact/layer_norm_exact.h  the same for LayerNorm
 //   exact/gelu_exact.h        the same for GELU
 //   exact/sum_exact.h         torch.sum's order of additions on a row (lesson 15's RMSNorm)
+//   exact/pow_exact.h         pow as PyTorch's vector code computes it (Sleef's; RoPE's inv_freq)
 //
 // lesson/ - the plumbing every lesson shares. A lesson calls named() and
 // print_heatmap() and the few functions of lesson.h; the rest works behind
@@ -81,6 +82,7 @@
 #include "exact/layer_norm_exact.h"
 #include "exact/print.h"
 #include "exact/rng.h"
+#include "exact/pow_exact.h"
 #include "exact/softmax_exact.h"
 #include "exact/sum_exact.h"
 #include "lesson/heatmap.h"

@@ -3,7 +3,7 @@
 // Reference values in tests/data/lesson15/<case>/ were recorded from PyTorch 1.13 by
 // tests/reference/gen_lesson15.py, which runs the PyTorch script of docs/15-llama-block.md
 // (tests/data/lesson15/cases.txt lists the runs). The lesson source is included with its
-// main() renamed, then its siblings (llama_flags.c, llama_print.c, sleef_powf.c), so the
+// main() renamed, then its siblings (llama_flags.c, llama_print.c), so the
 // tests can build layers of their own and call the forwards directly.
 #include <math.h>
 #include <stdio.h>
@@ -18,7 +18,6 @@
 #undef main
 #include "../lessons/15-llama-block/llama_flags.c"
 #include "../lessons/15-llama-block/llama_print.c"
-#include "../lessons/15-llama-block/sleef_powf.c"
 
 #define LESSON_DIR "15-llama-block"
 #define REF_DIR DATA_DIR "/lesson15"
@@ -31,7 +30,7 @@
 // --- the recorded runs --------------------------------------------------------------------
 
 // The dumps that are drawn, or computed with PyTorch's roundings: equal bit for bit.
-// RMSNorm (sum_exact.h) and inv_freq (Sleef's powf on whole blocks of 16, sleef_powf.c)
+// RMSNorm (sum_exact.h) and inv_freq (Sleef's powf on whole blocks of 16, common/exact/pow_exact.c)
 // always; cos and sin where PyTorch takes them from the C library (torch.polar, Meta's layout).
 static const char *const EXACT[] = {
     "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",

@@ -56,7 +56,7 @@
 #include "attention.h"
 #include "llama_flags.h"
 #include "llama_print.h"
-#include "sleef_powf.h"
+#include "exact/pow_exact.h"
 
 // --- the configuration -----------------------------------------------------------------------
 
@@ -134,7 +134,7 @@ typedef struct {
 
 // inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim)), in float, with the pow
 // PyTorch uses for each number: its AVX2 kernel hands whole blocks of 16 to Sleef's vector
-// powf (sleef_powf.c) and the last D/2 mod 16 to the C library's powf. The two differ in a
+// powf (common/exact/pow_exact.c) and the last D/2 mod 16 to the C library's powf. The two differ in a
 // last bit for some exponents (head_dim 48: theta_10), so PyTorch's bits need both.
 static LlamaRotaryEmbedding LlamaRotaryEmbedding_init(int dim, int base, RopeLayout layout) {
     int half = dim / 2, whole_blocks = half / 16 * 16;

@@ -1,4 +1,4 @@
-// sleef_powf.c - PyTorch 1.13's float pow on x86-64, bit for bit: Sleef's powf.
+// pow_exact.c - PyTorch 1.13's float pow on x86-64, bit for bit: Sleef's powf.
 //
 // RoPE's speeds are inv_freq = 1.0 / (base ** (torch.arange(0, D, 2).float() / D)), a pow of
 // D/2 numbers. PyTorch's kernel for it (cpu_kernel_vec) takes the numbers in blocks of two
@@ -31,7 +31,7 @@
 // infinities, zeros, negatives and subnormals among them: every bit equal; and against
 // PyTorch 1.13's inv_freq for every even head_dim from 2 to 1024 with nine bases, with its
 // AVX2 kernels (blocks of 16) and its AVX-512 ones (blocks of 32).
-#include "sleef_powf.h"
+#include "exact/pow_exact.h"
 
 #include <float.h>
 #include <math.h>
