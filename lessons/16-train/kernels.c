@@ -560,8 +560,10 @@ static const Kernels AVX2_KERNELS = {"avx2", gemm_avx2, softmax_rows_avx2, silu_
 
 // `rows` rows of c (12, 8 or 4), columns j .. j+15: one register of 16 running sums a row.
 // Each row of b loaded serves every row of the block; 12 rows keep the two adders busy
-// (measured on an AMD EPYC, Zen 4: 115 GFLOP/s against 80 for 4 rows of 32 columns, on the
-// lesson's shapes).
+// (an A/B on the AMD EPYC, Zen 4, of docs/fast-on-a-cpu.md, 2026-11-27, with the first
+// version of these blocks, flags not recorded: 115 GFLOP/s against 80 for 4 rows of 32
+// columns, on the lesson's shapes; that page's 100-112 GFLOP/s were measured later that day,
+// after the chunks below, on --bench's larger model).
 // `resume`: the sums start from c, where an earlier call left them part-way (gemm_avx512's
 // chunks), instead of from 0.
 AVX512_CODE static inline __attribute__((always_inline)) void block_x16_avx512(

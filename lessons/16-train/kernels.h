@@ -62,10 +62,11 @@ typedef struct {
                                     float scale, int seen, int n);
     // A training step's time over its products' multiply-adds with these kernels, in ns, for
     // the budget's estimate (lesson/budget.h; train.c's steps_cost). Whole default runs took
-    // 0.83 (scalar), 0.057 (avx2), 0.035 (avx512) on the AMD EPYC (Zen 4, family 25 model 17,
-    // 2026-11-27) of docs/fast-on-a-cpu.md with the other core busy, and 0.82, 0.045, 0.035
-    // on an Intel Xeon (family 6, model 167; gcc 12, 2026-12); these round up, for a slower
-    // machine.
+    // 0.83 (scalar), 0.057 (avx2), 0.035 (avx512) on the 2-core AMD EPYC (Zen 4) virtual
+    // machine of docs/fast-on-a-cpu.md with the other core busy (2026-11-27; its family and
+    // model, the compiler and the flags not recorded; the Makefile's default was -O2), and
+    // 0.82, 0.045, 0.035 on an Intel Xeon (family 6, model 167; gcc 12, 2026-12-07); these
+    // round up, for a slower machine.
     double ns_per_multiply_add;
 } Kernels;
 

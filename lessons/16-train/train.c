@@ -84,7 +84,7 @@
 // order), as torch.sort(keys, stable=True).indices: a merge sort, runs of 1, 2, 4, ...
 // merged pairwise, the left run's index first when two keys are equal (that keeps it
 // stable); spare holds n floats. n log n comparisons: an insertion sort's n^2 / 4 took
-// seconds a row at --vocab 65536 (n = 32768).
+// about 0.2 s a row at --vocab 65536 (n = 32768): a 30-step run took 53 s instead of 6.
 static void sort_indices(float *order, const float *key, float *spare, int n) {
     float *from = order, *to = spare;
     for (int i = 0; i < n; i++) {
