@@ -233,6 +233,31 @@ START_TEST(test_rope_backward) {
 }
 END_TEST
 
+// RoPE's table takes PyTorch's theta_i to the bit, whatever the head_dim: lesson 15's recorded
+// inv_freq (PyTorch 1.13's) at head_dim 48 (base 10000) and 96 (base 500000), where the C
+// library's powf alone gets a last bit of some theta_i wrong. A last bit of theta_i shows in
+// the angle of a far position, t * theta_i: the last one of a long table is checked.
+START_TEST(test_rope_table_thetas_are_pytorchs) {
+    enum { N = 8192 };
+    const struct { const char *run; int D, base; } cases[] = {
+        {"seed7_head_dim48", 48, 10000}, {"seed8_head_dim96", 96, 500000}};
+    for (int c = 0; c < 2; c++) {
+        const Tensor *inv_freq =
+            load_npy(path_join("tests/data/lesson15/%s/inv_freq.npy", cases[c].run));
+        int D = cases[c].D, t = N - 1;
+        float *cos_t = arena_alloc((size_t)N * D / 2, sizeof(float));
+        float *sin_t = arena_alloc((size_t)N * D / 2, sizeof(float));
+        rope_table(cos_t, sin_t, N, D, cases[c].base);
+        for (int i = 0; i < D / 2; i++) {
+            float want = (float)sin((double)((float)t * inv_freq->data[i]));
+            ck_assert_msg(sin_t[t * (D / 2) + i] == want, "head_dim %d: sin(%d theta_%d) is "
+                          "%.9g, PyTorch's theta gives %.9g", D, t, i, sin_t[t * (D / 2) + i],
+                          want);
+        }
+    }
+}
+END_TEST
+
 // silu: L = sum of dy * z / (1 + exp(-z)), for every kernel set this CPU has.
 static double silu_loss(const double *z, const void *context) {
     const float *dy = context;
@@ -953,6 +978,7 @@ static Suite *lesson16_suite(void) {
     TCase *pieces = new_tcase("backward");
     tcase_add_test(pieces, test_rms_norm_backward);
     tcase_add_test(pieces, test_rope_backward);
+    tcase_add_test(pieces, test_rope_table_thetas_are_pytorchs);
     tcase_add_test(pieces, test_silu_backward);
     tcase_add_test(pieces, test_swiglu_backward);
     tcase_add_test(pieces, test_attention_backward);

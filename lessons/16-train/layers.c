@@ -23,6 +23,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "exact/pow_exact.h"
 #include "exact/softmax_exact.h"
 #include "exact/sum_exact.h"
 #include "kernels.h"
@@ -131,10 +132,17 @@ void linear_backward(float *dx, float *dW, const Linear *layer, const float *dy,
 // --- RoPE -------------------------------------------------------------------------------------
 
 // RoPE's table: position t turns pair i by t * theta_i, theta_i = base^(-2i/D) (lesson 15).
+// theta_i takes the pow PyTorch's kernel uses for it, as lesson 15 explains: Sleef's
+// (common/exact/pow_exact.c) on whole blocks of 16, the C library's powf on the rest (the
+// two differ in a last bit for some head_dims from 32 up, 48 and 96 among them).
 // The angle is a float product, as PyTorch's; cos and sin are worked in double, rounded once.
 void rope_table(float *cos_t, float *sin_t, int N, int D, int base) {
+    int whole_blocks = D / 2 / 16 * 16;
     for (int i = 0; i < D / 2; i++) {
-        float inv_freq = 1.0f / powf((float)base, (float)(2 * i) / (float)D);
+        float exponent = (float)(2 * i) / (float)D;
+        float power = i < whole_blocks ? sleef_powf((float)base, exponent)
+                                       : powf((float)base, exponent);
+        float inv_freq = 1.0f / power;
         for (int t = 0; t < N; t++) {
             float angle = (float)t * inv_freq;
             cos_t[t * (D / 2) + i] = (float)cos((double)angle);
