@@ -3,15 +3,22 @@
 
     python3 tools/bench_onnxruntime.py ORT_NODE [--threads T] [--seqs 512,2048] [--calls 7]
 
-ONNX Runtime's CPU attention is the com.microsoft MultiHeadAttention
-operator (what transformer models exported for deployment run). This writes
-a model of that one node for each size (query, key, value (1, N, 8 * 64),
-num_heads 8, unidirectional=1 for the causal mask) with the `onnx` Python
-package (Debian: python3-onnx), into a temporary folder, and times it with
-onnxruntime-node, whose CPU library ships in the npm package:
+ONNX Runtime's fused attention for the CPU, timed as its com.microsoft
+MultiHeadAttention operator (one of the fused attention operators its
+transformer optimizer can put into an exported model; by default it fuses
+to the Attention operator, and to MultiHeadAttention when asked:
+use_multi_head_attention in onnxruntime/python/tools/transformers/
+fusion_options.py). This writes a model of that one node for each size
+(query, key, value (1, N, 8 * 64), num_heads 8, unidirectional=1 for the
+causal mask) with the `onnx` Python package (Debian: python3-onnx), into a
+temporary folder, and times it with onnxruntime-node, whose CPU library
+ships in the npm package:
 
-    npm install --ignore-scripts onnxruntime-node     (its install script only
-                                                       fetches GPU libraries)
+    npm install --ignore-scripts onnxruntime-node     (its install script, as
+                                                       the repository's
+                                                       js/node/script/install.js
+                                                       reads, downloads CUDA
+                                                       libraries on Linux x64)
 
 ORT_NODE is that package's folder (node_modules/onnxruntime-node). The
 timing is tools/bench_onnxruntime.js, run by node with intraOpNumThreads T;

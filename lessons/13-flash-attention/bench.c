@@ -92,8 +92,9 @@ static double time_tiled(Tensor *out, Shares *shares, const BenchRun *run,
 
 // The heads the naive path takes at once at this seq: all of them, or half
 // as many until what it makes fits NAIVE_MAX_MIB (at seq 2048, causal, the
-// eight heads' scores, scaled, masked scores and weights would take 560 MiB,
-// more than a lesson may hold: lesson/budget.h).
+// eight heads' scores, scaled scores, masked scores and weights, and the
+// three (N, N) masks, would take 560 MiB, more than the 512 a whole run may
+// hold: lesson/budget.h).
 static int naive_heads_at_once(int seq, bool causal) {
     int heads = BENCH_HEADS;
     while (heads > 1 && naive_bytes(1, heads, seq, causal) > NAIVE_MAX_MIB * 1024.0 * 1024.0) {
@@ -454,8 +455,8 @@ void check_bench(const Lesson *lesson, BenchRun *settings) {
     }
     // Its own block sizes unless given: the ones that ran fastest on the AMD
     // EPYC (Zen 4, family 25 model 17) the lesson was tuned on, with each
-    // width of register (AVX2's were 4% slower with 1024 keys, AVX-512's 0.5%
-    // faster).
+    // width of register (gcc 12 -O2, 2026-11-27: AVX2's were 4% slower with
+    // 1024 keys, AVX-512's 0.5 ms (0.6%) faster at seq 2048).
     int block_k = settings->kernels->lanes == 16 ? BENCH_BLOCK_K : BENCH_BLOCK_K_NARROW;
     settings->block_q = flag_given(lesson, "--block-q") ? settings->block_q : BENCH_BLOCK_Q;
     settings->block_k = flag_given(lesson, "--block-k") ? settings->block_k : block_k;

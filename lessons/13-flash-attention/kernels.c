@@ -8,9 +8,12 @@
 //     compiler other than GCC and Clang.
 //   - AVX2 + FMA: 8 floats per register, 16 registers.
 //   - AVX-512: 16 floats per register, 32 registers.
-// The vector versions do the same float operations in the same order for
-// every number (each vector lane is one turn of the scalar loop), so all
-// three give the same bits; the tests check it. They are written with
+// The vector versions compute every number as the twin does, in the same
+// order (each vector lane is one turn of the scalar loop), so all three
+// give the same bits; the tests check it. Where a vector version takes a
+// shortcut, it is one that rounds alike: an instruction in place of a few
+// of the twin's steps (exp2_16), a multiply by alpha skipped where every
+// alpha of a register tile is 1 (rescaled). They are written with
 // GCC/Clang vector extensions (`a + b` on 16 floats) and one intrinsic per
 // operation C has no operator for (the fused multiply-add, max), and each
 // function carries a target attribute, so the Makefile's flags stay those
@@ -34,9 +37,11 @@
 //     the FMA units busy meanwhile.
 //   - exp2 is a short polynomial, vectorised (the scalar exp of libm would
 //     cost more than the products). On Zen 4 it keeps both kinds of units
-//     busy, the FMA units (its six multiply-adds) and the others (the
-//     subtractions, rounding, scaling): so with AVX-512, tiles without the
-//     mask skip its test for -inf (one FMA-unit operation in eight), and
+//     busy, the FMA units (its six multiply-adds, and the compare of its
+//     test for -inf) and the others (the subtractions, rounding, scaling;
+//     the pipes as LLVM's Zen 4 model, from AMD's optimisation guide, has
+//     them): so with AVX-512, tiles without the mask skip that test (one of
+//     its seven operations on the FMA units), and
 //     each query's sum of weights, l, is added up in accumulate's tile,
 //     where the adders have nothing else to do, not beside the exps.
 //   - Causal: tiles of the register tile that lie wholly above the
@@ -64,15 +69,18 @@ static int lesser(int a, int b) {
 // exp2
 // =========================================================================================
 // exp2(x) = 2^n * 2^r with n = round(x) and r = x - n in [-0.5, 0.5]: 2^r is
-// a polynomial of degree 6 (the coefficients minimise its largest relative
-// error on [-0.5, 0.5], 1.6e-8), and 2^n multiplies it, rounding once.
-// Checked on every float from EXP2_LO to 0: at most 0.95 ulp from exp2
-// (below 2^-126 the floats are subnormal, spaced 2^-149 apart, and the
-// result is the nearest of them). From EXP2_LO down it is 0.
+// a polynomial of degree 6 (the minimax coefficients for relative error on
+// [-0.5, 0.5], whose largest is 2.0e-9, rounded to float, which makes it
+// 1.6e-8: still below the float rounding of its evaluation), and 2^n
+// multiplies it, rounding once. Checked on every float from EXP2_LO to 0
+// against double exp2: at most 0.952 ulp from it. Below -126 the results
+// are subnormal floats, spaced 2^-149 apart, each within 1 ulp (2^-149) of
+// exp2(x), the nearest one for about 97% of them: the rounding of the
+// scaling cannot undo the polynomial's own error. From EXP2_LO down it is 0.
 #define ROUND_MAGIC 0x1.8p23f      // 1.5 * 2^23: x + this rounds x to an integer
 #define EXP2_C1 0x1.62e430p-1f          // ln 2 (to float): the Taylor series' r ln 2 ...
-#define EXP2_C2 0x1.ebfbdcp-3f          // ... (r ln 2)^2 / 2, and so on, adjusted for
-#define EXP2_C3 0x1.c6aee8p-5f          //     the least largest error
+#define EXP2_C2 0x1.ebfbdcp-3f          // ... (r ln 2)^2 / 2, and so on, moved to the
+#define EXP2_C3 0x1.c6aee8p-5f          //     minimax ones, then rounded to float
 #define EXP2_C4 0x1.3b2d4cp-7f
 #define EXP2_C5 0x1.5f3e54p-10f
 #define EXP2_C6 0x1.41fbbep-13f
@@ -147,8 +155,9 @@ AVX2_CODE ALWAYS_INLINE v8f exp2_8(v8f x) {
 // flash_exp2 on 16 lanes, with the two AVX-512 instructions made for it:
 // roundscale rounds to the nearest integer (what the magic addition does),
 // and scalef multiplies by 2^n, rounding once (what the twin's two steps
-// do). (Measured on the AMD Zen 4 the lesson was tuned on, these two are
-// faster than the magic addition and the integer add.)
+// do). (Measured on the AMD Zen 4 the lesson was tuned on, gcc 12 -O2,
+// 2026-11-27, these two were faster than the magic addition and the
+// integer add; no figure was recorded.)
 //
 // `masked`: whether to test x >= EXP2_LO, zeroing the lanes where it is
 // not. Without the test, a finite x below EXP2_LO gives 0 all the same
@@ -156,7 +165,8 @@ AVX2_CODE ALWAYS_INLINE v8f exp2_8(v8f x) {
 // subnormal), so it only matters for -inf (r = -inf - -inf is NaN) and NaN:
 // the causal mask's scores, and the running max before the first block. A
 // tile without the mask has neither, and skips the test: on Zen 4 the
-// compare runs on the FMA units, one operation in eight of this function.
+// compare runs on the FMA units (LLVM's Zen 4 model), one of this function's
+// seven operations there, beside its six multiply-adds.
 AVX512_CODE ALWAYS_INLINE v16f exp2_16(const bool masked, v16f x) {
     v16f n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     v16f r = x - n;
@@ -819,7 +829,8 @@ AVX512_CODE ALWAYS_INLINE void accumulate_tile16(const int nv, float *o, float *
     // they exist; those past the block's queries are never used): one load
     // and one addition per key for the 4 rows, in lanes 0-3 of a register
     // whose other lanes the load leaves 0. (With a 4-float register, gcc 12
-    // moved one of the tile's sums to memory: 2.5% slower.)
+    // moved one of the tile's sums to memory: 2.5% slower on the Zen 4,
+    // 2026-11-27.)
     v16f sum = splat16(0.0f);
     for (int p = 0; p < every_row; p++) {
         v16f v_p[4];

@@ -8,8 +8,9 @@
 //
 // The numbers they work on are in base 2: the queries arrive multiplied by
 // log2(e) / sqrt(D), so a score is x * log2(e) and exp(x - m) is
-// exp2(score - m). (FlashAttention-2 does the same: exp2 needs no
-// multiply by log2(e) per score.)
+// exp2(score - m). (FlashAttention-2 works in base 2 too, but folds
+// log2(e) into the scale it applies to each score; here the queries carry
+// it, and no score needs a multiply of its own.)
 #ifndef KERNELS_H
 #define KERNELS_H
 
