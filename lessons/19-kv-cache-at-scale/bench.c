@@ -78,137 +78,15 @@ void print_bench_plan(int context) {
     printf("make lesson-19 ARGS=--bench times each (docs/fast-on-a-cpu.md, lesson 19)\n");
 }
 
-// --- the kernels: scalar, and AVX2 where the CPU has it -----------------------------------
+// --- the kernels: plain C, and AVX2 where the CPU has it -----------------------------------
 
-// a . b over n floats (n a multiple of 8), in 8 lanes.
-static float dot_lanes(const float *a, const float *b, int n) {
-    float lane[8] = {0};
-    for (int d = 0; d < n; d += 8) {
-        for (int j = 0; j < 8; j++) {
-            lane[j] += a[d + j] * b[d + j];
-        }
-    }
-    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-           ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-}
-
-static void axpy_lanes(float *y, float a, const float *x, int n) {
-    for (int d = 0; d < n; d++) {
-        y[d] += a * x[d];
-    }
-}
-
-#ifdef HAVE_VECTOR_KERNELS
-AVX2_CODE static float sum8(v8f v) {
-    return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
-}
-
-AVX2_CODE static float dot_avx2(const float *a, const float *b, int n) {
-    v8f s0 = splat8(0.0f), s1 = splat8(0.0f);
-    for (int d = 0; d < n; d += 16) {
-        s0 = fma8(load8(a + d), load8(b + d), s0);
-        s1 = fma8(load8(a + d + 8), load8(b + d + 8), s1);
-    }
-    return sum8(s0 + s1);
-}
-
-AVX2_CODE static void axpy_avx2(float *y, float a, const float *x, int n) {
-    v8f va = splat8(a);
-    for (int d = 0; d < n; d += 8) {
-        store8(y + d, fma8(va, load8(x + d), load8(y + d)));
-    }
-}
-
-// 8 int8 at p as floats.
-AVX2_CODE static v8f load8_i8(const int8_t *p) {
-    int64_t bytes;
-    memcpy(&bytes, p, 8);
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(bytes)));
-}
-
-AVX2_CODE static float dot_i8_avx2(const float *a, const int8_t *b, int n) {
-    v8f s0 = splat8(0.0f), s1 = splat8(0.0f);
-    for (int d = 0; d < n; d += 16) {
-        s0 = fma8(load8(a + d), load8_i8(b + d), s0);
-        s1 = fma8(load8(a + d + 8), load8_i8(b + d + 8), s1);
-    }
-    return sum8(s0 + s1);
-}
-
-AVX2_CODE static void axpy_i8_avx2(float *y, float a, const int8_t *x, int n) {
-    v8f va = splat8(a);
-    for (int d = 0; d < n; d += 8) {
-        store8(y + d, fma8(va, load8_i8(x + d), load8(y + d)));
-    }
-}
-#endif
-
-static float dot_i8_lanes(const float *a, const int8_t *b, int n) {
-    float lane[8] = {0};
-    for (int d = 0; d < n; d += 8) {
-        for (int j = 0; j < 8; j++) {
-            lane[j] += a[d + j] * (float)b[d + j];
-        }
-    }
-    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-           ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-}
-
-static void axpy_i8_lanes(float *y, float a, const int8_t *x, int n) {
-    for (int d = 0; d < n; d++) {
-        y[d] += a * (float)x[d];
-    }
-}
-
-static bool use_avx2(void) {
-#ifdef HAVE_VECTOR_KERNELS
-    return strcmp(kernels_wanted(), "scalar") != 0;
-#else
-    return false;
-#endif
-}
-
-static float dot(const float *a, const float *b, int n, bool avx2) {
-#ifdef HAVE_VECTOR_KERNELS
-    if (avx2) {
-        return dot_avx2(a, b, n);
-    }
-#endif
-    (void)avx2;
-    return dot_lanes(a, b, n);
-}
-
-static void axpy(float *y, float a, const float *x, int n, bool avx2) {
-#ifdef HAVE_VECTOR_KERNELS
-    if (avx2) {
-        axpy_avx2(y, a, x, n);
-        return;
-    }
-#endif
-    (void)avx2;
-    axpy_lanes(y, a, x, n);
-}
-
-static float dot_i8(const float *a, const int8_t *b, int n, bool avx2) {
-#ifdef HAVE_VECTOR_KERNELS
-    if (avx2) {
-        return dot_i8_avx2(a, b, n);
-    }
-#endif
-    (void)avx2;
-    return dot_i8_lanes(a, b, n);
-}
-
-static void axpy_i8(float *y, float a, const int8_t *x, int n, bool avx2) {
-#ifdef HAVE_VECTOR_KERNELS
-    if (avx2) {
-        axpy_i8_avx2(y, a, x, n);
-        return;
-    }
-#endif
-    (void)avx2;
-    axpy_i8_lanes(y, a, x, n);
-}
+// The float and int8 caches of one sequence and layer, (L, KV, D), and MLA's, (L, KR + DR).
+typedef struct {
+    float *key, *value;               // FLOAT_KV
+    int8_t *key_q, *value_q;          // INT8_KV
+    float *key_scale, *value_scale;   // INT8_KV: (L, KV)
+    float *latent;                    // LATENT_KV: (L, LATENT + ROPE_DIM)
+} BenchCache;
 
 // Softmax of each of `rows` rows of n scores, in place (the C library's expf).
 static void softmax_rows(float *scores, int rows, int n) {
@@ -227,75 +105,222 @@ static void softmax_rows(float *scores, int rows, int n) {
     }
 }
 
-// The float and int8 caches of one sequence and layer, (L, KV, D), and MLA's, (L, KR + DR).
-typedef struct {
-    float *key, *value;            // FLOAT_KV
-    int8_t *key_q, *value_q;       // INT8_KV
-    float *key_scale, *value_scale;   // INT8_KV: (L, KV)
-    float *latent;                 // LATENT_KV: (L, LATENT + ROPE_DIM)
-} BenchCache;
-
-// One decode step: query (HEADS, D) or, for MLA, q_latent (HEADS, LATENT) then q_pe (HEADS,
-// ROPE_DIM); out (HEADS, D) or o_latent (HEADS, LATENT). scores: (HEADS, L) of scratch. The
-// last `read` of the L cached tokens are attended to (all of them but for the window).
-static void decode_step(float *out, float *scores, const float *query, const BenchCache *cache,
-                 const Kind *kind, int L, int read, bool avx2) {
+// The plain step: for each key/value head, each cached token once, for the query heads that
+// read it; MLA's latent once for every head. query (HEADS, D), or for MLA (HEADS, LATENT +
+// ROPE_DIM): each head's absorbed query, then its q_pe; out (HEADS, D) or (HEADS, LATENT), the
+// weighted sum of values or of latents. scores: (HEADS, read) of scratch. The last `read` of
+// the L cached tokens are attended to (all of them but for the window).
+static void decode_step_plain(float *out, float *scores, const float *query,
+                              const BenchCache *cache, const Kind *kind, int L, int read) {
     int first_token = L - read;
-    if (kind->storage == LATENT_KV) {
-        int width = LATENT + ROPE_DIM;
-        const float *q_pe = query + (long)HEADS * LATENT;
-        float scale = 1.0f / sqrtf((float)(HEAD_DIM + ROPE_DIM));
-        for (int s = 0; s < read; s++) {   // each cached latent read once, for every head
-            const float *c_s = &cache->latent[(long)(first_token + s) * width];
-            for (int h = 0; h < HEADS; h++) {
-                scores[(long)h * read + s] = (dot(&query[(long)h * LATENT], c_s, LATENT, avx2) +
-                                              dot(&q_pe[h * ROPE_DIM], c_s + LATENT, ROPE_DIM,
-                                                  avx2)) * scale;
-            }
-        }
-        softmax_rows(scores, HEADS, read);
-        memset(out, 0, (size_t)HEADS * LATENT * sizeof(float));
-        for (int s = 0; s < read; s++) {
-            const float *c_s = &cache->latent[(long)(first_token + s) * width];
-            for (int h = 0; h < HEADS; h++) {
-                axpy(&out[(long)h * LATENT], scores[(long)h * read + s], c_s, LATENT, avx2);
-            }
-        }
-        return;
-    }
-    int KV = kind->kv_heads, R = HEADS / KV, D = HEAD_DIM;
-    float scale = 1.0f / sqrtf((float)D);
+    int KV = kind->storage == LATENT_KV ? 1 : kind->kv_heads, R = HEADS / KV;
+    int width = kind->storage == LATENT_KV ? LATENT + ROPE_DIM : HEAD_DIM;   // of a key
+    int out_width = kind->storage == LATENT_KV ? LATENT : HEAD_DIM;          // of a value
+    long stride = kind->storage == LATENT_KV ? width : (long)KV * HEAD_DIM;
+    float scale = 1.0f / sqrtf((float)(kind->storage == LATENT_KV ? HEAD_DIM + ROPE_DIM
+                                                                  : HEAD_DIM));
+    memset(out, 0, (size_t)HEADS * out_width * sizeof(float));
     for (int g = 0; g < KV; g++) {
         for (int s = 0; s < read; s++) {   // key s of head g read once, for its R query heads
-            long at = ((long)(first_token + s) * KV + g) * D;
+            long at = (first_token + s) * stride + (long)g * HEAD_DIM;
+            float key_scale = kind->storage == INT8_KV
+                ? cache->key_scale[(long)(first_token + s) * KV + g] : 1.0f;
             for (int r = 0; r < R; r++) {
-                int h = g * R + r;
-                float score = kind->storage == FLOAT_KV
-                    ? dot(&query[(long)h * D], &cache->key[at], D, avx2)
-                    : dot_i8(&query[(long)h * D], &cache->key_q[at], D, avx2) *
-                          cache->key_scale[(long)(first_token + s) * KV + g];
-                scores[(long)h * read + s] = score * scale;
+                const float *q = &query[(long)(g * R + r) * width];
+                float lane[8] = {0};
+                for (int d = 0; d < width; d += 8) {
+                    for (int j = 0; j < 8; j++) {
+                        float k = kind->storage == INT8_KV ? (float)cache->key_q[at + d + j]
+                                  : kind->storage == FLOAT_KV ? cache->key[at + d + j]
+                                                              : cache->latent[at + d + j];
+                        lane[j] += q[d + j] * k;
+                    }
+                }
+                float dot = ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+                            ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+                scores[(long)(g * R + r) * read + s] = dot * key_scale * scale;
             }
         }
     }
     softmax_rows(scores, HEADS, read);
-    memset(out, 0, (size_t)HEADS * D * sizeof(float));
     for (int g = 0; g < KV; g++) {
         for (int s = 0; s < read; s++) {
-            long at = ((long)(first_token + s) * KV + g) * D;
+            long at = (first_token + s) * stride + (long)g * HEAD_DIM;
+            float value_scale = kind->storage == INT8_KV
+                ? cache->value_scale[(long)(first_token + s) * KV + g] : 1.0f;
             for (int r = 0; r < R; r++) {
                 int h = g * R + r;
-                float w = scores[(long)h * read + s];
-                if (kind->storage == FLOAT_KV) {
-                    axpy(&out[(long)h * D], w, &cache->value[at], D, avx2);
-                } else {
-                    axpy_i8(&out[(long)h * D], w * cache->value_scale[(long)(first_token + s) *
-                                                                      KV + g],
-                            &cache->value_q[at], D, avx2);
+                float w = scores[(long)h * read + s] * value_scale;
+                for (int d = 0; d < out_width; d++) {
+                    float v = kind->storage == INT8_KV ? (float)cache->value_q[at + d]
+                              : kind->storage == FLOAT_KV ? cache->value[at + d]
+                                                          : cache->latent[at + d];
+                    out[(long)h * out_width + d] += w * v;
                 }
             }
         }
     }
+}
+
+#ifdef HAVE_VECTOR_KERNELS
+enum { KEY_BLOCK = 64 };   // tokens a block: its keys stay in L1 or L2 while every head reads them
+
+// The totals of eight vectors, a[k]'s in lane k.
+AVX2_CODE ALWAYS_INLINE v8f totals8(v8f a0, v8f a1, v8f a2, v8f a3, v8f a4, v8f a5, v8f a6,
+                                    v8f a7) {
+    v8f u0 = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+    v8f u1 = _mm256_hadd_ps(_mm256_hadd_ps(a4, a5), _mm256_hadd_ps(a6, a7));
+    return _mm256_permute2f128_ps(u0, u1, 0x20) + _mm256_permute2f128_ps(u0, u1, 0x31);
+}
+
+// 8 int8 at p as floats.
+AVX2_CODE ALWAYS_INLINE v8f load8_i8(const int8_t *p) {
+    int64_t bytes;
+    memcpy(&bytes, p, 8);
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(bytes)));
+}
+
+// A key's 8 numbers at p + d: floats, or bytes.
+AVX2_CODE ALWAYS_INLINE v8f key8(const float *f, const int8_t *b, long at) {
+    return f != NULL ? load8(f + at) : load8_i8(b + at);
+}
+
+// scores[j] = q . row j, for `count` rows of n numbers (a multiple of 8), `stride` apart, of
+// floats (f) or bytes (b): eight rows at a time, each in its own register, their totals taken
+// together at the end (a row's total alone would cost as much as its products).
+AVX2_CODE static void dots_avx2(float *scores, const float *q, const float *f, const int8_t *b,
+                                long stride, int count, int n) {
+    int j = 0;
+    for (; j + 8 <= count; j += 8) {
+        v8f a0 = splat8(0.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+        long at = j * stride;
+        for (int d = 0; d < n; d += 8) {
+            v8f qd = load8(q + d);
+            a0 = fma8(qd, key8(f, b, at + d), a0);
+            a1 = fma8(qd, key8(f, b, at + stride + d), a1);
+            a2 = fma8(qd, key8(f, b, at + 2 * stride + d), a2);
+            a3 = fma8(qd, key8(f, b, at + 3 * stride + d), a3);
+            a4 = fma8(qd, key8(f, b, at + 4 * stride + d), a4);
+            a5 = fma8(qd, key8(f, b, at + 5 * stride + d), a5);
+            a6 = fma8(qd, key8(f, b, at + 6 * stride + d), a6);
+            a7 = fma8(qd, key8(f, b, at + 7 * stride + d), a7);
+        }
+        store8(scores + j, totals8(a0, a1, a2, a3, a4, a5, a6, a7));
+    }
+    for (; j < count; j++) {   // the last rows, one at a time
+        v8f a = splat8(0.0f);
+        for (int d = 0; d < n; d += 8) {
+            a = fma8(load8(q + d), key8(f, b, j * stride + d), a);
+        }
+        v8f t = totals8(a, a, a, a, a, a, a, a);
+        scores[j] = t[0];
+    }
+}
+
+// out (n numbers, a multiple of 64) += sum_j w[j] * row j, `count` rows `stride` apart, of
+// floats or bytes: 64 numbers of out at a time, held in 8 registers over every row.
+AVX2_CODE static void weighted_rows_avx2(float *out, const float *w, const float *f,
+                                         const int8_t *b, long stride, int count, int n) {
+    for (int d = 0; d < n; d += 64) {
+        v8f o0 = load8(out + d), o1 = load8(out + d + 8), o2 = load8(out + d + 16);
+        v8f o3 = load8(out + d + 24), o4 = load8(out + d + 32), o5 = load8(out + d + 40);
+        v8f o6 = load8(out + d + 48), o7 = load8(out + d + 56);
+        for (int j = 0; j < count; j++) {
+            v8f wj = splat8(w[j]);
+            long at = j * stride + d;
+            o0 = fma8(wj, key8(f, b, at), o0);
+            o1 = fma8(wj, key8(f, b, at + 8), o1);
+            o2 = fma8(wj, key8(f, b, at + 16), o2);
+            o3 = fma8(wj, key8(f, b, at + 24), o3);
+            o4 = fma8(wj, key8(f, b, at + 32), o4);
+            o5 = fma8(wj, key8(f, b, at + 40), o5);
+            o6 = fma8(wj, key8(f, b, at + 48), o6);
+            o7 = fma8(wj, key8(f, b, at + 56), o7);
+        }
+        store8(out + d, o0);
+        store8(out + d + 8, o1);
+        store8(out + d + 16, o2);
+        store8(out + d + 24, o3);
+        store8(out + d + 32, o4);
+        store8(out + d + 40, o5);
+        store8(out + d + 48, o6);
+        store8(out + d + 56, o7);
+    }
+}
+
+// The step in blocks of KEY_BLOCK tokens: a block's keys (of one key/value head, or MLA's
+// latents) come from memory once, and every query head that reads them takes them from the
+// core's own caches; the same for the values.
+AVX2_CODE static void decode_step_avx2(float *out, float *scores, const float *query,
+                                       const BenchCache *cache, const Kind *kind, int L,
+                                       int read) {
+    int first_token = L - read;
+    bool latent = kind->storage == LATENT_KV, bytes = kind->storage == INT8_KV;
+    int KV = latent ? 1 : kind->kv_heads, R = HEADS / KV;
+    int width = latent ? LATENT + ROPE_DIM : HEAD_DIM, out_width = latent ? LATENT : HEAD_DIM;
+    long stride = latent ? width : (long)KV * HEAD_DIM;
+    float scale = 1.0f / sqrtf((float)(latent ? HEAD_DIM + ROPE_DIM : HEAD_DIM));
+    float w[KEY_BLOCK];
+    memset(out, 0, (size_t)HEADS * out_width * sizeof(float));
+    for (int g = 0; g < KV; g++) {
+        for (int s0 = 0; s0 < read; s0 += KEY_BLOCK) {
+            int count = read - s0 < KEY_BLOCK ? read - s0 : KEY_BLOCK;
+            long at = (first_token + s0) * stride + (long)g * HEAD_DIM;
+            const float *f = latent ? cache->latent + at : bytes ? NULL : cache->key + at;
+            const int8_t *b = bytes ? cache->key_q + at : NULL;
+            for (int r = 0; r < R; r++) {
+                float *row = &scores[(long)(g * R + r) * read + s0];
+                dots_avx2(row, &query[(long)(g * R + r) * width], f, b, stride, count, width);
+                for (int j = 0; j < count; j++) {
+                    row[j] *= scale * (bytes ? cache->key_scale[(long)(first_token + s0 + j) *
+                                                                KV + g] : 1.0f);
+                }
+            }
+        }
+    }
+    softmax_rows(scores, HEADS, read);
+    for (int g = 0; g < KV; g++) {
+        for (int s0 = 0; s0 < read; s0 += KEY_BLOCK) {
+            int count = read - s0 < KEY_BLOCK ? read - s0 : KEY_BLOCK;
+            long at = (first_token + s0) * stride + (long)g * HEAD_DIM;
+            const float *f = latent ? cache->latent + at : bytes ? NULL : cache->value + at;
+            const int8_t *b = bytes ? cache->value_q + at : NULL;
+            for (int r = 0; r < R; r++) {
+                int h = g * R + r;
+                const float *weights = &scores[(long)h * read + s0];
+                if (bytes) {   // each token's value scale goes into its weight
+                    for (int j = 0; j < count; j++) {
+                        w[j] = weights[j] * cache->value_scale[(long)(first_token + s0 + j) *
+                                                               KV + g];
+                    }
+                    weights = w;
+                }
+                weighted_rows_avx2(&out[(long)h * out_width], weights, f, b, stride, count,
+                                   out_width);
+            }
+        }
+    }
+}
+#endif
+
+static bool use_avx2(void) {
+#ifdef HAVE_VECTOR_KERNELS
+    return strcmp(kernels_wanted(), "scalar") != 0;
+#else
+    return false;
+#endif
+}
+
+static void decode_step(float *out, float *scores, const float *query, const BenchCache *cache,
+                        const Kind *kind, int L, int read, bool avx2) {
+#ifdef HAVE_VECTOR_KERNELS
+    if (avx2) {
+        decode_step_avx2(out, scores, query, cache, kind, L, read);
+        return;
+    }
+#endif
+    (void)avx2;
+    decode_step_plain(out, scores, query, cache, kind, L, read);
 }
 
 // --- the bench ------------------------------------------------------------------------------
@@ -364,7 +389,7 @@ Cost bench_cost(int context) {
     }
     // Filling the caches: an element each; a step: at least 1 GB/s and 1 GFLOP/s on one core
     // (the scalar kernels), the exps at the price of an element.
-    return (Cost){.bytes = bytes + 4.0 * HEADS * (context + 2 * LATENT + ROPE_DIM),
+    return (Cost){.bytes = bytes + 4.0 * HEADS * (context + 2 * LATENT + ROPE_DIM) + 65536,
                   .elements = bytes / 2 + (ROUNDS + 1.0) * 64 * HEADS * context,
                   .kernel_seconds = read / 1e9 + flops / 1e9};
 }

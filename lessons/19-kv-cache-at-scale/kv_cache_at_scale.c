@@ -374,9 +374,14 @@ static Tensor *part5_int8(const Run *run) {
     int P = run->P, N0 = P + tokens_of(run, 0), C = run->C, H = run->H, KV = run->KV;
     int D = run->D, G = run->BT;
     GQAttention gqa = with_outlier(&run->gqa, run->f.outlier);
-    printf("seq 0 of part 4, %d tokens, decoded again; k_proj's channel %d of each key/value "
-           "head\n  times %g: one key channel far larger than the rest, as KIVI found in real "
-           "models\n", N0, D / 2 - 1, run->f.outlier);
+    if (run->f.outlier == 1.0) {
+        printf("seq 0 of part 4, %d tokens, decoded again; no key channel made larger "
+               "(--outlier 1)\n", N0);
+    } else {
+        printf("seq 0 of part 4, %d tokens, decoded again; k_proj's channel %d of each key/value "
+               "head\n  times %g: one key channel far larger than the rest, as KIVI found in "
+               "real models\n", N0, D / 2 - 1, run->f.outlier);
+    }
     Tensor *outs = zeros(shape3(3, N0, C));                                   // (3, N0, C)
     Tensor *out_float = zeros(shape2(N0, C)), *w_float = zeros(shape3(H, 1, N0));
     decode_seq0(out_float, w_float, run, &gqa, NULL);
@@ -398,9 +403,10 @@ static Tensor *part5_int8(const Run *run) {
         memcpy(at3(outs, k + 1, 0, 0), out->data, (size_t)N0 * C * sizeof(float));
     }
     double token_scales = 2.0 * KV * 4, channel_scales = KV * 4 + KV * D * 4.0 / G;
-    printf("bytes a token: %d numbers as bytes + scales: %.0f a token (per-token keys), %.1f "
-           "(per-channel\n  keys over groups of %d, the group still filling kept in float)\n",
-           2 * KV * D, 2 * KV * D + token_scales, 2 * KV * D + channel_scales, G);
+    printf("bytes a token: %d numbers as bytes, and scales: %.1f (per-token keys), %.1f (per-channel\n"
+           "  keys over groups of %d, the group still filling in float); float32: %d, bfloat16: "
+           "%d\n", 2 * KV * D, 2 * KV * D + token_scales, 2 * KV * D + channel_scales, G,
+           8 * KV * D, 4 * KV * D);
     memcpy(at3(outs, 0, 0, 0), out_float->data, (size_t)N0 * C * sizeof(float));
     return outs;
 }
