@@ -9,11 +9,12 @@
 // them in int8, 8 read over a window of a quarter of the tokens, or DeepSeek-V2's latent of
 // 512 + 64 (with 32 heads, not its 128, so that the heads are the others').
 //
-// The kernels are written for speed, not for the lesson's bits: 8 lanes of sums (AVX2 and FMA
-// when the CPU has them, else the same arithmetic in plain C), each cached number loaded once
-// for all the query heads that read it. tests/test_lesson19.c checks them against the
-// lesson's attention to a tolerance. The clock, the rounds and the machine's load:
-// common/speed/timing.h.
+// The kernels are written for speed, not for the lesson's bits: with AVX2 and FMA (when the
+// CPU has them and ATTN_KERNELS allows), blocks of 64 tokens whose keys come from memory once
+// and serve every query head that reads them, eight keys a register; else plain loops of 8
+// lanes, each cached number read once for the heads that read it. tests/test_lesson19.c
+// checks both against plain loops in double, to a tolerance. The clock, the rounds and the
+// machine's load: common/speed/timing.h.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

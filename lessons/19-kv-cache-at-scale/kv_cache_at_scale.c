@@ -5,7 +5,9 @@
 //   Lesson 10 made decoding fast with a cache, lessons 8 and 15 made the cache smaller by
 //   sharing key/value heads. At the sizes of real models the cache decides how many sequences
 //   a machine can serve and how fast: each decoded token reads the whole cache once, and does
-//   about one multiply-add per number read. Three answers, each in every serving stack:
+//   about one multiply-add per number read and query head that reads it. Three answers, each
+//   in use today (vLLM pages its cache and can keep it in 8-bit floats; DeepSeek's models
+//   cache a latent):
 //     - MLA (DeepSeek-V2): cache one latent vector per token, kv_lora_rank numbers, and a
 //       small RoPE key shared by the heads; make the keys and values back from the latent,
 //       or never make them at all, by absorbing the up-projections (mla.c, parts 1-3).
@@ -153,8 +155,14 @@ static void part3_decode(Tensor **naive_out, Tensor **absorbed_out, const Run *r
     Tensor *naive = zeros(run->hidden_states->shape), *absorbed = zeros(run->hidden_states->shape);
     decode_mla(naive, &run->mla, run->hidden_states, P, &naive_cache, false);
     decode_mla(absorbed, &run->mla, run->hidden_states, P, &absorbed_cache, true);
-    printf("prefill: tokens 0..%d in one call, then tokens %d..%d one per call; the cache keeps\n"
-           "  kv_a_layernorm(compressed_kv) %s and k_pe %s, turned\n", P - 1, P, N - 1,
+    if (N > P) {
+        printf("prefill: tokens 0..%d in one call, then tokens %d..%d one per call; the cache "
+               "keeps\n", P - 1, P, N - 1);
+    } else {
+        printf("prefill: tokens 0..%d in one call (no token decoded: --new 0); the cache keeps\n",
+               P - 1);
+    }
+    printf("  kv_a_layernorm(compressed_kv) %s and k_pe %s, turned\n",
            shape_str(shape3(B, N, KR), SIZES_TUPLE), shape_str(shape3(B, N, DR), SIZES_TUPLE));
     printf("naive, every cached latent decompressed by kv_b_proj in every call:\n"
            "  max |out - out of all tokens at once| = %.3g\n",
@@ -250,7 +258,12 @@ static Tensor *part4_paged(const Run *run) {
     for (int i = 0; i < NS; i++) {
         memcpy(at3(paged_out, i, 0, 0), prefill->data, (size_t)P * C * sizeof(float));
     }
-    printf("fork: seqs 1..%d share seq 0's blocks; each block is held by %d tables\n", NS - 1, NS);
+    if (NS > 1) {
+        printf("fork: seqs 1..%d share seq 0's blocks; each block is held by %d tables\n", NS - 1,
+               NS);
+    } else {
+        printf("one sequence (--seqs 1): nothing to share\n");
+    }
     int in_use = pool.num_blocks - pool.n_free, most = in_use;
     for (int k = 0; k < run->f.new_tokens; k++) {   // a step: each live sequence, one token
         for (int i = 0; i < NS; i++) {
