@@ -390,7 +390,7 @@ START_TEST(test_copy_on_write_by_hand) {
 END_TEST
 
 // Sequences sharing a prompt, decoded through the paged cache, give the contiguous cache's
-// rows bit for bit, for blocks of 1, 5, 16 and 64 tokens, 1 to 4 sequences; and the lesson's
+// rows bit for bit, for blocks of 1, 5, 16 and 64 tokens, 3 sequences; and the lesson's
 // part 4 prints 0 for it.
 START_TEST(test_paged_equals_contiguous) {
     const int blocks[4] = {1, 5, 16, 64}, S = 3, P = 7, NEW = 6, N = P + NEW;

@@ -92,7 +92,8 @@ void rope_cos_sin(Tensor **cos, Tensor **sin, const Tensor *inv_freq, int start,
 }
 
 // DeepSeek-V2's apply_rotary_pos_emb on x (B, heads, T, DR): pair i is the neighbours
-// (2i, 2i + 1), as in the paper and Meta's code, but the code first de-interleaves them,
+// (2i, 2i + 1), as in RoPE's paper (Su et al., RoFormer) and Meta's code, but the code first
+// de-interleaves them,
 //     q = q.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)
 // and then turns rotate_half's pairs (i, i + DR/2): the turned pair lands at i and i + DR/2
 // ("Different from paper, but it uses a different permutation in order to obtain the same
