@@ -624,7 +624,8 @@ END_TEST
 
 // The kernels' exp: within 1 ulp of libm's expf wherever the result is a
 // normal float, 0 below that (and for -inf and NaN); each vector exp (through
-// softmax_backward with scale 1 and lse 0) equals the scalar one.
+// softmax_backward with scale 1 and lse 0) equals the scalar one. On 16,384
+// points; tools/exp_every_float_14.sh checks every float (minutes, not a test).
 START_TEST(test_exp) {
     enum { COUNT = 1 << 14 };
     static float x[COUNT], scalar_out[COUNT];
