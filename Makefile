@@ -145,13 +145,12 @@ $(foreach dir,$(LESSON_DIRS),$(eval \
 # process (tests/harness.h: call_lesson): the lesson's objects (the same ones its program
 # is linked from) combined into one (ld -r), whose symbols are all made local but main,
 # renamed lesson_main_NN_name, so that lessons' names never clash. The table of them,
-# LESSONS (tests/harness.h), is written from lessons/ by the recipe below; the archive
-# holding all of it is linked into every test, which takes from it only what it uses.
+# LESSONS (tests/harness.h), is made from the list of lessons/ the recipe below writes.
 LD      ?= ld
 OBJCOPY ?= objcopy
 entry_symbol  = lesson_main_$(subst -,_,$(1))
 LESSON_ENTRIES := $(LESSON_DIRS:lessons/%=$(BUILD)/entry/%.o)
-$(BUILD)/entry/%.o: $$(call lesson_objects,lessons/$$*)
+$(BUILD)/entry/%.o: $$(call lesson_objects,lessons/$$*) | lessons/%
 	@mkdir -p $(dir $@)
 	@echo "  ENTRY   $@"
 	@$(LD) -r $^ -o $@.tmp
@@ -172,6 +171,10 @@ $(BUILD)/entry/lesson_table.o: tests/lesson_table.c $(BUILD)/entry/lessons.h
 $(BUILD)/entry/lessons.a: $(BUILD)/entry/lesson_table.o $(LESSON_ENTRIES)
 	@rm -f $@
 	@$(AR) rcs $@ $^
+# The tests that name the table (LESSONS, N_LESSONS, lesson_entry) are linked with it;
+# the others build without the lessons (make test-N builds what lesson N's test needs).
+TABLE_TESTS := $(shell grep -l -w -E 'N_LESSONS|LESSONS|lesson_entry' tests/test_*.c)
+$(foreach test,$(TABLE_TESTS),$(eval $(test:tests/%.c=$(BUILD)/tests/%): $(BUILD)/entry/lessons.a))
 FORCE:
 
 # test_outputs runs lessons with tests/rename_fault.c loaded (LD_PRELOAD) to fail one
@@ -182,7 +185,7 @@ $(BUILD)/tests/rename_fault.so: tests/rename_fault.c
 	@echo "  CC      $<"
 	@$(CC) $(WARNINGS) -O1 -shared -fPIC $< -o $@ -ldl
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUPPORT_OBJ) $(COMMON_OBJ) $(BUILD)/entry/lessons.a
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUPPORT_OBJ) $(COMMON_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) $^ $(SANITIZE) $(CHECK_LIBS) $(LDLIBS) -o $@
