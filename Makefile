@@ -42,7 +42,8 @@ TEST_BINS   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # .c of tests/ that is not a test program, linked into each test; but for
 # rename_fault.c, a library test_outputs loads into the lessons it runs, and
 # lesson_table.c, the table of every lesson's main() (in lessons.a, below).
-SUPPORT_SRC := $(filter-out $(TEST_SRC) tests/rename_fault.c tests/lesson_table.c,$(wildcard tests/*.c))
+SUPPORT_SRC := $(filter-out $(TEST_SRC) tests/rename_fault.c tests/lesson_table.c, \
+                 $(wildcard tests/*.c))
 SUPPORT_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o)
 
 # The lesson that lesson-N, compare-N, test-N and script-N name. N is a
@@ -138,8 +139,9 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 # extern): linked into the lesson's test, tests/test_lessonNN.c, from the lesson's own
 # object, not included in it, so that it compiles once, at the lesson's flags.
 lesson_kernels = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard $(1)/kernels.c))
+lesson_number_of = $(firstword $(subst -, ,$(notdir $(1))))
 $(foreach dir,$(LESSON_DIRS),$(eval \
-  $(BUILD)/tests/test_lesson$(firstword $(subst -, ,$(notdir $(dir)))): $(call lesson_kernels,$(dir))))
+  $(BUILD)/tests/test_lesson$(call lesson_number_of,$(dir)): $(call lesson_kernels,$(dir))))
 
 # Every lesson as one object, for the tests that call each lesson's main() in their own
 # process (tests/harness.h: call_lesson): the lesson's objects (the same ones its program
