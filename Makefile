@@ -263,7 +263,9 @@ valgrind: $(LESSON_BINS) $(TEST_BINS)
 # Each lesson draws its own dataflow with --dot; Graphviz renders it to SVG. Lesson 16 also
 # draws its attention maps itself, one image a task (--svg): plain SVG text that is the same
 # on every machine (Graphviz's is not), so .ci/run checks them against the committed ones.
-DRAWN_SVGS = docs/diagrams/16-train-recall-maps.svg docs/diagrams/16-train-reverse-maps.svg
+# Each committed docs/diagrams/NN-name-TASK-maps.svg is drawn again by
+# lessons/NN-name --task TASK --svg FILE.
+DRAWN_SVGS = $(wildcard docs/diagrams/*-maps.svg)
 docs: $(LESSON_BINS)
 	@mkdir -p docs/diagrams
 	@for dir in $(LESSON_DIRS); do \
@@ -273,9 +275,13 @@ docs: $(LESSON_BINS)
 	   echo "  DOT     docs/diagrams/$$name.svg"; \
 	 done
 	@for svg in $(DRAWN_SVGS); do \
-	   task=$${svg#docs/diagrams/16-train-}; task=$${task%-maps.svg}; \
-	   ./$(BUILD)/lessons/16-train --task $$task --svg $$svg > /dev/null || exit 1; \
-	   echo "  SVG     $$svg"; \
+	   name=$${svg#docs/diagrams/}; name=$${name%-maps.svg}; \
+	   for dir in $(notdir $(LESSON_DIRS)); do \
+	     case $$name in ($$dir-*) \
+	       ./$(BUILD)/lessons/$$dir --task $${name#$$dir-} --svg $$svg > /dev/null || exit 1; \
+	       echo "  SVG     $$svg";; \
+	     esac; \
+	   done; \
 	 done
 
 clean:

@@ -16,7 +16,7 @@
 //    The lessons and their flags are read from the table of lessons/ and
 //    each lesson's --help, so a new lesson is fuzzed without a change here.
 // 2. --flag=value is --flag value: the same values read, in every lesson,
-//    its bench included.
+//    its bench included (and, with ATTN_TEST_LONG=1, the same output printed).
 // 3. Sizes at the limit. Every size flag at 65536 alone and in pairs (the
 //    other flags at their defaults, or a quick start's: lesson_cli.h), and
 //    the probe's own command lines, under a budget of 5 seconds: each must
@@ -376,6 +376,24 @@ START_TEST(test_equals_form_everywhere) {
         ck_assert_msg(a.status == 0 && a.reached_work, "%s: exit %d: %s", cli.dir, a.status,
                       a.err);
         assert_same_reading(&cli, &spaced, &joined);
+        if (long_tests()) {   // and as programs, from the quick start: the same output
+            Argv quick_spaced = {.n = 0}, quick_joined = {.n = 0};
+            for (int i = 0; i < cli.n_flags; i++) {
+                const HelpFlag *f = &cli.flags[i];
+                const char *quick = quick_value(&cli, f->flag);
+                if (f->kind != SWITCH && f->default_value != NULL) {
+                    const char *value = quick != NULL ? quick : f->default_value;
+                    push(&quick_spaced, f->flag);
+                    push(&quick_spaced, value);
+                    push(&quick_joined, path_join("%s=%s", f->flag, value));
+                }
+            }
+            RunResult x = run_cli(&cli, NULL, 120, &quick_spaced);
+            RunResult y = run_cli(&cli, NULL, 120, &quick_joined);
+            ck_assert_msg(x.status == 0 && y.status == 0 && strcmp(x.out, y.out) == 0,
+                          "%s: --flag=value ran otherwise (exit %d and %d): %s%s", cli.dir,
+                          x.status, y.status, x.err, y.err);
+        }
         for (int i = 0; is_flag_of(&cli, "--bench") && i < cli.n_flags; i++) {
             const HelpFlag *f = &cli.flags[i];
             if (f->kind == NUMBER && f->default_value != NULL) {
