@@ -11,10 +11,12 @@
 //     #undef main
 // then, the same way, the sibling .c files it calls (the parts, flags and
 // measurement code a long lesson keeps beside it: lesson/lesson.h). A
-// sibling whose functions the lesson reaches through an extern table, the
-// kernels.c of lessons 13 and 16, is not included: the Makefile links the
-// lesson's own object of it into the test, so it compiles once, at the
-// lesson's flags.
+// sibling whose functions the lesson reaches through an extern table, a
+// lesson's kernels.c, is not included: the Makefile links the lesson's own
+// object of it into tests/test_lessonNN.c's program, so it compiles once, at
+// the lesson's flags. The lesson's main() so included (lesson_main) is what
+// the test's budget checks call (add_budget_tests); the tests that call every
+// lesson take them from the table LESSONS instead (below).
 //
 // Paths are relative to the project root (make runs the tests from there);
 // BUILD_DIR is where the lessons are built.
@@ -233,7 +235,8 @@ typedef struct {
 //   a prediction may leave out), at least two thirds of it (a prediction far too big
 //   refuses runs that fit), more than 8 MiB, and warned of nothing. make test runs the
 //   first of them (a second or less each), make test-long all;
-// - each admitted run, called in this process: admitted.
+// - each admitted run, called in this process (as the program, under ATTN_COST=check,
+//   where vector_kernels: its price depends on the CPU's kernels): admitted.
 void add_budget_tests(Suite *suite, const LessonBudget *budget);
 
 // --- what every lesson test does ------------------------------------------------
@@ -328,7 +331,8 @@ typedef struct {
 } BadFlags;
 // Each case, run with "--dump DIR" in front, must exit 2 with nothing on
 // stdout, exactly one line on stderr starting "<program>: " and containing
-// `named`, and must not create DIR.
+// `named`, and must not create DIR. The lesson's main() is called in this process
+// when the test has declared it (add_budget_tests), its program is run otherwise.
 void check_bad_flags(const char *lesson, const char *program, const BadFlags *cases,
                      int n_cases);
 
