@@ -11,15 +11,17 @@
 //     #undef main
 // then, the same way, the sibling .c files it calls (the parts, flags and
 // measurement code a long lesson keeps beside it: lesson/lesson.h). A
-// sibling whose functions the lesson reaches through an extern table, a
-// lesson's kernels.c, is not included: the Makefile links the lesson's own
-// object of it into tests/test_lessonNN.c's program, so it compiles once, at
-// the lesson's flags. The lesson's main() so included (lesson_main) is what
-// the test's budget checks call (add_budget_tests); the tests that call every
-// lesson take them from the table LESSONS instead (below).
+// sibling whose functions the lesson reaches through an extern table, the
+// kernels.c of lessons 13 and 16, is not included: the Makefile links the
+// lesson's own object of it into the test, so it compiles once, at the
+// lesson's flags.
 //
 // Paths are relative to the project root (make runs the tests from there);
 // BUILD_DIR is where the lessons are built.
+//
+// The lesson's main() so included (lesson_main) is what the lesson's test
+// hands its budget checks (add_budget_tests), which call it in this process;
+// the tests that call every lesson take their main() from the table LESSONS.
 //
 // What only a family of lessons' tests shares is in a file of its own,
 // linked into every test like this one: family_self_attention.h (lessons 2
