@@ -99,18 +99,19 @@ for program in "$@"; do
         echo "---- $program"
     fi
     cat "$logs/$i.out"
-    summary=$(grep -E '^[0-9]+%: Checks: ' "$logs/$i.out" | tail -n 1)
-    if [ -z "$summary" ]; then
+    # One awk a program: its last summary line's checks, failures + errors, and its skips
+    # (each also noted, with the program's name, in $logs/skipped); "-" without a summary.
+    set -- $(awk -v name="${program##*/}" -v noted="$logs/skipped" '
+        /^[0-9]+%: Checks: / { checks = $3 + 0; bad = $5 + $7; summary = 1 }
+        /^SKIPPED / { skips += 1; print name ": " $0 >> noted }
+        END { if (summary) print checks, bad, skips + 0; else print "-" }' "$logs/$i.out")
+    if [ "$1" = "-" ]; then
         echo "$program: no check summary (exit $code)"
         failed=$((failed + 1))
         status=1
         continue
     fi
-    checks=$(printf '%s' "$summary" | sed -E 's/.*Checks: ([0-9]+).*/\1/')
-    bad=$(printf '%s' "$summary" | sed -E 's/.*Failures: ([0-9]+), Errors: ([0-9]+).*/\1 + \2/')
-    bad=$(($bad))
-    skips=$(grep -c '^SKIPPED ' "$logs/$i.out")
-    grep '^SKIPPED ' "$logs/$i.out" | sed "s|^|${program##*/}: |" >> "$logs/skipped"
+    checks=$1 bad=$2 skips=$3
     good=$((checks - bad - skips))
     passed=$((passed + (good > 0 ? good : 0)))
     failed=$((failed + bad))
