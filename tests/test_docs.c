@@ -1,12 +1,16 @@
 // test_docs.c - the docs cannot drift from the code: every lesson has its
 // page, the page embeds the lesson's diagram, the committed diagram source
 // (docs/diagrams/NN-name.dot) is exactly what the lesson's --dot writes
-// now, the README's table links the lesson and its page, each page has the
-// one PyTorch block that make compare-N runs, every output a page quotes
-// is what the lesson prints now (with the flags the page names for it), and
-// the README's table of flags is what the lessons' --help says. And every
-// line a lesson prints fits 100 columns (line_width.c, in this program since
-// its runs are largely these: each is made once for both).
+// now, the README's and docs/README.md's tables link the lesson and its page,
+// each page has the one PyTorch block that make compare-N runs, every output a
+// page quotes is what the lesson prints now (with the flags the page names for
+// it), and the README's table of flags is what the lessons' --help says (read by
+// calling each lesson's main() in this process: harness.h, call_lesson). And
+// every line a lesson prints fits 100 columns (line_width.c, in this program
+// since its runs are largely these: each is made once for both, and all of them
+// first, as many at a time as there are CPUs). The tables are written by hand
+// (a title, what the lesson teaches); for a lesson without its row, the test
+// says the row to add.
 //
 // And the repository stands alone: every relative link of a Markdown file
 // (and its #anchor) and every ../ path in any file leads to a file or a
