@@ -1210,8 +1210,10 @@ static void check_part1(const SelfAttV4 *net, const SelfAttV4Steps *f, const Sel
 // backward, 4 and 8 BTC*C and 2 and 4 BTT*C multiply-adds, and ten losses in
 // double for the central differences, a forward each. Part 2 at (B, H, N, D):
 // 6 (B, H, N, D) and 6 (B, KV, N, D) tensors (inputs, outputs, gradients,
-// copies), lse (B, H, N), the tiles' scratch (Bq + Bk rows of D, about 16
-// times over, and 5 (Bq, Bk): S, P, dP, dS and the forward's); the standard
+// copies), lse (B, H, N), the tiles' scratch (the forward's D + Bk + 4 rows
+// of Bq rounded up to 16, the backward's 2D + 2Bq rows of Bk rounded up to 16,
+// Bq rows of D and N, part 2's first tile shown: Bq + Bk rows of D, 2 (Bq,
+// Bk)), and 5 (Bq, Bk): S, P, dP, dS and the forward's; the standard
 // path, when its P fits, 5 (B, H, N, N) (scores, scaled, P, dP, dS), one more
 // and three (N, N) for the causal mask. Its work: the tiled forward (2
 // products) and backward (5), the standard one (2 and 4), each BHNN*D
@@ -1221,8 +1223,11 @@ static Cost attention_backward_cost(const Sizes *n) {
     double D = n->head_dim, BTT = B * T * T, BTC = B * T * C, BHNN = B * H * N * N;
     bool part1 = BTT <= (double)MAX_ELEMENTS, standard = BHNN <= (double)MAX_ELEMENTS;
     double Bq = fmin(n->block_q, N), Bk = fmin(n->block_k, N);
+    double ldS = 16 * ceil(Bq / 16), ldk = 16 * ceil(Bk / 16);   // rows rounded up to 16
+    double scratch = (D + Bk + 4) * ldS + (2 * D + 2 * Bq) * ldk + Bq * D + N +
+                     (Bq + Bk) * D + 2 * Bq * Bk;
     double floats = part1 * ((8 + 4 * n->train) * BTT + 29 * BTC + 24 * C * C) +
-                    6 * B * H * N * D + 6 * B * KV * N * D + B * H * N + 16 * (Bq + Bk) * D +
+                    6 * B * H * N * D + 6 * B * KV * N * D + B * H * N + scratch +
                     5 * Bq * Bk + standard * ((5 + n->causal) * BHNN + 3 * n->causal * N * N);
     return (Cost){
         .bytes = 4 * floats,
