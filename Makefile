@@ -131,12 +131,13 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -O1 -g1 $(TEST_CFLAGS) -c $< -o $@
 
-# Lessons 13's, 14's and 16's kernels are tested through their tables (kernels.h,
+# Lessons 13's, 14's, 16's and 17's kernels are tested through their tables (kernels.h,
 # extern): linked into the lesson's test from the lesson's own object, not
 # included in it, so that they compile once, at the lesson's flags.
 $(BUILD)/tests/test_lesson13: $(BUILD)/obj/lessons/13-flash-attention/kernels.o
 $(BUILD)/tests/test_lesson14: $(BUILD)/obj/lessons/14-attention-backward/kernels.o
 $(BUILD)/tests/test_lesson16: $(BUILD)/obj/lessons/16-train/kernels.o
+$(BUILD)/tests/test_lesson17: $(BUILD)/obj/lessons/17-language/kernels.o
 
 # test_outputs runs lessons with tests/rename_fault.c loaded (LD_PRELOAD) to fail one
 # rename of their output; it is built without the sanitizers, which the lesson has.

@@ -119,7 +119,8 @@ bool limits_known(const char *dir) {
 
 // The runs below give a lesson its defaults, or its defaults with one or two
 // flags changed. Where the defaults take a large part of a second or more
-// (lesson 16 trains for 300 steps; lesson 8 runs several attentions at seq
+// (lesson 16 trains for 300 steps, lesson 17 for 800 on text; lesson 8 runs several
+// attentions at seq
 // 256 in plain loops, lesson 13 its naive reference beside the tiles;
 // lesson 14 at --heads 65536, lesson 15 at --hidden 65536), these flags
 // are given
@@ -140,6 +141,9 @@ static const struct {
     {"15-llama-block", "--dim", "16"},
     {"16-train", "--steps", "30"},
     {"16-train", "--batch", "4"},
+    {"17-language", "--steps", "2"},
+    {"17-language", "--batch", "2"},
+    {"17-language", "--new", "8"},
 };
 
 // The value a flag starts from at the cheaper start, or NULL: its default.
