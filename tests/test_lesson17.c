@@ -582,7 +582,8 @@ START_TEST(test_bad_texts_are_refused) {
         ck_assert_int_eq(fwrite(texts[k].bytes, 1, (size_t)texts[k].n, f), (size_t)texts[k].n);
         fclose(f);
         const char *dump = path_join("%s/dump", tmp);
-        const char *args[] = {"--text", path, "--dump", dump, NULL};
+        // one step: so that the budget admits the run with the scalar kernels too
+        const char *args[] = {"--text", path, "--steps", "1", "--dump", dump, NULL};
         RunResult r = run_program(lesson_binary(LESSON), args);
         assert_one_line_refusal(r, "lesson-17: ", texts[k].named);
         ck_assert_msg(strstr(r.err, texts[k].named) != NULL, "'%s' not in: %s", texts[k].named,

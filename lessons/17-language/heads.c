@@ -112,11 +112,11 @@ void print_measures(const HeadMeasures *measures, const int *eval_step, int eval
     for (int i = 0; i < n; i++) {   // up to 8 evaluations, spread evenly, the last included
         shown[i] = n > 1 ? i * (evals - 1) / (n - 1) : 0;
     }
+    static const char induction[] = "the share on the token after the query's earlier copy "
+                                    "(induction, a random string twice)";
     const char *titles[3] = {
         "the share of attention on the token just before the query (previous token)",
-        "the share on the last space or line break before the query (last boundary)",
-        "the share on the token after the query's earlier copy (induction, a random string "
-        "twice)"};
+        "the share on the last space or line break before the query (last boundary)", induction};
     printf("each head, measured at the evaluations: the first two on the first %s,\n"
            "the third on the random string drawn at the start, twice in a row\n",
            "validation batch");

@@ -45,9 +45,10 @@
 //   - The first loss is about ln(NV): random weights spread their guesses nearly evenly.
 //   - The training and validation losses fall together, then part: the gap is what the
 //     model knows of this text that does not carry over to the rest of it.
-//   - The heads: one reads the previous character, one the last space, and one, in layer
-//     1, the character after the current one's earlier copy: an induction head. The loss
-//     on a repeated random string falls on its second copy when that head forms.
+//   - The heads: some read the previous character, some the last space. The induction test
+//     (a random string twice) asks whether a head finds the current token's earlier copy
+//     and reads what followed it; in a minute on these pages none does, and the loss on
+//     the second copy stays the first's (docs/17-language.md says why).
 //   - The samples: words of the text at temperature 0.5, inventions at 1, greedy decoding
 //     repeating itself.
 //
