@@ -653,6 +653,54 @@ START_TEST(test_bench_lines) {
 }
 END_TEST
 
+// --- what a run may take (common/lesson/budget.h; harness.h: add_budget_tests) -----------
+
+// Refused by the budget before anything runs, by memory (a refusal by time would name
+// other figures where other kernels run), in one line that names the flags that made it big
+// (called with --dot, which copies step 1's activations to draw them: 2.9 and 1.1 GiB
+// without it).
+static const BudgetRefusal REFUSED[] = {
+    {{"--batch", "1024", NULL},
+     "lesson-17: --batch 1024 would hold about 5.0 GiB at once, more than the 512 MiB allowed; "
+     "choose smaller sizes, or allow it with ATTN_MAX_MIB=5200", NULL},
+    {{"--batch", "64", "--seq", "512", NULL},
+     "lesson-17: --batch 64 --seq 512 would hold about 2.0 GiB at once, more than the 512 MiB "
+     "allowed; choose smaller sizes, or allow it with ATTN_MAX_MIB=2100", NULL},
+};
+
+// Sizes where what grows with the flags is most of what a run holds: what it holds is its
+// prediction (make test runs the first, make test-long all). The first writes 4 samples of
+// --new 20000 tokens: printed as they are decoded (show.c's print_wrapped), each let go
+// before the next, they add 80 KB; a sample held as text, 4 of them at once, added 2 MB,
+// which the prediction missed (test_fuzz_cli's --new 65536 found it).
+static const SizedRun SIZED[] = {
+    {{"--new", "20000", "--steps", "1", "--layers", "1", "--dim", "8", "--heads", "2",
+      "--kv-heads", "1", "--seq", "16", "--batch", "256", "--eval-batches", "1", NULL}},
+    {{"--layers", "2", "--dim", "8", "--heads", "2", "--kv-heads", "1", "--seq", "16",
+      "--eval-batches", "1", "--new", "8", "--steps", "2", "--batch", "256", "--dump", "",
+      NULL}},
+    {{"--layers", "1", "--dim", "8", "--heads", "2", "--kv-heads", "1", "--seq", "32",
+      "--eval-batches", "1", "--new", "8", "--steps", "2", "--batch", "128", "--dot", "",
+      NULL}},
+    {{"--tokenizer", "bpe", "--merges", "1024", "--steps", "1", "--batch", "4", "--layers",
+      "1", "--dim", "8", "--heads", "2", "--kv-heads", "1", "--seq", "16", "--new", "8", NULL}},
+    {{"--dim", "256", "--heads", "8", "--kv-heads", "4", "--layers", "1", "--seq", "16",
+      "--batch", "4", "--steps", "2", "--eval-batches", "1", "--new", "8", NULL}},
+};
+
+// The page's runs, admitted where the CPU has the vector kernels (their price is the
+// kernels'): the defaults, byte pairs without training, and the bench.
+static const AdmittedRun ADMITTED[] = {
+    {{NULL}, true},
+    {{"--tokenizer", "bpe", "--merges", "1536", "--steps", "0", NULL}, true},
+    {{"--bench", NULL}, true},
+};
+
+static const LessonBudget BUDGET = {
+    LESSON, lesson_main, REFUSED, sizeof REFUSED / sizeof REFUSED[0], SIZED,
+    sizeof SIZED / sizeof SIZED[0], ADMITTED, sizeof ADMITTED / sizeof ADMITTED[0],
+};
+
 static Suite *lesson17_suite(void) {
     Suite *suite = suite_create("lesson17");
     TCase *recorded = new_tcase("pytorch");
@@ -678,6 +726,7 @@ static Suite *lesson17_suite(void) {
     tcase_add_test(runs, test_bad_flags);
     tcase_add_test(runs, test_bench_lines);
     suite_add_tcase(suite, runs);
+    add_budget_tests(suite, &BUDGET);
     return suite;
 }
 

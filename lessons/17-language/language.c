@@ -595,6 +595,13 @@ double run_bytes(const Settings *s, double n_tokens) {
 // the training text, and a (V, V) table of counts); its training steps, step 1's again; the
 // evaluations (forwards of both splits' windows, a third of a step a batch); the samples
 // (a forward of one token each, and NV exponentials drawn); what --dump and --dot copy.
+// Part 4 holds, beside the run's tensors, the prompt's tokens and its line as printed
+// (show.c's decoded() and inline_text(): its bytes; room for 3 a byte replaced, though none
+// is, the prompt being UTF-8 (language_flags.c); 4 a byte shown; 3 a byte of those inline:
+// at most 20 a byte of the prompt), the next token's
+// distribution (sample.c's print_distribution: p (4, NV), cut, kept, and three sorts of NV
+// with their merge buffers), and then one sample at a time (print_sample lets each go):
+// its tokens, the prompt's and the new ones, a window of N and the probabilities (NV).
 static Cost language_cost(const Settings *s, const Text *text, const Lesson *lesson) {
     const Config *c = &s->config;
     double P = parameter_count(c), B = s->batch, N = c->seq, NV = c->vocab_size;
@@ -612,6 +619,10 @@ static Cost language_cost(const Settings *s, const Text *text, const Lesson *les
         cost.bytes += 4 * (V * V + 2 * bytes);
     }
     cost.bytes += 4 * ((s->save_dir != NULL) + (s->load_dir != NULL)) * P;
+    double prompt = (double)strlen(s->prompt), sentence = (double)strlen(s->sentence);
+    cost.bytes += 4 * (prompt + 1) + 20 * prompt + 4 * (N + 13 * NV) +   // the prompt, part 4
+                  4 * (prompt + s->new_tokens + N + NV) +                  // a sample
+                  4 * (sentence + 1);                                      // the sentence's ids
     if (lesson->dump_dir != NULL) {   // step 1's logits and .grads, the logs and maps: copies
         double logs = 2 * (s->steps + 1) + evals * (2 + 3 * L * H), maps = 3 * L * H * N * N;
         cost.bytes += 4 * (P + B * N * NV + logs + maps);

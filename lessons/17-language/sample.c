@@ -274,6 +274,7 @@ void print_distribution(Activations *one, const Model *model, const Tokenizer *t
 
 void print_sample(Activations *one, const Model *model, const Tokenizer *tok, const int *prompt,
                   long n, int n_new, const Sampler *s) {
+    size_t mark = arena_mark();   // the sample's tokens, let go once it is printed
     int *out = arena_alloc((size_t)(n + n_new), sizeof(int));
     generate(out, one, model, prompt, n, n_new, s);
     if (s->temperature == 0) {
@@ -283,4 +284,5 @@ void print_sample(Activations *one, const Model *model, const Tokenizer *tok, co
                s->top_p, n_new);
     }
     print_wrapped(tok, out, n + n_new);
+    arena_release(mark);
 }

@@ -45,7 +45,7 @@ const char *quoted(const Tokenizer *tok, int id) {
 // U+FFFD (Python's errors="replace"), and the control characters but the line break made
 // visible: a tab as '→', the others as \xNN (*length: its bytes; an arena string).
 static char *decoded(long *length, const Tokenizer *tok, const int *ids, long n) {
-    unsigned char *bytes = arena_alloc((size_t)(n * longest_token(tok)) + 1, 1);
+    unsigned char *bytes = arena_alloc((size_t)decoded_length(tok, ids, n) + 1, 1);
     long used = decode(bytes, tok, ids, n), replaced;
     const char *text = utf8_replaced(&replaced, bytes, used);
     char *out = arena_alloc((size_t)replaced * 4 + 1, 1);
@@ -118,29 +118,80 @@ static void print_line(const char *line, long n) {
     printf("%s%.*s\n", n > 0 ? "  " : "", (int)n, line);
 }
 
-void print_wrapped(const Tokenizer *tok, const int *ids, long n) {
-    long length;
-    const char *text = decoded(&length, tok, ids, n);
-    long start = 0;                       // the line so far: text[start .. i)
-    int columns = 0;
-    for (long i = 0; i <= length;) {
-        if (i == length || text[i] == '\n') {
-            print_line(text + start, i - start);
-            start = i + 1;
-            columns = 0;
-            i += 1;
-            continue;
-        }
-        int k = utf8_sequence((const unsigned char *)text + i, length - i), code;
-        utf8_decode(&code, (const unsigned char *)text + i, k);   // replaced: well-formed
-        if (columns + columns_of(code) > WRAP) {                  // full: cut the line here
-            print_line(text + start, i - start);
-            start = i;
-            columns = 0;
-        }
-        columns += columns_of(code);
-        i += k;
+// Written text is printed as it is decoded, a token at a time, so that what printing holds
+// does not grow with the text (a sample of --new 100000 tokens): the bytes of a character a
+// later token may complete (at most 3), and the line so far (at most WRAP columns, of at most
+// 4 bytes each). What it prints is what inline_text's steps print, for the whole text at once.
+typedef struct {
+    unsigned char pending[4];   // the start of a character not yet whole
+    int n_pending;
+    char line[4 * WRAP + 4];    // the line so far, and its columns
+    int used, columns;
+} Wrapper;
+
+// One character of the text as it prints (well-formed UTF-8, k bytes) onto the line: a line
+// break ends the line; a character the line has no room for starts the next one.
+static void wrap_character(Wrapper *w, const char *c, int k) {
+    if (c[0] == '\n') {
+        print_line(w->line, w->used);
+        w->used = w->columns = 0;
+        return;
     }
+    int code;
+    utf8_decode(&code, (const unsigned char *)c, k);
+    if (w->columns + columns_of(code) > WRAP) {   // full: cut the line here
+        print_line(w->line, w->used);
+        w->used = w->columns = 0;
+    }
+    memcpy(w->line + w->used, c, (size_t)k);
+    w->used += k;
+    w->columns += columns_of(code);
+}
+
+// One character of the decoded text (k bytes), as decoded() shows it: a tab as '→', the
+// other control characters but the line break as \xNN, one character at a time.
+static void show_character(Wrapper *w, const unsigned char *c, int k) {
+    if (k == 1 && c[0] == '\t') {
+        wrap_character(w, "\xE2\x86\x92", 3);
+    } else if (k == 1 && ((c[0] < 0x20 && c[0] != '\n') || c[0] == 0x7F)) {
+        char escaped[5];
+        snprintf(escaped, sizeof escaped, "\\x%02x", c[0]);
+        for (int i = 0; i < 4; i++) {
+            wrap_character(w, escaped + i, 1);
+        }
+    } else {
+        wrap_character(w, (const char *)c, k);
+    }
+}
+
+// The pending bytes read as utf8_replaced reads them: a whole character is shown, an
+// ill-formed piece becomes U+FFFD; a well-formed start that the bytes so far end is kept
+// for the next token's bytes, unless the text ends (`last`).
+static void take_pending(Wrapper *w, bool last) {
+    while (w->n_pending > 0) {
+        bool whole;
+        int k = utf8_prefix(&whole, w->pending, w->n_pending);
+        if (!whole && k == w->n_pending && !last) {
+            return;   // the next byte may complete it
+        }
+        show_character(w, whole ? w->pending : (const unsigned char *)"\xEF\xBF\xBD",
+                       whole ? k : 3);
+        k = k > 0 ? k : 1;
+        w->n_pending -= k;
+        memmove(w->pending, w->pending + k, (size_t)w->n_pending);
+    }
+}
+
+void print_wrapped(const Tokenizer *tok, const int *ids, long n) {
+    Wrapper w = {.n_pending = 0, .used = 0, .columns = 0};
+    for (long i = 0; i < n; i++) {
+        for (int j = 0; j < tok->length[ids[i]]; j++) {
+            w.pending[w.n_pending++] = tok->bytes[ids[i]][j];
+            take_pending(&w, false);
+        }
+    }
+    take_pending(&w, true);
+    print_line(w.line, w.used);
 }
 
 void print_window(const char *label, const Tokenizer *tok, const float *ids, int n) {
@@ -212,7 +263,7 @@ void print_text_and_tokens(const Settings *s, const Text *text, const Data *d) {
         }
         printf("\n");
     }
-    unsigned char *back = arena_alloc((size_t)(d->n_val * longest_token(tok)) + 1, 1);
+    unsigned char *back = arena_alloc((size_t)decoded_length(tok, d->val, d->n_val) + 1, 1);
     long n_back = decode(back, tok, d->val, d->n_val);
     bool same = n_back == val_bytes && memcmp(back, text->bytes + text->split_bytes,
                                               (size_t)val_bytes) == 0;

@@ -18,7 +18,7 @@ const char *quoted(const Tokenizer *tok, int id);
 const char *inline_text(const Tokenizer *tok, const int *ids, long n);
 // The text of n tokens as it reads: decoded and replaced as inline_text's, but for its line
 // breaks; each line indented by two spaces and cut every WRAP columns, so that no printed
-// line passes 100.
+// line passes 100. Printed as it is decoded, a token at a time: it holds no copy of the text.
 #define WRAP 96
 void print_wrapped(const Tokenizer *tok, const int *ids, long n);
 // A window of a batch (n token ids as floats), labelled: `label = "text"` with its tokens.

@@ -62,6 +62,10 @@ static int valid_prefix(bool *whole, const unsigned char *s, long n) {
     return k;
 }
 
+int utf8_prefix(bool *whole, const unsigned char *s, long n) {
+    return valid_prefix(whole, s, n);
+}
+
 int utf8_sequence(const unsigned char *s, long n) {
     bool whole;
     int k = valid_prefix(&whole, s, n);
@@ -345,6 +349,14 @@ long decode(unsigned char *out, const Tokenizer *tok, const int *ids, long n) {
         used += tok->length[ids[i]];
     }
     return used;
+}
+
+long decoded_length(const Tokenizer *tok, const int *ids, long n) {
+    long length = 0;
+    for (long i = 0; i < n; i++) {
+        length += tok->length[ids[i]];
+    }
+    return length;
 }
 
 int longest_token(const Tokenizer *tok) {

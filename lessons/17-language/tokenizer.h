@@ -46,6 +46,10 @@ int utf8_encode(unsigned char *out, int code_point);
 // The length of the well-formed UTF-8 sequence starting at s[0] (n bytes left), or 0 when it
 // is not one: the rule utf8_problem applies at each character.
 int utf8_sequence(const unsigned char *s, long n);
+// How many bytes from s[0] (n bytes left) are a well-formed prefix of a character (0: s[0]
+// starts none); *whole is true when they are all of one. A prefix that is not whole and
+// takes all n bytes may be completed by bytes that come after them.
+int utf8_prefix(bool *whole, const unsigned char *s, long n);
 // Bytes as text, as Python's bytes.decode("utf-8", errors="replace") makes it: each
 // ill-formed piece (a maximal subpart, in Unicode's words) becomes one U+FFFD. An arena
 // string; *length its bytes.
@@ -72,7 +76,9 @@ long bpe_merge(int *ids, long n, int a, int b, int token);
 long encode(int *ids, int *missing, const Tokenizer *tok, const unsigned char *text, long n);
 // The bytes of n tokens into out (room for the sum of their lengths); returns how many.
 long decode(unsigned char *out, const Tokenizer *tok, const int *ids, long n);
-// The longest token, in bytes: decode's room is n of these.
+// The bytes n tokens decode to: the sum of their lengths (decode's room).
+long decoded_length(const Tokenizer *tok, const int *ids, long n);
+// The longest token, in bytes.
 int longest_token(const Tokenizer *tok);
 
 // Bytes as they print inside a line: UTF-8 characters as they are, a space as '·', a line
