@@ -611,6 +611,10 @@ static Cost language_cost(const Settings *s, const Text *text, const Lesson *les
     Cost cost = steps_cost(s, s->steps + 1 + forwards + samples / (B * N) + 3);
     cost.exps += samples * NV;
     cost.elements = 8 * bytes;   // the text read, checked, decoded, encoded
+    // AdamW's update and clip_grad_norm_'s passes over every parameter and its gradient, a
+    // step: most of a step where the model is tiny (6 ns a parameter at --dim 8 --seq 4 on
+    // the machine of budget.h), counted as one element a parameter
+    cost.elements += s->steps * P;
     // the text, its code points (for the vocabulary of characters), its tokens
     cost.bytes = run_bytes(s, 0) + 10 * bytes;
     if (s->tokenizer == BPE && s->load_dir == NULL) {
