@@ -260,19 +260,23 @@ valgrind: $(LESSON_BINS) $(TEST_BINS)
 
 # --- the diagrams ------------------------------------------------------------------
 
-# Each lesson draws its own dataflow with --dot; Graphviz renders it to SVG. Lesson 16 also
-# draws its attention maps itself, one image a task (--svg): plain SVG text that is the same
-# on every machine (Graphviz's is not), so .ci/run checks them against the committed ones.
-# Each committed docs/diagrams/NN-name-TASK-maps.svg is drawn again by
-# lessons/NN-name --task TASK --svg FILE.
+# Each lesson draws its own dataflow with --dot; Graphviz renders it to SVG. Lessons 16 and
+# 17 also draw their attention maps themselves (--svg): plain SVG text that is the same on
+# every machine (Graphviz's is not), so .ci/run checks them against the committed ones.
+# A committed docs/diagrams/NN-name-maps.svg is drawn again by the default run that draws
+# the dataflow (lessons/NN-name --dot ... --svg FILE: lesson 17's minute of training made
+# once for both), each docs/diagrams/NN-name-TASK-maps.svg by lessons/NN-name --task TASK
+# --svg FILE.
 DRAWN_SVGS = $(wildcard docs/diagrams/*-maps.svg)
 docs: $(LESSON_BINS)
 	@mkdir -p docs/diagrams
 	@for dir in $(LESSON_DIRS); do \
-	   name=$$(basename $$dir); \
-	   ./$(BUILD)/$$dir --dot docs/diagrams/$$name.dot > /dev/null || exit 1; \
+	   name=$$(basename $$dir); maps=docs/diagrams/$$name-maps.svg; \
+	   ./$(BUILD)/$$dir --dot docs/diagrams/$$name.dot $$(test -f $$maps && echo --svg $$maps) \
+	     > /dev/null || exit 1; \
 	   dot -Tsvg docs/diagrams/$$name.dot -o docs/diagrams/$$name.svg || exit 1; \
 	   echo "  DOT     docs/diagrams/$$name.svg"; \
+	   if test -f $$maps; then echo "  SVG     $$maps"; fi; \
 	 done
 	@for svg in $(DRAWN_SVGS); do \
 	   name=$${svg#docs/diagrams/}; name=$${name%-maps.svg}; \
