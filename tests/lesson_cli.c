@@ -11,9 +11,9 @@
 // --- the lessons and their flags, from --help ---------------------------------------------
 
 static Kind kind_of(const char *value_word) {
-    const char *words[] = {"N", "F", "P", "WORD", "DIR", "FILE"};
-    const Kind kinds[] = {NUMBER, FLOAT, PROBABILITY, CHOICE, DIRECTORY, FILE_NAME};
-    for (int i = 0; i < 6; i++) {
+    const char *words[] = {"N", "F", "P", "WORD", "DIR", "FILE", "TEXT"};
+    const Kind kinds[] = {NUMBER, FLOAT, PROBABILITY, CHOICE, DIRECTORY, FILE_NAME, TEXT};
+    for (int i = 0; i < 7; i++) {
         if (strcmp(value_word, words[i]) == 0) {
             return kinds[i];
         }

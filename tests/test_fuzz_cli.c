@@ -118,6 +118,9 @@ static const char *noise_value(uint64_t *state, const HelpFlag *f, const char *s
     const char *choices[] = {"no-such-choice", "ABSOLUTE", "", "a\nb"};
     const char *dirs[] = {"dump", "a/b/c", "dump/", "./dump", "d\nx", "d\x1b[1m"};
     const char *files[] = {"graph.dot", "dump/g.dot", "g\tdot", "./g.dot"};
+    const char *texts[] = {"Attention ", "the", "a b", "\xE6\xB3\xA8\xE6\x84\x8F",
+                           "\xE2\x84\xA6", "\xFF", "a\x80", "\xE6\xB3", "a\nb", "\t", " ",
+                           "=", "-", "--"};
     switch (f->kind) {
     case NUMBER:
         return below(state, 4) == 0 ? random_word(state) : PICK(state, numbers);
@@ -131,6 +134,8 @@ static const char *noise_value(uint64_t *state, const HelpFlag *f, const char *s
         return below(state, 4) == 0 ? path_join("%s/abs", sandbox) : PICK(state, dirs);
     case FILE_NAME:
         return below(state, 4) == 0 ? path_join("%s/abs.dot", sandbox) : PICK(state, files);
+    case TEXT:
+        return below(state, 3) == 0 ? random_word(state) : PICK(state, texts);
     case SWITCH:
         break;
     }
@@ -147,6 +152,10 @@ static const char *bad_value(uint64_t *state, Kind kind) {
     const char *floats[] = {"", "abc", "-1", "1e3", "nan", "inf", "+2", " 2", "2 ", "1.2.3", "2,5",
                             ".", "0x1", "--1"};
     const char *choices[] = {"", "no-such-choice", "x\ny", "--absolute"};
+    // free text: nothing, or bytes that are not UTF-8 (a byte that cannot start a
+    // character, a character cut short, an encoded surrogate). (Not a word starting "--":
+    // refused after a space, it is the text itself after an '=', as argparse reads it.)
+    const char *texts[] = {"", "\xFF", "a\x80" "b", "\xE6\xB3", "\xED\xA0\x80"};
     switch (kind) {
     case NUMBER:
         return PICK(state, numbers);
@@ -156,6 +165,8 @@ static const char *bad_value(uint64_t *state, Kind kind) {
         return PICK(state, probabilities);
     case CHOICE:
         return PICK(state, choices);
+    case TEXT:
+        return PICK(state, texts);
     case DIRECTORY:
     case FILE_NAME:
         return below(state, 2) == 0 ? "" : long_word('p');   // empty, or past PATH_MAX
