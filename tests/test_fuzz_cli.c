@@ -155,7 +155,7 @@ static const char *bad_value(uint64_t *state, Kind kind) {
     // free text: nothing, or bytes that are not UTF-8 (a byte that cannot start a
     // character, a character cut short, an encoded surrogate). (Not a word starting "--":
     // refused after a space, it is the text itself after an '=', as argparse reads it.)
-    const char *texts[] = {"", "\xFF", "a\x80" "b", "\xE6\xB3", "\xED\xA0\x80"};
+    const char *texts[] = {"", "\xFF", "a\x80\x62", "\xE6\xB3", "\xED\xA0\x80"};
     switch (kind) {
     case NUMBER:
         return PICK(state, numbers);
