@@ -220,7 +220,9 @@ test-%: $$(call lesson_dir,$$*)
 # make test-long: make test's checks and those that need many programs, which make test
 # makes in the test's own process or samples (tests/harness.h: long_tests): every fuzzed
 # command line and every size at its limit also as a program, every size flag run at its
-# budget's edge, every sized run each lesson's test lists. .ci/run runs it.
+# budget's edge, every sized run each lesson's test lists; and the runs the pages document
+# that the lessons' budgets estimate over 10 s (harness.h: made_in_this_test; lesson 17's
+# default run), which make test names as skipped. .ci/run runs it.
 test-long:
 	@sh tests/ensure-check.sh
 	@ATTN_TEST_LONG=1 $(MAKE) --no-print-directory $(parallel) run-tests
@@ -299,7 +301,7 @@ help:
 	@echo "make script-N       that PyTorch code as out/script-N.py, to run on its own (needs torch)"
 	@echo "make test           build and run the tests (installs check if it is missing)"
 	@echo "make test-N         lesson N's tests alone (tests/test_lessonNN.c)"
-	@echo "make test-long      make test, and the checks that run the lessons thousands of times"
+	@echo "make test-long      make test, the checks that run the lessons thousands of times, the long runs"
 	@echo "make sanitize       run every lesson and test under ASan + UBSan"
 	@echo "make valgrind       run every lesson and test under valgrind"
 	@echo "make docs           redraw docs/diagrams/*.svg from each lesson's --dot (and --svg)"
