@@ -119,9 +119,9 @@ static void print_line(const char *line, long n) {
 }
 
 // Written text is printed as it is decoded, a token at a time, so that what printing holds
-// does not grow with the text (a sample of --new 100000 tokens): the bytes of a character a
+// does not grow with the text (a sample of --new 65536 tokens): the bytes of a character a
 // later token may complete (at most 3), and the line so far (at most WRAP columns, of at most
-// 4 bytes each). What it prints is what inline_text's steps print, for the whole text at once.
+// 4 bytes each). It prints what decoded() makes of the whole text, cut into lines.
 typedef struct {
     unsigned char pending[4];   // the start of a character not yet whole
     int n_pending;
