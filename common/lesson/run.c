@@ -33,6 +33,7 @@ static void release_all(void) {
     trace_set_hook(NULL);
     trace_pause(false);
     free_dumps();
+    forget_outputs();
     graph_clear();
     forget_budget_check();
     stopped = false;
