@@ -79,6 +79,10 @@ static void remove_unfinished(void) {
     }
 }
 
+void remove_unfinished_outputs(void) {
+    remove_unfinished();
+}
+
 void undo_outputs(void) {
     sigset_t saved;
     block_signals(&saved);
@@ -446,6 +450,7 @@ static size_t dump_bytes = 0;        // the sum of their lengths
 static size_t dump_bytes_peak = 0;   // the most it has been (budget.c reports it)
 
 static void count_dump_bytes(size_t added, size_t removed) {
+    arena_hold_outside(added, removed);   // the budget's limit counts them (core/arena.h)
     dump_bytes = dump_bytes + added - removed;
     if (dump_bytes > dump_bytes_peak) {
         dump_bytes_peak = dump_bytes;
@@ -540,6 +545,7 @@ void free_dumps(void) {
     free(kept);
     kept = NULL;
     n_kept = 0;
+    arena_hold_outside(0, dump_bytes);
     dump_bytes = 0;
 }
 

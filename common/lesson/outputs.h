@@ -53,6 +53,10 @@ void write_outputs(const Lesson *lesson);
 // unless write_outputs has finished.
 void undo_outputs(void);
 
+// remove_unfinished's unlink() and rmdir() of what an unfinished run made, and nothing
+// else: safe in a signal handler (budget.c's, when a run passes its time).
+void remove_unfinished_outputs(void);
+
 // Free the kept dumps.
 void free_dumps(void);
 // The most bytes the kept dumps have taken at once (budget.h).

@@ -94,6 +94,7 @@ void lesson_start(Lesson *lesson) {
 }
 
 int lesson_finish(Lesson *lesson) {
+    release_budget();   // the work is done: writing the outputs is not stopped half way
     trace_set_hook(NULL);
     report_cost(lesson);
     write_outputs(lesson);
