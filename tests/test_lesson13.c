@@ -689,7 +689,17 @@ START_TEST(test_bench_refuses_what_it_cannot_finish) {
                                                       "1", NULL});
     assert_one_line_refusal(run, "lesson-13: ", "--bench --block-q 1 --block-k 1");
     ck_assert_msg(strstr(run.err, "--block-q 1 --block-k 1") != NULL &&
-                  strstr(run.err, "budget") != NULL, "%s", run.err);
+                  strstr(run.err, "more than the 60 s allowed; allow it with "
+                          "ATTN_MAX_SECONDS=") != NULL, "%s", run.err);
+    // Its budget of time is ATTN_MAX_SECONDS, as every run's (it kept one of 150 s that the
+    // variable did not govern): its default run, estimated at half a minute here, is
+    // refused under one second.
+    setenv("ATTN_MAX_SECONDS", "1", 1);
+    run = run_program(lesson_binary(LESSON_DIR), (const char *const[]){"--bench", NULL});
+    unsetenv("ATTN_MAX_SECONDS");
+    assert_one_line_refusal(run, "lesson-13: ", "ATTN_MAX_SECONDS=1 --bench");
+    ck_assert_msg(strstr(run.err, "more than the 1 s allowed; allow it with "
+                          "ATTN_MAX_SECONDS=") != NULL, "%s", run.err);
     // And what it would hold, against the budget (lesson/budget.h): its
     // naive runs take a few heads at a time, so it needs about 214 MiB.
     setenv("ATTN_MAX_MIB", "100", 1);

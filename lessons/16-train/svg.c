@@ -44,8 +44,8 @@ static void emit(Text *t, const char *format, ...) {
     t->used += (size_t)n;
 }
 
-void svg_maps(const char *path, const Config *c, const float *ids, const float *maps,
-              const int *steps) {
+const char *svg_text(size_t *length, const Config *c, const float *ids, const float *maps,
+                     const int *steps) {
     int N = c->seq, H = c->num_attention_heads, L = c->num_hidden_layers, map = N * CELL;
     int width = LEFT + L * H * (map + GAP) + (L - 1) * LAYER_GAP + 10;
     int height = TOP + 3 * (map + ROW_GAP) + KEY_HEIGHT;
@@ -118,9 +118,17 @@ void svg_maps(const char *path, const Config *c, const float *ids, const float *
     emit(&t, "<text x=\"%d\" y=\"%d\">a cell is as dark as its weight, rounded to sixteenths "
         "(below 1/32: white)</text>\n", LEFT + (SHADES + 1) * KEY + 10, y_key + 9);
     emit(&t, "</svg>\n");
-    unsigned char *bytes = malloc(t.used);   // keep_output's to free
+    *length = t.used;
+    return t.text;
+}
+
+void svg_maps(const char *path, const Config *c, const float *ids, const float *maps,
+              const int *steps) {
+    size_t length;
+    const char *text = svg_text(&length, c, ids, maps, steps);
+    unsigned char *bytes = malloc(length);   // keep_output's to free
     if (bytes != NULL) {
-        memcpy(bytes, t.text, t.used);
+        memcpy(bytes, text, length);
     }
-    keep_output("--svg", path, bytes, t.used);   // written with the run's other outputs
+    keep_output("--svg", path, bytes, length);   // written with the run's other outputs
 }
