@@ -50,7 +50,8 @@
 // holds (with --dump's copies) past ATTN_MAX_MIB, with check_budget's line
 // ("... would hold at least ..."), exit 2; and a timer of the processor time
 // the run has used (all its threads) stops it at STOP_FACTOR times
-// ATTN_MAX_SECONDS with one line, exit 2. Both come before the run writes its
+// ATTN_MAX_SECONDS with one line, exit 2 (five times later in a sanitizer
+// build; not under valgrind, which runs 20 to 50 times slower). Both come before the run writes its
 // outputs (lesson_finish writes them all at its end), so what was there
 // stays as it was. lesson_finish, and a test's release of a run, end both.
 //
@@ -107,6 +108,8 @@ BudgetCheck last_budget_check(void);
 // Forget it, and the prediction report_cost compares with, and stop holding the run to the
 // budget (release_budget) (run.c, when a run is released).
 void forget_budget_check(void);
+// The processor time at which a run admitted under `max_seconds` is stopped (0: never).
+double time_stop_seconds(double max_seconds);
 // Stop holding the run to its budget (the arena's limit, the timer): its work is done.
 void release_budget(void);
 
