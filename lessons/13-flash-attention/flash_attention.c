@@ -113,8 +113,9 @@
 // What a tile (a block of queries against a block of keys) costs beyond its pairs' work,
 // in ns: the call of the kernels, the running max and sum, the rescale of the block's
 // outputs; grows with head_dim. Small blocks pay it for every pair: --block-q 1 --block-k
-// 1 ran at about 100 ns a tile at head_dim 64 and 33 at head_dim 1 (CPU time on the AMD
-// EPYC above, gcc 12 -O2, 2026-12-07), where the pairs' count alone predicted a sixth.
+// 1 ran at about 100 ns a tile at head_dim 64 and 33 at head_dim 1 (processor time on an
+// Intel Xeon, family 6 model 167, AVX-512 kernels, gcc 12 -O2, under load, 2026-12-07),
+// where the pairs' count alone predicted a sixth of the time.
 #define NS_PER_TILE 30.0
 #define NS_PER_TILE_PER_DIM 1.1
 
