@@ -2,15 +2,15 @@
 // and a lesson's own (lesson 16's --save checkpoint and --svg image).
 //
 // All are checked before any work (prepare_outputs: a path that cannot be
-// written, or that names what another output or an input names, is
-// refused with exit 2, like a bad flag), kept while the lesson runs
-// (keep_dump takes each named tensor's bytes as it is named, keep_output a
-// lesson's file), and written at the end as one transaction
-// (write_outputs): every file under a temporary name first, then all
-// renamed into place, so a run's output lands whole or not at all. A run that fails, is refused, or is stopped by
-// SIGINT, SIGTERM, SIGHUP or SIGPIPE (Ctrl-C, kill, a closed terminal or
-// pipe) removes what it made - its temporary files and the directories
-// --dump created - and leaves what was there before as it was.
+// written, or that names what another output or an input names, is refused with
+// exit 2, like a bad flag), kept while the lesson runs (keep_dump takes each
+// named tensor's bytes as it is named, keep_output a lesson's file), and
+// written at the end as one transaction (write_outputs): every file under a
+// temporary name first, then all renamed into place, so a run's output lands
+// whole or not at all. A run that fails, is refused, or is stopped by SIGINT,
+// SIGTERM, SIGHUP or SIGPIPE (Ctrl-C, kill, a closed terminal or pipe) removes
+// what it made - its temporary files and the directories --dump (or --save)
+// created - and leaves what was there before as it was.
 #define _XOPEN_SOURCE 700   // realpath(), beside POSIX 2008
 #include "lesson/outputs.h"
 
@@ -281,7 +281,10 @@ static void check_output_file(const Lesson *lesson, const char *flag, const char
     // save_file writes "<file>.tmp-XXXXXX" first: that name must fit too.
     size_t temporary = strlen(SAVE_FILE_TEMPORARY);
     check_path_length(lesson, flag, file, temporary, temporary);
-    if (file[0] == '\0' || file[strlen(file) - 1] == '/') {
+    if (file[0] == '\0') {
+        usage_error(lesson, "%s: give a file name", flag);
+    }
+    if (file[strlen(file) - 1] == '/') {
         usage_error(lesson, "%s: '%s' ends in '/'; give a file name", flag, shown(file));
     }
     for (int i = 0; i < n_declared; i++) {   // a name a directory output would make

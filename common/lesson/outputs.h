@@ -41,12 +41,12 @@ void keep_output(const char *flag, const char *path, unsigned char *bytes, size_
 // fails (exit 1).
 void keep_dump(const char *name, const Tensor *t);
 
-// Write every kept dump into --dump's directory, the recorded graph to
-// --dot's file and the lesson's kept outputs, all or nothing: each under a temporary name first, then,
-// when all are written, each renamed over its path (the signals held back
-// meanwhile). A failure puts back what was there and fails the run (exit
-// 1). Then they are the run's output, and undo_outputs no longer touches
-// them.
+// Write every kept dump into --dump's directory, the recorded graph to --dot's
+// file and the lesson's kept outputs, all or nothing: each under a temporary
+// name first, then, when all are written, each renamed over its path (the
+// signals held back meanwhile). A failure puts back what was there and fails
+// the run (exit 1). Then they are the run's output, and undo_outputs no longer
+// touches them.
 void write_outputs(const Lesson *lesson);
 
 // Remove what this run made (temporary files, the directories it created),
