@@ -681,53 +681,39 @@ START_TEST(test_bad_flags) {
 }
 END_TEST
 
-// Over the budget: one line naming the flags, before any work.
-START_TEST(test_refused_by_the_budget) {
-    RunResult r = run_program(lesson_binary(LESSON_DIR),
-                              (const char *const[]){"--prompt", "3000", NULL});
-    ck_assert_int_eq(r.status, 2);
-    ck_assert_msg(strstr(r.err, "lesson-19: --prompt 3000 would ") != NULL, "%s", r.err);
-    ck_assert(r.out[0] == '\0');
-    r = run_program(lesson_binary(LESSON_DIR),
-                    (const char *const[]){"--bench", "--context", "200000", NULL});
-    ck_assert_int_eq(r.status, 2);
-    ck_assert_msg(strstr(r.err, "lesson-19: --context 200000 would hold about ") != NULL, "%s",
-                  r.err);
-}
-END_TEST
+// --- what a run may take (common/lesson/budget.h; harness.h: add_budget_tests) -----------
 
-// What a run held is at most its prediction (plus 1 MiB of names and text) and not much less,
-// at sizes where the tensors that grow with the flags are most of it (tests/test_budget.c's
-// rule).
-START_TEST(test_budget_predictions_hold) {
-    const char *const runs[4][24] = {
-        {"--prompt", "300", "--new", "20", "--heads", "8", NULL},
-        {"--batch", "4", "--prompt", "100", "--new", "10", "--dim", "256", "--heads", "8",
-         "--kv-lora-rank", "128", "--q-lora-rank", "128", "--dump", "", NULL},
-        {"--seqs", "48", "--prompt", "200", "--new", "60", "--block", "4", NULL},
-        {"--prompt", "30", "--new", "330", "--seqs", "2", "--outlier", "3", NULL},
-    };
-    for (int i = 0; i < 4; i++) {
-        const char *sandbox = make_temp_dir(), *argv[26];
-        int n = 0;
-        for (int k = 0; runs[i][k] != NULL; k++) {
-            argv[n++] = runs[i][k][0] == '\0' ? path_join("%s/out", sandbox) : runs[i][k];
-        }
-        argv[n] = NULL;
-        setenv("ATTN_COST", "show", 1);
-        RunResult r = run_program(lesson_binary(LESSON_DIR), argv);
-        unsetenv("ATTN_COST");
-        ck_assert_msg(r.status == 0 && strstr(r.err, "warning") == NULL, "run %d: %s", i, r.err);
-        double predicted = -1, held = -1;
-        sscanf(strstr(r.err, "cost: predicted bytes="), "cost: predicted bytes=%lf", &predicted);
-        sscanf(strstr(r.err, "cost: held bytes="), "cost: held bytes=%lf", &held);
-        const double mib = 1024.0 * 1024.0;
-        ck_assert_msg(held <= predicted + mib && predicted <= 1.5 * held && held > 8 * mib,
-                      "run %d: held %.0f bytes, predicted %.0f", i, held, predicted);
-        remove_dir(sandbox);
-    }
-}
-END_TEST
+// Refused by the budget before anything runs, in one line that names the flags that made it
+// big: a prompt's scores and caches, and the bench's cached context.
+static const BudgetRefusal REFUSED[] = {
+    {{"--prompt", "3000", NULL},
+     "lesson-19: --prompt 3000 would hold about 611 MiB at once, more than the 512 MiB "
+     "allowed; choose smaller sizes, or allow it with ATTN_MAX_MIB=620", NULL},
+    {{"--bench", "--context", "200000", NULL},
+     "lesson-19: --context 200000 would hold about 10.2 GiB at once, more than the 512 MiB "
+     "allowed; choose smaller sizes, or allow it with ATTN_MAX_MIB=11000", NULL},
+};
+
+// Sizes where the tensors that grow with the flags are most of what a run holds: what it
+// holds is its prediction (make test runs the first, make test-long all).
+static const SizedRun SIZED[] = {
+    {{"--prompt", "300", "--new", "20", "--heads", "8", NULL}},
+    {{"--batch", "4", "--prompt", "100", "--new", "10", "--dim", "256", "--heads", "8",
+      "--kv-lora-rank", "128", "--q-lora-rank", "128", "--dump", "", NULL}},
+    {{"--seqs", "48", "--prompt", "200", "--new", "60", "--block", "4", NULL}},
+    {{"--prompt", "30", "--new", "330", "--seqs", "2", "--outlier", "3", NULL}},
+};
+
+// The page's runs: the defaults and the bench.
+static const AdmittedRun ADMITTED[] = {
+    {{NULL}, false},
+    {{"--bench", NULL}, false},
+};
+
+static const LessonBudget BUDGET = {
+    LESSON_DIR, lesson_main, REFUSED, sizeof REFUSED / sizeof REFUSED[0], SIZED,
+    sizeof SIZED / sizeof SIZED[0], ADMITTED, sizeof ADMITTED / sizeof ADMITTED[0],
+};
 
 START_TEST(test_help_and_graph) {
     RunResult r = run_program(lesson_binary(LESSON_DIR), (const char *const[]){"--help", NULL});
@@ -796,11 +782,10 @@ static Suite *lesson19_suite(void) {
     suite_add_tcase(suite, table);
     TCase *flags = new_tcase("flags");
     tcase_add_test(flags, test_bad_flags);
-    tcase_add_test(flags, test_refused_by_the_budget);
-    tcase_add_test(flags, test_budget_predictions_hold);
     tcase_add_test(flags, test_help_and_graph);
     tcase_add_test(flags, test_lines_fit_100_columns);
     suite_add_tcase(suite, flags);
+    add_budget_tests(suite, &BUDGET);
     return suite;
 }
 
