@@ -256,10 +256,10 @@ void linear_attention_forward(LayerActivations *a, const Config *c, int B, int N
 //   d phi(k_t) = G_t v_t + H_t                  d v_t = G_t^T phi(k_t)
 // The first three need S_t and z_t, which a pass forward in t builds again (autograd keeps
 // every S_t; recomputing them gives the same bits in D^2 floats of memory instead of
-// N D^2); G and H are running sums too, run backward from the last position: the paper's
-// section 3.3.1, "the gradients are cumulative sums as well". Each sum over e (G_t v_t, and
-// d Z) adds as torch.sum adds a row; d v sums down the columns of G_t * phi(k_t), as
-// torch.sum adds down a dim.
+// N D^2); G and H are running sums too, run backward from the last position (Katharopoulos
+// et al. derive the gradient as such sums, to keep the memory constant). Each sum over e
+// (G_t v_t, and d Z) adds as torch.sum adds a row; d v sums down the columns of
+// G_t * phi(k_t), as torch.sum adds down a dim.
 void linear_attention_backward(BackwardScratch *w, const LayerActivations *a,
                                const Config *c, int B, int N) {
     int H = c->num_attention_heads, KV = c->num_key_value_heads, D = c->head_dim, R = H / KV;

@@ -30,7 +30,7 @@ void linear_state_update(float *S, float *z, const float *k_phi, const float *v,
 void linear_attention_forward(LayerActivations *a, const Config *config, int B, int N,
                               float *state);
 // Its backward: the same running sums, forward for d phi(q), then backward for d phi(k) and
-// d v (Katharopoulos et al., section 3.3.1). w->d_y is used up.
+// d v (as Katharopoulos et al. derive it). w->d_y is used up.
 void linear_attention_backward(BackwardScratch *w, const LayerActivations *a,
                                const Config *config, int B, int N);
 // The parallel form's weights of sequence b (H, N, N): phi(q_t).phi(k_s), 0 after t, each row

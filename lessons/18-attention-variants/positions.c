@@ -84,28 +84,25 @@ void rope_backward(float *d, const float *cos, const float *sin, int rows, int N
 
 // --- ALiBi ------------------------------------------------------------------------------------
 
-// Slope h (from 0) of n heads, n a power of two: start^(h+1), start = 2^(-2^-(log2(n) - 3))
-// = 2^(-8/n): 2^-(8/n), 2^-(16/n), ..., 2^-8 for h = n-1. Worked in double with the C
-// library's pow and log2, as Python's floats are (ofirpress/attention_with_linear_biases,
-// get_slopes, whose power-of-two case reads `start = (2**(-2**-(math.log2(n)-3)));
-// ratio = start; return [start*ratio**i for i in range(n)]`).
-static double slope_of_a_power_of_two(int n, int h) {
-    double start = pow(2.0, -pow(2.0, -(log2((double)n) - 3.0)));
-    return start * pow(start, (double)h);
-}
-
-// The paper trains only 2^a heads; for other counts its code takes the slopes of the largest
-// power of two below H, then every other slope of twice that (the ones between them) until
-// there are H: 6 heads get 4's slopes (1/4, 1/16, 1/64, 1/256), then 8's first and third
-// (1/2, 1/8). Each rounded to a float, as torch.tensor(slopes) rounds them.
+// The slopes of H heads. For n heads, n a power of two, slope h (from 0) is start^(h+1),
+// start = 2^(-2^-(log2(n) - 3)) = 2^(-8/n): 2^-(8/n), 2^-(16/n), ..., 2^-8. The paper
+// trains only 2^a heads; for other counts its code takes the slopes of the largest power of
+// two below H, then every other slope of twice that (the ones between them) until there are
+// H: 6 heads get 4's slopes (1/4, 1/16, 1/64, 1/256), then 8's first and third (1/2, 1/8).
+// Worked in double with the C library's pow and log2, as Python's floats are (get_slopes in
+// ofirpress/attention_with_linear_biases: `start = (2**(-2**-(math.log2(n)-3)));
+// ratio = start; return [start*ratio**i for i in range(n)]`), each rounded to a float as
+// torch.tensor(slopes) rounds it. The exercise's piece: no helper, so that it can be swapped.
 void alibi_slopes(float *slopes, int H) {
     int closest = 1;
     while (closest * 2 <= H) {
         closest *= 2;
     }
     for (int h = 0; h < H; h++) {
-        slopes[h] = (float)(h < closest ? slope_of_a_power_of_two(closest, h)
-                                        : slope_of_a_power_of_two(2 * closest, 2 * (h - closest)));
+        int n = h < closest ? closest : 2 * closest;   // the power of two it is taken from
+        int i = h < closest ? h : 2 * (h - closest);   // its index among n's slopes
+        double start = pow(2.0, -pow(2.0, -(log2((double)n) - 3.0)));
+        slopes[h] = (float)(start * pow(start, (double)i));
     }
 }
 
