@@ -9,6 +9,8 @@
 // gradient, each step's loss and gradient norm, the maps and every printed line; and the
 // experiments at small sizes: every loss of every model they train, their tables, and every
 // printed line.
+// Against PyTorch's autograd in float64: the page's softmax_attention (with ALiBi's bias and
+// a window, and without) and linear_attention on the same inputs, within rounding.
 // Without PyTorch: each variant's backward against central differences in double (softmax
 // attention with a window and ALiBi's bias, linear attention's running sums, the learned
 // table); ALiBi's slopes by hand for head counts that are powers of two and that are not;
@@ -319,6 +321,62 @@ START_TEST(test_learned_positions_backward) {
 }
 END_TEST
 
+// --- against autograd in double ------------------------------------------------------------
+
+// The page's own softmax_attention and linear_attention, run by PyTorch in float64 under
+// autograd on float32 inputs (gen_lesson18.py, autograd_double/): the lesson's float32
+// forward and backward on the same inputs must meet them within rounding.
+static const char *const DOUBLE_PIECES[] = {"softmax_alibi_window3", "softmax_all_keys", "linear"};
+
+START_TEST(test_against_autograd_in_double) {
+    const char *name = DOUBLE_PIECES[_i], *dir = DATA "/autograd_double";
+    const Tensor *q = load_npy(path_join("%s/%s.q.npy", dir, name));   // (B, N, H, D)
+    const Tensor *k = load_npy(path_join("%s/%s.k.npy", dir, name));   // (B, N, KV, D)
+    int B = size(q, 0), N = size(q, 1), H = size(q, 2), D = size(q, 3), KV = size(k, 2);
+    bool linear = strcmp(name, "linear") == 0;
+    Config c = {.vocab_size = 8, .hidden_size = H * D, .intermediate_size = 8,
+                .num_hidden_layers = 1, .num_attention_heads = H, .num_key_value_heads = KV,
+                .head_dim = D, .longest = N, .rope_theta = 10000, .rms_norm_eps = 1e-6f,
+                .positions = strcmp(name, "softmax_alibi_window3") == 0 ? ALIBI : NOPE,
+                .window = strcmp(name, "softmax_alibi_window3") == 0 ? 3 : NO_WINDOW,
+                .attention = linear ? LINEAR : SOFTMAX};
+    Model model = {.config = c, .slopes = floats(H)};
+    alibi_slopes(model.slopes, H);
+    LayerActivations a = {0};
+    a.q = load_npy(path_join("%s/%s.q.npy", dir, name))->data;
+    a.k = load_npy(path_join("%s/%s.k.npy", dir, name))->data;
+    a.v = load_npy(path_join("%s/%s.v.npy", dir, name))->data;
+    a.y = floats((long)B * N * H * D);
+    if (linear) {
+        a.q_phi = floats((long)B * N * H * D);
+        a.k_phi = floats((long)B * N * KV * D);
+        a.norm = floats((long)B * N * H);
+        a.numerator = floats((long)B * N * H * D);
+        linear_attention_forward(&a, &c, B, N, floats((long)D * D + D));
+    } else {
+        a.att = floats((long)B * H * N * N);
+        attention_forward(&a, &model, B, N, floats((long)N * D));
+    }
+    assert_close(tensor_from(q->shape, a.y), load_npy(path_join("%s/%s.y.npy", dir, name)),
+                 1e-6f, 1e-5f, path_join("%s: y", name));
+    BackwardScratch w = backward_scratch_init(&c, B, N);
+    memcpy(w.d_y, load_npy(path_join("%s/%s.g.npy", dir, name))->data,
+           (size_t)B * N * H * D * sizeof(float));
+    if (linear) {
+        linear_attention_backward(&w, &a, &c, B, N);
+    } else {
+        attention_backward(&w, &a, &c, B, N);
+    }
+    const float *got[3] = {w.d_q, w.d_k, w.d_v};
+    const char *what[3] = {"dq", "dk", "dv"};
+    for (int i = 0; i < 3; i++) {
+        const Tensor *want = load_npy(path_join("%s/%s.%s.npy", dir, name, what[i]));
+        assert_close(tensor_from(want->shape, got[i]), want, 1e-5f, 1e-4f,
+                     path_join("%s: %s", name, what[i]));
+    }
+}
+END_TEST
+
 // --- ALiBi's slopes, by hand ---------------------------------------------------------------
 
 START_TEST(test_alibi_slopes_by_hand) {
@@ -540,6 +598,8 @@ static Suite *lesson18_suite(void) {
     tcase_add_test(pieces, test_softmax_backward_with_window_and_alibi);
     tcase_add_test(pieces, test_linear_attention_backward);
     tcase_add_test(pieces, test_learned_positions_backward);
+    tcase_add_loop_test(pieces, test_against_autograd_in_double, 0,
+                        (int)(sizeof DOUBLE_PIECES / sizeof DOUBLE_PIECES[0]));
     tcase_add_test(pieces, test_alibi_slopes_by_hand);
     tcase_add_test(pieces, test_rolling_buffer_matches_a_full_cache);
     tcase_add_test(pieces, test_linear_rnn_matches_its_parallel_form);

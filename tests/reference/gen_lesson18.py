@@ -23,6 +23,13 @@ lesson's --dump writes, and stdout.txt what the block printed:
 and tests/data/lesson18/cases.txt, the list of the runs (tests/harness.h:
 recorded_case), which tests/test_lesson18.c reads. Small sizes and few steps
 on purpose (the data is committed); every number must agree bit for bit.
+
+And tests/data/lesson18/autograd_double/: the block's own attention functions
+(softmax_attention with ALiBi's bias and a window, linear_attention) run in
+float64 under autograd on float32 inputs, L = sum of g * y: their q, k, v, g
+and the y, dq, dk, dv autograd gives, rounded to float32 and laid out as the
+lesson lays them out ((B, N, heads, D)), for the lesson's float32 backward to
+meet within rounding.
 With --cases-only it writes cases.txt alone.
 """
 import glob
@@ -32,7 +39,7 @@ import sys
 
 import torch
 
-from reference import listed_by_flags, page_block, record_cases, stdout_txt
+from reference import DATA, listed_by_flags, page_block, record_cases, save, stdout_txt
 
 DEFAULTS = {"seed": 0, "experiment": "all", "positions": "rope", "window": 65536,
             "attention": "softmax", "layers": 2, "dim": 64, "heads": 4, "kv_heads": 2,
@@ -98,10 +105,50 @@ def record(directory, flags):
         sys.argv = saved_argv
 
 
+# The block's functions in float64 (autograd_double/): B sequences of N tokens, H heads of D
+# over KV key/value heads.
+DOUBLE_SIZES = ["--dim", "16", "--heads", "4", "--kv-heads", "2", "--seq", "7"]
+
+
+def record_autograd_double():
+    directory = os.path.join(DATA, "lesson18", "autograd_double")
+    os.makedirs(directory, exist_ok=True)
+    saved_argv = sys.argv
+    sys.argv = ["18-attention-variants"] + DOUBLE_SIZES
+    try:
+        block = {"__name__": "lesson18_functions"}   # its functions, not its run
+        exec(page_block(18), block)
+    finally:
+        sys.argv = saved_argv
+    H, KV, D, n = block["H"], block["KV"], block["D"], block["N"]
+    slopes = torch.tensor(block["alibi_slopes"](H), dtype=torch.float64)
+    distance = (torch.arange(n)[None, :] - torch.arange(n)[:, None]).double()
+    pieces = {
+        "softmax_alibi_window3": lambda q, k, v: block["softmax_attention"](
+            q, k, v, slopes[:, None, None] * distance, 3)[0],
+        "softmax_all_keys": lambda q, k, v: block["softmax_attention"](q, k, v, None, 65536)[0],
+        "linear": lambda q, k, v: block["linear_attention"](q, k, v),
+    }
+    torch.manual_seed(18)
+    for name, attend in pieces.items():
+        q, g = torch.randn(2, H, n, D), torch.randn(2, H, n, D)
+        k, v = torch.randn(2, KV, n, D), torch.randn(2, KV, n, D)
+        leaves = [x.double().requires_grad_() for x in (q, k, v)]
+        with torch.enable_grad():   # (the block turns it off for its runs)
+            y = attend(*leaves)
+            (g.double() * y).sum().backward()
+        for tensor, what in zip([q, k, v, g, y] + [x.grad for x in leaves],
+                                ["q", "k", "v", "g", "y", "dq", "dk", "dv"]):
+            save(directory, f"{name}.{what}", tensor.detach().float().transpose(1, 2))
+    print("wrote", directory)
+
+
 def main():
     torch.set_num_threads(1)
     record_cases("lesson18", {name: (flags,) for name, flags in CASES.items()}, record,
                  listed_by_flags(DEFAULTS, CASES))
+    if "--cases-only" not in sys.argv[1:]:
+        record_autograd_double()
 
 
 if __name__ == "__main__":
