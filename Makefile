@@ -31,15 +31,19 @@ LESSON_DIRS := $(sort $(patsubst %/,%,$(wildcard lessons/[0-9][0-9]-*/)))
 LESSON_BINS := $(LESSON_DIRS:%=$(BUILD)/%)
 LESSON_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard lessons/[0-9][0-9]-*/*.c))
 # The longest test programs first, so that the others fill the other cores
-# around them (make test's wall time is then about the longest one's).
-SLOW_TESTS  := tests/test_docs.c tests/test_budget.c tests/test_fuzz_cli.c tests/test_budget_edges.c \
-               tests/test_lesson16.c tests/test_lesson14.c
-TEST_SRC    := $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(sort $(wildcard tests/test_*.c)))
+# around them (make test's wall time is then about the longest one's): test_docs
+# (it runs every documented run of every lesson), then the lessons' own tests,
+# the last lesson's first (the later the lesson, the more its test runs), then the rest.
+LESSON_TESTS := $(shell ls -r tests/test_lesson[0-9]*.c 2>/dev/null)
+TEST_SRC    := tests/test_docs.c $(LESSON_TESTS) \
+               $(filter-out tests/test_docs.c $(LESSON_TESTS),$(sort $(wildcard tests/test_*.c)))
 TEST_BINS   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # What the test programs share (tests/harness.c, tests/family_*.c): every
 # .c of tests/ that is not a test program, linked into each test; but for
-# rename_fault.c, a library test_outputs loads into the lessons it runs.
-SUPPORT_SRC := $(filter-out $(TEST_SRC) tests/rename_fault.c,$(wildcard tests/*.c))
+# rename_fault.c, a library test_outputs loads into the lessons it runs, and
+# lesson_table.c, the table of every lesson's main() (in lessons.a, below).
+SUPPORT_SRC := $(filter-out $(TEST_SRC) tests/rename_fault.c tests/lesson_table.c, \
+                 $(wildcard tests/*.c))
 SUPPORT_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o)
 
 # The lesson that lesson-N, compare-N, test-N and script-N name. N is a
@@ -53,7 +57,7 @@ lesson_number = $(or $(shell case '$(1)' in (''|*[!0-9]*) ;; (*) expr '$(1)' + 0
 lesson_dir    = $(or $(firstword $(wildcard lessons/$(shell printf '%02d' $(call lesson_number,$(1)))-*)), \
                   $(error there is no lesson $(1): the lessons are 1 to $(lesson_count)))
 
-.PHONY: all lessons test run-tests sanitize valgrind docs clean help lesson- compare- test- script-
+.PHONY: FORCE all lessons test test-long run-tests sanitize valgrind docs clean help lesson- compare- test- script-
 .SECONDEXPANSION:
 # The objects are made by pattern rules and named nowhere else, so make
 # would treat them as intermediate files and delete them after each build
@@ -131,12 +135,49 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -O1 -g1 $(TEST_CFLAGS) -c $< -o $@
 
-# Lessons 13's, 14's and 16's kernels are tested through their tables (kernels.h,
-# extern): linked into the lesson's test from the lesson's own object, not
-# included in it, so that they compile once, at the lesson's flags.
-$(BUILD)/tests/test_lesson13: $(BUILD)/obj/lessons/13-flash-attention/kernels.o
-$(BUILD)/tests/test_lesson14: $(BUILD)/obj/lessons/14-attention-backward/kernels.o
-$(BUILD)/tests/test_lesson16: $(BUILD)/obj/lessons/16-train/kernels.o
+# A lesson's kernels.c (13, 14 and 16 have one) is tested through its tables (kernels.h,
+# extern): linked into the lesson's test, tests/test_lessonNN.c, from the lesson's own
+# object, not included in it, so that it compiles once, at the lesson's flags.
+lesson_kernels = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard $(1)/kernels.c))
+lesson_number_of = $(firstword $(subst -, ,$(notdir $(1))))
+$(foreach dir,$(LESSON_DIRS),$(eval \
+  $(BUILD)/tests/test_lesson$(call lesson_number_of,$(dir)): $(call lesson_kernels,$(dir))))
+
+# Every lesson as one object, for the tests that call each lesson's main() in their own
+# process (tests/harness.h: call_lesson): the lesson's objects (the same ones its program
+# is linked from) combined into one (ld -r), whose symbols are all made local but main,
+# renamed lesson_main_NN_name, so that lessons' names never clash. The table of them,
+# LESSONS (tests/harness.h), is made from the list of lessons/ the recipe below writes.
+LD      ?= ld
+OBJCOPY ?= objcopy
+entry_symbol  = lesson_main_$(subst -,_,$(1))
+LESSON_ENTRIES := $(LESSON_DIRS:lessons/%=$(BUILD)/entry/%.o)
+$(BUILD)/entry/%.o: $$(call lesson_objects,lessons/$$*) | lessons/%
+	@mkdir -p $(dir $@)
+	@echo "  ENTRY   $@"
+	@$(LD) -r $^ -o $@.tmp
+	@$(OBJCOPY) --redefine-sym main=$(call entry_symbol,$*) \
+	   --keep-global-symbol=$(call entry_symbol,$*) $@.tmp $@
+	@rm -f $@.tmp
+# tests/lesson_table.c makes the table LESSONS (tests/harness.h) from lessons.h, one line
+# LESSON(symbol, "NN-name") a lesson, which this recipe writes from lessons/ (rewriting it
+# only when the lessons change).
+$(BUILD)/entry/lessons.h: FORCE
+	@mkdir -p $(dir $@)
+	@for dir in $(notdir $(LESSON_DIRS)); do \
+	   echo "LESSON($$(echo $$dir | tr - _), \"$$dir\")"; done > $@.tmp
+	@if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
+$(BUILD)/entry/lesson_table.o: tests/lesson_table.c $(BUILD)/entry/lessons.h
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -O1 -g1 $(TEST_CFLAGS) -I$(BUILD)/entry -c $< -o $@
+$(BUILD)/entry/lessons.a: $(BUILD)/entry/lesson_table.o $(LESSON_ENTRIES)
+	@rm -f $@
+	@$(AR) rcs $@ $^
+# The tests that name the table (LESSONS, N_LESSONS, lesson_entry) are linked with it;
+# the others build without the lessons (make test-N builds what lesson N's test needs).
+TABLE_TESTS := $(shell grep -l -w -E 'N_LESSONS|LESSONS|lesson_entry' tests/test_*.c)
+$(foreach test,$(TABLE_TESTS),$(eval $(test:tests/%.c=$(BUILD)/tests/%): $(BUILD)/entry/lessons.a))
+FORCE:
 
 # test_outputs runs lessons with tests/rename_fault.c loaded (LD_PRELOAD) to fail one
 # rename of their output; it is built without the sanitizers, which the lesson has.
@@ -176,6 +217,14 @@ test-%: $$(call lesson_dir,$$*)
 	   $(addprefix $(BUILD)/,$(sort $< $(call lessons_named_in,tests/$(call lesson_test,$*).c)))
 	@sh tests/run-tests.sh $(BUILD)/tests/$(call lesson_test,$*)
 
+# make test-long: make test's checks and those that need many programs, which make test
+# makes in the test's own process or samples (tests/harness.h: long_tests): every fuzzed
+# command line and every size at its limit also as a program, every size flag run at its
+# budget's edge, every sized run each lesson's test lists. .ci/run runs it.
+test-long:
+	@sh tests/ensure-check.sh
+	@ATTN_TEST_LONG=1 $(MAKE) --no-print-directory $(parallel) run-tests
+
 # AddressSanitizer + UndefinedBehaviorSanitizer: every lesson and every test. The sanitizers
 # make a program 3 to 5 times slower, so check's time limit for each test is tripled
 # (CK_TIMEOUT_MULTIPLIER; lesson 16's default run, which the docs' and fuzz tests take
@@ -187,33 +236,36 @@ sanitize:
 	   BUILD=build/sanitize SANITIZE="$(SANITIZERS)" lessons run-tests
 
 # valgrind: every lesson, then every test in one process (CK_FORK=no; the
-# lessons a test runs are not under valgrind, and the fuzz test runs fewer
-# cases), then each lesson's error paths (tests/valgrind-error-paths.sh).
-# ATTN_KERNELS=scalar: lessons 13, 14 and 16 take their portable kernels
-# (valgrind 3.19 cannot run AVX-512).
+# lessons a test runs are not under valgrind, those it calls in its own process
+# are, and the fuzz test calls fewer cases), then each lesson's error paths
+# (tests/valgrind-error-paths.sh). ATTN_KERNELS=scalar: lessons 13, 14 and 16 take
+# their portable kernels (valgrind 3.19 cannot run AVX-512).
 VALGRIND = env ATTN_KERNELS=scalar valgrind -q --error-exitcode=3 --leak-check=full \
            --show-leak-kinds=all --errors-for-leak-kinds=all
-# Lesson 16 trains for 300 steps by default, minutes under valgrind: 3 steps take every
-# path of its code. VALGRIND_SHORT names such runs, `lesson-directory:flags` with commas
-# for spaces; tests/valgrind-error-paths.sh reads it too.
-VALGRIND_SHORT = 16-train:--steps,3
+# A lesson whose defaults take more than a tenth of a second (lesson 16 trains for 300
+# steps: minutes under valgrind) runs from its quick start instead, worked out from its
+# own cost by test_in_process --quick-starts (tests/lesson_cli.h): one line a lesson,
+# `lesson-directory:flags` with commas for spaces; tests/valgrind-error-paths.sh reads it too.
 valgrind: $(LESSON_BINS) $(TEST_BINS)
-	@for bin in $(LESSON_BINS); do \
-	   short=$$(echo "$(VALGRIND_SHORT)" | tr ' ' '\n' | sed -n "s|^$${bin##*/}:||p" | tr ',' ' '); \
+	@short_runs=$$(./$(BUILD)/tests/test_in_process --quick-starts) || exit 1; \
+	 for bin in $(LESSON_BINS); do \
+	   short=$$(echo "$$short_runs" | sed -n "s|^$${bin##*/}:||p" | tr ',' ' '); \
 	   echo "valgrind $$bin $$short"; $(VALGRIND) ./$$bin $$short > /dev/null || exit 1; \
 	 done
 	@for bin in $(TEST_BINS); do \
 	   echo "valgrind $$bin"; CK_FORK=no ATTN_FUZZ_CASES=20 $(VALGRIND) ./$$bin > /dev/null || exit 1; \
 	 done
-	@VALGRIND_SHORT="$(VALGRIND_SHORT)" sh tests/valgrind-error-paths.sh "$(VALGRIND)" \
-	   $(LESSON_BINS:%=./%)
+	@VALGRIND_SHORT="$$(./$(BUILD)/tests/test_in_process --quick-starts)" \
+	   sh tests/valgrind-error-paths.sh "$(VALGRIND)" $(LESSON_BINS:%=./%)
 
 # --- the diagrams ------------------------------------------------------------------
 
 # Each lesson draws its own dataflow with --dot; Graphviz renders it to SVG. Lesson 16 also
 # draws its attention maps itself, one image a task (--svg): plain SVG text that is the same
 # on every machine (Graphviz's is not), so .ci/run checks them against the committed ones.
-DRAWN_SVGS = docs/diagrams/16-train-recall-maps.svg docs/diagrams/16-train-reverse-maps.svg
+# Each committed docs/diagrams/NN-name-TASK-maps.svg is drawn again by
+# lessons/NN-name --task TASK --svg FILE.
+DRAWN_SVGS = $(wildcard docs/diagrams/*-maps.svg)
 docs: $(LESSON_BINS)
 	@mkdir -p docs/diagrams
 	@for dir in $(LESSON_DIRS); do \
@@ -223,9 +275,13 @@ docs: $(LESSON_BINS)
 	   echo "  DOT     docs/diagrams/$$name.svg"; \
 	 done
 	@for svg in $(DRAWN_SVGS); do \
-	   task=$${svg#docs/diagrams/16-train-}; task=$${task%-maps.svg}; \
-	   ./$(BUILD)/lessons/16-train --task $$task --svg $$svg > /dev/null || exit 1; \
-	   echo "  SVG     $$svg"; \
+	   name=$${svg#docs/diagrams/}; name=$${name%-maps.svg}; \
+	   for dir in $(notdir $(LESSON_DIRS)); do \
+	     case $$name in ($$dir-*) \
+	       ./$(BUILD)/lessons/$$dir --task $${name#$$dir-} --svg $$svg > /dev/null || exit 1; \
+	       echo "  SVG     $$svg";; \
+	     esac; \
+	   done; \
 	 done
 
 clean:
@@ -239,10 +295,12 @@ help:
 	@echo "make script-N       that PyTorch code as out/script-N.py, to run on its own (needs torch)"
 	@echo "make test           build and run the tests (installs check if it is missing)"
 	@echo "make test-N         lesson N's tests alone (tests/test_lessonNN.c)"
+	@echo "make test-long      make test, and the checks that run the lessons thousands of times"
 	@echo "make sanitize       run every lesson and test under ASan + UBSan"
 	@echo "make valgrind       run every lesson and test under valgrind"
 	@echo "make docs           redraw docs/diagrams/*.svg from each lesson's --dot (and --svg)"
 	@echo "make clean          remove build/"
 	@echo "make CC=clang ...   the same with clang (built in build/clang)"
 
--include $(patsubst %.o,%.d,$(COMMON_OBJ) $(LESSON_OBJ) $(SUPPORT_OBJ) $(TEST_BINS:$(BUILD)/tests/%=$(BUILD)/obj/tests/%.o))
+-include $(patsubst %.o,%.d,$(COMMON_OBJ) $(LESSON_OBJ) $(SUPPORT_OBJ) $(TEST_BINS:$(BUILD)/tests/%=$(BUILD)/obj/tests/%.o) \
+                            $(BUILD)/entry/lesson_table.o)

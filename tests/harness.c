@@ -38,6 +38,11 @@ int run_suite(Suite *suite) {
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
+bool long_tests(void) {
+    const char *text = getenv("ATTN_TEST_LONG");
+    return text != NULL && strcmp(text, "1") == 0;
+}
+
 // Has the running check said that it skipped something? (Reset before each
 // check: with CK_FORK=no every check runs in this one process.)
 static bool skipped_in_this_check = false;
@@ -361,17 +366,30 @@ static void forget_made_runs(void) {
     free(made_runs);
 }
 
-RunResult run_program_once(const char *program, const char *const *args) {
-    const char *key = program;
+// The key of a run: the program and its words joined by newlines.
+static const char *run_key(const char *program, const char *const *args) {
+    size_t length = strlen(program) + 1;
     for (int i = 0; args[i] != NULL; i++) {
-        key = path_join("%s\n%s", key, args[i]);
+        length += strlen(args[i]) + 1;
     }
+    char *key = arena_alloc(length, 1);
+    strcpy(key, program);
+    for (int i = 0; args[i] != NULL; i++) {
+        strcat(strcat(key, "\n"), args[i]);
+    }
+    return key;
+}
+
+static const RunResult *made_run(const char *key) {
     for (int i = 0; i < n_made_runs; i++) {
         if (strcmp(made_runs[i].key, key) == 0) {
-            return made_runs[i].result;
+            return &made_runs[i].result;
         }
     }
-    RunResult r = run_program(program, args);
+    return NULL;
+}
+
+static RunResult keep_run(const char *key, RunResult r) {
     if (n_made_runs == 0) {
         atexit(forget_made_runs);
     }
@@ -381,6 +399,12 @@ RunResult run_program_once(const char *program, const char *const *args) {
     made_runs[n_made_runs++] = (MadeRun){kept_copy(key), {r.status, kept_copy(r.out),
                                                           kept_copy(r.err)}};
     return made_runs[n_made_runs - 1].result;
+}
+
+RunResult run_program_once(const char *program, const char *const *args) {
+    const char *key = run_key(program, args);
+    const RunResult *made = made_run(key);
+    return made != NULL ? *made : keep_run(key, run_program(program, args));
 }
 
 // Start `program` with `args` in directory `dir` (NULL: here), its stdout
@@ -458,6 +482,96 @@ RunResult run_program_with(const char *dir, int seconds, const char *program,
     return result;
 }
 
+void run_programs_once(int n, const char *const *programs, const char *const *const *args) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int jobs = cpus < 1 ? 1 : cpus > 16 ? 16 : (int)cpus;
+    typedef struct {
+        pid_t pid;
+        int out, err;      // where its stdout and stderr go
+        const char *key;
+    } Running;
+    Running running[16];
+    int n_running = 0, next = 0;
+    while (next < n || n_running > 0) {
+        while (next < n && n_running < jobs) {   // start the next run not made yet
+            const char *key = run_key(programs[next], args[next]);
+            bool started = made_run(key) != NULL;
+            for (int r = 0; r < n_running; r++) {
+                started = started || strcmp(running[r].key, key) == 0;
+            }
+            if (!started) {
+                char out_path[] = "/tmp/attn-test-out-XXXXXX";
+                char err_path[] = "/tmp/attn-test-err-XXXXXX";
+                int out = mkstemp(out_path), err = mkstemp(err_path);
+                ck_assert(out >= 0 && err >= 0);
+                unlink(out_path);
+                unlink(err_path);
+                pid_t pid = spawn(NULL, 0, programs[next], args[next], out, err);
+                running[n_running++] = (Running){pid, out, err, key};
+            }
+            next += 1;
+        }
+        if (n_running == 0) {
+            continue;
+        }
+        int status;
+        pid_t pid = waitpid(-1, &status, 0);
+        ck_assert(pid > 0);
+        for (int r = 0; r < n_running; r++) {
+            if (running[r].pid != pid) {
+                continue;
+            }
+            RunResult result;
+            result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            lseek(running[r].out, 0, SEEK_SET);
+            lseek(running[r].err, 0, SEEK_SET);
+            result.out = slurp(running[r].out);
+            result.err = slurp(running[r].err);
+            close(running[r].out);
+            close(running[r].err);
+            keep_run(running[r].key, result);
+            running[r] = running[--n_running];
+            break;
+        }
+    }
+}
+
+// The runs planned so far (arena strings: plan and make them in the same test).
+static const char **planned_programs;
+static const char *const **planned_args;
+static int n_planned, planned_capacity;
+
+void plan_run_once(const char *program, const char *const *args) {
+    if (n_planned == planned_capacity) {
+        planned_capacity = planned_capacity == 0 ? 256 : 2 * planned_capacity;
+        const char **programs = arena_alloc((size_t)planned_capacity, sizeof *programs);
+        const char *const **argss = arena_alloc((size_t)planned_capacity, sizeof *argss);
+        for (int i = 0; i < n_planned; i++) {
+            programs[i] = planned_programs[i];
+            argss[i] = planned_args[i];
+        }
+        planned_programs = programs;
+        planned_args = argss;
+    }
+    int n = 0;
+    while (args[n] != NULL) {
+        n += 1;
+    }
+    const char **copy = arena_alloc((size_t)n + 1, sizeof *copy);
+    for (int i = 0; i < n; i++) {
+        copy[i] = path_join("%s", args[i]);
+    }
+    planned_programs[n_planned] = path_join("%s", program);
+    planned_args[n_planned] = copy;
+    n_planned += 1;
+}
+
+void make_planned_runs(void) {
+    run_programs_once(n_planned, planned_programs, planned_args);
+    n_planned = 0;
+    planned_capacity = 0;
+}
+
 const char *lesson_binary(const char *dir) {
     return path_join("%s/lessons/%s", BUILD_DIR, dir);
 }
@@ -483,6 +597,281 @@ void remove_dir(const char *path) {
     }
     closedir(dir);
     rmdir(path);
+}
+
+// --- a lesson's main() in this process ------------------------------------------------
+
+// The call under way: where lesson_exit and fail() jump back to, and what they saw.
+static jmp_buf *call_return = NULL;
+static int call_status;
+static bool call_stopped;
+static BudgetCheck call_budget;
+static char call_parsed[8192];
+
+// "--dim 4 --train 0 ...": every flag the lesson has, with its value now.
+static void describe_flags(const Lesson *lesson) {
+    size_t used = 0, size = sizeof call_parsed;
+    call_parsed[0] = '\0';
+#define PUT(...) used += (size_t)snprintf(call_parsed + used, used < size ? size - used : 0, \
+                                          __VA_ARGS__)
+    for (int i = 0; i < lesson->n_sizes; i++) {
+        PUT("%s %d ", lesson->sizes[i].flag, *lesson->sizes[i].value);
+    }
+    for (int i = 0; i < lesson->n_ints; i++) {
+        PUT("%s %d ", lesson->ints[i].flag, *lesson->ints[i].value);
+    }
+    for (int i = 0; i < lesson->n_floats; i++) {
+        PUT("%s %.17g ", lesson->floats[i].flag, *lesson->floats[i].value);
+    }
+    for (int i = 0; i < lesson->n_probabilities; i++) {
+        PUT("%s %.17g ", lesson->probabilities[i].flag, *lesson->probabilities[i].value);
+    }
+    for (int i = 0; i < lesson->n_choices; i++) {
+        PUT("%s %s ", lesson->choices[i].flag, *lesson->choices[i].value);
+    }
+    for (int i = 0; i < lesson->n_switches; i++) {
+        PUT("%s %d ", lesson->switches[i].flag, *lesson->switches[i].value);
+    }
+    for (int i = 0; i < lesson->n_paths; i++) {
+        const char *path = *lesson->paths[i].value;
+        PUT("%s %s ", lesson->paths[i].flag, path != NULL ? path : "-");
+    }
+    PUT("--seed %llu --dump %s --dot %s --heatmap %d; given:", (unsigned long long)lesson->seed,
+        lesson->dump_dir != NULL ? lesson->dump_dir : "-",
+        lesson->dot_file != NULL ? lesson->dot_file : "-", lesson->heatmap);
+    for (int i = 0; i < lesson->n_given && lesson->given != NULL; i++) {
+        PUT(" %s", lesson->given[i]);
+    }
+#undef PUT
+}
+
+// lesson_exit's hook: note how the run ended, and jump back into call_lesson.
+static void end_of_call(const Lesson *lesson, int status) {
+    call_status = status;
+    call_budget = last_budget_check();
+    call_stopped = stopped_before_work();
+    if (lesson != NULL) {
+        describe_flags(lesson);
+    }
+    longjmp(*call_return, 1);
+}
+
+// fail()'s: as the program would, say so on stderr, and end with status 1.
+static void failed_in_call(const char *message) {
+    fflush(stdout);
+    fprintf(stderr, "error: %s\n", message);
+    call_status = 1;
+    longjmp(*call_return, 1);
+}
+
+// Where a call's stdout and stderr go: two files of this process (made once, removed at
+// once, so nothing is left behind), emptied before each call.
+static int caught_fd[2] = {-1, -1};
+static pid_t caught_by = 0;   // the process that made them (check forks one per test)
+
+static int caught_file(int i) {
+    if (caught_fd[i] < 0 || caught_by != getpid()) {
+        char path[] = "/tmp/attn-test-call-XXXXXX";
+        caught_fd[i] = mkstemp(path);
+        ck_assert(caught_fd[i] >= 0);
+        unlink(path);
+        caught_by = getpid();
+    }
+    ck_assert(ftruncate(caught_fd[i], 0) == 0);
+    lseek(caught_fd[i], 0, SEEK_SET);
+    return caught_fd[i];
+}
+
+static LessonCall call(LessonMain main, const char *const *args, bool stop_before_work) {
+    ck_assert_msg(call_return == NULL, "call_lesson: a call inside a call");
+    int argc = 1;
+    while (args[argc - 1] != NULL) {
+        argc += 1;
+    }
+    char **argv = arena_alloc((size_t)argc + 1, sizeof *argv);
+    argv[0] = "lesson";
+    for (int i = 1; i < argc; i++) {
+        argv[i] = (char *)args[i - 1];
+    }
+    int out = caught_file(0), err = caught_file(1);
+    fflush(stdout);
+    fflush(stderr);
+    int saved_out = dup(1), saved_err = dup(2);
+    ck_assert(saved_out >= 0 && saved_err >= 0);
+    dup2(out, 1);
+    dup2(err, 2);
+
+    static jmp_buf back;
+    call_return = &back;
+    call_status = -1;
+    call_stopped = false;
+    call_budget = (BudgetCheck){.made = false};
+    call_parsed[0] = '\0';
+    forget_budget_check();
+    InProcess settings = {end_of_call, arena_mark(), stop_before_work};
+    run_in_process(&settings);
+    set_fail_handler(failed_in_call);
+    if (setjmp(back) == 0) {
+        int status = main(argc, argv);   // it ran to its end: lesson_finish released it
+        call_status = status;
+        call_budget = last_budget_check();
+        forget_budget_check();
+    } else {
+        release_run();                    // what exit() would have done (but free the arena
+                                          // only down to the call's mark)
+    }
+    set_fail_handler(NULL);
+    run_in_process(NULL);
+    call_return = NULL;
+
+    fflush(stdout);
+    fflush(stderr);
+    dup2(saved_out, 1);
+    dup2(saved_err, 2);
+    close(saved_out);
+    close(saved_err);
+    LessonCall result = {call_status, NULL, NULL, call_stopped, call_budget, NULL};
+    lseek(out, 0, SEEK_SET);
+    lseek(err, 0, SEEK_SET);
+    result.out = slurp(out);
+    result.err = slurp(err);
+    char *parsed = arena_alloc(strlen(call_parsed) + 1, 1);
+    result.parsed = strcpy(parsed, call_parsed);
+    return result;
+}
+
+LessonCall call_lesson(LessonMain main, const char *const *args) {
+    return call(main, args, true);
+}
+
+LessonCall call_lesson_to_the_end(LessonMain main, const char *const *args) {
+    return call(main, args, false);
+}
+
+RunResult call_as_run(LessonCall call) {
+    return (RunResult){call.status, call.out, call.err};
+}
+
+// --- a lesson's budget -------------------------------------------------------------------
+
+static const LessonBudget *budget_of_lesson;   // add_budget_tests's: one a test program
+
+START_TEST(test_refused_before_anything_runs) {
+    const BudgetRefusal *refusal = &budget_of_lesson->refusals[_i];
+    const char *sandbox = make_temp_dir();
+    const char *argv[20];
+    int n = 0;
+    if (refusal->args[0] == NULL || strcmp(refusal->args[0], "--bench") != 0) {
+        argv[n++] = "--dot";
+        argv[n++] = path_join("%s/graph.dot", sandbox);
+    }
+    for (int i = 0; refusal->args[i] != NULL; i++) {
+        ck_assert(n < 19);
+        argv[n++] = refusal->args[i];
+    }
+    argv[n] = NULL;
+    const char *name = NULL, *before = NULL;
+    if (refusal->variable != NULL) {
+        const char *equals = strchr(refusal->variable, '=');
+        name = path_join("%.*s", (int)(equals - refusal->variable), refusal->variable);
+        before = getenv(name) != NULL ? path_join("%s", getenv(name)) : NULL;
+        setenv(name, equals + 1, 1);
+    }
+    LessonCall call = call_lesson(budget_of_lesson->main, argv);
+    if (name != NULL && before != NULL) {
+        setenv(name, before, 1);
+    } else if (name != NULL) {
+        unsetenv(name);
+    }
+    assert_one_line_refusal(call_as_run(call), path_join("%.9s", refusal->line), refusal->line);
+    ck_assert_str_eq(call.err, path_join("%s\n", refusal->line));
+    ck_assert_msg(call.budget.made && !call.budget.admitted, "refused, not by the budget: %s",
+                  call.err);
+    ck_assert_int_eq(count_entries(sandbox), 0);
+    remove_dir(sandbox);
+}
+END_TEST
+
+START_TEST(test_prediction_holds) {
+    const SizedRun *sized = &budget_of_lesson->sized[_i];
+    const char *sandbox = make_temp_dir();
+    const char *argv[28];
+    int n = 0;
+    for (int i = 0; sized->args[i] != NULL; i++) {
+        bool dump_dir = i > 0 && strcmp(sized->args[i - 1], "--dump") == 0;
+        bool dot_file = i > 0 && strcmp(sized->args[i - 1], "--dot") == 0;
+        argv[n++] = dump_dir ? path_join("%s/out", sandbox)
+                    : dot_file ? path_join("%s/graph.dot", sandbox) : sized->args[i];
+    }
+    argv[n] = NULL;
+    const char *lesson = budget_of_lesson->lesson;
+    setenv("ATTN_COST", "show", 1);
+    RunResult r = run_program_with(NULL, 120, lesson_binary(lesson), argv);
+    unsetenv("ATTN_COST");
+    ck_assert_msg(r.status == 0, "%s (case %d): exit %d: %s", lesson, _i, r.status, r.err);
+    double predicted = -1, held = -1;
+    const char *predicted_line = strstr(r.err, "cost: predicted bytes=");
+    const char *held_line = strstr(r.err, "cost: held bytes=");
+    ck_assert_msg(predicted_line != NULL && held_line != NULL, "%s: no cost lines in: %s", lesson,
+                  r.err);
+    sscanf(predicted_line, "cost: predicted bytes=%lf", &predicted);
+    sscanf(held_line, "cost: held bytes=%lf", &held);
+    ck_assert_msg(strstr(r.err, "warning") == NULL, "%s (case %d): %s", lesson, _i, r.err);
+    const double mib = 1024.0 * 1024.0;
+    ck_assert_msg(held <= predicted + mib, "%s (case %d): held %.0f bytes, predicted %.0f",
+                  lesson, _i, held, predicted);
+    ck_assert_msg(predicted <= 1.5 * held, "%s (case %d): predicted %.0f bytes, held only %.0f",
+                  lesson, _i, predicted, held);
+    ck_assert_msg(held > 8 * mib, "%s (case %d): held only %.0f bytes: choose larger sizes",
+                  lesson, _i, held);
+    remove_tree(sandbox);
+}
+END_TEST
+
+// Does this CPU have the vector kernels that lessons 13, 14 and 16 pick (AVX2 and FMA)?
+static bool vector_kernels_here(void) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return false;
+#endif
+}
+
+START_TEST(test_admitted) {
+    const AdmittedRun *run = &budget_of_lesson->admitted[_i];
+    if (!run->vector_kernels) {
+        LessonCall call = call_lesson(budget_of_lesson->main, run->args);
+        ck_assert_msg(call.status == 0 && call.reached_work, "%s (case %d): exit %d: %s",
+                      budget_of_lesson->lesson, _i, call.status, call.err);
+        return;
+    }
+    // Priced by the kernels the CPU has: as the program, which runs on the CPU itself
+    // (this test may run under valgrind, whose CPU has no AVX-512), under ATTN_COST=check.
+    bool expected = vector_kernels_here();
+    const char *forced = getenv("ATTN_KERNELS");
+    forced = forced != NULL ? path_join("%s", forced) : NULL;
+    unsetenv("ATTN_KERNELS");
+    setenv("ATTN_COST", "check", 1);
+    RunResult r = run_program(lesson_binary(budget_of_lesson->lesson), run->args);
+    unsetenv("ATTN_COST");
+    if (forced != NULL) {
+        setenv("ATTN_KERNELS", forced, 1);
+    }
+    ck_assert_msg(r.status == (expected ? 0 : 2) && (expected || strstr(r.err, "ATTN_MAX_")),
+                  "%s (case %d): exit %d%s: %s", budget_of_lesson->lesson, _i, r.status,
+                  expected ? "" : " (refused by the budget here, without vector kernels)",
+                  r.err);
+}
+END_TEST
+
+void add_budget_tests(Suite *suite, const LessonBudget *budget) {
+    budget_of_lesson = budget;
+    TCase *tc = new_tcase("budget");
+    tcase_add_loop_test(tc, test_refused_before_anything_runs, 0, budget->n_refusals);
+    int sized = long_tests() || budget->n_sized < 1 ? budget->n_sized : 1;
+    tcase_add_loop_test(tc, test_prediction_holds, 0, sized);
+    tcase_add_loop_test(tc, test_admitted, 0, budget->n_admitted);
+    suite_add_tcase(suite, tc);
 }
 
 // --- comparing printed text --------------------------------------------------------
@@ -630,7 +1019,11 @@ void check_bad_flags(const char *lesson, const char *program, const BadFlags *ca
         const char *argv[16] = {"--dump", dump};
         int n = 2;
         append_args(argv, &n, 16, cases[i].args);
-        RunResult r = run_program(lesson_binary(lesson), argv);
+        // The lesson's main(), when the test has it (add_budget_tests), called in this
+        // process; its program otherwise.
+        bool callable = budget_of_lesson != NULL && strcmp(budget_of_lesson->lesson, lesson) == 0;
+        RunResult r = callable ? call_as_run(call_lesson(budget_of_lesson->main, argv))
+                               : run_program(lesson_binary(lesson), argv);
         const char *named = cases[i].named;
         ck_assert_msg(r.status == 2, "%s: exit %d, expected 2 (stderr: %s)", named, r.status,
                       r.err);

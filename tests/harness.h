@@ -19,6 +19,10 @@
 // Paths are relative to the project root (make runs the tests from there);
 // BUILD_DIR is where the lessons are built.
 //
+// The lesson's main() so included (lesson_main) is what the lesson's test
+// hands its budget checks (add_budget_tests), which call it in this process;
+// the tests that call every lesson take their main() from the table LESSONS.
+//
 // What only a family of lessons' tests shares is in a file of its own,
 // linked into every test like this one: family_self_attention.h (lessons 2
 // to 5), family_masked.h (4 and 5), family_multi_head.h (6, 7 and 11),
@@ -42,6 +46,10 @@
 
 // Run the suite, print check's summary, return 0 if every check passed.
 int run_suite(Suite *suite);
+// `make test-long` sets ATTN_TEST_LONG=1: the tests then also make the runs that need
+// many programs (every fuzzed command line and every size at its limit as a program,
+// every flag run at its budget's edge, every run a lesson's test lists as long).
+bool long_tests(void);
 // A test case whose tests each end by freeing the arena (so valgrind and
 // LeakSanitizer see no leaks even with CK_FORK=no).
 TCase *new_tcase(const char *name);
@@ -129,6 +137,13 @@ RunResult run_program(const char *program, const char *const *args);
 // what the pages quote, and every line's width) and which runs its tests in
 // one process (CK_FORK=no), so that one test's runs serve the next.
 RunResult run_program_once(const char *program, const char *const *args);
+// Make n runs for run_program_once at once (programs[i] with args[i], NULL-terminated),
+// as many at a time as the machine has CPUs (up to 16), each that it has not made yet.
+void run_programs_once(int n, const char *const *programs, const char *const *const *args);
+// Note a run for run_programs_once, and make every run noted (in the same test: the
+// notes are arena strings).
+void plan_run_once(const char *program, const char *const *args);
+void make_planned_runs(void);
 // The built lesson binary for lesson directory `dir` ("02-self-attention-v1").
 const char *lesson_binary(const char *dir);
 
@@ -153,6 +168,88 @@ int lines_in_order_to_last_digit(const char *text, const char *expected, const c
 // The line at *cursor (without its newline) as an arena string, moving
 // *cursor to the next line; NULL when *cursor is at the end of the text.
 const char *next_line(const char **cursor);
+
+// --- a lesson's main() in this process ---------------------------------------------
+// Starting a program costs a millisecond on one machine and 15 on another; checking a
+// lesson's flags and budget takes microseconds. So the tests that check them by the
+// thousand call the lesson's main() in their own process (common/lesson/run.h), up to
+// where its work would start, and keep a few runs of the real programs for what only a
+// process shows: its exit status, its one line on stderr, the files it leaves, what a
+// run holds against its prediction (test_in_process checks that a call does what the
+// program does).
+typedef int (*LessonMain)(int argc, char **argv);
+typedef struct {
+    const char *dir;     // "08-gqa"
+    LessonMain main;     // its main()
+} LessonEntry;
+// Every lesson of lessons/, in order: tests/lesson_table.c, from the list make writes.
+// A test that names these links every lesson into itself, each as one object whose
+// names are all its own but its main (the Makefile); the other tests link none.
+extern const LessonEntry LESSONS[];
+extern const int N_LESSONS;
+// The entry of lesson directory `dir` ("08-gqa"); fails the test if there is none.
+const LessonEntry *lesson_entry(const char *dir);
+
+// What a call of a lesson's main() did: as a program's run, and what only the call sees.
+typedef struct {
+    int status;           // the program's exit status: 0, 1 (fail()) or 2 (refused)
+    const char *out;      // what it wrote on stdout and stderr (arena strings)
+    const char *err;
+    bool reached_work;    // it came to where its work starts (and stopped there)
+    BudgetCheck budget;   // what check_budget weighed (budget.made: it ran)
+    const char *parsed;   // every flag's value as read, and the flags given:
+                          // "--batch 3 ... --heatmap 0; given: --batch"
+} LessonCall;
+// Call main(args) (NULL-terminated; argv[0] is "lesson") in this process, with its
+// stdout and stderr caught, and end it where its work would start: when its budget
+// admits it, once --dump and --dot are checked (what --dump made is removed again).
+// Every way it ends comes back here: a refusal (2), --help (0), fail() (1).
+LessonCall call_lesson(LessonMain main, const char *const *args);
+// The same, but through to the end of its work: for a lesson whose work is tiny.
+LessonCall call_lesson_to_the_end(LessonMain main, const char *const *args);
+// The call as a program's run, for the checks written for those (assert_one_line_refusal).
+RunResult call_as_run(LessonCall call);
+
+// --- a lesson's budget, as its own test declares it (common/lesson/budget.h) ------------
+// A command line the budget refuses, and the whole line it says.
+typedef struct {
+    const char *args[16];    // NULL-terminated
+    const char *line;        // the line on stderr, without its newline
+    const char *variable;    // "ATTN_KERNELS=scalar": set for this case, or NULL
+} BudgetRefusal;
+// Sizes where the tensors that grow with the flags are most of what a run holds (more
+// than 8 MiB); "--dump" "" and "--dot" "" stand for a directory and a file of a sandbox.
+typedef struct {
+    const char *args[28];    // NULL-terminated
+} SizedRun;
+// A command line the budget must admit: a size the lesson's page names in its text.
+typedef struct {
+    const char *args[16];    // NULL-terminated
+    bool vector_kernels;     // admitted where the CPU has AVX2 and FMA; refused by the
+                             // budget elsewhere (a bench priced by its kernels' speed)
+} AdmittedRun;
+typedef struct {
+    const char *lesson;                // "04-self-attention-v3"
+    LessonMain main;                   // its main(), included into the test (lesson_main)
+    const BudgetRefusal *refusals;
+    int n_refusals;
+    const SizedRun *sized;
+    int n_sized;
+    const AdmittedRun *admitted;       // (NULL: none)
+    int n_admitted;
+} LessonBudget;
+// Add a test case "budget" to the suite (`budget` must outlive it: static):
+// - each refusal, called in this process with --dot into a sandbox (but for a --bench,
+//   which takes none): exit 2 before anything runs, nothing on stdout, exactly the line
+//   on stderr, refused by the budget, and no --dot file made;
+// - each sized run, as the program with ATTN_COST=show: it held (the arena's peak plus
+//   what --dump kept) no more than it predicted (plus the 1 MiB of names and printed text
+//   a prediction may leave out), at least two thirds of it (a prediction far too big
+//   refuses runs that fit), more than 8 MiB, and warned of nothing. make test runs the
+//   first of them (a second or less each), make test-long all;
+// - each admitted run, called in this process (as the program, under ATTN_COST=check,
+//   where vector_kernels: its price depends on the CPU's kernels): admitted.
+void add_budget_tests(Suite *suite, const LessonBudget *budget);
 
 // --- what every lesson test does ------------------------------------------------
 
@@ -246,7 +343,8 @@ typedef struct {
 } BadFlags;
 // Each case, run with "--dump DIR" in front, must exit 2 with nothing on
 // stdout, exactly one line on stderr starting "<program>: " and containing
-// `named`, and must not create DIR.
+// `named`, and must not create DIR. The lesson's main() is called in this process
+// when the test has declared it (add_budget_tests), its program is run otherwise.
 void check_bad_flags(const char *lesson, const char *program, const BadFlags *cases,
                      int n_cases);
 

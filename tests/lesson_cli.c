@@ -8,7 +8,7 @@
 #include "harness.h"
 #include "lesson_cli.h"
 
-// --- the lessons and their flags, from lessons/ and --help --------------------------
+// --- the lessons and their flags, from --help ---------------------------------------------
 
 static Kind kind_of(const char *value_word) {
     const char *words[] = {"N", "F", "P", "WORD", "DIR", "FILE"};
@@ -46,11 +46,9 @@ static void parse_help_line(LessonCli *cli, const char *line) {
     }
 }
 
-LessonCli read_cli(const char *dir, const char *binary, const char *mode) {
-    LessonCli cli = {.dir = dir, .binary = binary, .mode = mode};
-    const char *with_mode[] = {mode, "--help", NULL};
-    const char *plain[] = {"--help", NULL};
-    RunResult help = run_program(binary, mode != NULL ? with_mode : plain);
+LessonCli read_cli(const char *dir, LessonMain main, const char *binary, const char *mode) {
+    LessonCli cli = {.dir = dir, .main = main, .binary = binary, .mode = mode};
+    LessonCall help = call_lesson(main, (const char *[]){"--help", NULL});
     ck_assert_msg(help.status == 0, "%s --help: exit %d", dir, help.status);
     char program[64] = "";
     ck_assert_msg(sscanf(help.out, "usage: %63s", program) == 1, "%s --help: %s", dir, help.out);
@@ -62,6 +60,10 @@ LessonCli read_cli(const char *dir, const char *binary, const char *mode) {
     }
     ck_assert_msg(cli.n_flags >= 4, "%s --help lists %d flags", dir, cli.n_flags);
     return cli;
+}
+
+LessonCli lesson_cli(const LessonEntry *lesson) {
+    return read_cli(lesson->dir, lesson->main, lesson_binary(lesson->dir), NULL);
 }
 
 bool is_flag_of(const LessonCli *cli, const char *word) {
@@ -81,11 +83,32 @@ void push(Argv *argv, const char *word) {
     argv->words[argv->n] = NULL;
 }
 
-// The lesson and its flags as one line: "06-multi-head --batch 65536".
 const char *plain_text(const char *dir, const Argv *argv) {
     const char *text = dir;
     for (int i = 0; i < argv->n; i++) {
-        text = path_join("%s %s", text, argv->words[i]);
+        char *longer = arena_alloc(strlen(text) + strlen(argv->words[i]) + 2, 1);
+        sprintf(longer, "%s %s", text, argv->words[i]);
+        text = longer;
+    }
+    return text;
+}
+
+const char *argv_text(const char *binary, const Argv *argv) {
+    size_t capacity = strlen(binary) + 1;
+    for (int i = 0; i < argv->n; i++) {
+        capacity += 4 * strlen(argv->words[i]) + 4;
+    }
+    char *text = arena_alloc(capacity, 1);
+    size_t used = (size_t)sprintf(text, "%s", binary);
+    for (int i = 0; i < argv->n; i++) {
+        used += (size_t)sprintf(text + used, " $'");
+        for (const char *c = argv->words[i]; *c != '\0'; c++) {
+            unsigned char byte = (unsigned char)*c;
+            bool plain = byte >= 0x20 && byte < 0x7f && byte != '\'' && byte != '\\';
+            used += plain ? (size_t)sprintf(text + used, "%c", byte)
+                          : (size_t)sprintf(text + used, "\\x%02x", byte);
+        }
+        used += (size_t)sprintf(text + used, "'");
     }
     return text;
 }
@@ -99,69 +122,123 @@ bool listed(const char *text, const char *const *list, int n) {
     return false;
 }
 
-// --- the lessons whose limits are known ---------------------------------------------------
+// --- calling it, running it ---------------------------------------------------------------
 
-// Each checks its budget (lesson/budget.h), so what it admits finishes
-// within about a minute. A lesson directory not listed here (a new lesson)
-// is fuzzed, but its limits and edges are its own until it is listed.
-static const char *const KNOWN[] = {
-    "01-toy-qkv", "02-self-attention-v1", "03-self-attention-v2", "04-self-attention-v3",
-    "05-self-attention-v4", "06-multi-head", "07-cross-attention", "08-gqa", "09-causal-mask",
-    "10-kv-cache", "11-vit-block", "12-bert-layer", "13-flash-attention", "14-attention-backward",
-    "15-llama-block", "16-train",
-};
-
-bool limits_known(const char *dir) {
-    return listed(dir, KNOWN, (int)(sizeof KNOWN / sizeof KNOWN[0]));
+LessonCall call_cli(const LessonCli *cli, const Argv *argv) {
+    return call_lesson(cli->main, argv->words);
 }
 
-// --- cheaper starts --------------------------------------------------------------------------
+RunResult run_cli(const LessonCli *cli, const char *dir, int seconds, const Argv *argv) {
+    Argv words = {.n = 0};
+    if (cli->mode != NULL) {
+        push(&words, cli->mode);
+    }
+    for (int i = 0; i < argv->n; i++) {
+        push(&words, argv->words[i]);
+    }
+    return run_program_with(dir, seconds, cli->binary, words.words);
+}
 
-// The runs below give a lesson its defaults, or its defaults with one or two
-// flags changed. Where the defaults take a large part of a second or more
-// (lesson 16 trains for 300 steps; lesson 8 runs several attentions at seq
-// 256 in plain loops, lesson 13 its naive reference beside the tiles;
-// lesson 14 at --heads 65536, lesson 15 at --hidden 65536), these flags
-// are given
-// too: the lesson starts from a cheaper run. A flag the run itself sets (the
-// one stretched, or given at 65536) keeps that value: a cheap start only
-// fills in the flags not given, and a stretched flag of the start begins
-// from its value here, not from its default (which would cost more than a
-// budget derived from the start). Each run then takes well under a second,
-// also with the scalar kernels of a CPU without AVX2.
-static const struct {
-    const char *dir, *flag, *value;
-} CHEAPER[] = {
-    {"08-gqa", "--seq", "64"},
-    {"09-causal-mask", "--dim", "128"},
-    {"13-flash-attention", "--seq", "64"},
-    {"14-attention-backward", "--seq", "2"},
-    {"14-attention-backward", "--batch", "1"},
-    {"15-llama-block", "--dim", "16"},
-    {"16-train", "--steps", "30"},
-    {"16-train", "--batch", "4"},
-};
+// --- the quick start -------------------------------------------------------------------------
 
-// The value a flag starts from at the cheaper start, or NULL: its default.
-const char *cheaper_value(const char *dir, const char *flag) {
-    for (size_t i = 0; i < sizeof CHEAPER / sizeof CHEAPER[0]; i++) {
-        if (strcmp(CHEAPER[i].dir, dir) == 0 && strcmp(CHEAPER[i].flag, flag) == 0) {
-            return CHEAPER[i].value;
+#define QUICK_SECONDS 0.1
+
+// The flag's value in argv, or NULL.
+static const char *value_in(const Argv *argv, const char *flag) {
+    for (int w = 0; w + 1 < argv->n; w++) {
+        if (strcmp(argv->words[w], flag) == 0) {
+            return argv->words[w + 1];
         }
     }
     return NULL;
 }
 
-// The cheaper start's flags that argv does not give yet, added to it.
-void push_cheaper(Argv *argv, const char *dir) {
-    for (size_t i = 0; i < sizeof CHEAPER / sizeof CHEAPER[0]; i++) {
-        bool given = false;
-        for (int w = 0; w < argv->n; w++) {
-            given = given || strcmp(argv->words[w], CHEAPER[i].flag) == 0;
+// The estimated seconds of a run of argv, or a negative number if it is refused.
+static double estimate(const LessonCli *cli, const Argv *argv) {
+    LessonCall call = call_cli(cli, argv);
+    return call.status == 0 && call.reached_work && call.budget.made ? call.budget.seconds : -1;
+}
+
+// argv (which `estimate` admits, in `seconds`), its number flags other than its first
+// `fixed` words halved, one at a time, the one that saves the most first, until the
+// estimate is at most QUICK_SECONDS or no halving saves anything.
+static void make_quicker(const LessonCli *cli, Argv *argv, int fixed, double seconds) {
+    while (seconds > QUICK_SECONDS) {
+        Argv best = {.n = 0};
+        double best_seconds = seconds;
+        for (int i = 0; i < cli->n_flags; i++) {
+            const HelpFlag *f = &cli->flags[i];
+            bool is_fixed = false;
+            for (int w = 0; w < fixed; w++) {
+                is_fixed = is_fixed || strcmp(argv->words[w], f->flag) == 0;
+            }
+            if (f->kind != NUMBER || f->default_value == NULL || strcmp(f->flag, "--seed") == 0 ||
+                is_fixed) {
+                continue;
+            }
+            const char *now = value_in(argv, f->flag);
+            long value = atol(now != NULL ? now : f->default_value);
+            if (value < 2) {
+                continue;
+            }
+            Argv halved = {.n = 0};
+            for (int w = 0; w < fixed; w++) {
+                push(&halved, argv->words[w]);
+            }
+            push(&halved, f->flag);
+            push(&halved, path_join("%ld", value / 2));
+            for (int w = fixed; w + 1 < argv->n; w += 2) {
+                if (strcmp(argv->words[w], f->flag) != 0) {
+                    push(&halved, argv->words[w]);
+                    push(&halved, argv->words[w + 1]);
+                }
+            }
+            double s = estimate(cli, &halved);
+            if (s >= 0 && s < best_seconds) {
+                best = halved;
+                best_seconds = s;
+            }
         }
-        if (strcmp(CHEAPER[i].dir, dir) == 0 && !given) {
-            push(argv, CHEAPER[i].flag);
-            push(argv, CHEAPER[i].value);
+        if (best.n == 0) {
+            return;   // nothing halved saves time: it stays above QUICK_SECONDS
+        }
+        *argv = best;
+        seconds = best_seconds;
+    }
+}
+
+void quick_start(LessonCli *cli) {
+    if (cli->has_quick) {
+        return;
+    }
+    cli->has_quick = true;
+    cli->quick.n = 0;
+    cli->quick.words[0] = NULL;
+    double seconds = estimate(cli, &cli->quick);
+    ck_assert_msg(seconds >= 0, "%s: its defaults are refused", cli->dir);
+    make_quicker(cli, &cli->quick, 0, seconds);
+}
+
+double quicker(LessonCli *cli, Argv *argv, int fixed) {
+    push_quick(argv, cli);
+    double seconds = estimate(cli, argv);
+    if (seconds >= 0) {
+        make_quicker(cli, argv, fixed, seconds);
+    }
+    return seconds;
+}
+
+const char *quick_value(LessonCli *cli, const char *flag) {
+    quick_start(cli);
+    return value_in(&cli->quick, flag);
+}
+
+void push_quick(Argv *argv, LessonCli *cli) {
+    quick_start(cli);
+    for (int w = 0; w + 1 < cli->quick.n; w += 2) {
+        if (value_in(argv, cli->quick.words[w]) == NULL) {
+            push(argv, cli->quick.words[w]);
+            push(argv, cli->quick.words[w + 1]);
         }
     }
 }

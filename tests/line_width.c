@@ -5,15 +5,13 @@
 // The runs checked: the default run of every lesson in lessons/ (a new one
 // is covered the day it lands; made with --dot, as test_docs makes it to
 // compare the drawing, so that it runs once for both), every run the pages and the README
-// document, `make lesson-N ARGS="..."` (a learner copies those), and a short
-// run of each bench (BENCH_RUNS). A run's lines, stdout and stderr, must
-// each be at most 100 columns wide, a column being a character, two for a
-// wide one (the CJK characters some headings quote from the notes). Runs
-// whose ARGS hold a placeholder (an all-capital word: N, S, DIR) are not
-// commands; a documented --bench run times for a minute, so BENCH_RUNS
-// stands in for it at a size that takes a second or two; --dump and --dot
-// and lesson 16's --save and --svg are dropped, as they change files, not
-// what is printed.
+// document, `make lesson-N ARGS="..."` (a learner copies those). A run's lines, stdout
+// and stderr, must each be at most 100 columns wide, a column being a character, two for
+// a wide one (the CJK characters some headings quote from the notes). Runs whose ARGS
+// hold a placeholder (an all-capital word: N, S, DIR) are not commands; a documented
+// --bench run times for a minute, so a lesson's own test checks a short run of its bench
+// instead (assert_lines_fit); --dump and --dot and lesson 16's --save and --svg are
+// dropped, as they change files, not what is printed.
 //
 // One kind of line is exempt: a bench's machine-readable lines, starting
 // "bench " (lesson 13's `bench seq=2048 causal=0 naive_ms=... tiled_extra_mib=0.3`).
@@ -67,16 +65,6 @@ START_TEST(test_columns_counts_characters) {
     ck_assert_int_eq(columns("\xe4\xbb\x8b\xe7\xbb\x8d notes", 12), 10); // 介绍 is 4 columns
 }
 END_TEST
-
-// A short run of each bench, standing in for the documented ones (a
-// minute each): lesson 10's on a small model, lesson 14's at one seq.
-static const struct {
-    const char *lesson;   // its directory
-    const char *args[8];
-} BENCH_RUNS[] = {
-    {"10-kv-cache", {"--bench", "--dim=64", "--heads", "4", "--new=3", NULL}},
-    {"14-attention-backward", {"--bench", "--seq", "64", NULL}},
-};
 
 // One run: a lesson and its flags.
 typedef struct {
@@ -201,21 +189,12 @@ static bool ends_with(const char *s, const char *suffix) {
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-// The default run of every lesson (dirs[0 .. n_lessons-1] are lessons 1 ..
-// n_lessons), the runs the README and docs/*.md document, and BENCH_RUNS.
-static void collect_runs(Runs *runs, const char **dirs, int n_lessons) {
+// The default run of every lesson (lessons 1 .. n_lessons) and the runs the README and
+// docs/*.md document.
+static void collect_runs(Runs *runs, int n_lessons) {
     runs->count = 0;
     for (int n = 1; n <= n_lessons; n++) {
         add_run(runs, &(Run){.lesson = n, .args = {NULL}, .where = "the default run"});
-    }
-    for (size_t b = 0; b < sizeof BENCH_RUNS / sizeof BENCH_RUNS[0]; b++) {
-        for (int n = 1; n <= n_lessons; n++) {
-            if (strcmp(dirs[n - 1], BENCH_RUNS[b].lesson) == 0) {
-                Run run = {.lesson = n, .where = "a short bench"};
-                memcpy(run.args, BENCH_RUNS[b].args, sizeof BENCH_RUNS[b].args);
-                add_run(runs, &run);
-            }
-        }
     }
     add_documented_runs(runs, "README.md", n_lessons);
     DIR *docs = opendir("docs");
@@ -236,7 +215,9 @@ typedef struct {
     int count;
 } Problems;
 
-static void check_run_lines(Problems *p, const Run *run, const char *out, const char *stream) {
+// Each line of `out` too wide (but a bench's machine-readable lines) noted in *p as one of
+// `what`'s.
+static void check_lines(Problems *p, const char *what, const char *out) {
     for (const char *line = out; *line != '\0';) {
         size_t length = strcspn(line, "\n");
         int width = columns(line, length);
@@ -244,18 +225,30 @@ static void check_run_lines(Problems *p, const Run *run, const char *out, const 
         if (width > MAX_COLUMNS && !bench_line) {
             p->count += 1;
             if (p->used + 400 < sizeof p->text) {
-                char args[200] = "";
-                for (int i = 0; run->args[i] != NULL; i++) {
-                    snprintf(args + strlen(args), sizeof args - strlen(args), " %s",
-                             run->args[i]);
-                }
                 p->used += (size_t)snprintf(p->text + p->used, sizeof p->text - p->used,
-                                            "lesson-%d%s (%s, %s): %d columns: %.100s\n",
-                                            run->lesson, args, run->where, stream, width, line);
+                                            "%s: %d columns: %.100s\n", what, width, line);
             }
         }
         line += length + (line[length] == '\n');
     }
+}
+
+static void check_run_lines(Problems *p, const Run *run, const char *out, const char *stream) {
+    char args[200] = "";
+    for (int i = 0; run->args[i] != NULL; i++) {
+        snprintf(args + strlen(args), sizeof args - strlen(args), " %s", run->args[i]);
+    }
+    check_lines(p, path_join("lesson-%d%s (%s, %s)", run->lesson, args, run->where, stream), out);
+}
+
+void assert_lines_fit(const char *what, RunResult run) {
+    static Problems p;
+    p.used = 0;
+    p.count = 0;
+    check_lines(&p, path_join("%s, stdout", what), run.out);
+    check_lines(&p, path_join("%s, stderr", what), run.err);
+    ck_assert_msg(p.count == 0, "%d printed lines are wider than %d columns:\n%s", p.count,
+                  MAX_COLUMNS, p.text);
 }
 
 // The directory the default runs draw into: made by the first call, emptied
@@ -278,14 +271,42 @@ static void remove_drawings(void) {
     rmdir(drawings);
 }
 
-RunResult default_run_drawn(const char *dir, const char **drawing) {
+// The words of a lesson's default run, drawn.
+static const char *const *drawn_args(const char *dir, const char **drawing) {
     if (drawings[0] == '\0') {
         snprintf(drawings, sizeof drawings, "/tmp/attn-test-drawings-XXXXXX");
         ck_assert_msg(mkdtemp(drawings) != NULL, "mkdtemp failed");
         atexit(remove_drawings);
     }
     *drawing = path_join("%s/%s.dot", drawings, dir);
-    return run_program_once(lesson_binary(dir), (const char *[]){"--dot", *drawing, NULL});
+    const char **args = arena_alloc(3, sizeof *args);
+    args[0] = "--dot";
+    args[1] = *drawing;
+    return args;
+}
+
+RunResult default_run_drawn(const char *dir, const char **drawing) {
+    return run_program_once(lesson_binary(dir), drawn_args(dir, drawing));
+}
+
+void plan_default_run_drawn(const char *dir) {
+    const char *drawing;
+    plan_run_once(lesson_binary(dir), drawn_args(dir, &drawing));
+}
+
+void plan_line_width_runs(void) {
+    static Runs runs;
+    const char *dirs[MAX_LESSONS];
+    int n_dirs = find_lesson_dirs(dirs, MAX_LESSONS);
+    collect_runs(&runs, n_dirs);
+    for (int i = 0; i < runs.count; i++) {
+        const Run *run = &runs.run[i];
+        if (run->args[0] == NULL) {
+            plan_default_run_drawn(dirs[run->lesson - 1]);
+        } else {
+            plan_run_once(lesson_binary(dirs[run->lesson - 1]), run->args);
+        }
+    }
 }
 
 START_TEST(test_every_line_fits_100_columns) {
@@ -293,7 +314,7 @@ START_TEST(test_every_line_fits_100_columns) {
     const char *dirs[MAX_LESSONS];
     int n_dirs = find_lesson_dirs(dirs, MAX_LESSONS);
     ck_assert_msg(n_dirs >= 12, "only %d lessons in lessons/", n_dirs);
-    collect_runs(&runs, dirs, n_dirs);
+    collect_runs(&runs, n_dirs);
     // A default run a lesson, and the pages document several dozen more, such
     // as lesson 12's part 6 (a quoted ARGS that docs/12 wraps onto a new line).
     ck_assert_int_ge(runs.count, n_dirs + 30);

@@ -16,5 +16,14 @@ TCase *line_width_tcase(void);
 // diagram and checks what the run prints, and the line width test reads the
 // same run.
 RunResult default_run_drawn(const char *dir, const char **drawing);
+// Plan that run, and every run the line width test makes (harness.h: plan_run_once), to
+// make them all at once.
+void plan_default_run_drawn(const char *dir);
+void plan_line_width_runs(void);
+
+// Every line of the run's stdout and stderr fits 100 columns (but a bench's
+// machine-readable "bench " lines); `what` names the run in the failure. For a lesson's
+// own test, of a short run of its bench (the documented ones take a minute).
+void assert_lines_fit(const char *what, RunResult run);
 
 #endif

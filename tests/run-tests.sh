@@ -18,6 +18,11 @@
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 logs=$(mktemp -d "${TMPDIR:-/tmp}/attn-tests-XXXXXX") || exit 1
 trap 'rm -rf "$logs"' EXIT
+# Each program, when it has ended, writes its number on this FIFO: the loop below
+# waits there (held open to read and write, so that a read waits for a line and
+# never meets the end of the file) rather than polling, which took a process a look.
+mkfifo "$logs/ended" || exit 1
+exec 3<> "$logs/ended"
 
 # Stopped by signal $1 (number $2): the programs too, if they have started.
 job=
@@ -38,7 +43,7 @@ trap 'stop TERM 15' TERM
 
 # Program i, run by xargs below: its output goes to $logs/i.out and, once it
 # has ended, "<exit status> <start> <end>" to $logs/i.status (the times in
-# nanoseconds; in whole seconds where date has no %N).
+# nanoseconds; in whole seconds where date has no %N), then i to the FIFO.
 run_one='now() {
     t=$(date +%s%N)
     case $t in *[!0-9]*) t=$(date +%s)000000000 ;; esac
@@ -48,7 +53,8 @@ start=$(now)
 "$2" > "$0/$1.out" 2>&1
 code=$?
 echo "$code $start $(now)" > "$0/$1.status.tmp"
-mv "$0/$1.status.tmp" "$0/$1.status"'
+mv "$0/$1.status.tmp" "$0/$1.status"
+echo "$1" > "$0/ended"'
 
 # Start them all: xargs keeps `jobs` running. They run in a process group of
 # their own (setsid, or perl's setpgrp where there is no setsid), whose
@@ -83,7 +89,7 @@ i=0
 for program in "$@"; do
     i=$((i + 1))
     while [ ! -f "$logs/$i.status" ]; do
-        sleep 0.05 2>/dev/null || sleep 1
+        read -r ended <&3 || sleep 1   # a program has ended (this one, or a later one)
     done
     read -r code start end < "$logs/$i.status"
     tenths=$(((end - start + 50000000) / 100000000))
@@ -93,18 +99,19 @@ for program in "$@"; do
         echo "---- $program"
     fi
     cat "$logs/$i.out"
-    summary=$(grep -E '^[0-9]+%: Checks: ' "$logs/$i.out" | tail -n 1)
-    if [ -z "$summary" ]; then
+    # One awk a program: its last summary line's checks, failures + errors, and its skips
+    # (each also noted, with the program's name, in $logs/skipped); "-" without a summary.
+    set -- $(awk -v name="${program##*/}" -v noted="$logs/skipped" '
+        /^[0-9]+%: Checks: / { checks = $3 + 0; bad = $5 + $7; summary = 1 }
+        /^SKIPPED / { skips += 1; print name ": " $0 >> noted }
+        END { if (summary) print checks, bad, skips + 0; else print "-" }' "$logs/$i.out")
+    if [ "$1" = "-" ]; then
         echo "$program: no check summary (exit $code)"
         failed=$((failed + 1))
         status=1
         continue
     fi
-    checks=$(printf '%s' "$summary" | sed -E 's/.*Checks: ([0-9]+).*/\1/')
-    bad=$(printf '%s' "$summary" | sed -E 's/.*Failures: ([0-9]+), Errors: ([0-9]+).*/\1 + \2/')
-    bad=$(($bad))
-    skips=$(grep -c '^SKIPPED ' "$logs/$i.out")
-    grep '^SKIPPED ' "$logs/$i.out" | sed "s|^|${program##*/}: |" >> "$logs/skipped"
+    checks=$1 bad=$2 skips=$3
     good=$((checks - bad - skips))
     passed=$((passed + (good > 0 ? good : 0)))
     failed=$((failed + bad))

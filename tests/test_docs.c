@@ -1,12 +1,16 @@
 // test_docs.c - the docs cannot drift from the code: every lesson has its
 // page, the page embeds the lesson's diagram, the committed diagram source
 // (docs/diagrams/NN-name.dot) is exactly what the lesson's --dot writes
-// now, the README's table links the lesson and its page, each page has the
-// one PyTorch block that make compare-N runs, every output a page quotes
-// is what the lesson prints now (with the flags the page names for it), and
-// the README's table of flags is what the lessons' --help says. And every
-// line a lesson prints fits 100 columns (line_width.c, in this program since
-// its runs are largely these: each is made once for both).
+// now, the README's and docs/README.md's tables link the lesson and its page,
+// each page has the one PyTorch block that make compare-N runs, every output a
+// page quotes is what the lesson prints now (with the flags the page names for
+// it), and the README's table of flags is what the lessons' --help says (read by
+// calling each lesson's main() in this process: harness.h, call_lesson). And
+// every line a lesson prints fits 100 columns (line_width.c, in this program
+// since its runs are largely these: each is made once for both, and all of them
+// first, as many at a time as there are CPUs). The tables are written by hand
+// (a title, what the lesson teaches); for a lesson without its row, the test
+// says the row to add.
 //
 // And the repository stands alone: every relative link of a Markdown file
 // (and its #anchor) and every ../ path in any file leads to a file or a
@@ -61,15 +65,35 @@ START_TEST(test_every_lesson_has_its_page_and_diagram) {
 }
 END_TEST
 
+// The README's table of lessons and docs/README.md's (the reading path) each have a row
+// for every lesson, linking its folder and its page. They are written by hand (a title
+// and what the lesson adds, in words); a lesson without its row is told the row to add.
 START_TEST(test_readme_links_every_lesson) {
     const char *names[MAX_LESSONS];
     int count = lesson_dirs(names);
     const char *readme = read_text("README.md");
+    const char *reading_path = read_text("docs/README.md");
     for (int i = 0; i < count; i++) {
-        ck_assert_msg(strstr(readme, path_join("](lessons/%s/)", names[i])) != NULL,
-                      "README.md does not link lessons/%s/", names[i]);
-        ck_assert_msg(strstr(readme, path_join("](docs/%s.md)", names[i])) != NULL,
-                      "README.md does not link docs/%s.md", names[i]);
+        int n = atoi(names[i]);
+        const char *row = path_join("| %d | TITLE | [`lessons/%s`](lessons/%s/) | "
+                                    "[docs/%s.md](docs/%s.md) | WHAT IT TEACHES |", n,
+                                    names[i], names[i], names[i], names[i]);
+        ck_assert_msg(strstr(readme, path_join("](lessons/%s/)", names[i])) != NULL &&
+                      strstr(readme, path_join("](docs/%s.md)", names[i])) != NULL,
+                      "README.md's table of lessons has no row for lessons/%s; add after row "
+                      "%d:\n%s", names[i], n - 1, row);
+        const char *file = path_join("%s.c", strchr(names[i], '-') + 1);
+        for (char *c = (char *)file; *c != '\0'; c++) {
+            *c = *c == '-' ? '_' : *c;
+        }
+        row = path_join("| %d | [TITLE](%s.md) | [`%s`](../lessons/%s/%s) | WHAT IT ADDS |", n,
+                        names[i], file, names[i], file);
+        ck_assert_msg(strstr(reading_path, path_join("](%s.md)", names[i])) != NULL &&
+                      strstr(reading_path, path_join("](../lessons/%s/", names[i])) != NULL,
+                      "docs/README.md's table of lessons has no row for lessons/%s; add after "
+                      "row %d:\n%s\n(a lesson of several files links its folder, "
+                      "../lessons/%s/, and says where to start)", names[i], n - 1, row,
+                      names[i]);
     }
 }
 END_TEST
@@ -570,6 +594,10 @@ static int block_mismatch(const Lines *block, int from, int to, const Lines *out
     return -1;
 }
 
+// The first pass over the pages only plans the runs the second makes (all at once:
+// test_the_runs_are_made_at_once).
+static bool planning = false;
+
 // What lesson `dir` prints when run with `args_text` (words split at spaces);
 // the run is made once (the line width test reads it too).
 static Lines lesson_output(const char *dir, const char *args_text) {
@@ -580,6 +608,10 @@ static Lines lesson_output(const char *dir, const char *args_text) {
         args[n++] = word;
     }
     args[n] = NULL;
+    if (planning) {
+        plan_run_once(lesson_binary(dir), args);
+        return (Lines){NULL, 0};
+    }
     RunResult run = run_program_once(lesson_binary(dir), args);
     ck_assert_msg(run.status == 0, "%s %s exited %d: %s", dir, args_text, run.status, run.err);
     return split_lines(run.out);
@@ -588,6 +620,10 @@ static Lines lesson_output(const char *dir, const char *args_text) {
 // The lesson's default run, with --dot: the diagram it draws must be the
 // committed docs/diagrams/<dir>.dot (make docs redraws it). Its output.
 static Lines default_run_and_diagram(Problems *p, const char *dir) {
+    if (planning) {
+        plan_default_run_drawn(dir);
+        return (Lines){NULL, 0};
+    }
     const char *fresh;
     RunResult run = default_run_drawn(dir, &fresh);
     ck_assert_msg(run.status == 0, "%s exited %d: %s", dir, run.status, run.err);
@@ -643,17 +679,15 @@ static const char *named_run_args(const char *line, int lesson) {
 // where there is one). Its lines must be the lesson's, in order,
 // consecutive except where a line "..." leaves some out. And the committed
 // diagram is what the default run draws with --dot.
-START_TEST(test_quoted_output_and_diagram_are_the_lessons) {
+static void check_quoted_outputs(Problems *p) {
     const char *names[MAX_LESSONS];
     int count = lesson_dirs(names);
-    static Problems p;
-    clear_problems(&p);
     for (int i = 0; i < count; i++) {
         const char *page_path = path_join("docs/%s.md", names[i]);
         Lines page = split_lines(read_text(page_path));
-        RunResult help =
-            run_program(lesson_binary(names[i]), (const char *const[]){"--help", NULL});
-        Lines runs[2] = {default_run_and_diagram(&p, names[i])};
+        LessonCall help = call_lesson(lesson_entry(names[i])->main,
+                                      (const char *const[]){"--help", NULL});
+        Lines runs[2] = {default_run_and_diagram(p, names[i])};
         int n_runs = 1;
         if (strstr(help.out, "  --train ") != NULL) {
             runs[n_runs++] = lesson_output(names[i], "--train");
@@ -705,12 +739,32 @@ START_TEST(test_quoted_output_and_diagram_are_the_lessons) {
                 int other = block_mismatch(&page, from, to, &candidates[r]);
                 mismatch = other < 0 || other > mismatch ? other : mismatch;   // the closest run
             }
-            if (mismatch >= 0) {
-                problem(&p, "%s:%d: the lesson does not print this: %.100s", page_path,
+            if (mismatch >= 0 && !planning) {
+                problem(p, "%s:%d: the lesson does not print this: %.100s", page_path,
                         mismatch + 1, page.line[mismatch]);
             }
         }
     }
+}
+
+// Every run the tests below make (the lessons' documented runs, each lesson's default
+// run drawn), made at once, as many at a time as there are CPUs: most of this program's
+// time is these runs, lesson 16's training most of it.
+START_TEST(test_the_runs_are_made_at_once) {
+    static Problems p;
+    clear_problems(&p);
+    planning = true;
+    check_quoted_outputs(&p);
+    planning = false;
+    plan_line_width_runs();
+    make_planned_runs();
+}
+END_TEST
+
+START_TEST(test_quoted_output_and_diagram_are_the_lessons) {
+    static Problems p;
+    clear_problems(&p);
+    check_quoted_outputs(&p);
     ck_assert_msg(p.count == 0, "%d quoted outputs or diagrams differ from what the lessons "
                   "print and draw now (run the lesson and paste its lines):\n%s", p.count,
                   p.text);
@@ -802,13 +856,21 @@ START_TEST(test_readme_flag_table_is_the_lessons_help) {
     clear_problems(&p);
     for (int i = 0; i < count; i++) {
         int n = atoi(names[i]);
-        if (own[n] == NULL) {
-            problem(&p, "README.md's table of flags has no row for lesson %d", n);
-            continue;
-        }
-        RunResult run = run_program(lesson_binary(names[i]), (const char *const[]){"--help", NULL});
+        LessonCall run = call_lesson(lesson_entry(names[i])->main,
+                                     (const char *const[]){"--help", NULL});
         ck_assert_msg(run.status == 0, "%s --help exited %d", names[i], run.status);
         Lines help = help_flags(run.out);
+        if (own[n] == NULL) {   // the row to add, its flags as --help lists them
+            const char *row = path_join("| %d |", n);
+            for (int f = 0; f < help.count; f++) {
+                if (!has_line(&common, help.line[f])) {
+                    row = path_join("%s `%s`", row, help.line[f]);
+                }
+            }
+            problem(&p, "README.md's table of flags has no row for lesson %d; add after row "
+                    "%d:\n%s |", n, n - 1, row);
+            continue;
+        }
         for (int f = 0; f < help.count; f++) {
             if (!has_line(own[n], help.line[f]) && !has_line(&common, help.line[f])) {
                 problem(&p, "lesson %d's --help lists `%s`; README.md's table does not", n,
@@ -836,6 +898,7 @@ END_TEST
 Suite *docs_suite(void) {
     Suite *suite = suite_create("docs");
     TCase *tc = new_tcase("docs");
+    tcase_add_test(tc, test_the_runs_are_made_at_once);
     tcase_add_test(tc, test_lessons_are_numbered_in_order);
     tcase_add_test(tc, test_every_lesson_has_its_page_and_diagram);
     tcase_add_test(tc, test_readme_links_every_lesson);

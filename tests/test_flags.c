@@ -3,76 +3,25 @@
 // decimal numbers (FloatFlag), probabilities, words from a list (ChoiceFlag)
 // and switches; each as `--flag value` and as `--flag=value`.
 //
-// A usage error exits the program, so the flags are read in a separate
-// process: this test program runs itself as a small made-up lesson
-// ("lesson-99", main's `--as-lesson` mode), which prints what it parsed.
-// Two environment variables make it commit a lesson's own mistakes:
-// LESSON99_NEGATIVE_SIZE (a size that overflowed an int reaches check_fits)
-// and LESSON99_BAD_NAME (a tensor named "a/b", which --dump cannot write).
+// The flags are read by a small made-up lesson ("lesson-99", made_up_lesson.h), which
+// prints what it parsed, called in this process (a usage error comes back here as the
+// program's exit status and stderr would). As a program, it is this program run with
+// `--as-lesson` first: the program does the same, and test_fuzz_cli fuzzes it so too.
 #define _POSIX_C_SOURCE 200809L
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
+#include "made_up_lesson.h"
 
 #define SELF BUILD_DIR "/tests/test_flags"
 #define PREFIX "lesson-99: "
 
-// --- the made-up lesson -------------------------------------------------------------------
-
-static int made_up_lesson(int argc, char **argv) {
-    int batch = 3, pad = 0, head_mask = -1;
-    double drop = 0.0, ratio = 4.0;
-    const char *position = "absolute";
-    static const char *const positions[] = {"absolute", "relative_key", "relative_key_query",
-                                            NULL};
-    bool qkv_bias = false;
-    SizeFlag sizes[] = {{"--batch", &batch, "batch size"}};
-    IntFlag ints[] = {
-        {"--pad", &pad, "padding keys", 0, 65536},
-        {"--head-mask", &head_mask, "the head to zero, -1 for none", -1, 7},
-    };
-    ProbabilityFlag probabilities[] = {{"--drop", &drop, "dropout"}};
-    FloatFlag floats[] = {{"--ratio", &ratio, "a ratio", 0.0, 64.0}};
-    ChoiceFlag choices[] = {{"--position", &position, "position embedding", positions}};
-    SwitchFlag switches[] = {
-        {"--qkv-bias", &qkv_bias, "a bias in the qkv projection"},
-    };
-    Lesson lesson = {
-        .program = "lesson-99", .summary = "flags: one of every kind",
-        .sizes = sizes, .n_sizes = 1, .ints = ints, .n_ints = 2,
-        .probabilities = probabilities, .n_probabilities = 1, .floats = floats, .n_floats = 1,
-        .choices = choices, .n_choices = 1, .switches = switches, .n_switches = 1,
-    };
-    parse_lesson_args(&lesson, argc, argv);
-    check_fits(&lesson, "x (batch, pad, pad, pad, pad)", shape5(batch, pad, pad, pad, pad));
-    if (getenv("LESSON99_NEGATIVE_SIZE") != NULL) {
-        check_fits(&lesson, "y (batch * 65536 * 32768)", shape1(INT_MIN));
-    }
-    lesson_start(&lesson);
-    named(getenv("LESSON99_BAD_NAME") != NULL ? "a/b" : "x", zeros(shape1(2)));
-    printf("batch=%d pad=%d head_mask=%d drop=%.17g position=%s qkv_bias=%d seed=%llu", batch,
-           pad, head_mask, drop, position, qkv_bias, (unsigned long long)lesson.seed);
-    if (ratio != 4.0) {   // printed only when given, so the lines above stay as they were
-        printf(" ratio=%.17g", ratio);
-    }
-    if (flag_given(&lesson, "--pad")) {   // either form: --pad 0 or --pad=0
-        printf(" pad given");
-    }
-    printf("\n");
-    return lesson_finish(&lesson);
-}
-
+// The made-up lesson (made_up_lesson.c) called in this process, through to its end,
+// as a program's run (harness.h: call_lesson_to_the_end).
 static RunResult run(const char *const *args) {
-    const char *argv[16] = {"--as-lesson"};
-    int n = 1;
-    for (; args[n - 1] != NULL; n++) {
-        argv[n] = args[n - 1];
-    }
-    argv[n] = NULL;
-    return run_program(SELF, argv);
+    return call_as_run(call_lesson_to_the_end(made_up_lesson, args));
 }
 
 // The same with the environment variable `name` set: the made-up lesson's
@@ -268,6 +217,37 @@ START_TEST(test_bad_dump_name) {
 }
 END_TEST
 
+// The program does what the calls do: the same exit status, stdout and stderr, for a
+// run, a refusal, --help, and the lesson's own mistake (exit 1).
+START_TEST(test_the_program_does_the_same) {
+    const char *const *argvs[] = {
+        (const char *[]){"--pad", "4", "--drop=0.1", "--seed", "-1", NULL},
+        (const char *[]){"--batch", "4", "--batch=4", NULL},
+        (const char *[]){"--position", "Absolute\n", NULL},
+        (const char *[]){"--help", NULL},
+    };
+    for (int i = 0; i < 5; i++) {
+        const char *const *args = argvs[i < 4 ? i : 0];
+        if (i == 4) {
+            setenv("LESSON99_NEGATIVE_SIZE", "1", 1);
+        }
+        const char *argv[16] = {"--as-lesson"};
+        int n = 1;
+        for (; args[n - 1] != NULL; n++) {
+            argv[n] = args[n - 1];
+        }
+        argv[n] = NULL;
+        RunResult program = run_program(SELF, argv);
+        RunResult call = run(args);
+        unsetenv("LESSON99_NEGATIVE_SIZE");
+        ck_assert_msg(program.status == call.status && strcmp(program.out, call.out) == 0 &&
+                      strcmp(program.err, call.err) == 0, "case %d: the program (exit %d) "
+                      "printed\n%s%s\nthe call (exit %d)\n%s%s", i, program.status, program.out,
+                      program.err, call.status, call.out, call.err);
+    }
+}
+END_TEST
+
 static Suite *flags_suite(void) {
     Suite *suite = suite_create("flags");
     TCase *tc = new_tcase("every kind of flag");
@@ -276,6 +256,7 @@ static Suite *flags_suite(void) {
     tcase_add_test(tc, test_equals_form);
     tcase_add_test(tc, test_help_lists_every_kind);
     tcase_add_test(tc, test_bad_dump_name);
+    tcase_add_test(tc, test_the_program_does_the_same);
     suite_add_tcase(suite, tc);
     return suite;
 }

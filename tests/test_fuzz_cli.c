@@ -1,5 +1,10 @@
 // test_fuzz_cli.c - every lesson's command line (common/lesson/flags.c), fuzzed.
 //
+// The lessons are called in this process (harness.h: call_lesson), thousands of
+// command lines in a second; the first few of each lesson's are run as programs
+// too, and must do exactly what the calls did. `make test-long` runs them all as
+// programs (ATTN_TEST_LONG=1), as every size at its limit.
+//
 // 1. Bad command lines. A seeded generator (the same cases on every run)
 //    builds argv from noise (good flags, numbers huge, negative and hex,
 //    empty words, control characters, long words, `--dim=4` forms) and at
@@ -8,24 +13,24 @@
 //    one line on stderr starting "lesson-N: ", and make nothing: it runs
 //    in an empty sandbox directory (every --dump and --dot path given lies
 //    inside it), which must still be empty afterwards.
-//    The lessons and their flags are read from lessons/ and each lesson's
-//    --help, so a new lesson is fuzzed without a change here.
-// 2. Sizes at the limit. Every size flag at 65536 alone and in pairs (the
-//    other flags at their defaults, or a cheaper start's: lesson_cli.c),
-//    and the probe's own command lines, under a budget of 5 seconds: each
-//    must either run (exit 0, nothing on stderr) or be refused in one line
-//    (exit 2) - never crash, never trip a sanitizer, never print before
-//    refusing. These need to know the lesson (some are slow to run), so
-//    only the lessons lesson_cli.c lists are run so.
+//    The lessons and their flags are read from the table of lessons/ and
+//    each lesson's --help, so a new lesson is fuzzed without a change here.
+// 2. --flag=value is --flag value: the same values read, in every lesson,
+//    its bench included (and, with ATTN_TEST_LONG=1, the same output printed).
+// 3. Sizes at the limit. Every size flag at 65536 alone and in pairs (the
+//    other flags at their defaults, or a quick start's: lesson_cli.h), and
+//    the probe's own command lines, under a budget of 5 seconds: each must
+//    either run (exit 0, nothing on stderr) or be refused in one line (exit
+//    2) - never crash, never trip a sanitizer, never print before refusing.
+//    The calls say which are refused; those admitted run as programs.
 //
 // (Sizes at the budget's edge, the largest each flag may take under a
 // lowered budget, are test_budget_edges's.)
 //
-// ATTN_FUZZ_CASES=N runs N cases per lesson (default 100, or 30 under
-// AddressSanitizer, where each run starts ten times slower), ATTN_FUZZ_SEED=S
-// another seed (default 9); ATTN_FUZZ_SHOW=1 prints every case and its
-// answer; ATTN_SLOW_LIMITS=1 adds the limit runs that take many seconds each.
-// A long run needs more than check's 120 s: CK_TIMEOUT_MULTIPLIER=20, say.
+// ATTN_FUZZ_CASES=N calls N cases per lesson (default 300, or 100 under
+// AddressSanitizer), ATTN_FUZZ_PROGRAMS=N runs the first N of them as programs
+// too (default 2; ATTN_TEST_LONG=1: 100), ATTN_FUZZ_SEED=S another seed
+// (default 9); ATTN_FUZZ_SHOW=1 prints every case and its answer.
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdio.h>
@@ -36,13 +41,13 @@
 #include "harness.h"
 #include "lesson_cli.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define DEFAULT_CASES 30
-#else
-#define DEFAULT_CASES 100
-#endif
+#include "made_up_lesson.h"
 
-// --- the lessons and their flags, from lessons/ and --help --------------------------
+#if defined(__SANITIZE_ADDRESS__)
+#define DEFAULT_CASES 100
+#else
+#define DEFAULT_CASES 300
+#endif
 
 // --- a small seeded generator: splitmix64 -----------------------------------------------
 
@@ -274,167 +279,145 @@ static Argv fuzz_argv(uint64_t *state, const LessonCli *cli, const char *sandbox
     return argv;
 }
 
-// The argv as a shell could type it again: each word in $'...' quotes,
-// other bytes than printable ASCII as \xNN.
-static const char *argv_text(const char *binary, const Argv *argv) {
-    size_t capacity = strlen(binary) + 1;
-    for (int i = 0; i < argv->n; i++) {
-        capacity += 4 * strlen(argv->words[i]) + 4;
-    }
-    char *text = arena_alloc(capacity, 1);
-    size_t used = (size_t)sprintf(text, "%s", binary);
-    for (int i = 0; i < argv->n; i++) {
-        used += (size_t)sprintf(text + used, " $'");
-        for (const char *c = argv->words[i]; *c != '\0'; c++) {
-            unsigned char byte = (unsigned char)*c;
-            bool plain = byte >= 0x20 && byte < 0x7f && byte != '\'' && byte != '\\';
-            used += plain ? (size_t)sprintf(text + used, "%c", byte)
-                          : (size_t)sprintf(text + used, "\\x%02x", byte);
-        }
-        used += (size_t)sprintf(text + used, "'");
-    }
-    return text;
-}
-
 static int env_number(const char *name, int fallback) {
     const char *text = getenv(name);
     return text != NULL && atoi(text) > 0 ? atoi(text) : fallback;
 }
 
-// Fuzz one program: `cases` command lines, each refused in one line, with
-// nothing made in the sandbox.
-static void fuzz(const LessonCli *cli, int cases, uint64_t seed, const char *sandbox) {
+// --- 1. bad command lines -----------------------------------------------------------------
+
+// Fuzz one lesson: `cases` command lines, each refused in one line, with nothing made in
+// the sandbox, which is the current directory meanwhile; the first `programs` of them run
+// as programs too (in the sandbox), which must do exactly what the calls did.
+static void fuzz(const LessonCli *cli, int cases, int programs, uint64_t seed,
+                 const char *sandbox) {
     uint64_t state = seed * 1000003u + (uint64_t)cli->dir[0] * 131u + (uint64_t)cli->dir[1];
+    char here[4096];
+    ck_assert(getcwd(here, sizeof here) != NULL);
+    const char *binary = cli->binary[0] == '/' ? cli->binary : path_join("%s/%s", here,
+                                                                         cli->binary);
     for (int c = 0; c < cases; c++) {
+        size_t mark = arena_mark();
         Argv argv = fuzz_argv(&state, cli, sandbox);
-        RunResult r = run_program_with(sandbox, 30, cli->binary, argv.words);
+        ck_assert(chdir(sandbox) == 0);
+        LessonCall call = call_cli(cli, &argv);
+        ck_assert(chdir(here) == 0);
         const char *what = path_join("case %d of seed %d: %.900s", c, (int)seed,
                                      argv_text(cli->binary, &argv));
         if (getenv("ATTN_FUZZ_SHOW") != NULL) {
-            fprintf(stderr, "%s\n    -> %d %s", what, r.status, r.err);
+            fprintf(stderr, "%s\n    -> %d %s", what, call.status, call.err);
         }
-        assert_one_line_refusal(r, cli->prefix, what);
+        assert_one_line_refusal(call_as_run(call), cli->prefix, what);
         ck_assert_msg(count_entries(sandbox) == 0, "%s: left files in the sandbox", what);
+        if (c < programs) {
+            LessonCli program = *cli;
+            program.binary = binary;
+            RunResult r = run_cli(&program, sandbox, 30, &argv);
+            ck_assert_msg(r.status == call.status && strcmp(r.out, call.out) == 0 &&
+                          strcmp(r.err, call.err) == 0, "%s: the program (exit %d) printed "
+                          "%.300s%.300s, the call (exit %d) %.300s%.300s", what, r.status, r.out,
+                          r.err, call.status, call.out, call.err);
+            ck_assert_msg(count_entries(sandbox) == 0, "%s: the program left files in the "
+                          "sandbox", what);
+        }
+        arena_release(mark);
     }
 }
 
 START_TEST(test_fuzzed_command_lines) {
     int cases = env_number("ATTN_FUZZ_CASES", DEFAULT_CASES);
+    int programs = env_number("ATTN_FUZZ_PROGRAMS", long_tests() ? 100 : 2);
     uint64_t seed = (uint64_t)env_number("ATTN_FUZZ_SEED", 9);
-    const char *dirs[MAX_LESSONS];
-    int n_lessons = find_lesson_dirs(dirs, MAX_LESSONS);
-    ck_assert_msg(n_lessons >= 10, "only %d lessons in lessons/", n_lessons);
+    ck_assert_msg(N_LESSONS >= 10, "only %d lessons in the table", N_LESSONS);
     const char *sandbox = make_temp_dir();
-    for (int l = 0; l < n_lessons; l++) {
-        size_t mark = arena_mark();
-        LessonCli cli = read_cli(dirs[l], lesson_binary(dirs[l]), NULL);
-        fuzz(&cli, cases, seed, sandbox);
-        arena_release(mark);
+    for (int l = 0; l < N_LESSONS; l++) {
+        LessonCli cli = lesson_cli(&LESSONS[l]);
+        fuzz(&cli, cases, programs, seed, sandbox);
     }
-    // test_flags runs itself as a made-up lesson with a flag of every kind
-    // (probabilities, choices, ranges), which no lesson may have yet.
-    const char *flags = BUILD_DIR "/tests/test_flags";
-    if (access(flags, X_OK) == 0) {
-        LessonCli cli = read_cli("99-flags", flags, "--as-lesson");
-        fuzz(&cli, cases, seed, sandbox);
-    }
+    // The made-up lesson of test_flags, with a flag of every kind (probabilities,
+    // choices, ranges), which no lesson may have yet: test_flags --as-lesson as a program.
+    LessonCli cli = read_cli("99-flags", made_up_lesson, BUILD_DIR "/tests/test_flags",
+                             "--as-lesson");
+    fuzz(&cli, cases, access(cli.binary, X_OK) == 0 ? programs : 0, seed, sandbox);
     remove_tree(sandbox);
 }
 END_TEST
 
-// `text` without its lines of ATTN_COST's report (what a run held can differ
-// by a few bytes of the words it was given).
-static const char *without_cost_lines(const char *text) {
-    char *kept = arena_alloc(strlen(text) + 1, 1);
-    size_t used = 0;
-    for (const char *line = text; *line != '\0';) {
-        size_t length = strcspn(line, "\n") + (line[strcspn(line, "\n")] == '\n');
-        if (strstr(path_join("%.*s", (int)length, line), ": cost: ") == NULL) {
-            memcpy(kept + used, line, length);
-            used += length;
-        }
-        line += length;
-    }
-    return kept;
+// --- 2. --flag=value, in every lesson ------------------------------------------------------
+
+// The two calls read the same values, and end the same way.
+static void assert_same_reading(const LessonCli *cli, const Argv *a, const Argv *b) {
+    LessonCall x = call_cli(cli, a), y = call_cli(cli, b);
+    ck_assert_msg(x.status == y.status && strcmp(x.parsed, y.parsed) == 0 &&
+                  strcmp(x.err, y.err) == 0 && strcmp(x.out, y.out) == 0 &&
+                  x.budget.bytes == y.budget.bytes && x.budget.seconds == y.budget.seconds,
+                  "%s (exit %d: %s%s) is not %s (exit %d: %s%s)", plain_text(cli->dir, b),
+                  y.status, y.parsed, y.err, plain_text(cli->dir, a), x.status, x.parsed, x.err);
 }
 
-// --- --flag=value, in every lesson ------------------------------------------------------
-
-// Each lesson run with every flag that takes a value given at its default
-// (or its cheaper start's value), once as `--flag value` and once as
-// `--flag=value`: the same output. And
-// `--heads=4` (issue 17's example) wherever there is a --heads: the same
-// as `--heads 4`, run or refusal.
+// Each lesson called with every flag that takes a value given at its default, once as
+// `--flag value` and once as `--flag=value`: the same values read, and the same cost.
+// A bench takes the flags given and its own sizes for the others, or refuses them: it
+// must see either form. And `--heads=4` (issue 17's example) wherever there is a
+// --heads: the same as `--heads 4`, run or refusal.
 START_TEST(test_equals_form_everywhere) {
-    const char *dirs[MAX_LESSONS];
-    int n_lessons = find_lesson_dirs(dirs, MAX_LESSONS);
-    for (int l = 0; l < n_lessons; l++) {
-        LessonCli cli = read_cli(dirs[l], lesson_binary(dirs[l]), NULL);
+    for (int l = 0; l < N_LESSONS; l++) {
+        LessonCli cli = lesson_cli(&LESSONS[l]);
         Argv spaced = {.n = 0}, joined = {.n = 0};
-        bool has_heads = false;
         for (int i = 0; i < cli.n_flags; i++) {
             const HelpFlag *f = &cli.flags[i];
-            has_heads = has_heads || strcmp(f->flag, "--heads") == 0;
             if (f->kind != SWITCH && f->default_value != NULL) {
-                const char *cheaper = cheaper_value(cli.dir, f->flag);
-                const char *value = cheaper != NULL ? cheaper : f->default_value;
                 push(&spaced, f->flag);
-                push(&spaced, value);
-                push(&joined, path_join("%s=%s", f->flag, value));
+                push(&spaced, f->default_value);
+                push(&joined, path_join("%s=%s", f->flag, f->default_value));
             }
         }
-        RunResult a = run_program_with(NULL, 120, cli.binary, spaced.words);
-        RunResult b = run_program_with(NULL, 120, cli.binary, joined.words);
-        ck_assert_msg(a.status == 0 && b.status == 0, "%s: exit %d and %d: %s%s", cli.dir,
-                      a.status, b.status, a.err, b.err);
-        ck_assert_msg(strcmp(a.out, b.out) == 0, "%s: --flag=value printed otherwise", cli.dir);
-        // A bench takes the flags given and its own sizes for the others, or
-        // refuses them: it must see either form. ATTN_COST=check stops a run
-        // the budget admits before it starts timing; in a lesson without a
-        // budget yet, a bench still running after 3 seconds took the flag.
-        bool has_bench = is_flag_of(&cli, "--bench");
-        for (int i = 0; has_bench && i < cli.n_flags; i++) {
+        LessonCall a = call_cli(&cli, &spaced);
+        ck_assert_msg(a.status == 0 && a.reached_work, "%s: exit %d: %s", cli.dir, a.status,
+                      a.err);
+        assert_same_reading(&cli, &spaced, &joined);
+        if (long_tests()) {   // and as programs, from the quick start: the same output
+            Argv quick_spaced = {.n = 0}, quick_joined = {.n = 0};
+            for (int i = 0; i < cli.n_flags; i++) {
+                const HelpFlag *f = &cli.flags[i];
+                const char *quick = quick_value(&cli, f->flag);
+                if (f->kind != SWITCH && f->default_value != NULL) {
+                    const char *value = quick != NULL ? quick : f->default_value;
+                    push(&quick_spaced, f->flag);
+                    push(&quick_spaced, value);
+                    push(&quick_joined, path_join("%s=%s", f->flag, value));
+                }
+            }
+            RunResult x = run_cli(&cli, NULL, 120, &quick_spaced);
+            RunResult y = run_cli(&cli, NULL, 120, &quick_joined);
+            ck_assert_msg(x.status == 0 && y.status == 0 && strcmp(x.out, y.out) == 0,
+                          "%s: --flag=value ran otherwise (exit %d and %d): %s%s", cli.dir,
+                          x.status, y.status, x.err, y.err);
+        }
+        for (int i = 0; is_flag_of(&cli, "--bench") && i < cli.n_flags; i++) {
             const HelpFlag *f = &cli.flags[i];
-            if (f->kind != NUMBER || f->default_value == NULL) {
-                continue;
+            if (f->kind == NUMBER && f->default_value != NULL) {
+                Argv bench = {.n = 0}, bench_joined = {.n = 0};
+                push(&bench, "--bench");
+                push(&bench, f->flag);
+                push(&bench, f->default_value);
+                push(&bench_joined, "--bench");
+                push(&bench_joined, path_join("%s=%s", f->flag, f->default_value));
+                assert_same_reading(&cli, &bench, &bench_joined);
             }
-            setenv("ATTN_COST", "check", 1);
-            a = run_program_with(NULL, 3, cli.binary,
-                                 (const char *[]){"--bench", f->flag, f->default_value, NULL});
-            b = a.status == RUN_TIMED_OUT ? a : run_program_with(NULL, 3, cli.binary,
-                (const char *[]){"--bench", path_join("%s=%s", f->flag, f->default_value), NULL});
-            unsetenv("ATTN_COST");
-            ck_assert_msg(a.status == b.status &&
-                          strcmp(without_cost_lines(a.err), without_cost_lines(b.err)) == 0,
-                          "%s --bench: %s=%s (exit %d: %s) is not %s %s (exit %d: %s)", cli.dir,
-                          f->flag, f->default_value, b.status, b.err, f->flag, f->default_value,
-                          a.status, a.err);
         }
-        if (has_heads) {
+        if (is_flag_of(&cli, "--heads")) {
             Argv heads = {.n = 0}, heads_joined = {.n = 0};
             push(&heads, "--heads");
             push(&heads, "4");
             push(&heads_joined, "--heads=4");
-            push_cheaper(&heads, cli.dir);
-            push_cheaper(&heads_joined, cli.dir);
-            a = run_program_with(NULL, 120, cli.binary, heads.words);
-            b = run_program_with(NULL, 120, cli.binary, heads_joined.words);
-            ck_assert_msg(a.status == b.status && strcmp(a.out, b.out) == 0 &&
-                          strcmp(a.err, b.err) == 0, "%s: --heads=4 (exit %d: %s) is not --heads "
-                          "4 (exit %d: %s)", cli.dir, b.status, b.err, a.status, a.err);
+            assert_same_reading(&cli, &heads, &heads_joined);
         }
     }
 }
 END_TEST
 
-// --- sizes at the limit ----------------------------------------------------------------------
-
-// Runs that still take many seconds (measured on 2 cores: gcc -O2; the
-// sanitizers make them 3-5 times slower) would be listed in SLOW and run
-// only with ATTN_SLOW_LIMITS=1; since the budget there are none.
-static const char *const SLOW[] = {
-    "(none)",
-};
+// --- 3. sizes at the limit ----------------------------------------------------------------------
 
 // The probe's own command lines.
 static const char *const PROBED[][12] = {
@@ -444,71 +427,106 @@ static const char *const PROBED[][12] = {
     {"07-cross-attention", "--seq-q", "46341"},
 };
 
-// Run it under a budget of 5 seconds (what a cheaper start admits at 65536
-// could otherwise take a minute: lesson 16 at --vocab 65536 --batch 4);
-// unless it ran (exit 0, nothing on stderr) or was refused in one line, add
-// a line to *report.
-static void run_at_limit(const LessonCli *cli, const Argv *argv, const char **report) {
-    setenv("ATTN_MAX_SECONDS", "5", 1);
-    RunResult r = run_program_with(NULL, 120, cli->binary, argv->words);
-    unsetenv("ATTN_MAX_SECONDS");
+// A run of the limits: the lesson and its argv.
+typedef struct {
+    LessonCli *cli;
+    Argv argv;
+} LimitRun;
+
+// Unless the program ran (exit 0, nothing on stderr, something on stdout) or was refused
+// in one line, add a line to *report.
+static void check_limit_run(const LessonCli *cli, const Argv *argv, RunResult r,
+                            const char **report, const char *how) {
     const char *newline = strchr(r.err, '\n');
     bool ran = r.status == 0 && r.err[0] == '\0' && r.out[0] != '\0';
     bool refused = r.status == 2 && r.out[0] == '\0' && newline != NULL && newline[1] == '\0' &&
                    strncmp(r.err, cli->prefix, strlen(cli->prefix)) == 0;
     if (!ran && !refused) {
-        const char *line = path_join("\n  %s: exit %d, %zu bytes on stdout, stderr: %.300s",
-                                     plain_text(cli->dir, argv), r.status, strlen(r.out), r.err);
+        const char *line = path_join("\n  %s (%s): exit %d, %zu bytes on stdout, stderr: %.300s",
+                                     plain_text(cli->dir, argv), how, r.status, strlen(r.out),
+                                     r.err);
         char *longer = arena_alloc(strlen(*report) + strlen(line) + 1, 1);
         sprintf(longer, "%s%s", *report, line);
         *report = longer;
     }
 }
 
+// Every size flag at 65536, alone and in pairs, and the probe's lines, under a budget of
+// 5 seconds (what a quick start admits at 65536 could otherwise take a minute: lesson 16
+// at --vocab 65536). Each is called: a refusal must be one line and nothing else; what
+// the budget admits, the program runs (all of them with ATTN_TEST_LONG=1).
 START_TEST(test_sizes_at_the_limit) {
-    const char *dirs[MAX_LESSONS];
-    int n_lessons = find_lesson_dirs(dirs, MAX_LESSONS);
-    bool slow_too = getenv("ATTN_SLOW_LIMITS") != NULL;
+    static LessonCli clis[64];
+    ck_assert(N_LESSONS <= 64);
+    static LimitRun admitted[4096];
+    int n_admitted = 0, n_calls = 0;
     const char *report = "";
-    int n_slow = (int)(sizeof SLOW / sizeof SLOW[0]);
-    for (int l = 0; l < n_lessons; l++) {
-        if (!limits_known(dirs[l])) {
-            continue;   // a new lesson: its fuzzing above covers it; its limits are its own
-        }
-        LessonCli cli = read_cli(dirs[l], lesson_binary(dirs[l]), NULL);
+    setenv("ATTN_MAX_SECONDS", "5", 1);
+    for (int l = 0; l < N_LESSONS; l++) {
+        LessonCli *cli = &clis[l];
+        *cli = lesson_cli(&LESSONS[l]);
         const char *sizes[MAX_FLAGS];
         int n_sizes = 0;
-        for (int i = 0; i < cli.n_flags; i++) {
-            if (cli.flags[i].kind == NUMBER && strcmp(cli.flags[i].flag, "--seed") != 0) {
-                sizes[n_sizes++] = cli.flags[i].flag;
+        for (int i = 0; i < cli->n_flags; i++) {
+            if (cli->flags[i].kind == NUMBER && strcmp(cli->flags[i].flag, "--seed") != 0) {
+                sizes[n_sizes++] = cli->flags[i].flag;
             }
         }
+        static Argv lines[MAX_FLAGS * MAX_FLAGS / 2 + MAX_FLAGS + 8];
+        int n_lines = 0;
         for (int i = 0; i < n_sizes; i++) {
             for (int j = i; j < n_sizes; j++) {   // j == i: the flag alone
-                Argv argv = {.n = 0};
-                push(&argv, sizes[i]);
-                push(&argv, "65536");
+                Argv *argv = &lines[n_lines++];
+                argv->n = 0;
+                push(argv, sizes[i]);
+                push(argv, "65536");
                 if (j != i) {
-                    push(&argv, sizes[j]);
-                    push(&argv, "65536");
-                }
-                push_cheaper(&argv, cli.dir);
-                if (slow_too || !listed(plain_text(cli.dir, &argv), SLOW, n_slow)) {
-                    run_at_limit(&cli, &argv, &report);
+                    push(argv, sizes[j]);
+                    push(argv, "65536");
                 }
             }
         }
         for (size_t p = 0; p < sizeof PROBED / sizeof PROBED[0]; p++) {
-            if (strcmp(PROBED[p][0], cli.dir) != 0) {
-                continue;
+            if (strcmp(PROBED[p][0], cli->dir) == 0) {
+                Argv *argv = &lines[n_lines++];
+                argv->n = 0;
+                for (int w = 1; PROBED[p][w] != NULL; w++) {
+                    push(argv, PROBED[p][w]);
+                }
             }
-            Argv argv = {.n = 0};
-            for (int w = 1; PROBED[p][w] != NULL; w++) {
-                push(&argv, PROBED[p][w]);
+        }
+        for (int k = 0; k < n_lines; k++) {
+            // The sizes at the limit (or the probe's line, whole), the rest at the quick start.
+            Argv argv = lines[k];
+            int fixed = argv.n;
+            push_quick(&argv, cli);
+            LessonCall call = call_cli(cli, &argv);
+            n_calls += 1;
+            bool ran = call.status == 0 && call.reached_work;
+            if (ran && call.out[0] == '\0' && call.err[0] == '\0') {
+                // Admitted: run as a program, its other flags made quicker first
+                // (ATTN_TEST_LONG=1: as it is, too).
+                Argv quick = lines[k];
+                quicker(cli, &quick, fixed);
+                ck_assert(n_admitted < 4096);
+                admitted[n_admitted++] = (LimitRun){cli, quick};
+            } else {
+                check_limit_run(cli, &argv, call_as_run(call), &report, "called");
             }
-            run_at_limit(&cli, &argv, &report);
+            if (long_tests()) {
+                check_limit_run(cli, &argv, run_cli(cli, NULL, 120, &argv), &report, "run");
+            }
         }
     }
+    for (int a = 0; a < n_admitted; a++) {
+        if (getenv("ATTN_FUZZ_SHOW") != NULL) {
+            fprintf(stderr, "admitted: %s\n", plain_text(admitted[a].cli->dir, &admitted[a].argv));
+        }
+        check_limit_run(admitted[a].cli, &admitted[a].argv,
+                        run_cli(admitted[a].cli, NULL, 120, &admitted[a].argv), &report, "run");
+    }
+    unsetenv("ATTN_MAX_SECONDS");
+    ck_assert_msg(n_calls > 300, "only %d command lines at the limit", n_calls);
     ck_assert_msg(report[0] == '\0', "command lines that neither ran nor were refused in one "
                   "line:%s", report);
 }

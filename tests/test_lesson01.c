@@ -107,6 +107,25 @@ START_TEST(test_seed_changes_nothing) {
 }
 END_TEST
 
+// --- what a run may take (common/lesson/budget.h; harness.h: add_budget_tests) -----------
+
+// The lesson has no sizes: it is refused only under a budget lowered below its few
+// kilobytes and microseconds, and then says so without naming a flag.
+static const BudgetRefusal REFUSED[] = {
+    {{NULL},
+     "lesson-1: this run would hold about 1 KiB at once, more than the 105 bytes allowed; "
+     "choose smaller sizes, or allow it with ATTN_MAX_MIB=1",
+     "ATTN_MAX_MIB=0.0001"},
+    {{NULL},
+     "lesson-1: this run would take about 4e-06 seconds (estimated from the sizes), more than "
+     "the 1e-06 seconds allowed; choose smaller sizes, or allow it with ATTN_MAX_SECONDS=1",
+     "ATTN_MAX_SECONDS=0.000001"},
+};
+
+static const LessonBudget BUDGET = {
+    LESSON, lesson_main, REFUSED, sizeof REFUSED / sizeof REFUSED[0], NULL, 0, NULL, 0,
+};
+
 Suite *lesson01_suite(void) {
     Suite *suite = suite_create("lesson01");
     TCase *tc = new_tcase("toy-qkv");
@@ -116,6 +135,7 @@ Suite *lesson01_suite(void) {
     tcase_add_test(tc, test_heatmap_flag);
     tcase_add_test(tc, test_seed_changes_nothing);
     suite_add_tcase(suite, tc);
+    add_budget_tests(suite, &BUDGET);
     return suite;
 }
 

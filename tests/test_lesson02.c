@@ -207,6 +207,35 @@ START_TEST(test_bad_flags) {
 }
 END_TEST
 
+// --- what a run may take (common/lesson/budget.h; harness.h: add_budget_tests) -----------
+
+// Refused by the budget before anything runs, in one line that names the flags, the budget
+// and how to raise it.
+static const BudgetRefusal REFUSED[] = {
+    // Issue 18's table: it took gigabytes (by memory), then minutes (by time).
+    // Issue 18's defect 2: this one was interrupted to show what it left behind.
+    {{"--batch", "1", "--seq", "8192", "--dim", "1", NULL},
+     "lesson-2: --seq 8192 would hold about 1.5 GiB at once, more than the 512 MiB allowed; "
+     "choose smaller sizes, or allow it with ATTN_MAX_MIB=1600", NULL},
+    {{"--batch", "8", "--seq", "128", "--dim", "4096", NULL},
+     "lesson-2: --batch 8 --seq 128 --dim 4096 would take about 4 minutes (estimated from the "
+     "sizes), more than the 60 seconds allowed; choose smaller sizes, or allow it with "
+     "ATTN_MAX_SECONDS=270", NULL},
+};
+
+// Sizes where the tensors that grow with the flags are most of what a run holds, each
+// flag raised in one of them, and the switches that add tensors on: what a run holds is
+// its prediction (make test runs the first, make test-long all).
+static const SizedRun SIZED[] = {
+    {{"--batch", "2", "--seq", "512", "--dim", "48", NULL}},
+    {{"--batch", "8", "--seq", "256", "--dim", "16", "--dump", "", NULL}},
+};
+
+static const LessonBudget BUDGET = {
+    "02-self-attention-v1", lesson_main, REFUSED, sizeof REFUSED / sizeof REFUSED[0], SIZED,
+    sizeof SIZED / sizeof SIZED[0], NULL, 0,
+};
+
 static Suite *lesson02_suite(void) {
     Suite *suite = suite_create("lesson02");
     TCase *pytorch = new_tcase("pytorch");
@@ -224,6 +253,7 @@ static Suite *lesson02_suite(void) {
     TCase *flags = new_tcase("flags");
     tcase_add_test(flags, test_bad_flags);
     suite_add_tcase(suite, flags);
+    add_budget_tests(suite, &BUDGET);
     return suite;
 }
 

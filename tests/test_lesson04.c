@@ -173,6 +173,30 @@ START_TEST(test_notes_class) {
 }
 END_TEST
 
+// --- what a run may take (common/lesson/budget.h; harness.h: add_budget_tests) -----------
+
+// Refused by the budget before anything runs, in one line that names the flags, the budget
+// and how to raise it.
+static const BudgetRefusal REFUSED[] = {
+    // Issue 18's table, each command as the probe ran it: it took gigabytes or minutes.
+    {{"--batch", "1", "--seq", "8192", "--dim", "1", NULL},
+     "lesson-4: --seq 8192 would hold about 6.8 GiB at once, more than the 512 MiB allowed; "
+     "choose smaller sizes, or allow it with ATTN_MAX_MIB=7000", NULL},
+};
+
+// Sizes where the tensors that grow with the flags are most of what a run holds, each
+// flag raised in one of them, and the switches that add tensors on: what a run holds is
+// its prediction (make test runs the first, make test-long all).
+static const SizedRun SIZED[] = {
+    {{"--batch", "2", "--seq", "384", "--dim", "48", "--train", NULL}},
+    {{"--batch", "4", "--seq", "256", "--dim", "16", "--dump", "", NULL}},
+};
+
+static const LessonBudget BUDGET = {
+    "04-self-attention-v3", lesson_main, REFUSED, sizeof REFUSED / sizeof REFUSED[0], SIZED,
+    sizeof SIZED / sizeof SIZED[0], NULL, 0,
+};
+
 static Suite *lesson04_suite(void) {
     Suite *suite = suite_create("lesson04");
     add_masked_module_tests(suite, &V3);   // what test 5 checks of V4 too
@@ -183,6 +207,7 @@ static Suite *lesson04_suite(void) {
     tcase_add_test(v3, test_prints_fully_masked_demo);
     tcase_add_test(v3, test_notes_class);
     suite_add_tcase(suite, v3);
+    add_budget_tests(suite, &BUDGET);
     return suite;
 }
 

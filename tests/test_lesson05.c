@@ -134,6 +134,29 @@ START_TEST(test_prints_interview_points) {
 }
 END_TEST
 
+// --- what a run may take (common/lesson/budget.h; harness.h: add_budget_tests) -----------
+
+// Refused by the budget before anything runs, in one line that names the flags, the budget
+// and how to raise it.
+static const BudgetRefusal REFUSED[] = {
+    {{"--seq=8192", "--batch=1", "--dim=1", NULL},
+     "lesson-5: --seq 8192 would hold about 1.5 GiB at once, more than the 512 MiB allowed; "
+     "choose smaller sizes, or allow it with ATTN_MAX_MIB=1600", NULL},
+};
+
+// Sizes where the tensors that grow with the flags are most of what a run holds, each
+// flag raised in one of them, and the switches that add tensors on: what a run holds is
+// its prediction (make test runs the first, make test-long all).
+static const SizedRun SIZED[] = {
+    {{"--batch", "2", "--seq", "512", "--dim", "48", "--train", NULL}},
+    {{"--batch", "8", "--seq", "256", "--dim", "16", "--dump", "", NULL}},
+};
+
+static const LessonBudget BUDGET = {
+    "05-self-attention-v4", lesson_main, REFUSED, sizeof REFUSED / sizeof REFUSED[0], SIZED,
+    sizeof SIZED / sizeof SIZED[0], NULL, 0,
+};
+
 static Suite *lesson05_suite(void) {
     Suite *suite = suite_create("lesson05");
     add_masked_module_tests(suite, &V4);   // what test 4 checks of V3 too
@@ -142,6 +165,7 @@ static Suite *lesson05_suite(void) {
     tcase_add_test(v4, test_hand_worked);
     tcase_add_test(v4, test_prints_interview_points);
     suite_add_tcase(suite, v4);
+    add_budget_tests(suite, &BUDGET);
     return suite;
 }
 

@@ -258,6 +258,29 @@ START_TEST(test_heatmap_flag) {
 }
 END_TEST
 
+// --- what a run may take (common/lesson/budget.h; harness.h: add_budget_tests) -----------
+
+// Refused by the budget before anything runs, in one line that names the flags, the budget
+// and how to raise it.
+static const BudgetRefusal REFUSED[] = {
+    {{"--batch", "8", "--seq", "64", "--dim", "4096", NULL},
+     "lesson-6: --batch 8 --seq 64 --dim 4096 would hold about 548 MiB at once, more than the 512 "
+     "MiB allowed; choose smaller sizes, or allow it with ATTN_MAX_MIB=550", NULL},
+};
+
+// Sizes where the tensors that grow with the flags are most of what a run holds, each
+// flag raised in one of them, and the switches that add tensors on: what a run holds is
+// its prediction (make test runs the first, make test-long all).
+static const SizedRun SIZED[] = {
+    {{"--batch", "2", "--seq", "256", "--dim", "64", "--heads", "4", "--train", NULL}},
+    {{"--batch", "16", "--seq", "16", "--dim", "256", "--dump", "", NULL}},
+};
+
+static const LessonBudget BUDGET = {
+    "06-multi-head", lesson_main, REFUSED, sizeof REFUSED / sizeof REFUSED[0], SIZED,
+    sizeof SIZED / sizeof SIZED[0], NULL, 0,
+};
+
 Suite *lesson06_suite(void) {
     Suite *suite = suite_create("lesson06");
     TCase *pytorch = new_tcase("pytorch");
@@ -277,6 +300,7 @@ Suite *lesson06_suite(void) {
     tcase_add_test(cli, test_bad_flags);
     tcase_add_test(cli, test_heatmap_flag);
     suite_add_tcase(suite, cli);
+    add_budget_tests(suite, &BUDGET);
     return suite;
 }
 

@@ -286,6 +286,31 @@ START_TEST(test_heatmap_flag) {
 }
 END_TEST
 
+// --- what a run may take (common/lesson/budget.h; harness.h: add_budget_tests) -----------
+
+// Refused by the budget before anything runs, in one line that names the flags, the budget
+// and how to raise it.
+static const BudgetRefusal REFUSED[] = {
+    // Issue 18's table, each command as the probe ran it: it took gigabytes or minutes.
+    {{"--batch", "65536", NULL},
+     "lesson-7: --batch 65536 would hold about 4.3 GiB at once, more than the 512 MiB allowed; "
+     "choose smaller sizes, or allow it with ATTN_MAX_MIB=4400", NULL},
+};
+
+// Sizes where the tensors that grow with the flags are most of what a run holds, each
+// flag raised in one of them, and the switches that add tensors on: what a run holds is
+// its prediction (make test runs the first, make test-long all).
+static const SizedRun SIZED[] = {
+    {{"--batch", "2", "--seq-q", "200", "--seq-k", "300", "--dim", "32", "--heads", "4", "--train",
+      NULL}},
+    {{"--batch", "32", "--seq-q", "8", "--seq-k", "24", "--dim", "256", "--dump", "", NULL}},
+};
+
+static const LessonBudget BUDGET = {
+    "07-cross-attention", lesson07_main, REFUSED, sizeof REFUSED / sizeof REFUSED[0], SIZED,
+    sizeof SIZED / sizeof SIZED[0], NULL, 0,
+};
+
 Suite *lesson07_suite(void) {
     Suite *suite = suite_create("lesson07");
     TCase *pytorch = new_tcase("pytorch");
@@ -303,6 +328,7 @@ Suite *lesson07_suite(void) {
     tcase_add_test(cli, test_bad_flags);
     tcase_add_test(cli, test_heatmap_flag);
     suite_add_tcase(suite, cli);
+    add_budget_tests(suite, &BUDGET);
     return suite;
 }
 

@@ -375,6 +375,31 @@ START_TEST(test_heatmap_fits_100_columns) {
 }
 END_TEST
 
+// --- what a run may take (common/lesson/budget.h; harness.h: add_budget_tests) -----------
+
+// Refused by the budget before anything runs, in one line that names the flags, the budget
+// and how to raise it.
+static const BudgetRefusal REFUSED[] = {
+    // Issue 18's table, each command as the probe ran it: it took gigabytes or minutes.
+    {{"--head-dim", "32768", NULL},
+     "lesson-8: --head-dim 32768 would hold about 7.9 GiB at once, more than the 512 MiB allowed; "
+     "choose smaller sizes, or allow it with ATTN_MAX_MIB=8200", NULL},
+};
+
+// Sizes where the tensors that grow with the flags are most of what a run holds, each
+// flag raised in one of them, and the switches that add tensors on: what a run holds is
+// its prediction (make test runs the first, make test-long all).
+static const SizedRun SIZED[] = {
+    {{"--seq", "320", "--head-dim", "16", NULL}},
+    {{"--batch", "2", "--seq", "64", "--heads", "16", "--kv-heads", "4", "--head-dim", "128",
+      "--dump", "", NULL}},
+};
+
+static const LessonBudget BUDGET = {
+    "08-gqa", lesson_main, REFUSED, sizeof REFUSED / sizeof REFUSED[0], SIZED,
+    sizeof SIZED / sizeof SIZED[0], NULL, 0,
+};
+
 static Suite *lesson08_suite(void) {
     Suite *suite = suite_create("lesson08");
     TCase *recorded = new_tcase("recorded from PyTorch");
@@ -395,6 +420,7 @@ static Suite *lesson08_suite(void) {
     tcase_add_test(command_line, test_dot_and_heatmap);
     tcase_add_test(command_line, test_heatmap_fits_100_columns);
     suite_add_tcase(suite, command_line);
+    add_budget_tests(suite, &BUDGET);
     return suite;
 }
 

@@ -312,6 +312,31 @@ START_TEST(test_bad_flags) {
 }
 END_TEST
 
+// --- what a run may take (common/lesson/budget.h; harness.h: add_budget_tests) -----------
+
+// Refused by the budget before anything runs, in one line that names the flags, the budget
+// and how to raise it.
+static const BudgetRefusal REFUSED[] = {
+    {{"--batch", "8", "--seq", "64", "--dim", "4096", NULL},
+     "lesson-9: --batch 8 --seq 64 --dim 4096 would take about 110 seconds (estimated from the "
+     "sizes), more than the 60 seconds allowed; choose smaller sizes, or allow it with "
+     "ATTN_MAX_SECONDS=110", NULL},
+};
+
+// Sizes where the tensors that grow with the flags are most of what a run holds, each
+// flag raised in one of them, and the switches that add tensors on: what a run holds is
+// its prediction (make test runs the first, make test-long all).
+static const SizedRun SIZED[] = {
+    {{"--batch", "2", "--seq", "256", "--dim", "64", "--heads", "8", "--kv-heads", "2", "--train",
+      NULL}},
+    {{"--batch", "4", "--seq", "128", "--dim", "64", "--dump", "", NULL}},
+};
+
+static const LessonBudget BUDGET = {
+    "09-causal-mask", lesson_main, REFUSED, sizeof REFUSED / sizeof REFUSED[0], SIZED,
+    sizeof SIZED / sizeof SIZED[0], NULL, 0,
+};
+
 static Suite *lesson09_suite(void) {
     Suite *suite = suite_create("lesson09");
     TCase *pytorch = new_tcase("pytorch");
@@ -330,6 +355,7 @@ static Suite *lesson09_suite(void) {
     tcase_add_test(flags, test_train_switch);
     tcase_add_test(flags, test_bad_flags);
     suite_add_tcase(suite, flags);
+    add_budget_tests(suite, &BUDGET);
     return suite;
 }
 

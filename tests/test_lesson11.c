@@ -404,6 +404,36 @@ START_TEST(test_float_mlp_ratio) {
 }
 END_TEST
 
+// --- what a run may take (common/lesson/budget.h; harness.h: add_budget_tests) -----------
+
+// Refused by the budget before anything runs, in one line that names the flags, the budget
+// and how to raise it.
+static const BudgetRefusal REFUSED[] = {
+    {{"--batch", "4", "--seq", "197", "--dim", "1536", "--heads", "12", NULL},
+     "lesson-11: --batch 4 --seq 197 --dim 1536 --heads 12 would take about 3 minutes (estimated "
+     "from the sizes), more than the 60 seconds allowed; choose smaller sizes, or allow it with "
+     "ATTN_MAX_SECONDS=180", NULL},
+};
+
+// Sizes where the tensors that grow with the flags are most of what a run holds, each
+// flag raised in one of them, and the switches that add tensors on: what a run holds is
+// its prediction (make test runs the first, make test-long all).
+static const SizedRun SIZED[] = {
+    {{"--batch", "2", "--seq", "256", "--dim", "32", "--heads", "8", "--train", "--drop", "0.1",
+      "--attn-drop", "0.1", "--drop-path", "0.1", NULL}},
+    {{"--batch", "8", "--seq", "64", "--dim", "128", "--mlp-ratio", "2.5", "--dump", "", NULL}},
+};
+
+// The budget admits ViT-B's sizes, which the page names.
+static const AdmittedRun ADMITTED[] = {
+    {{"--dim", "768", "--heads", "12", "--seq", "197", NULL}, false},
+};
+
+static const LessonBudget BUDGET = {
+    "11-vit-block", lesson_main, REFUSED, sizeof REFUSED / sizeof REFUSED[0], SIZED,
+    sizeof SIZED / sizeof SIZED[0], ADMITTED, sizeof ADMITTED / sizeof ADMITTED[0],
+};
+
 static Suite *lesson11_suite(void) {
     Suite *suite = suite_create("lesson11");
     TCase *pytorch = new_tcase("pytorch");
@@ -428,6 +458,7 @@ static Suite *lesson11_suite(void) {
     tcase_add_test(flags, test_bad_flags);
     tcase_add_test(flags, test_float_mlp_ratio);
     suite_add_tcase(suite, flags);
+    add_budget_tests(suite, &BUDGET);
     return suite;
 }
 

@@ -666,6 +666,56 @@ START_TEST(test_the_parts) {
 }
 END_TEST
 
+// --- what a run may take (common/lesson/budget.h; harness.h: add_budget_tests) -----------
+
+// Refused by the budget before anything runs, in one line that names the flags, the budget
+// and how to raise it.
+static const BudgetRefusal REFUSED[] = {
+    // Issue 18's table, each command as the probe ran it. (The first at --seq 2048
+    // prints part 1 alone by default now, and runs: SIZED's first; with every part it
+    // is refused.)
+    {{"--batch", "1", "--seq", "2048", "--dim", "1", "--heads", "1", "--intermediate", "1",
+      "--pad", "0", "--all", NULL},
+     "lesson-12: --seq 2048 would hold about 1.9 GiB at once, more than the 512 MiB allowed; "
+     "choose smaller sizes, or allow it with ATTN_MAX_MIB=2000", NULL},
+    {{"--batch", "1", "--seq", "8192", "--dim", "1", "--heads", "1", "--intermediate", "1",
+      "--pad", "0", NULL},
+     "lesson-12: --seq 8192 would hold about 1.5 GiB at once, more than the 512 MiB allowed; "
+     "choose smaller sizes, or allow it with ATTN_MAX_MIB=1600", NULL},
+    // Only the flags raised above their defaults are named, not the ones lowered;
+    // what a part costs counts only when it runs.
+    {{"--seq", "1024", "--dim", "8", "--heads", "2", "--intermediate", "8", "--part", "9", NULL},
+     "lesson-12: --seq 1024 --part 9 would hold about 1.6 GiB at once, more than the 512 MiB "
+     "allowed; choose smaller sizes, or allow it with ATTN_MAX_MIB=1700", NULL},
+};
+
+// Sizes where the tensors that grow with the flags are most of what a run holds, each
+// flag raised in one of them, and the switches that add tensors on: what a run holds is
+// its prediction (make test runs the first, make test-long all).
+static const SizedRun SIZED[] = {
+    // Issue 18's command that took 16 s and 1.9 GB prints part 1 alone now, and runs in well
+    // under a second, holding about 65 MiB.
+    {{"--batch", "1", "--seq", "2048", "--dim", "1", "--heads", "1", "--intermediate", "1",
+      "--pad", "0", NULL}},
+    {{"--batch", "1", "--seq", "192", "--dim", "16", "--heads", "2", "--intermediate", "16",
+      "--all", NULL}},
+    {{"--seq", "40", "--past", "8", "--position", "relative_key_query", "--max-positions", "64",
+      "--encoder-seq", "40", "--dim", "64", "--chunk", "8", "--head-mask", "1", "--train", "--all",
+      "--dump", "", NULL}},
+    {{"--batch", "2", "--seq", "32", "--dim", "128", "--heads", "8", "--intermediate", "256",
+      "--encoder-seq", "64", "--encoder-width", "32", "--position", "relative_key",
+      "--max-positions", "32", "--all", NULL}},
+    {{"--batch", "2", "--seq", "512", "--dim", "32", "--heads", "4", "--intermediate", "64",
+      NULL}},
+    {{"--batch", "1", "--seq", "160", "--dim", "16", "--heads", "2", "--intermediate", "16",
+      "--part", "9", NULL}},
+};
+
+static const LessonBudget BUDGET = {
+    "12-bert-layer", lesson_main, REFUSED, sizeof REFUSED / sizeof REFUSED[0], SIZED,
+    sizeof SIZED / sizeof SIZED[0], NULL, 0,
+};
+
 static Suite *lesson12_suite(void) {
     Suite *suite = suite_create("lesson12");
     TCase *pytorch = new_tcase("pytorch");
@@ -694,6 +744,7 @@ static Suite *lesson12_suite(void) {
     tcase_add_test(flags, test_help_lists_the_flags);
     tcase_add_test(flags, test_the_parts);
     suite_add_tcase(suite, flags);
+    add_budget_tests(suite, &BUDGET);
     return suite;
 }
 

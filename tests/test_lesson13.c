@@ -733,6 +733,40 @@ START_TEST(test_help) {
 }
 END_TEST
 
+// --- what a run may take (common/lesson/budget.h; harness.h: add_budget_tests) -----------
+
+// Refused by the budget before anything runs, in one line that names the flags, the budget
+// and how to raise it.
+static const BudgetRefusal REFUSED[] = {
+    // The tiled path holds no (N, N) scores (the naive path is skipped beyond
+    // 256 MiB), so it is refused only where its inputs and output pass the budget.
+    {{"--seq", "65536", NULL},
+     "lesson-13: --seq 65536 would hold about 514 MiB at once, more than the 512 MiB allowed; "
+     "choose smaller sizes, or allow it with ATTN_MAX_MIB=520", NULL},
+};
+
+// Sizes where the tensors that grow with the flags are most of what a run holds, each
+// flag raised in one of them, and the switches that add tensors on: what a run holds is
+// its prediction (make test runs the first, make test-long all).
+static const SizedRun SIZED[] = {
+    {{"--seq", "512", "--causal", "--threads", "2", NULL}},
+    {{"--batch", "2", "--seq", "256", "--heads", "4", "--kv-heads", "2", "--head-dim", "128",
+      "--block-q", "32", "--block-k", "128", "--dump", "", NULL}},
+    // The tiled path alone (the naive one would make 384 MiB).
+    {{"--batch", "4", "--seq", "2048", "--heads", "2", "--causal", NULL}},
+};
+
+// The budget admits the bench, on one thread and on two.
+static const AdmittedRun ADMITTED[] = {
+    {{"--bench", NULL}, false},
+    {{"--bench", "--threads", "2", NULL}, false},
+};
+
+static const LessonBudget BUDGET = {
+    "13-flash-attention", lesson_main, REFUSED, sizeof REFUSED / sizeof REFUSED[0], SIZED,
+    sizeof SIZED / sizeof SIZED[0], ADMITTED, sizeof ADMITTED / sizeof ADMITTED[0],
+};
+
 Suite *lesson13_suite(void) {
     Suite *suite = suite_create("lesson13");
     TCase *pytorch = new_tcase("pytorch");
@@ -764,6 +798,7 @@ Suite *lesson13_suite(void) {
     tcase_add_test(flags, test_runs_at_its_sizes);
     tcase_add_test(flags, test_help);
     suite_add_tcase(suite, flags);
+    add_budget_tests(suite, &BUDGET);
     return suite;
 }
 

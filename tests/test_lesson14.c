@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "line_width.h"
 
 #define main lesson_main
 #include "../lessons/14-attention-backward/attention_backward.c"
@@ -624,7 +625,8 @@ END_TEST
 
 // The kernels' exp: within 1 ulp of libm's expf wherever the result is a
 // normal float, 0 below that (and for -inf and NaN); each vector exp (through
-// softmax_backward with scale 1 and lse 0) equals the scalar one.
+// softmax_backward with scale 1 and lse 0) equals the scalar one. On 16,384
+// points; tools/exp_every_float_14.sh checks every float (minutes, not a test).
 START_TEST(test_exp) {
     enum { COUNT = 1 << 14 };
     static float x[COUNT], scalar_out[COUNT];
@@ -739,6 +741,16 @@ END_TEST
 
 // --kv-heads defaults to --heads, and 0 means the same (as in lesson 13); the
 // run with 0 prints what the run without it prints.
+// A short run of the bench (the documented one times for a minute): every line it prints
+// fits 100 columns, as every run's (but its machine-readable "bench " lines).
+START_TEST(test_short_bench_fits_100_columns) {
+    RunResult r = run_program(lesson_binary(LESSON_DIR),
+                              (const char *const[]){"--bench", "--seq", "64", NULL});
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    assert_lines_fit("lesson-14 --bench --seq 64", r);
+}
+END_TEST
+
 START_TEST(test_kv_heads_default) {
     RunResult run = check_prints(LESSON_DIR,
                                  (const char *const[]){"--heads", "3", "--seq", "2", NULL},
@@ -751,6 +763,52 @@ START_TEST(test_kv_heads_default) {
     ck_assert_str_eq(zero.out, run.out);
 }
 END_TEST
+
+// --- what a run may take (common/lesson/budget.h; harness.h: add_budget_tests) -----------
+
+// Refused by the budget before anything runs, in one line that names the flags, the budget
+// and how to raise it.
+static const BudgetRefusal REFUSED[] = {
+    // Part 2's naive path keeps P, dP and dS whole; the bench with (Bq, Bk) tiles
+    // of 16 million floats.
+    {{"--batch", "1", "--seq", "4096", "--heads", "4", NULL},
+     "lesson-14: --seq 4096 --heads 4 would hold about 1.8 GiB at once, more than the 512 MiB "
+     "allowed; choose smaller sizes, or allow it with ATTN_MAX_MIB=1800", NULL},
+    {{"--bench", "--block-q", "4096", "--block-k", "4096", NULL},
+     "lesson-14: --block-q 4096 --block-k 4096 would hold about 520 MiB at once, more than the "
+     "512 MiB allowed; choose smaller sizes, or allow it with ATTN_MAX_MIB=530", NULL},
+    // The bench estimates its seconds from its kernels' speed, so the figure depends on
+    // the kernels: the scalar ones, which every machine has, make it the same everywhere.
+    // One-query blocks cost a tile's overhead once per query and key (issue 18 saw lesson
+    // 13's run past 25 s with no output).
+    {{"--bench", "--block-q", "1", "--block-k", "1", NULL},
+     "lesson-14: --block-q 1 --block-k 1 would take about 13 minutes (estimated from the sizes), "
+     "more than the 60 seconds allowed; choose smaller sizes, or allow it with "
+     "ATTN_MAX_SECONDS=770",
+     "ATTN_KERNELS=scalar"},
+};
+
+// Sizes where the tensors that grow with the flags are most of what a run holds, each
+// flag raised in one of them, and the switches that add tensors on: what a run holds is
+// its prediction (make test runs the first, make test-long all).
+static const SizedRun SIZED[] = {
+    {{"--batch", "2", "--seq", "192", "--dim", "32", "--heads", "4", "--head-dim", "32",
+      "--causal", "--train", NULL}},
+    {{"--seq", "96", "--dim", "64", "--heads", "4", "--kv-heads", "1", "--head-dim", "128",
+      "--dump", "", NULL}},
+    {{"--batch", "1", "--seq", "8", "--dim", "640", NULL}},
+};
+
+// The budget admits the bench, where its vector kernels make it take a minute (with the
+// scalar ones it would take about 7).
+static const AdmittedRun ADMITTED[] = {
+    {{"--bench", NULL}, true},
+};
+
+static const LessonBudget BUDGET = {
+    "14-attention-backward", lesson_main, REFUSED, sizeof REFUSED / sizeof REFUSED[0], SIZED,
+    sizeof SIZED / sizeof SIZED[0], ADMITTED, sizeof ADMITTED / sizeof ADMITTED[0],
+};
 
 Suite *lesson14_suite(void) {
     Suite *suite = suite_create("lesson14");
@@ -782,7 +840,9 @@ Suite *lesson14_suite(void) {
     tcase_add_test(flags, test_large_seq_skips_standard);
     tcase_add_test(flags, test_help);
     tcase_add_test(flags, test_kv_heads_default);
+    tcase_add_test(flags, test_short_bench_fits_100_columns);
     suite_add_tcase(suite, flags);
+    add_budget_tests(suite, &BUDGET);
     return suite;
 }
 

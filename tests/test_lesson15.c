@@ -451,6 +451,34 @@ START_TEST(test_lines_fit_100_columns) {
 }
 END_TEST
 
+// --- what a run may take (common/lesson/budget.h; harness.h: add_budget_tests) -----------
+
+// Refused by the budget before anything runs, in one line that names the flags, the budget
+// and how to raise it.
+static const BudgetRefusal REFUSED[] = {
+    // A Llama layer at a small model's width.
+    {{"--batch", "8", "--prompt", "512", "--dim", "2048", "--heads", "16", "--kv-heads", "4",
+      NULL},
+     "lesson-15: --batch 8 --prompt 512 --dim 2048 --heads 16 --kv-heads 4 would hold about 2.2 "
+     "GiB at once, more than the 512 MiB allowed; choose smaller sizes, or allow it with "
+     "ATTN_MAX_MIB=2300", NULL},
+};
+
+// Sizes where the tensors that grow with the flags are most of what a run holds, each
+// flag raised in one of them, and the switches that add tensors on: what a run holds is
+// its prediction (make test runs the first, make test-long all).
+static const SizedRun SIZED[] = {
+    {{"--batch", "2", "--prompt", "256", "--new", "16", "--dim", "64", "--heads", "4",
+      "--kv-heads", "2", "--hidden", "256", NULL}},
+    {{"--batch", "2", "--prompt", "64", "--new", "8", "--dim", "256", "--heads", "8", "--kv-heads",
+      "1", "--rope-layout", "interleaved", "--dump", "", NULL}},
+};
+
+static const LessonBudget BUDGET = {
+    "15-llama-block", lesson_main, REFUSED, sizeof REFUSED / sizeof REFUSED[0], SIZED,
+    sizeof SIZED / sizeof SIZED[0], NULL, 0,
+};
+
 static Suite *lesson15_suite(void) {
     Suite *suite = suite_create("lesson15");
     TCase *pytorch = new_tcase("pytorch");
@@ -476,6 +504,7 @@ static Suite *lesson15_suite(void) {
     tcase_add_test(flags, test_help_and_graph);
     tcase_add_test(flags, test_lines_fit_100_columns);
     suite_add_tcase(suite, flags);
+    add_budget_tests(suite, &BUDGET);
     return suite;
 }
 

@@ -969,6 +969,42 @@ START_TEST(test_bad_flags) {
 }
 END_TEST
 
+// --- what a run may take (common/lesson/budget.h; harness.h: add_budget_tests) -----------
+
+// Refused by the budget before anything runs, in one line that names the flags, the budget
+// and how to raise it.
+static const BudgetRefusal REFUSED[] = {
+    // It prices its time by the kernels it runs (a refusal by time would name other
+    // figures on a CPU without AVX-512): by memory, then. Its --dot copies step 1's
+    // activations to draw them: 1.9 GiB without it.
+    {{"--batch", "8192", NULL},
+     "lesson-16: --batch 8192 would hold about 3.1 GiB at once, more than the 512 MiB allowed; "
+     "choose smaller sizes, or allow it with ATTN_MAX_MIB=3300", NULL},
+    {{"--seq", "256", "--vocab", "256", "--batch", "128", NULL},
+     "lesson-16: --seq 256 --vocab 256 --batch 128 would hold about 1.4 GiB at once, more than "
+     "the 512 MiB allowed; choose smaller sizes, or allow it with ATTN_MAX_MIB=1500", NULL},
+};
+
+// Sizes where the tensors that grow with the flags are most of what a run holds, each
+// flag raised in one of them, and the switches that add tensors on: what a run holds is
+// its prediction (make test runs the first, make test-long all).
+static const SizedRun SIZED[] = {
+    {{"--batch", "64", "--layers", "3", "--steps", "2", NULL}},
+    {{"--dim", "96", "--heads", "6", "--kv-heads", "3", "--hidden", "128", "--steps", "2",
+      "--dump", "", NULL}},
+    {{"--task", "reverse", "--seq", "24", "--vocab", "24", "--steps", "2", "--dot", "", NULL}},
+};
+
+// The budget admits the bench where it has its vector kernels.
+static const AdmittedRun ADMITTED[] = {
+    {{"--bench", NULL}, true},
+};
+
+static const LessonBudget BUDGET = {
+    "16-train", lesson_main, REFUSED, sizeof REFUSED / sizeof REFUSED[0], SIZED,
+    sizeof SIZED / sizeof SIZED[0], ADMITTED, sizeof ADMITTED / sizeof ADMITTED[0],
+};
+
 static Suite *lesson16_suite(void) {
     Suite *suite = suite_create("lesson16");
     TCase *recorded = new_tcase("pytorch");
@@ -999,6 +1035,7 @@ static Suite *lesson16_suite(void) {
     tcase_add_test(runs, test_bench_lines);
     tcase_add_test(runs, test_bad_flags);
     suite_add_tcase(suite, runs);
+    add_budget_tests(suite, &BUDGET);
     return suite;
 }
 

@@ -47,8 +47,9 @@ for bin in "$@"; do
     # a run without valgrind names the dumps. The last of them is made a
     # directory, so the run fails when it comes to write it.
     small=$("$bin" --help | awk '$2 == "N" && $1 != "--seed" { printf "%s 1 ", $1 }')
-    # A lesson whose default run is long names its short run in VALGRIND_SHORT
-    # ("16-train:--steps,3": the lesson directory, then its flags, commas for spaces).
+    # A lesson whose default run is long has a quicker start in VALGRIND_SHORT, one
+    # line a lesson ("08-gqa:--seq,64": the lesson directory, then its flags, commas
+    # for spaces; the Makefile has test_in_process --quick-starts write it).
     short=$(echo "${VALGRIND_SHORT:-}" | tr ' ' '\n' | sed -n "s|^${bin##*/}:||p" | tr ',' ' ')
     rm -rf "$work/names" "$work/full"
     if ! "$bin" $small --dump "$work/names" > /dev/null 2>&1; then

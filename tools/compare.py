@@ -80,8 +80,16 @@ SCALE_SPACINGS = 4   # "near zero": float32 spacings at the tensor's largest mag
 
 
 def template(line):
-    """The line with its numbers taken out, spaces collapsed."""
-    return " ".join(NUMBER.sub("#", line).split())
+    """The line with its numbers taken out, spaces collapsed, and none kept after an
+    opening bracket: a row that starts with -0.0000 in one program and 0.0000 in the
+    other (PyTorch pads a number without its minus sign) reads the same.
+
+    >>> template("tensor([[-0.0000,  1.5000],") == template("tensor([[ 0.0000,  1.5000],")
+    True
+    >>> template("[[ 0.1,  2.0]]")
+    '[[#, #]]'
+    """
+    return re.sub(r"([\[(]) ", r"\1", " ".join(NUMBER.sub("#", line).split()))
 
 
 def numbers(line):

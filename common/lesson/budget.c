@@ -12,6 +12,7 @@
 
 #include "core/arena.h"
 #include "lesson/outputs.h"
+#include "lesson/run.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -19,8 +20,7 @@
 // shape strings, printed text) is small; a prediction may leave it out.
 #define UNCOUNTED_BYTES MIB
 
-static bool predicted = false;   // check_budget has run
-static double predicted_bytes;   // what it expected the run to hold
+static BudgetCheck last = {.made = false};   // what check_budget weighed: the prediction
 
 // A budget from the environment (`name`: a decimal number above 0, digits
 // and at most one '.'), or the default. Anything else is refused like a
@@ -105,6 +105,8 @@ void check_budget(const Lesson *lesson, Cost cost) {
     double max_mib = budget_from(lesson, "ATTN_MAX_MIB", DEFAULT_MAX_MIB);
     double max_seconds = budget_from(lesson, "ATTN_MAX_SECONDS", DEFAULT_MAX_SECONDS);
     const char *show = getenv("ATTN_COST");
+    last = (BudgetCheck){true, bytes <= max_mib * MIB && seconds <= max_seconds, cost, bytes,
+                         seconds, max_mib * MIB, max_seconds};
     if (show != NULL) {
         fprintf(stderr, "%s: cost: predicted bytes=%.0f seconds=%.3g (multiply-adds %.3g, exps "
                 "%.3g, elements %.3g, kernels %.3g s); budget bytes=%.0f seconds=%.0f\n",
@@ -124,10 +126,17 @@ void check_budget(const Lesson *lesson, Cost cost) {
                     rounded_up(seconds));
     }
     if (show != NULL && strcmp(show, "check") == 0) {
-        exit(0);   // a dry run: the run would be allowed
+        lesson_exit(lesson, 0);   // a dry run: the run would be allowed
     }
-    predicted = true;
-    predicted_bytes = bytes;
+    stop_before_work(lesson);   // a test's run in its own process ends here (run.h)
+}
+
+BudgetCheck last_budget_check(void) {
+    return last;
+}
+
+void forget_budget_check(void) {
+    last = (BudgetCheck){.made = false};
 }
 
 void report_cost(const Lesson *lesson) {
@@ -136,9 +145,9 @@ void report_cost(const Lesson *lesson) {
         fprintf(stderr, "%s: cost: held bytes=%.0f (arena %zu, --dump %zu)\n", lesson->program,
                 held, arena_peak_bytes(), dumps_peak_bytes());
     }
-    if (predicted && held > predicted_bytes + UNCOUNTED_BYTES) {
+    if (last.made && held > last.bytes + UNCOUNTED_BYTES) {
         fprintf(stderr, "%s: warning: the run held %s, more than the %s its budget predicted "
                 "(check_budget's cost is wrong)\n", lesson->program, bytes_text(held),
-                bytes_text(predicted_bytes));
+                bytes_text(last.bytes));
     }
 }

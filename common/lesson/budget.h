@@ -48,7 +48,9 @@
 // finishes (the arena's peak plus what --dump kept): more than predicted
 // prints a warning on stderr, which the tests see. ATTN_COST=show prints the
 // prediction and what was held; ATTN_COST=check prints the prediction and
-// stops before any work (exit 0), or refuses as a run would.
+// stops before any work (exit 0), or refuses as a run would. A test that
+// calls a lesson's main() in its own process (run.h) reads what the budget
+// weighed from last_budget_check.
 #ifndef BUDGET_H
 #define BUDGET_H
 
@@ -77,6 +79,20 @@ typedef struct {
 
 // Refuse the run (exit 2, one line) if `cost` passes the budget.
 void check_budget(const Lesson *lesson, Cost cost);
+
+// What check_budget weighed last: the cost, what it comes to, the budget.
+typedef struct {
+    bool made;            // check_budget has weighed a cost (since forget_budget_check)
+    bool admitted;        // and the run fits the budget
+    Cost cost;
+    double bytes;         // held at once, --dump's copies included when given
+    double seconds;       // the estimated time
+    double max_bytes;     // the budget: ATTN_MAX_MIB in bytes
+    double max_seconds;   // ATTN_MAX_SECONDS
+} BudgetCheck;
+BudgetCheck last_budget_check(void);
+// Forget it, and the prediction report_cost compares with (run.c, when a run is released).
+void forget_budget_check(void);
 
 // For lesson_finish: when a prediction was made, compare what the run held
 // with it (a warning if more) and, with ATTN_COST=show, print both.

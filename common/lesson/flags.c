@@ -25,7 +25,7 @@ _Noreturn void usage_error(const Lesson *lesson, const char *format, ...) {
     vfprintf(stderr, format, args);
     va_end(args);
     fprintf(stderr, "\n");
-    exit(2);
+    lesson_exit(lesson, 2);
 }
 
 const char *shown(const char *arg) {
@@ -270,6 +270,70 @@ static const char *parse_choice(const Lesson *lesson, const ChoiceFlag *f, const
     usage_error(lesson, "%s expects one of %s, got '%s'", f->flag, list, shown(text));
 }
 
+// --- the defaults -------------------------------------------------------------------------
+
+// A test may run a lesson's main() many times in one process (run.h). Where a
+// lesson keeps its flags in static variables, the first run's values (and
+// what the lesson made of them: lesson 15's --hidden 0 becomes 176) would be
+// the next run's defaults. So every flag's value is kept the first time its
+// program's flags are read, and every later reading starts from it again.
+// In a program, which reads its flags once, this changes nothing.
+typedef struct {
+    const char *program, *flag;   // the lesson's own strings ("lesson-15", "--hidden")
+    int whole;                    // a size's or an IntFlag's default
+    double decimal;               // a FloatFlag's or a probability's
+    const char *word;             // a ChoiceFlag's
+} Default;
+#define MAX_DEFAULTS 4096         // every flag of every lesson a process runs, and more
+static Default defaults[MAX_DEFAULTS];
+static int n_defaults = 0;
+
+// The flag's default, kept now if it is its first reading.
+static Default *default_of(const Lesson *lesson, const char *flag, int whole, double decimal,
+                           const char *word) {
+    for (int i = 0; i < n_defaults; i++) {
+        if (strcmp(defaults[i].flag, flag) == 0 &&
+            strcmp(defaults[i].program, lesson->program) == 0) {
+            return &defaults[i];
+        }
+    }
+    if (n_defaults == MAX_DEFAULTS) {
+        fail("parse_lesson_args: more than %d flags' defaults kept", MAX_DEFAULTS);
+    }
+    defaults[n_defaults] = (Default){lesson->program, flag, whole, decimal, word};
+    return &defaults[n_defaults++];
+}
+
+// Every flag that holds a value set back to its default.
+static void start_from_defaults(Lesson *lesson) {
+    for (int i = 0; i < lesson->n_sizes; i++) {
+        int *value = lesson->sizes[i].value;
+        *value = default_of(lesson, lesson->sizes[i].flag, *value, 0, NULL)->whole;
+    }
+    for (int i = 0; i < lesson->n_ints; i++) {
+        int *value = lesson->ints[i].value;
+        *value = default_of(lesson, lesson->ints[i].flag, *value, 0, NULL)->whole;
+    }
+    for (int i = 0; i < lesson->n_floats; i++) {
+        double *value = lesson->floats[i].value;
+        *value = default_of(lesson, lesson->floats[i].flag, 0, *value, NULL)->decimal;
+    }
+    for (int i = 0; i < lesson->n_probabilities; i++) {
+        double *value = lesson->probabilities[i].value;
+        *value = default_of(lesson, lesson->probabilities[i].flag, 0, *value, NULL)->decimal;
+    }
+    for (int i = 0; i < lesson->n_choices; i++) {
+        const char **value = lesson->choices[i].value;
+        *value = default_of(lesson, lesson->choices[i].flag, 0, 0, *value)->word;
+    }
+    for (int i = 0; i < lesson->n_switches; i++) {
+        *lesson->switches[i].value = false;
+    }
+    for (int i = 0; i < lesson->n_paths; i++) {
+        *lesson->paths[i].value = NULL;
+    }
+}
+
 // --- the flags -------------------------------------------------------------------------
 
 // A number flag was given: note it (as typed) in lesson->changed when it
@@ -371,12 +435,7 @@ void parse_lesson_args(Lesson *lesson, int argc, char **argv) {
     lesson->heatmap = false;
     lesson->raised = "";
     lesson->changed = "";
-    for (int i = 0; i < lesson->n_switches; i++) {
-        *lesson->switches[i].value = false;
-    }
-    for (int i = 0; i < lesson->n_paths; i++) {
-        *lesson->paths[i].value = NULL;
-    }
+    start_from_defaults(lesson);
     // The flags read so far. An unknown flag ends the program, so this
     // holds each known flag at most once and stays short.
     const char **seen = arena_alloc((size_t)argc, sizeof *seen);
@@ -394,7 +453,7 @@ void parse_lesson_args(Lesson *lesson, int argc, char **argv) {
         if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
             no_value(lesson, &word);
             print_help(lesson);
-            exit(0);
+            lesson_exit(lesson, 0);
         } else if (strcmp(flag, "--seed") == 0) {
             lesson->seed = parse_seed(lesson, value_of(lesson, &word, argc, argv, i, "an integer",
                                                        &used));

@@ -106,6 +106,10 @@ typedef struct {
     int n_given;
 } Lesson;
 
+// Read argv into the lesson's flags. Each flag starts from its default: the value
+// it held the first time this program's flags were read (a test may call a
+// lesson's main() many times in one process: run.h); so `program` and the flags'
+// names must be strings that last (literals), as they are kept.
 void parse_lesson_args(Lesson *lesson, int argc, char **argv);
 
 // Was `flag` ("--seq") on the command line, in either form? For a mode that

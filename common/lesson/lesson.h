@@ -107,11 +107,14 @@
 // what it could not finish. Every run compares what it held with .bytes
 // when it finishes and warns on stderr if it held more (the tests see the
 // warning); ATTN_COST=show prints both, ATTN_COST=check only the prediction.
-// tests/test_budget.c checks each lesson's prediction at sizes its SIZED
-// table lists and its refusals' words (REFUSALS); test_budget_edges.c and
-// test_fuzz_cli.c run each size flag at the edge of a lowered budget and at
-// the limit, for the lessons whose limits are known (KNOWN, in
-// tests/lesson_cli.c). List a new lesson in those three tables.
+// The lesson's own test lists the refusals' words and the sizes at which
+// its prediction must hold (tests/harness.h: add_budget_tests); test_budget,
+// test_budget_edges and test_fuzz_cli take every lesson of lessons/ (each size
+// flag at the edge of a lowered budget, and at the limit) with no list to
+// add it to. They call main() in their own process up to where the work
+// starts (run.h: lesson_exit), so everything main does before lesson_start
+// must end through lesson_exit (usage_error does) and start from its
+// defaults however often it is called (parse_lesson_args sees to the flags).
 //
 // A TEST THAT CALLS A LESSON'S FUNCTIONS includes the lesson's .c files
 // into itself: the lesson file first, with its main() renamed, then the
@@ -120,8 +123,8 @@
 //
 // The helper that main() calls is in four files, one job each: flags.h
 // (the command line, and refusing bad input with exit 2), budget.h (what a
-// run may take), run.h (lesson_start, lesson_finish) and, behind them,
-// outputs.h (the files --dump and --dot write).
+// run may take), run.h (lesson_start, lesson_finish, lesson_exit) and, behind
+// them, outputs.h (the files --dump and --dot write).
 #ifndef LESSON_H
 #define LESSON_H
 

@@ -1,5 +1,5 @@
-// run.c - a lesson's run from lesson_start to lesson_finish, and what is
-// cleaned up when the program ends, however it ends.
+// run.c - a lesson's run from lesson_start to lesson_finish, what is cleaned
+// up when the program ends, however it ends, and lesson_exit.
 #include "lesson/run.h"
 
 #include <stdbool.h>
@@ -14,6 +14,8 @@
 #include "lesson/trace.h"
 
 static const Lesson *current = NULL;   // the running lesson, for its trace hook
+static InProcess in_process = {NULL, 0, false};   // a test's settings (run.h), or none
+static bool stopped = false;                      // stop_before_work ended the run
 
 // While a lesson runs with --dot or --dump, every operation comes here:
 // --dot draws it, --dump keeps each named tensor.
@@ -29,10 +31,21 @@ static void lesson_trace(const TraceEvent *event) {
 static void release_all(void) {
     undo_outputs();
     trace_set_hook(NULL);
+    trace_pause(false);
     free_dumps();
     graph_clear();
-    arena_free_all();
+    forget_budget_check();
+    stopped = false;
+    if (in_process.exit_hook != NULL) {
+        arena_release(in_process.arena_base);   // the test's own allocations stay
+    } else {
+        arena_free_all();
+    }
     current = NULL;
+}
+
+void release_run(void) {
+    release_all();
 }
 
 void release_at_exit(void) {
@@ -43,7 +56,32 @@ void release_at_exit(void) {
     }
 }
 
+_Noreturn void lesson_exit(const Lesson *lesson, int status) {
+    if (in_process.exit_hook != NULL) {
+        in_process.exit_hook(lesson, status);   // a test's: it jumps back into the test
+    }
+    exit(status);
+}
+
+void run_in_process(const InProcess *settings) {
+    in_process = settings != NULL ? *settings : (InProcess){NULL, 0, false};
+}
+
+void stop_before_work(const Lesson *lesson) {
+    if (in_process.stop_before_work) {
+        release_at_exit();
+        prepare_outputs(lesson);   // refused here as the run would be; undone by release_run
+        stopped = true;
+        lesson_exit(lesson, 0);
+    }
+}
+
+bool stopped_before_work(void) {
+    return stopped;
+}
+
 void lesson_start(Lesson *lesson) {
+    stop_before_work(lesson);   // a test's run stops here if it never checked its budget
     release_at_exit();
     prepare_outputs(lesson);
     current = lesson;

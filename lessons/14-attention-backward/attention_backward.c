@@ -11,17 +11,18 @@
 //   4. softmax (whose gradient needs P, dP and ONE number per query, dO . O:
 //   no S x S Jacobian), 5. the mask (a masked score gets no gradient), the
 //   scale and Q K^T, 6. the three Linears. Every .grad equals
-//   torch.autograd's, and central differences in double check the formulas
-//   without PyTorch.
+//   torch.autograd's to float rounding (at the defaults, every printed
+//   digit), and central differences in double check the formulas without
+//   PyTorch.
 //   Part 2 does the same for lesson 13's attention (heads, GQA, causal), the
 //   way FlashAttention-2 does it (Dao, 2023, Algorithm 2): the forward keeps
 //   the output and lse = m + log(l), one number per query; the backward walks
 //   the tiles again, key block by key block, RECOMPUTES each block of scores
 //   and P = exp(S - lse) where it needs them, and adds into dQ, dK and dV.
-//   Its scratch does not grow with the sequence. The standard backward (what
-//   autograd runs on the notes' attention) keeps P, (B, H, N, N), and makes
-//   dP and dS as large; the lesson runs it too, by plain loops, to check the
-//   tiled one against.
+//   Its blocks do not grow with the sequence (delta, one float per query of
+//   one head, does). The standard backward (what autograd runs on the notes'
+//   attention) keeps P, (B, H, N, N), and makes dP and dS as large; the
+//   lesson runs it too, by plain loops, to check the tiled one against.
 //
 // THE MATH (one head: S = Q K^T / sqrt(D), P = softmax(S), O = P V; dX is dLoss/dX)
 //   dV = P^T dO                   dP = dO V^T
@@ -57,7 +58,7 @@
 //     P of one tile recomputed from lse equals the standard forward's stored
 //     P; the tiled gradients equal the standard backward's to float rounding
 //     (3.87e-07 apart at the defaults); and the memory: the standard
-//     backward's grows as N^2, the tiled one's scratch stays put.
+//     backward's grows as N^2, the tiled one's blocks stay put.
 //
 // THE FILES (README.md in this folder): this one teaches, up to main() and
 // its appendices after it; kernels.c (kernels.h) has the inner loops made
@@ -119,7 +120,8 @@ typedef struct {
     bool training;
 } SelfAttV4;
 
-// What autograd saves in the forward for the backward: here, by name.
+// What the backward reads from the forward (what autograd saves, and scores,
+// which autograd does not save, kept to print and dump), by name.
 typedef struct {
     const Tensor *Q, *K, *V;            // (B, T, C)
     const Tensor *scores;               // (B, T, S) Q K^T / sqrt(C), masked: softmax's input
@@ -380,7 +382,8 @@ typedef struct {
 // The backward's scratch: a key block's K_j^T and V_j^T, a query block
 // scaled, and one tile's two score blocks, whose size depends on Bq, Bk and
 // D, not on N; and delta = rowsum(dO * O) of the head at hand, one float per
-// query (the paper's D, which it keeps for every head, (B, H, N), like lse).
+// query (the paper's D, which it computes before its loops and writes out,
+// like lse; the CUDA code keeps it for every batch and head, (B, H, N)).
 typedef struct {
     int ldk;       // Bk rounded up to 16: a row of k_t, v_t, p, ds
     float *k_t;    // (D, ldk)  K_j^T, for S = Q_i K_j^T
@@ -641,11 +644,12 @@ static void part1_by_hand(const Sizes *n, bool heatmap) {
             print_grad(names[i][1], layers[i]->bias);
         }
     }
-    // key_proj.bias adds q_t . b_k to every score of row t, and softmax ignores
-    // a shift of its row: the gradient is 0, and what is printed is rounding.
-    printf("key_proj.bias.grad is 0 up to rounding, max |key_proj.bias.grad| = %.1e: it adds "
-           "q_t . b_k to\n  every score of row t, and softmax ignores a shift of its row\n",
-           max_abs_diff(g.key_proj.bias, zeros(shape1(C))));
+    // key_proj.bias adds q_t . b_k / sqrt(C) to every score of row t (k_s = W_k x_s + b_k),
+    // and softmax ignores a shift of its row: the gradient is 0, and what is printed is
+    // rounding.
+    printf("key_proj.bias.grad is 0 up to rounding, max |key_proj.bias.grad| = %.1e: it adds\n"
+           "  q_t . b_k / sqrt(%d) to every score of row t, and softmax ignores a shift of its "
+           "row\n", max_abs_diff(g.key_proj.bias, zeros(shape1(C))), C);
     print_grad("X.grad", g.X);
     check_part1(&net, &f, &g, X, mask, grad_out);
     trace_pause(was_paused);
@@ -1206,8 +1210,10 @@ static void check_part1(const SelfAttV4 *net, const SelfAttV4Steps *f, const Sel
 // backward, 4 and 8 BTC*C and 2 and 4 BTT*C multiply-adds, and ten losses in
 // double for the central differences, a forward each. Part 2 at (B, H, N, D):
 // 6 (B, H, N, D) and 6 (B, KV, N, D) tensors (inputs, outputs, gradients,
-// copies), lse (B, H, N), the tiles' scratch (Bq + Bk rows of D, about 16
-// times over, and 5 (Bq, Bk): S, P, dP, dS and the forward's); the standard
+// copies), lse (B, H, N), the tiles' scratch (the forward's D + Bk + 4 rows
+// of Bq rounded up to 16, the backward's 2D + 2Bq rows of Bk rounded up to 16,
+// Bq rows of D and N, part 2's first tile shown: Bq + Bk rows of D, 2 (Bq,
+// Bk)), and 5 (Bq, Bk): S, P, dP, dS and the forward's; the standard
 // path, when its P fits, 5 (B, H, N, N) (scores, scaled, P, dP, dS), one more
 // and three (N, N) for the causal mask. Its work: the tiled forward (2
 // products) and backward (5), the standard one (2 and 4), each BHNN*D
@@ -1217,8 +1223,11 @@ static Cost attention_backward_cost(const Sizes *n) {
     double D = n->head_dim, BTT = B * T * T, BTC = B * T * C, BHNN = B * H * N * N;
     bool part1 = BTT <= (double)MAX_ELEMENTS, standard = BHNN <= (double)MAX_ELEMENTS;
     double Bq = fmin(n->block_q, N), Bk = fmin(n->block_k, N);
+    double ldS = 16 * ceil(Bq / 16), ldk = 16 * ceil(Bk / 16);   // rows rounded up to 16
+    double scratch = (D + Bk + 4) * ldS + (2 * D + 2 * Bq) * ldk + Bq * D + N +
+                     (Bq + Bk) * D + 2 * Bq * Bk;
     double floats = part1 * ((8 + 4 * n->train) * BTT + 29 * BTC + 24 * C * C) +
-                    6 * B * H * N * D + 6 * B * KV * N * D + B * H * N + 16 * (Bq + Bk) * D +
+                    6 * B * H * N * D + 6 * B * KV * N * D + B * H * N + scratch +
                     5 * Bq * Bk + standard * ((5 + n->causal) * BHNN + 3 * n->causal * N * N);
     return (Cost){
         .bytes = 4 * floats,

@@ -42,7 +42,7 @@ static int lesser(int a, int b) {
 // r is computed in two steps, ln 2 split into a float and what that float
 // lost, so that it is exact enough; e^r is its Taylor polynomial of degree 7,
 // by Horner's rule; 2^n is a float built from its bits. kernels.h says how
-// close it is (checked on every float of its range).
+// close it is, and how that is checked on every float.
 #define LOG2E 0x1.715476p+0f        // 1 / ln 2
 #define LN2_HI 0x1.62e430p-1f       // ln 2 rounded to float ...
 #define LN2_LO (-0x1.05c610p-29f)   // ... and what that rounding lost

@@ -53,7 +53,9 @@ const Kernels *kernels_named(const char *name);
 // from EXP_LO to EXP_HI (where e^x is a normal float) it is within 0.94 ulp
 // of e^x; below EXP_LO, and for -inf and NaN, it is 0 (so a masked score's
 // P is exactly 0); above EXP_HI it is e^EXP_HI (softmax's arguments are at
-// most 0).
+// most 0). tools/exp_every_float_14.sh checks all of this on all 2^32 floats
+// (the largest error, 0.9386 ulp, is at x = 26.688921); the tests check
+// 16,384 points (within 1 ulp of expf).
 #define EXP_LO (-87.33654f)   // ln(FLT_MIN): below it, e^x would be subnormal
 #define EXP_HI 88.37f         // 2^n, and so the result, stay finite below this
 float flash_expf(float x);
