@@ -401,7 +401,20 @@ static RunResult keep_run(const char *key, RunResult r) {
     return made_runs[n_made_runs - 1].result;
 }
 
+static LongRunRule long_run_rule;
+
+void leave_long_runs(LongRunRule is_long) {
+    long_run_rule = is_long;
+}
+
+static bool left_long(const char *program, const char *const *args) {
+    return long_run_rule != NULL && !long_tests() && long_run_rule(program, args);
+}
+
 RunResult run_program_once(const char *program, const char *const *args) {
+    if (left_long(program, args)) {
+        return (RunResult){RUN_LEFT_LONG, "", ""};
+    }
     const char *key = run_key(program, args);
     const RunResult *made = made_run(key);
     return made != NULL ? *made : keep_run(key, run_program(program, args));
@@ -495,7 +508,7 @@ void run_programs_once(int n, const char *const *programs, const char *const *co
     while (next < n || n_running > 0) {
         while (next < n && n_running < jobs) {   // start the next run not made yet
             const char *key = run_key(programs[next], args[next]);
-            bool started = made_run(key) != NULL;
+            bool started = made_run(key) != NULL || left_long(programs[next], args[next]);
             for (int r = 0; r < n_running; r++) {
                 started = started || strcmp(running[r].key, key) == 0;
             }

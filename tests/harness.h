@@ -137,6 +137,13 @@ RunResult run_program(const char *program, const char *const *args);
 // what the pages quote, and every line's width) and which runs its tests in
 // one process (CK_FORK=no), so that one test's runs serve the next.
 RunResult run_program_once(const char *program, const char *const *args);
+// A run that make test leaves to make test-long: a test program whose runs may take long
+// (test_docs: the runs the pages document; lesson 18's default run trains fourteen models)
+// names the rule that tells them, and then, unless ATTN_TEST_LONG=1, run_program_once and
+// run_programs_once do not make such a run: its result has the status RUN_LEFT_LONG.
+typedef bool (*LongRunRule)(const char *program, const char *const *args);
+void leave_long_runs(LongRunRule is_long);   // NULL: every run is made
+#define RUN_LEFT_LONG 1000
 // Make n runs for run_program_once at once (programs[i] with args[i], NULL-terminated),
 // as many at a time as the machine has CPUs (up to 16), each that it has not made yet.
 void run_programs_once(int n, const char *const *programs, const char *const *const *args);

@@ -214,9 +214,20 @@ void quick_start(LessonCli *cli) {
     cli->has_quick = true;
     cli->quick.n = 0;
     cli->quick.words[0] = NULL;
+    // Worked out under the default memory budget but no limit of time: the caller's may be
+    // lower than a lesson's default run (test_fuzz_cli's 5 seconds; lesson 18's experiments
+    // take 30 s), as may its kernels' speed (test_in_process's scalar ones: 10 minutes).
+    const char *limit = getenv("ATTN_MAX_SECONDS");
+    limit = limit != NULL ? path_join("%s", limit) : NULL;
+    setenv("ATTN_MAX_SECONDS", "1000000", 1);
     double seconds = estimate(cli, &cli->quick);
     ck_assert_msg(seconds >= 0, "%s: its defaults are refused", cli->dir);
     make_quicker(cli, &cli->quick, 0, seconds);
+    if (limit != NULL) {
+        setenv("ATTN_MAX_SECONDS", limit, 1);
+    } else {
+        unsetenv("ATTN_MAX_SECONDS");
+    }
 }
 
 double quicker(LessonCli *cli, Argv *argv, int fixed) {

@@ -598,9 +598,39 @@ static int block_mismatch(const Lines *block, int from, int to, const Lines *out
 // test_the_runs_are_made_at_once).
 static bool planning = false;
 
+// --- the runs make test leaves to make test-long ----------------------------------------
+
+// A run its lesson's budget predicts at more than LONG_RUN_SECONDS (lesson 18's default run
+// trains fourteen models: half a minute) is made by make test-long alone (ATTN_TEST_LONG=1,
+// harness.h: leave_long_runs); make test says which runs it left, and what they would check.
+#define LONG_RUN_SECONDS 5.0
+
+static bool is_long_run(const char *program, const char *const *args) {
+    for (int l = 0; l < N_LESSONS; l++) {
+        if (strcmp(program, lesson_binary(LESSONS[l].dir)) == 0) {
+            LessonCall call = call_lesson(LESSONS[l].main, args);
+            return call.status == 0 && call.reached_work && call.budget.made &&
+                   call.budget.seconds > LONG_RUN_SECONDS;
+        }
+    }
+    return false;
+}
+
+// The runs left so far in this check, as "lesson-N ARGS; ..." (arena text).
+static const char *left_runs = "";
+
+static void note_left(const char *dir, const char *args_text) {
+    const char *run = path_join("lesson-%d%s%s", atoi(dir), args_text[0] != '\0' ? " " : "",
+                                args_text[0] != '\0' ? args_text : " (its default run)");
+    if (strstr(left_runs, run) == NULL) {
+        left_runs = path_join("%s%s%s", left_runs, left_runs[0] != '\0' ? "; " : "", run);
+    }
+}
+
 // What lesson `dir` prints when run with `args_text` (words split at spaces);
-// the run is made once (the line width test reads it too).
-static Lines lesson_output(const char *dir, const char *args_text) {
+// the run is made once (the line width test reads it too). *left: make test
+// left it to make test-long (nothing to check then).
+static Lines lesson_output(const char *dir, const char *args_text, bool *left) {
     const char *args[16];
     int n = 0;
     char *copy = (char *)path_join("%s", args_text);
@@ -608,24 +638,37 @@ static Lines lesson_output(const char *dir, const char *args_text) {
         args[n++] = word;
     }
     args[n] = NULL;
+    *left = false;
     if (planning) {
         plan_run_once(lesson_binary(dir), args);
         return (Lines){NULL, 0};
     }
     RunResult run = run_program_once(lesson_binary(dir), args);
+    *left = run.status == RUN_LEFT_LONG;
+    if (*left) {
+        note_left(dir, args_text);
+        return (Lines){NULL, 0};
+    }
     ck_assert_msg(run.status == 0, "%s %s exited %d: %s", dir, args_text, run.status, run.err);
     return split_lines(run.out);
 }
 
 // The lesson's default run, with --dot: the diagram it draws must be the
 // committed docs/diagrams/<dir>.dot (make docs redraws it). Its output.
-static Lines default_run_and_diagram(Problems *p, const char *dir) {
+// *left: make test left it to make test-long.
+static Lines default_run_and_diagram(Problems *p, const char *dir, bool *left) {
+    *left = false;
     if (planning) {
         plan_default_run_drawn(dir);
         return (Lines){NULL, 0};
     }
     const char *fresh;
     RunResult run = default_run_drawn(dir, &fresh);
+    *left = run.status == RUN_LEFT_LONG;
+    if (*left) {
+        note_left(dir, "");
+        return (Lines){NULL, 0};
+    }
     ck_assert_msg(run.status == 0, "%s exited %d: %s", dir, run.status, run.err);
     Lines lines = split_lines(run.out);
     const char *committed = path_join("docs/diagrams/%s.dot", dir);
@@ -680,6 +723,7 @@ static const char *named_run_args(const char *line, int lesson) {
 // consecutive except where a line "..." leaves some out. And the committed
 // diagram is what the default run draws with --dot.
 static void check_quoted_outputs(Problems *p) {
+    left_runs = "";
     const char *names[MAX_LESSONS];
     int count = lesson_dirs(names);
     for (int i = 0; i < count; i++) {
@@ -687,10 +731,11 @@ static void check_quoted_outputs(Problems *p) {
         Lines page = split_lines(read_text(page_path));
         LessonCall help = call_lesson(lesson_entry(names[i])->main,
                                       (const char *const[]){"--help", NULL});
-        Lines runs[2] = {default_run_and_diagram(p, names[i])};
+        bool default_left, left;
+        Lines runs[2] = {default_run_and_diagram(p, names[i], &default_left)};
         int n_runs = 1;
         if (strstr(help.out, "  --train ") != NULL) {
-            runs[n_runs++] = lesson_output(names[i], "--train");
+            runs[n_runs++] = lesson_output(names[i], "--train", &left);
         }
         for (int k = 0; k < page.count; k++) {
             if (!starts_with(page.line[k], "```")) {
@@ -724,9 +769,14 @@ static void check_quoted_outputs(Problems *p) {
                 if (strstr(args, "--bench") != NULL) {
                     continue;
                 }
-                named_run[0] = lesson_output(names[i], args);
+                named_run[0] = lesson_output(names[i], args, &left);
+                if (left) {
+                    continue;
+                }
                 candidates = named_run;
                 n_candidates = 1;
+            } else if (default_left) {
+                continue;   // a block the default run may print: not known without it
             }
             bool quoted = args != NULL;                   // a named run's block is its output
             for (int j = from; j < to && !quoted; j++) {
@@ -768,6 +818,11 @@ START_TEST(test_quoted_output_and_diagram_are_the_lessons) {
     ck_assert_msg(p.count == 0, "%d quoted outputs or diagrams differ from what the lessons "
                   "print and draw now (run the lesson and paste its lines):\n%s", p.count,
                   p.text);
+    if (left_runs[0] != '\0') {
+        note_skipped("the outputs the pages quote from runs over %g s (and the diagram of a "
+                     "default run that long) are make test-long's: %s", LONG_RUN_SECONDS,
+                     left_runs);
+    }
 }
 END_TEST
 
@@ -918,5 +973,6 @@ int main(void) {
     // that a lesson's run made for one test is not made again for the next
     // (run_program_once): lesson 16's documented runs train for seconds each.
     setenv("CK_FORK", "no", 1);
+    leave_long_runs(is_long_run);
     return run_suite(docs_suite());
 }
