@@ -57,6 +57,11 @@ static void part4_decoding(Run *run, const Batch *example) {
             }
             printf("\n");
         }
+        if (c->attention == LINEAR) {   // its sums grow, its size does not
+            printf("  after %s (position %2d) the state holds %d floats; in layer 0, "
+                   "z[0][0] = %.4f\n", token_text(&run->s->task, (int)ids[t]), t, KV * (D * D + D),
+                   (double)st.layers[0].z[0]);
+        }
         if ((int)labels[t] != IGNORE_INDEX) {
             int best = argmax(st.logits, NV);
             printf("  at the question %s (position %d) it answers %s (%s)\n",
