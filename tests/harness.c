@@ -401,23 +401,47 @@ static RunResult keep_run(const char *key, RunResult r) {
     return made_runs[n_made_runs - 1].result;
 }
 
-static LongRunRule long_run_rule;
-
-void leave_long_runs(LongRunRule is_long) {
-    long_run_rule = is_long;
-}
-
-static bool left_long(const char *program, const char *const *args) {
-    return long_run_rule != NULL && !long_tests() && long_run_rule(program, args);
-}
-
 RunResult run_program_once(const char *program, const char *const *args) {
-    if (left_long(program, args)) {
-        return (RunResult){RUN_LEFT_LONG, "", ""};
-    }
     const char *key = run_key(program, args);
     const RunResult *made = made_run(key);
     return made != NULL ? *made : keep_run(key, run_program(program, args));
+}
+
+double estimated_seconds(const char *program, const char *const *args) {
+    const char *key = path_join("ATTN_COST=check\n%s", run_key(program, args));
+    const RunResult *made = made_run(key);
+    RunResult r;
+    if (made != NULL) {
+        r = *made;
+    } else {
+        const char *before = getenv("ATTN_COST");
+        char *saved = before != NULL ? kept_copy(before) : NULL;
+        setenv("ATTN_COST", "check", 1);
+        r = keep_run(key, run_program(program, args));
+        if (saved != NULL) {
+            setenv("ATTN_COST", saved, 1);
+            free(saved);
+        } else {
+            unsetenv("ATTN_COST");
+        }
+    }
+    const char *at = strstr(r.err, ": cost: predicted bytes=");
+    at = at != NULL ? strstr(at, " seconds=") : NULL;
+    return r.status == 0 && at != NULL ? strtod(at + strlen(" seconds="), NULL) : -1.0;
+}
+
+bool made_in_this_test(const char *program, const char *const *args, const char **left) {
+    double seconds = long_tests() ? 0.0 : estimated_seconds(program, args);
+    if (seconds <= CHEAP_SECONDS) {
+        return true;
+    }
+    const char *name = strrchr(program, '/') != NULL ? strrchr(program, '/') + 1 : program;
+    char *words = (char *)run_key("", args);
+    for (char *c = words; *c != '\0'; c++) {
+        *c = *c == '\n' ? ' ' : *c;   // run_key's newlines between the words
+    }
+    *left = path_join("%s%s (about %.0f s)", name, words, seconds);
+    return false;
 }
 
 // Start `program` with `args` in directory `dir` (NULL: here), its stdout
@@ -508,7 +532,7 @@ void run_programs_once(int n, const char *const *programs, const char *const *co
     while (next < n || n_running > 0) {
         while (next < n && n_running < jobs) {   // start the next run not made yet
             const char *key = run_key(programs[next], args[next]);
-            bool started = made_run(key) != NULL || left_long(programs[next], args[next]);
+            bool started = made_run(key) != NULL;
             for (int r = 0; r < n_running; r++) {
                 started = started || strcmp(running[r].key, key) == 0;
             }
