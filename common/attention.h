@@ -45,12 +45,14 @@
 // its own kernels (beside their scalar twins) and its own bench tables; this
 // folder is what all three would otherwise copy. A learner may skip it.
 //   speed/cpu.h       which kernel sets (scalar, avx2, avx512) this CPU runs,
-//                     and its name
+//                     and its vendor, family, model, name and caches
 //   speed/choice.h    the set a run takes: ATTN_KERNELS, checked with the flags
 //   speed/vectors.h   the vector kernels' register types, helpers and targets
 //   speed/timing.h    clocks, a case's rounds (best, spread, median), and
 //                     whether the machine was busy
 //   speed/peak.h      one core's FMA peak, what a bench compares with
+//   speed/blocks.h    the blocks lessons 13's and 14's benches take on this
+//                     core (a table of cores, from CPUID), and why
 // A lesson includes these itself (attention.h does not): "speed/choice.h".
 //
 // Includes name their folder ("core/tensor.h"), so a reader sees where each

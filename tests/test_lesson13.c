@@ -49,7 +49,8 @@ static Sizes sizes_of(const RecordedCase *r) {
 
 static Sizes sizes(int batch, int seq, int heads, int kv_heads, int head_dim, int block_q,
                    int block_k, bool causal) {
-    return (Sizes){batch, seq, heads, kv_heads, head_dim, block_q, block_k, 1, causal, "auto"};
+    return (Sizes){batch, seq, heads, kv_heads, head_dim, block_q, block_k, 1, causal, "auto",
+                   false};
 }
 
 static const char *const EXACT[] = {"query", "key", "value", NULL};
@@ -655,6 +656,7 @@ static const BadFlags BAD_FLAGS[] = {
     {{"--causal", "1", NULL}, "unknown flag '1'"},
     {{"--bench", NULL}, "--bench times its own sizes"},   // check_bad_flags adds --dump
     {{"--bench", "--seq", "100", NULL}, "drop"},
+    {{"--long", NULL}, "--long goes with --bench"},
 };
 enum { N_BAD_FLAGS = sizeof BAD_FLAGS / sizeof BAD_FLAGS[0] };
 
@@ -714,8 +716,8 @@ START_TEST(test_bench_refuses_what_it_cannot_finish) {
                   strstr(run.err, "more than the 60 s allowed; allow it with "
                           "ATTN_MAX_SECONDS=") != NULL, "%s", run.err);
     // Its budget of time is ATTN_MAX_SECONDS, as every run's (it kept one of 150 s that the
-    // variable did not govern): its default run, estimated at half a minute here, is
-    // refused under one second.
+    // variable did not govern): its default run, estimated at half a minute, is refused
+    // under one second.
     setenv("ATTN_MAX_SECONDS", "1", 1);
     run = run_program(lesson_binary(LESSON_DIR), (const char *const[]){"--bench", NULL});
     unsetenv("ATTN_MAX_SECONDS");
@@ -730,11 +732,77 @@ START_TEST(test_bench_refuses_what_it_cannot_finish) {
     assert_one_line_refusal(run, "lesson-13: ", "ATTN_MAX_MIB=100 --bench");
     ck_assert_msg(strstr(run.err, "more than the 100 MiB allowed") != NULL &&
                   strstr(run.err, "ATTN_MAX_MIB=220") != NULL, "%s", run.err);
+    // --long's rounds would take over its minute: refused, with how to allow them.
+    run = run_program(lesson_binary(LESSON_DIR), (const char *const[]){"--bench", "--long", NULL});
+    assert_one_line_refusal(run, "lesson-13: ", "--bench --long");
+    ck_assert_msg(strstr(run.err, "--bench with --long would take about ") != NULL &&
+                  strstr(run.err, "ATTN_MAX_SECONDS=") != NULL, "%s", run.err);
     // --flag=value is --flag value here too.
     run = run_program(lesson_binary(LESSON_DIR),
                       (const char *const[]){"--bench", "--block-q=1", "--block-k=1", NULL});
     assert_one_line_refusal(run, "lesson-13: ", "--bench --block-q=1 --block-k=1");
     ck_assert_msg(strstr(run.err, "--block-q 1 --block-k 1") != NULL, "%s", run.err);
+}
+END_TEST
+
+// One run of the tiled path at --bench's sizes by hand: 8 heads, every query block of 64
+// against every key block (causal: those on or below the diagonal, the diagonal's in
+// full), each tile 64 queries by Bk keys at the set's price a pair, plus 100.4 ns (30, and
+// 1.1 a number of head_dim).
+static double tiled_by_hand(int seq, bool causal, int block_k, double pair_ns) {
+    double N = seq, Bk = fmin(block_k, N), q = N / 64, k = ceil(N / Bk);
+    double tiles = 8 * (causal ? (q * k + fmin(q, k)) / 2 : q * k);
+    return tiles * (64 * Bk * pair_ns + 100.4) * 1e-9;
+}
+
+// --bench's estimate (bench_seconds), a sum of prices: no run is timed, so it is the same
+// on every machine with the same kernel sets. Its default run fits the budget's minute on
+// one thread and on two with AVX-512's or AVX2's kernels; the scalar twins, blocks of one,
+// and --long are refused there (each would take minutes). Only a pair's price depends on
+// the kernels: the sets compared at seq 512 are this CPU's.
+START_TEST(test_bench_estimate) {
+    static const Kernels wide = {.name = "avx512", .lanes = 16};
+    static const Kernels narrow = {.name = "avx2", .lanes = 8};
+    static const char *const names[] = {"avx512", "avx2", "scalar"};
+    static const double prices[] = {4.0, 6.0, 400.0};   // ns a pair
+    double compared = 0.0, draws = 0.0, naive = 0.0;
+    for (int i = 0; i < 3; i++) {
+        compared += kernels_named(names[i]) != NULL ? 3 * tiled_by_hand(512, false, 512,
+                                                                          prices[i]) : 0.0;
+    }
+    for (int i = 0; i < N_BENCH_SEQS; i++) {
+        double N = BENCH_SEQS[i];
+        draws += 3 * 8 * N * 64 * 40e-9;
+        naive += i < 3 ? NAIVE_SHORT[i] * 2 * 8 * N * N * 160e-9 : 0.0;
+    }
+    for (int set = 0; set < 2; set++) {
+        const Kernels *k = set == 0 ? &wide : &narrow;
+        BenchRun one = {false, 64, k->lanes == 16 ? 1024 : 512, 1, k, false};
+        BenchRun two = one;
+        two.threads = 2;
+        double tiled = 0.0;
+        for (int i = 0; i < N_BENCH_SEQS; i++) {
+            for (int causal = 0; causal < 2; causal++) {
+                tiled += TILED_SHORT[i] * tiled_by_hand(BENCH_SEQS[i], causal, one.block_k,
+                                                        prices[set]);
+            }
+        }
+        double t1 = bench_seconds(&one), t2 = bench_seconds(&two);
+        double want = 1.0 + draws + naive + compared + tiled;   // 1 s: the FMA peaks
+        ck_assert_msg(fabs(t1 - want) < 1e-9 * want && fabs(t2 - want - tiled) < 1e-9 * want,
+                      "%s: %.6f and %.6f s, not %.6f and %.6f", k->name, t1, t2, want,
+                      want + tiled);
+        ck_assert_msg(t1 < DEFAULT_MAX_SECONDS && t2 < DEFAULT_MAX_SECONDS,
+                      "%s: %.1f s, %.1f s", k->name, t1, t2);
+        BenchRun longer = one;
+        longer.long_sweep = true;
+        ck_assert_double_gt(bench_seconds(&longer), DEFAULT_MAX_SECONDS);
+        BenchRun tiny = one;
+        tiny.block_q = tiny.block_k = 1;   // 16 padded columns a tile for 1 pair
+        ck_assert_double_gt(bench_seconds(&tiny), 4 * DEFAULT_MAX_SECONDS);
+    }
+    BenchRun scalar = {false, 64, 512, 1, &SCALAR_KERNELS, false};
+    ck_assert_double_gt(bench_seconds(&scalar), 10 * DEFAULT_MAX_SECONDS);
 }
 END_TEST
 
@@ -790,8 +858,8 @@ static const SizedRun SIZED[] = {
 
 // The budget admits the bench, on one thread and on two.
 static const AdmittedRun ADMITTED[] = {
-    {{"--bench", NULL}, false},
-    {{"--bench", "--threads", "2", NULL}, false},
+    {{"--bench", NULL}, true},
+    {{"--bench", "--threads", "2", NULL}, true},
 };
 
 static const LessonBudget BUDGET = {
@@ -827,6 +895,7 @@ Suite *lesson13_suite(void) {
     tcase_add_test(flags, test_bad_flags);
     tcase_add_test(flags, test_bench_refuses_shape_flags);
     tcase_add_test(flags, test_bench_refuses_what_it_cannot_finish);
+    tcase_add_test(flags, test_bench_estimate);
     tcase_add_test(flags, test_small_blocks_are_priced_by_their_tiles);
     tcase_add_test(flags, test_runs_at_its_sizes);
     tcase_add_test(flags, test_help);

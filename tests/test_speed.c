@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "speed/blocks.h"
 #include "speed/choice.h"
 #include "speed/cpu.h"
 #include "speed/peak.h"
@@ -171,6 +172,57 @@ START_TEST(test_sets_this_cpu_runs) {
 }
 END_TEST
 
+// --- the blocks each core wants (speed/blocks.h) ------------------------------------
+
+static Core core_of(const char *vendor, unsigned family, unsigned model, unsigned l2_kib) {
+    Core core;
+    memset(&core, 0, sizeof core);
+    snprintf(core.vendor, sizeof core.vendor, "%s", vendor);
+    core.family = family;
+    core.model = model;
+    core.l2_kib = l2_kib;
+    return core;
+}
+
+// Every row of the table, and the fallback: a core given by CPUID's vendor, family, model
+// and L2, and the kernels' lanes, gives the documented blocks (docs/fast-on-a-cpu.md).
+START_TEST(test_blocks_for_each_core) {
+    static const struct {
+        const char *vendor;
+        unsigned family, model, l2_kib;
+        int lanes, forward_q, forward_k, backward_q, backward_k;
+        const char *row;
+    } cases[] = {
+        {"AuthenticAMD", 25, 17, 1024, 16, 64, 1024, 64, 64, "AMD Zen 4"},   // EPYC 9004
+        {"AuthenticAMD", 25, 17, 1024, 8, 64, 512, 64, 64, "AMD Zen 4"},     // ATTN_KERNELS=avx2
+        {"AuthenticAMD", 25, 33, 512, 8, 64, 512, 64, 64, "AMD Zen 4"},      // Zen 3: AVX2 only
+        {"AuthenticAMD", 26, 2, 1024, 16, 64, 1024, 64, 64, "AMD Zen 5"},
+        {"GenuineIntel", 6, 143, 2048, 16, 64, 1024, 64, 64, "Intel Xeon, 2 MiB L2"},  // SPR
+        {"GenuineIntel", 6, 167, 2048, 16, 64, 1024, 64, 64, "Intel Xeon, 2 MiB L2"},  // the VM
+        {"GenuineIntel", 6, 167, 2048, 8, 64, 512, 64, 64, "any other core"},   // AVX2's
+        {"GenuineIntel", 6, 85, 1024, 16, 64, 1024, 64, 64, "any other core"},  // Skylake-SP
+        {"GenuineIntel", 6, 143, 2048, 1, 64, 512, 64, 64, "any other core"},   // the twins
+        {"HygonGenuine", 24, 1, 512, 8, 64, 512, 64, 64, "any other core"},
+        {"", 0, 0, 0, 1, 64, 512, 64, 64, "any other core"},   // not x86-64
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Core core = core_of(cases[i].vendor, cases[i].family, cases[i].model, cases[i].l2_kib);
+        BenchBlocks b = bench_blocks(&core, cases[i].lanes);
+        ck_assert_msg(b.forward_q == cases[i].forward_q && b.forward_k == cases[i].forward_k &&
+                      b.backward_q == cases[i].backward_q &&
+                      b.backward_k == cases[i].backward_k &&
+                      strncmp(b.core, cases[i].row, strlen(cases[i].row)) == 0 &&
+                      strlen(b.why) > 40,
+                      "case %zu (%s %u/%u, %d lanes): %d x %d, %d x %d, %s", i, cases[i].vendor,
+                      cases[i].family, cases[i].model, cases[i].lanes, b.forward_q, b.forward_k,
+                      b.backward_q, b.backward_k, b.core);
+    }
+    // This machine's own row is one of them.
+    BenchBlocks here = bench_blocks_here(16);
+    ck_assert(here.forward_q > 0 && here.forward_k > 0 && here.core != NULL);
+}
+END_TEST
+
 START_TEST(test_kernels_variable) {
     const char *saved = set_kernels_variable(NULL);
     ck_assert_str_eq(kernels_wanted(), fastest_kernels());
@@ -283,6 +335,7 @@ static Suite *speed_suite(void) {
     suite_add_tcase(suite, timing);
     TCase *kernels = new_tcase("kernels");
     tcase_add_test(kernels, test_sets_this_cpu_runs);
+    tcase_add_test(kernels, test_blocks_for_each_core);
     tcase_add_test(kernels, test_kernels_variable);
     tcase_add_test(kernels, test_fma_chains_are_twins);
     tcase_add_test(kernels, test_lessons_refuse_a_bad_kernels_variable);

@@ -58,7 +58,9 @@ static unsigned cache_kib(unsigned leaf, int level) {
 }
 #endif
 
-void describe_cpu(void) {
+Core this_core(void) {
+    Core core;
+    memset(&core, 0, sizeof core);
 #ifdef HAVE_CPUID
     unsigned a = 0, b = 0, c = 0, d = 0, brand[12] = {0};
     for (unsigned i = 0; i < 3; i++) {   // the brand string, 16 bytes a leaf
@@ -67,18 +69,33 @@ void describe_cpu(void) {
     }
     char name[49] = {0};
     memcpy(name, brand, 48);
+    const char *shown = name + strspn(name, " ");
+    memcpy(core.name, shown, strlen(shown));
     __get_cpuid(1, &a, &b, &c, &d);   // family and model, with their extended bits
-    unsigned family = (a >> 8) & 15, model = (a >> 4) & 15;
-    if (family == 15) {
-        family += (a >> 20) & 255;
+    core.family = (a >> 8) & 15;
+    core.model = (a >> 4) & 15;
+    if (core.family == 15) {
+        core.family += (a >> 20) & 255;
     }
-    if (family >= 6) {
-        model += ((a >> 16) & 15) << 4;
+    if (core.family >= 6) {
+        core.model += ((a >> 16) & 15) << 4;
     }
-    __get_cpuid(0, &a, &b, &c, &d);
-    unsigned leaf = b == 0x68747541u ? 0x8000001Du : 4;   // "Auth"enticAMD or the others
-    printf("CPU: %s (family %u, model %u), L1d %u KiB and L2 %u KiB a core\n",
-           name + strspn(name, " "), family, model, cache_kib(leaf, 1), cache_kib(leaf, 2));
+    __get_cpuid(0, &a, &b, &c, &d);   // the vendor: 12 letters in b, d, c
+    memcpy(core.vendor, &b, 4);
+    memcpy(core.vendor + 4, &d, 4);
+    memcpy(core.vendor + 8, &c, 4);
+    unsigned leaf = strcmp(core.vendor, "AuthenticAMD") == 0 ? 0x8000001Du : 4;
+    core.l1d_kib = cache_kib(leaf, 1);
+    core.l2_kib = cache_kib(leaf, 2);
+#endif
+    return core;
+}
+
+void describe_cpu(void) {
+#ifdef HAVE_CPUID
+    Core core = this_core();
+    printf("CPU: %s (family %u, model %u), L1d %u KiB and L2 %u KiB a core\n", core.name,
+           core.family, core.model, core.l1d_kib, core.l2_kib);
 #else
     printf("CPU: not x86-64\n");
 #endif

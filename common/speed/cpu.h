@@ -22,6 +22,17 @@ bool cpu_runs(const char *name);
 // The first of KERNEL_SETS this CPU runs: "avx512", "avx2" or "scalar".
 const char *fastest_kernels(void);
 
+// The core as CPUID describes it: what speed/blocks.h chooses block sizes
+// from. vendor is "AuthenticAMD", "GenuineIntel", ... ("" off x86-64);
+// family and model with their extended bits, as `lscpu` prints them.
+typedef struct {
+    char vendor[13];
+    char name[49];         // the brand string, "AMD EPYC 9R14 96-Core Processor"
+    unsigned family, model;
+    unsigned l1d_kib, l2_kib;   // a core's data caches (0 where it does not say)
+} Core;
+Core this_core(void);
+
 // Two lines naming the CPU as it names itself (CPUID: brand, family, model,
 // its L1 and L2 data caches), as `lscpu` shows them; on another architecture,
 // that it is not x86-64.

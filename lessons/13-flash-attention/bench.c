@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "speed/blocks.h"
 #include "speed/choice.h"
 #include "speed/cpu.h"
 #include "speed/peak.h"
@@ -31,15 +32,16 @@
 
 #define BENCH_HEADS 8
 #define BENCH_HEAD_DIM 64
-#define TILED_ROUNDS 5        // rounds of every tiled case ...
+#define TILED_ROUNDS 5        // rounds of every tiled case with --long ...
 #define NAIVE_ROUNDS 3        // ... and of every naive one (seconds each at seq 2048)
-#define PROBE_SEQ 128         // the estimate is scaled from runs at this length
 #define WORTH_SEQ 512         // the kernels compared at this length
-#define BENCH_BLOCK_Q 64      // its blocks, unless --block-q and --block-k say otherwise:
-#define BENCH_BLOCK_K 1024    // with the AVX-512 kernels
-#define BENCH_BLOCK_K_NARROW 512   // with AVX2's or the twins
 #define NOISY 0.10            // a spread above this is too large to read small ratios
 static const int BENCH_SEQS[] = {512, 1024, 2048, 4096, 8192};
+// Without --long, fewer rounds where a round takes a second or more, so that
+// the default run takes under a minute (bench_seconds): of the tiled cases
+// at each seq, and of the naive ones (0: it does not run there).
+static const int TILED_SHORT[] = {5, 5, 5, 3, 2};
+static const int NAIVE_SHORT[] = {3, 2, 1, 0, 0};
 enum { N_BENCH_SEQS = sizeof BENCH_SEQS / sizeof BENCH_SEQS[0] };
 
 static double mib(double bytes) {
@@ -56,6 +58,15 @@ static double attention_flops(int batch, int heads, int seq, int head_dim, bool 
 
 static bool naive_runs_at(int seq) {   // its scores (1, 8, N, N) within the helper's limit
     return (double)BENCH_HEADS * seq * seq <= (double)MAX_ELEMENTS;
+}
+
+// The rounds of a tiled and of a naive case at the i-th seq.
+static int tiled_rounds(int i, bool long_sweep) {
+    return long_sweep ? TILED_ROUNDS : TILED_SHORT[i];
+}
+
+static int naive_rounds(int i, bool long_sweep) {
+    return !naive_runs_at(BENCH_SEQS[i]) ? 0 : long_sweep ? NAIVE_ROUNDS : NAIVE_SHORT[i];
 }
 
 // --- the cases ------------------------------------------------------------------------------
@@ -126,7 +137,8 @@ static double case_gflops(const BenchCase *c, double ms) {
 }
 
 // Both causal cases of one sequence length, every round interleaved.
-static void measure_seq(BenchCase cases[2], Shares *shares, int seq, const BenchRun *settings) {
+static void measure_seq(BenchCase cases[2], Shares *shares, int i_seq, const BenchRun *settings) {
+    int seq = BENCH_SEQS[i_seq];
     size_t mark = arena_mark();
     Shape shape = shape4(1, BENCH_HEADS, seq, BENCH_HEAD_DIM);
     const Tensor *in[3] = {randn(shape), randn(shape), randn(shape)};        // (1, H, N, D)
@@ -136,7 +148,7 @@ static void measure_seq(BenchCase cases[2], Shares *shares, int seq, const Bench
     for (int causal = 0; causal < 2; causal++) {
         cases[causal] = (BenchCase){.seq = seq, .causal = causal, .diff = NAN};
     }
-    for (int round = 0; round < TILED_ROUNDS; round++) {
+    for (int round = 0; round < tiled_rounds(i_seq, settings->long_sweep); round++) {
         // The peak again, in every round: a job that shares the core slows
         // it as much as the runs, so their share of it stays right; and how
         // much it moves says whether one did.
@@ -155,7 +167,7 @@ static void measure_seq(BenchCase cases[2], Shares *shares, int seq, const Bench
                 size_t unused;
                 add_time(&c->tiled_one, time_tiled(out, shares, &one, in, &unused));
             }
-            if (round < NAIVE_ROUNDS && naive_runs_at(seq)) {
+            if (round < naive_rounds(i_seq, settings->long_sweep)) {
                 add_time(&c->naive, time_naive(out_naive, shares, causal, in, &c->naive_extra));
                 c->diff = max_abs_diff(out, out_naive);
             }
@@ -172,7 +184,9 @@ static int cores_used(int threads) {
 
 static void print_row(const BenchCase *c, int threads) {
     char naive[32] = "        -      -";
-    if (c->naive.runs > 0) {
+    if (c->naive.runs == 1) {   // one round: no spread
+        snprintf(naive, sizeof naive, "%9.1f      -", c->naive.best);
+    } else if (c->naive.runs > 1) {
         snprintf(naive, sizeof naive, "%9.1f %5.0f%%", c->naive.best, 100 * spread(&c->naive));
     }
     double gflops = case_gflops(c, c->tiled.best);
@@ -305,6 +319,13 @@ static void print_remarks(const BenchCase *cases, const BenchRun *settings,
     }
 }
 
+// Which blocks this run uses and why: the table's row for this core
+// (speed/blocks.h), or the flags that chose others.
+static void print_blocks_choice(const BenchRun *settings) {
+    BenchBlocks row = bench_blocks_here(settings->kernels->lanes);
+    print_bench_blocks(settings->block_q, settings->block_k, row.forward_q, row.forward_k, &row);
+}
+
 // --- the bench --------------------------------------------------------------------------------
 
 void bench(const BenchRun *settings) {
@@ -312,6 +333,7 @@ void bench(const BenchRun *settings) {
            "%s kernels --\n", BENCH_HEADS, BENCH_HEAD_DIM, settings->block_q, settings->block_k,
            settings->threads, settings->threads > 1 ? "s" : "", settings->kernels->name);
     describe_cpu();
+    print_blocks_choice(settings);
     // The core's peak: the widest registers it has (AVX-512 and AVX2 where
     // both exist: on some CPUs the same FLOPs a cycle, on others twice).
     printf("FMA peak of one core, 12 independent chains, best of 5 (an FMA is 2 FLOPs a "
@@ -330,14 +352,21 @@ void bench(const BenchRun *settings) {
 
     BenchCase cases[2 * N_BENCH_SEQS];
     Shares shares = {0.0, 0.0};   // the runs on one thread: the time this thread ran
-    printf("best of %d interleaved rounds (naive: %d); spread: how much slower the slowest "
-           "was;\nof peak: of the FMA peak of %d core%s, measured again in the same rounds\n",
-           TILED_ROUNDS, NAIVE_ROUNDS, cores_used(settings->threads),
+    if (settings->long_sweep) {
+        printf("best of %d interleaved rounds (naive: %d)\n", TILED_ROUNDS, NAIVE_ROUNDS);
+    } else {
+        printf("best of %d interleaved rounds, %d at seq %d, %d at %d (naive: %d, %d and %d at "
+               "%d to %d;\n  --long: more)\n", TILED_SHORT[0], TILED_SHORT[3], BENCH_SEQS[3],
+               TILED_SHORT[4], BENCH_SEQS[4], NAIVE_SHORT[0], NAIVE_SHORT[1], NAIVE_SHORT[2],
+               BENCH_SEQS[0], BENCH_SEQS[2]);
+    }
+    printf("spread: how much slower the slowest was; of peak: of the FMA peak of %d core%s,\n"
+           "  measured again in the same rounds\n", cores_used(settings->threads),
            cores_used(settings->threads) > 1 ? "s" : "");
     printf("   seq causal  naive ms spread  tiled ms spread speedup  GFLOP/s  of peak "
            "naive MiB tiled MiB\n");
     for (int i = 0; i < N_BENCH_SEQS; i++) {
-        measure_seq(&cases[2 * i], &shares, BENCH_SEQS[i], settings);
+        measure_seq(&cases[2 * i], &shares, i, settings);
         print_row(&cases[2 * i], settings->threads);
         print_row(&cases[2 * i + 1], settings->threads);
         fflush(stdout);
@@ -379,32 +408,73 @@ const Kernels *check_kernels(const Lesson *lesson, const char *name) {
     return kernels_named(check_kernels_flag(lesson, "--kernels", name));   // speed/choice.h
 }
 
-// The processor time of one run of the tiled path at PROBE_SEQ (or of the
-// naive one, when `naive`), in seconds, per thread: on a busy machine the
-// clock on the wall runs on while other jobs have the core, this one does
-// not, so the estimate is of the work and not of the load.
-static double probe_seconds(const BenchRun *run, bool naive) {
-    size_t mark = arena_mark();
-    Shape shape = shape4(1, BENCH_HEADS, PROBE_SEQ, BENCH_HEAD_DIM);
-    const Tensor *in[3] = {randn(shape), randn(shape), randn(shape)};        // (1, H, N, D)
-    size_t unused;
-    struct timespec start, end;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &start);
-    if (naive) {
-        naive_run(&unused, run->causal, in[0], in[1], in[2]);
-    } else {
-        tiled_run(&unused, run, in[0], in[1], in[2]);
+// --- what it may take --------------------------------------------------------------------
+
+// The prices of the estimate (bench_seconds), in processor ns: a (query, key)
+// pair of the tiled path at head_dim 64 (its 128 multiply-adds and its exp2)
+// with each kernel set, and a score of the naive path (its 128 multiply-adds
+// in the helper's loops, the softmax, the mask). Measured at seq 2048 (the
+// scalar twins at 512) with --bench's blocks, one core: on an AMD EPYC (Zen 4,
+// family 25 model 17; 2026-11-27, idle) 2.4 ns with AVX-512, 2.9 with AVX2,
+// 350 with the scalar twins, 117 a naive score; on an Intel Xeon (family 6,
+// model 167; 2026-12-07, with other jobs running) 2.3, 4.9, 258 and 125. Counted
+// here at about 1.5x the slower machine's, as every budget price is rounded up.
+#define PAIR_NS_AVX512 4.0
+#define PAIR_NS_AVX2 6.0
+#define PAIR_NS_SCALAR 400.0
+#define NAIVE_SCORE_NS 160.0
+#define DRAW_NS 40.0           // a draw of randn (the budget's price of an exp)
+#define PEAKS_SECONDS 1.0      // the FMA peak: 15 runs at the start, one a round
+
+// One run of the tiled path at seq N on `run`'s kernels and blocks, in
+// processor seconds (all its threads): every tile it visits (causal: those
+// on or below the diagonal, the diagonal's in full) at its padded width
+// times its keys' pairs, plus tile_ns (the call, the running max and sum,
+// the rescale), which is most of a run with small blocks.
+static double tiled_seconds(const BenchRun *run, int seq, bool causal) {
+    double N = seq, Bq = fmin(run->block_q, N), Bk = fmin(run->block_k, N);
+    double width = ceil(Bq / KERNEL_COLUMNS) * KERNEL_COLUMNS;
+    double q_blocks = ceil(N / Bq), k_blocks = ceil(N / Bk);
+    double tiles = BENCH_HEADS * (causal ? (q_blocks * k_blocks + fmin(q_blocks, k_blocks)) / 2
+                                         : q_blocks * k_blocks);
+    double pair_ns = run->kernels->lanes == 16 ? PAIR_NS_AVX512
+                     : run->kernels->lanes == 8 ? PAIR_NS_AVX2 : PAIR_NS_SCALAR;
+    return tiles * (width * Bk * pair_ns * BENCH_HEAD_DIM / 64.0 + tile_ns(BENCH_HEAD_DIM)) * 1e-9;
+}
+
+double bench_seconds(const BenchRun *settings) {
+    BenchRun one = *settings;
+    one.threads = 1;
+    double seconds = PEAKS_SECONDS;
+    for (int i = 0; i < N_BENCH_SEQS; i++) {
+        int N = BENCH_SEQS[i];
+        seconds += 3.0 * BENCH_HEADS * N * BENCH_HEAD_DIM * DRAW_NS * 1e-9;   // its inputs
+        for (int causal = 0; causal < 2; causal++) {
+            double tiled = tiled_seconds(settings, N, causal);   // on its threads ...
+            if (settings->threads > 1) {                          // ... and on one
+                tiled += tiled_seconds(&one, N, causal);
+            }
+            seconds += tiled_rounds(i, settings->long_sweep) * tiled +
+                       naive_rounds(i, settings->long_sweep) * (double)BENCH_HEADS * N * N *
+                           NAIVE_SCORE_NS * 1e-9;
+        }
     }
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &end);
-    arena_release(mark);
-    double seconds = (double)(end.tv_sec - start.tv_sec) + 1e-9 * (end.tv_nsec - start.tv_nsec);
-    return seconds / (naive ? 1 : run->threads);
+    static const char *const names[] = {"avx512", "avx2", "scalar"};
+    for (int i = 0; i < 3; i++) {   // the kernel sets compared, 3 rounds
+        if ((one.kernels = kernels_named(names[i])) != NULL) {
+            seconds += 3 * tiled_seconds(&one, WORTH_SEQ, false);
+        }
+    }
+    return seconds;
 }
 
 // The flags that make a run of --bench slow, as text: " --block-q 1 --block-k 1".
 static const char *slow_flags(const Lesson *lesson, const BenchRun *settings) {
     static char with[160];
     with[0] = '\0';
+    if (settings->long_sweep) {
+        snprintf(with, sizeof with, " --long");
+    }
     int values[3] = {settings->block_q, settings->block_k, settings->threads};
     static const char *const tuning[] = {"--block-q", "--block-k", "--threads"};
     for (int f = 0; f < 3; f++) {
@@ -452,46 +522,17 @@ void check_bench(const Lesson *lesson, BenchRun *settings) {
                         "seq 512 to 8192, causal and not); drop %s", ignored[f]);
         }
     }
-    // Its own block sizes unless given: the ones that ran fastest on the AMD
-    // EPYC (Zen 4, family 25 model 17) the lesson was tuned on, with each
-    // width of register (gcc 12 -O2, 2026-11-27: AVX2's were 4% slower with
-    // 1024 keys, AVX-512's 0.5 ms (0.6%) faster at seq 2048).
-    int block_k = settings->kernels->lanes == 16 ? BENCH_BLOCK_K : BENCH_BLOCK_K_NARROW;
-    settings->block_q = flag_given(lesson, "--block-q") ? settings->block_q : BENCH_BLOCK_Q;
-    settings->block_k = flag_given(lesson, "--block-k") ? settings->block_k : block_k;
+    // Its own block sizes unless given: the row of speed/blocks.h's table for
+    // this core and these kernels.
+    BenchBlocks row = bench_blocks_here(settings->kernels->lanes);
+    settings->block_q = flag_given(lesson, "--block-q") ? settings->block_q : row.forward_q;
+    settings->block_k = flag_given(lesson, "--block-k") ? settings->block_k : row.forward_k;
     check_budget(lesson, bench_cost(settings));
     // Its time is held to the same budget as every run's: ATTN_MAX_SECONDS (lesson/budget.h).
-    double budget = last_budget_check().max_seconds;
-    // The time of every run it will make, scaled from single runs at
-    // PROBE_SEQ by the work, N * N pairs (a little over half of them
-    // causal): the tiled runs first, then the naive ones, then the kernel
-    // sets compared at WORTH_SEQ; it refuses if the sum passes the budget.
-    double scale = 0.0, seconds = 0.0;
-    for (int i = 0; i < N_BENCH_SEQS; i++) {
-        scale += (double)BENCH_SEQS[i] * BENCH_SEQS[i] / (PROBE_SEQ * PROBE_SEQ);
-    }
-    BenchRun one = *settings;
-    one.threads = 1;
-    double naive_scale = 0.0;
-    for (int i = 0; i < N_BENCH_SEQS && naive_runs_at(BENCH_SEQS[i]); i++) {
-        naive_scale += (double)BENCH_SEQS[i] * BENCH_SEQS[i] / (PROBE_SEQ * PROBE_SEQ);
-    }
-    static const char *const names[] = {"avx512", "avx2", "scalar"};
-    for (int step = 0; step < 6; step++) {
-        if (step == 0) {
-            seconds += TILED_ROUNDS * 1.6 * scale * probe_seconds(settings, false);
-        } else if (step == 1 && settings->threads > 1) {
-            seconds += TILED_ROUNDS * 1.6 * scale * probe_seconds(&one, false);
-        } else if (step == 2) {
-            seconds += NAIVE_ROUNDS * 2 * naive_scale * probe_seconds(settings, true);
-        } else if (step >= 3 && (one.kernels = kernels_named(names[step - 3])) != NULL) {
-            double worth = (double)WORTH_SEQ * WORTH_SEQ / (PROBE_SEQ * PROBE_SEQ);
-            seconds += 3 * worth * probe_seconds(&one, false);
-        }
-    }
+    double budget = last_budget_check().max_seconds, seconds = bench_seconds(settings);
     if (seconds > budget) {
-        usage_error(lesson, "--bench with%s would take about %.0f s (estimated from runs at "
-                    "seq %d), more than the %.0f s allowed; allow it with ATTN_MAX_SECONDS=%.0f",
-                    slow_flags(lesson, settings), seconds, PROBE_SEQ, budget, ceil(seconds));
+        usage_error(lesson, "--bench with%s would take about %.0f s of processor time, more "
+                    "than the %.0f s allowed; allow it with ATTN_MAX_SECONDS=%.0f",
+                    slow_flags(lesson, settings), seconds, budget, ceil(seconds));
     }
 }

@@ -500,6 +500,7 @@ typedef struct {
     int batch, seq, heads, kv_heads, head_dim, block_q, block_k, threads;
     bool causal;
     const char *kernels;   // --kernels: auto, avx512, avx2, scalar
+    bool long_sweep;       // --long, with --bench: every case in more rounds
 } Sizes;
 
 typedef struct {
@@ -760,7 +761,7 @@ static Cost flash_cost(const Sizes *n, const Kernels *kernels) {
         .multiply_adds = 1.5 * 2 * D * pairs / speed,
         .exps = query + 2 * key + pairs / speed,   // randn, then the scores' exp2
         .elements = 2 * query + lse,               // out's zeros, the scaled query blocks, lse
-        .kernel_seconds = tiles * (NS_PER_TILE + NS_PER_TILE_PER_DIM * D) * 1e-9,
+        .kernel_seconds = tiles * tile_ns(n->head_dim) * 1e-9,
     };
     if (naive_fits(n->batch, n->heads, n->seq, n->causal)) {
         double scores = B * H * N * N;
@@ -786,7 +787,7 @@ int main(int argc, char **argv) {
     const Kernels *kernels;
     Sizes n = read_flags(&lesson, &run_bench, &kernels, argc, argv);   // appendix B
     if (run_bench) {   // its own sizes, budget and time limit (bench.c); no --dot, no --dump
-        BenchRun settings = {false, n.block_q, n.block_k, n.threads, kernels};
+        BenchRun settings = {false, n.block_q, n.block_k, n.threads, kernels, n.long_sweep};
         check_bench(&lesson, &settings);
         lesson_start(&lesson);
         bench(&settings);
@@ -837,6 +838,10 @@ const Tensor *tiled_run(size_t *extra, const BenchRun *run, const Tensor *query,
     return out;
 }
 
+double tile_ns(int head_dim) {
+    return NS_PER_TILE + NS_PER_TILE_PER_DIM * head_dim;
+}
+
 const Tensor *naive_run(size_t *extra, bool causal, const Tensor *query, const Tensor *key,
                         const Tensor *value) {
     NaiveSteps steps;
@@ -869,17 +874,21 @@ static Sizes read_flags(Lesson *lesson, bool *run_bench, const Kernels **kernels
          KERNEL_CHOICES}};
     static SwitchFlag switches[] = {
         {"--causal", &n.causal, "query t sees keys 0..t only"},
-        {"--bench", &bench_switch, "time tiled against naive (its own sizes)"}};
+        {"--bench", &bench_switch, "time tiled against naive (its own sizes)"},
+        {"--long", &n.long_sweep, "with --bench: every case in 5 rounds, the naive path's in 3"}};
     *lesson = (Lesson){.program = "lesson-13", .summary = "flash-attention: online softmax and "
                        "the tiled forward, against the naive path", .sizes = sizes, .n_sizes = 4,
                        .ints = ints, .n_ints = 4, .choices = choices, .n_choices = 1,
-                       .switches = switches, .n_switches = 2};
+                       .switches = switches, .n_switches = 3};
     parse_lesson_args(lesson, argc, argv);
     n.kv_heads = n.kv_heads == 0 ? n.heads : n.kv_heads;
     *kernels = check_kernels(lesson, n.kernels);
     check_divides(lesson, "--kv-heads", n.kv_heads, "--heads", n.heads);
     check_fits(lesson, "query (batch, heads, seq, head_dim)",
                shape4(n.batch, n.heads, n.seq, n.head_dim));
+    if (n.long_sweep && !bench_switch) {
+        usage_error(lesson, "--long goes with --bench (it times more rounds of its cases)");
+    }
     *run_bench = bench_switch;
     return n;
 }

@@ -1259,9 +1259,9 @@ static Sizes read_flags(Lesson *lesson, bool *run_bench, int argc, char **argv) 
     static IntFlag ints[] = {
         {"--kv-heads", &n.kv_heads, "part 2: key/value heads, dividing --heads; 0: as many", 0,
          65536},
-        {"--block-q", &n.block_q, "part 2: queries per block, Bq (--bench: 64 if not given)", 1,
+        {"--block-q", &n.block_q, "part 2: queries per block, Bq (--bench: chosen for the core)", 1,
          MAX_BLOCK},
-        {"--block-k", &n.block_k, "part 2: keys per block, Bk (--bench: 64 if not given)", 1,
+        {"--block-k", &n.block_k, "part 2: keys per block, Bk (--bench: chosen for the core)", 1,
          MAX_BLOCK},
     };
     static SwitchFlag switches[] = {

@@ -25,12 +25,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "speed/blocks.h"
+#include "speed/cpu.h"
 #include "speed/peak.h"
 #include "speed/timing.h"
 
 #define BENCH_HEADS 8
 #define BENCH_HEAD_DIM 64
-#define BENCH_BLOCK 64         // Bq = Bk unless --block-q or --block-k says otherwise
 #define BENCH_REPEATS 3        // each case runs at least this many times, the paths taking turns,
 #define BENCH_MAX_REPEATS 10   // ... and again while the tiled path has had less than
 #define BENCH_MIN_SECONDS 1.0  //     a second, up to 10 times;
@@ -219,9 +220,10 @@ void bench(const Lesson *lesson, int seq, int block_q, int block_k) {
     }
     refuse_with_bench(lesson);
     BenchRun run = {false, block_q, block_k, kernels_best()};
-    if (!flag_given(lesson, "--block-q") && !flag_given(lesson, "--block-k")) {
-        run.block_q = run.block_k = BENCH_BLOCK;
-    }
+    // Its blocks, unless given: the row of speed/blocks.h's table for this core.
+    BenchBlocks row = bench_blocks_here(run.kernels->lanes);
+    run.block_q = flag_given(lesson, "--block-q") ? block_q : row.backward_q;
+    run.block_k = flag_given(lesson, "--block-k") ? block_k : row.backward_k;
     const int default_seqs[] = {512, 1024, 2048, 4096, 8192};
     int n_seqs = flag_given(lesson, "--seq") ? 1 : 5;
     const int *seqs = flag_given(lesson, "--seq") ? &seq : default_seqs;
@@ -230,6 +232,8 @@ void bench(const Lesson *lesson, int seq, int block_q, int block_k) {
            "keys, one thread --\n", BENCH_HEADS, BENCH_HEAD_DIM, run.block_q, run.block_k);
     printf("kernels: %s (picked at run time; ATTN_KERNELS=scalar, avx2 or avx512 chooses: the "
            "same bits)\n", run.kernels->name);
+    describe_cpu();
+    print_bench_blocks(run.block_q, run.block_k, row.backward_q, row.backward_k, &row);
     double peak = fma_peak_of(run.kernels);
     BenchCase cases[10];
     Shares shares = {0.0, 0.0};
