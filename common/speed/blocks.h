@@ -23,6 +23,8 @@
 typedef struct {
     int forward_q, forward_k;     // lesson 13's --bench: the tiled forward's Bq x Bk
     int backward_q, backward_k;   // lesson 14's --bench: the tiled backward's
+    bool sums_apart;              // lesson 13's AVX-512 accumulate: the softmax's sums in a
+                                  // pass of their own, not in its register tiles
     const char *core;             // the row that chose them: "AMD Zen 4", ...
     const char *why;              // why that core wants them, in a sentence or two
 } BenchBlocks;

@@ -57,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "speed/blocks.h"
 #include "speed/choice.h"
 #include "speed/cpu.h"
 #include "speed/vectors.h"
@@ -945,12 +946,21 @@ AVX512_CODE ALWAYS_INLINE void accumulate_chunk16(float *o, float *l, float *car
     }
 }
 
-AVX512_CODE static void accumulate_avx512(float *o, float *l, const Tile *tile,
-                                          const float *alpha, const float *p_t, const float *v) {
+// sums_apart: l's sums in a pass of their own (sum_weights_avx2, as the
+// AVX2 kernels do) where the keys come in chunks, not in the register
+// tiles: which is faster depends on the core (speed/blocks.h), and both add
+// the same weights in the same order.
+AVX512_CODE ALWAYS_INLINE void accumulate_avx512_with(const bool sums_apart, float *o, float *l,
+                                                      const Tile *tile, const float *alpha,
+                                                      const float *p_t, const float *v) {
     int D = tile->head_dim, vector_cols = D / 16 * 16;
     if (tile->diagonal == NO_MASK && D % 64 == 0 && tile->width <= CHUNKED_MAX_WIDTH &&
         tile->keys > ACCUMULATE_CHUNK) {   // the case the forward spends its time in
         float carry[CHUNKED_MAX_WIDTH];
+        if (sums_apart && l != NULL) {
+            sum_weights_avx2(l, tile, alpha, p_t);
+            l = NULL;
+        }
         for (int p0 = 0; p0 < tile->keys; p0 += ACCUMULATE_CHUNK) {
             int p1 = lesser(tile->keys, p0 + ACCUMULATE_CHUNK);
             for (int i0 = 0; i0 < tile->queries; i0 += MR16) {
@@ -978,6 +988,17 @@ AVX512_CODE static void accumulate_avx512(float *o, float *l, const Tile *tile,
     }
     accumulate_columns(o, tile, alpha, p_t, v, vector_cols, D);
 }
+
+AVX512_CODE static void accumulate_avx512(float *o, float *l, const Tile *tile,
+                                          const float *alpha, const float *p_t, const float *v) {
+    accumulate_avx512_with(false, o, l, tile, alpha, p_t, v);
+}
+
+AVX512_CODE static void accumulate_avx512_apart(float *o, float *l, const Tile *tile,
+                                                const float *alpha, const float *p_t,
+                                                const float *v) {
+    accumulate_avx512_with(true, o, l, tile, alpha, p_t, v);
+}
 #endif
 
 // =========================================================================================
@@ -991,7 +1012,20 @@ static const Kernels AVX2_KERNELS = {"avx2", 8, load_queries_scalar, scores_avx2
                                      online_softmax_avx2, accumulate_avx2};
 static const Kernels AVX512_KERNELS = {"avx512", 16, load_queries_avx512, scores_avx512,
                                        online_softmax_avx512, accumulate_avx512};
+static const Kernels AVX512_SUMS_APART = {"avx512", 16, load_queries_avx512, scores_avx512,
+                                          online_softmax_avx512, accumulate_avx512_apart};
 #endif
+
+const Kernels *avx512_variant(bool sums_apart) {
+    if (!cpu_runs("avx512")) {
+        return NULL;
+    }
+#ifdef HAVE_VECTOR_KERNELS
+    return sums_apart ? &AVX512_SUMS_APART : &AVX512_KERNELS;
+#else
+    return NULL;
+#endif
+}
 
 // speed/cpu.h says which sets this CPU runs, speed/choice.h which one a run
 // takes (ATTN_KERNELS).
@@ -1000,8 +1034,8 @@ const Kernels *kernels_named(const char *name) {
         return NULL;
     }
 #ifdef HAVE_VECTOR_KERNELS
-    if (strcmp(name, "avx512") == 0) {
-        return &AVX512_KERNELS;
+    if (strcmp(name, "avx512") == 0) {   // the variant this core wants (speed/blocks.h)
+        return avx512_variant(bench_blocks_here(16).sums_apart);
     }
     if (strcmp(name, "avx2") == 0) {
         return &AVX2_KERNELS;

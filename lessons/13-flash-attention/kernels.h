@@ -14,6 +14,8 @@
 #ifndef KERNELS_H
 #define KERNELS_H
 
+#include <stdbool.h>
+
 // The score block is kept transposed, one column per query, and its width
 // is the block's queries rounded up to a multiple of this (so every vector
 // of columns is whole).
@@ -84,6 +86,10 @@ const Kernels *kernels_best(void);
 // The kernels called `name` ("avx512", "avx2", "scalar"), or NULL where
 // this CPU or compiler does not have them (common/speed/cpu.h).
 const Kernels *kernels_named(const char *name);
+// The AVX-512 set with l's sums in the register tiles (false) or in a pass
+// of their own (true), whichever this core wants being kernels_named's
+// (speed/blocks.h: sums_apart); NULL where this CPU has no AVX-512.
+const Kernels *avx512_variant(bool sums_apart);
 
 // The twins' exp2, for x <= 0 (the only arguments softmax has): within
 // 1 ulp of exp2, rounded once to a float, so below about -126 to a
