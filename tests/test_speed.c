@@ -198,8 +198,8 @@ START_TEST(test_blocks_for_each_core) {
         {"AuthenticAMD", 25, 17, 1024, 8, 64, 512, 64, 64, "AMD Zen 4"},     // ATTN_KERNELS=avx2
         {"AuthenticAMD", 25, 33, 512, 8, 64, 512, 64, 64, "AMD Zen 4"},      // Zen 3: AVX2 only
         {"AuthenticAMD", 26, 2, 1024, 16, 64, 1024, 64, 64, "AMD Zen 5"},
-        {"GenuineIntel", 6, 143, 2048, 16, 64, 1024, 64, 64, "Intel Xeon, 2 MiB L2"},  // SPR
-        {"GenuineIntel", 6, 167, 2048, 16, 64, 1024, 64, 64, "Intel Xeon, 2 MiB L2"},  // the VM
+        {"GenuineIntel", 6, 143, 2048, 16, 64, 512, 64, 64, "Intel Xeon, 2 MiB L2"},  // SPR
+        {"GenuineIntel", 6, 167, 2048, 16, 64, 512, 64, 64, "Intel Xeon, 2 MiB L2"},  // the VM
         {"GenuineIntel", 6, 167, 2048, 8, 64, 512, 64, 64, "any other core"},   // AVX2's
         {"GenuineIntel", 6, 85, 1024, 16, 64, 1024, 64, 64, "any other core"},  // Skylake-SP
         {"GenuineIntel", 6, 143, 2048, 1, 64, 512, 64, 64, "any other core"},   // the twins
