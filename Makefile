@@ -57,7 +57,8 @@ lesson_number = $(or $(shell case '$(1)' in (''|*[!0-9]*) ;; (*) expr '$(1)' + 0
 lesson_dir    = $(or $(firstword $(wildcard lessons/$(shell printf '%02d' $(call lesson_number,$(1)))-*)), \
                   $(error there is no lesson $(1): the lessons are 1 to $(lesson_count)))
 
-.PHONY: FORCE all lessons test test-long run-tests sanitize valgrind docs clean help lesson- compare- test- script-
+.PHONY: FORCE all lessons test test-long run-tests sanitize valgrind docs clean help lesson- compare- test- script- exercise- \
+        check-exercises
 .SECONDEXPANSION:
 # The objects are made by pattern rules and named nowhere else, so make
 # would treat them as intermediate files and delete them after each build
@@ -85,7 +86,7 @@ $(BUILD)/lessons/%: $$(call lesson_objects,lessons/$$*) $(COMMON_OBJ)
 lesson-%: $$(BUILD)/$$(call lesson_dir,$$*)
 	@./$< $(ARGS)
 
-lesson- compare- test- script-:
+lesson- compare- test- script- exercise-:
 	$(error make $@N: N is the lesson's number, 1 to $(lesson_count))
 
 # make compare-N ARGS="...": lesson N and the PyTorch code on its page, run with the
@@ -203,7 +204,7 @@ test:
 	@sh tests/ensure-check.sh
 	@$(MAKE) --no-print-directory $(parallel) run-tests
 
-run-tests: $(TEST_BINS) $(LESSON_BINS)
+run-tests: $(TEST_BINS) $(LESSON_BINS) check-exercises
 	@JOBS=$(JOBS) sh tests/run-tests.sh $(TEST_BINS)
 
 # make test-N: lesson N's tests alone (tests/test_lessonNN.c), with the lessons they
@@ -258,6 +259,66 @@ valgrind: $(LESSON_BINS) $(TEST_BINS)
 	@VALGRIND_SHORT="$$(./$(BUILD)/tests/test_in_process --quick-starts)" \
 	   sh tests/valgrind-error-paths.sh "$(VALGRIND)" $(LESSON_BINS:%=./%)
 
+# --- the exercises -----------------------------------------------------------------
+
+# make exercise-N: lesson N built with the reader's function, exercises/NN-name.c, in
+# place of the lesson's own, then checked by tools/exercise.c against the lesson as it
+# is (each exercise's flag sets, tensors and hints: tools/exercise_table.h). The swap:
+# the lesson's objects are compiled again (in $(EXERCISE_BUILD)) with -fPIC
+# -fsemantic-interposition, so that the compiler keeps every call to an ordinary
+# (non-static) function a call through its name, even inside the lesson's own file,
+# neither inlined nor bound to the lesson's copy; the reader's object is linked first,
+# and --allow-multiple-definition makes the linker take the first definition of a
+# name and ignore the lesson's. The reader's file and the lesson are built with
+# ASan + UBSan, so that a read out of bounds is named (file and line) rather than
+# a segfault or a wrong number. common/ is linked as the lessons are.
+EXERCISE_BUILD = $(BUILD)/exercise
+EXERCISE_FLAGS = -fPIC -fsemantic-interposition $(SANITIZERS)
+$(EXERCISE_BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $< (for the exercise)"
+	@$(CC) $(WARNINGS) -ffp-contract=off $(CFLAGS) $(EXERCISE_FLAGS) -Icommon -MMD -MP -c $< -o $@
+# Any file whose name starts with a lesson's number (exercises/01-toy-qkv.c, a test's
+# tests/exercises/01-no-max.c) linked into that lesson: $(EXERCISE_BUILD)/bin/<its path>.
+exercise_lesson   = $(call lesson_dir,$(firstword $(subst -, ,$(notdir $(1)))))
+exercise_objects  = $(patsubst %.c,$(EXERCISE_BUILD)/obj/%.o,$(wildcard $(1)/*.c))
+$(EXERCISE_BUILD)/bin/%: $(EXERCISE_BUILD)/obj/%.o \
+                         $$(call exercise_objects,$$(call exercise_lesson,$$*)) $(COMMON_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) -Wl,--allow-multiple-definition $^ $(SANITIZERS) $(LDLIBS) -o $@
+$(BUILD)/tools/exercise: tools/exercise.c tools/exercise_table.h
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	@$(CC) $(WARNINGS) $(CFLAGS) $< -lm -o $@
+# make test checks the checker (tests/exercises.sh) on QUICK_EXERCISES (the quick
+# lessons: each exercise's build compiles its lesson again, under the sanitizers):
+# the page's answer passes, the untouched starting file and each planted mistake
+# (tests/exercises/NN-*.c) get their message; make test-long on every exercise.
+# The page's answer is cut out of the page (the ```c block after the summary that
+# names make exercise-N) and given the starting file's #include lines.
+QUICK_EXERCISES  = 01
+EXERCISE_NUMBERS = $(patsubst exercises/%,%,$(foreach f,$(wildcard exercises/[0-9][0-9]-*.c),                      $(firstword $(subst -, ,$(f)))))
+exercise_checks  = $(foreach n,$(1),$(EXERCISE_BUILD)/bin/$(EXERCISE_BUILD)/answers/$(n)-answer \
+                     $(patsubst %.c,$(EXERCISE_BUILD)/bin/%,$(wildcard tests/exercises/$(n)-*.c)))
+$(EXERCISE_BUILD)/answers/%-answer.c: tests/exercises/%-start.c $$(call lesson_dir,$$*) \
+                                      docs/$$(notdir $$(call lesson_dir,$$*)).md
+	@mkdir -p $(dir $@)
+	@grep '^#include' $< > $@.tmp
+	@awk '/<summary>.*make exercise-$(call lesson_number,$*)[^0-9]/ { found = 1 } \
+	      found && /^```c$$/ { copy = 1; next } copy && /^```$$/ { exit } copy' \
+	   docs/$(notdir $(call lesson_dir,$*)).md >> $@.tmp
+	@grep -q . $@.tmp && mv $@.tmp $@
+check-exercises: $(BUILD)/tools/exercise $(LESSON_BINS) \
+                 $$(call exercise_checks,$$(if $$(ATTN_TEST_LONG),$$(EXERCISE_NUMBERS),$$(QUICK_EXERCISES)))
+	@sh tests/exercises.sh $(BUILD) $(filter $(EXERCISE_BUILD)/bin/%,$^)
+exercise_file = $(or $(wildcard exercises/$(notdir $(call lesson_dir,$(1))).c), \
+                  $(error lesson $(1) has no write-it exercise (exercises/ lists those that do)))
+exercise-%: $$(BUILD)/$$(call lesson_dir,$$*) \
+            $$(EXERCISE_BUILD)/bin/$$(basename $$(call exercise_file,$$*)) $$(BUILD)/tools/exercise
+	@./$(BUILD)/tools/exercise $(call lesson_number,$*) ./$(BUILD)/$(call lesson_dir,$*) \
+	   ./$(EXERCISE_BUILD)/bin/$(basename $(call exercise_file,$*))
+
 # --- the diagrams ------------------------------------------------------------------
 
 # Each lesson draws its own dataflow with --dot; Graphviz renders it to SVG. Lesson 16 also
@@ -295,6 +356,7 @@ help:
 	@echo "make script-N       that PyTorch code as out/script-N.py, to run on its own (needs torch)"
 	@echo "make test           build and run the tests (installs check if it is missing)"
 	@echo "make test-N         lesson N's tests alone (tests/test_lessonNN.c)"
+	@echo "make exercise-N     check your exercises/NN-name.c: lesson N run with your function"
 	@echo "make test-long      make test, and the checks that run the lessons thousands of times"
 	@echo "make sanitize       run every lesson and test under ASan + UBSan"
 	@echo "make valgrind       run every lesson and test under valgrind"

@@ -1,0 +1,741 @@
+// exercise.c - make exercise-N's checker: is the reader's function right?
+//
+//   exercise N LESSON EXERCISE_BUILD [LOG]
+//
+// LESSON is lesson N as the lessons are built; EXERCISE_BUILD is the same lesson
+// with the reader's function (exercises/NN-name.c) linked in place of the
+// lesson's own (the Makefile's "the exercises" section says how), built with
+// AddressSanitizer and UndefinedBehaviorSanitizer. Both run with each flag set
+// the exercise declares (below), each with --dump into a folder of its own;
+// then every tensor the function affects is compared, in the order the lesson
+// makes them, and then the printed output, number by number. The first
+// difference is reported with its flags, its index, the lesson's value and
+// the reader's, and a hint when the difference looks like a common mistake
+// (each exercise declares its hints: a test that looks at the two tensors,
+// and what to say). A run that crashes, trips a sanitizer or takes too long is
+// named too, with the sanitizer's first line in the reader's file; the whole
+// report goes to LOG (default: EXERCISE_BUILD.log).
+//
+// Prints "exercise N: right" and exits 0, or says what is wrong and exits 1;
+// exits 2 on a bad command line or when something else fails.
+//
+// Values are compared within a tolerance (|yours - lesson's| <= 1e-4 + 1e-3 *
+// |lesson's|), not bit for bit: the lessons reproduce PyTorch's exact
+// rounding, and a reader's plain loop may round its last bit differently and
+// still be right.
+//
+// A new exercise: its file exercises/NN-name.c, one entry in EXERCISES below,
+// and its function made an ordinary (non-static) one in the lesson.
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+// --- a dumped tensor --------------------------------------------------------------------
+
+#define MAX_DIMS 8
+
+typedef struct {
+    int ndim;
+    long size[MAX_DIMS];
+    long n;
+    double *v;   // n values, C order (float32 and int64 files alike)
+} Array;
+
+static void die(const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    fprintf(stderr, "exercise: ");
+    vfprintf(stderr, format, args);
+    fprintf(stderr, "\n");
+    va_end(args);
+    exit(2);
+}
+
+static char *read_all(const char *path, size_t *length) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        return NULL;
+    }
+    size_t capacity = 1 << 16, used = 0;
+    char *data = malloc(capacity + 1);
+    size_t got;
+    while (data != NULL && (got = fread(data + used, 1, capacity - used, f)) > 0) {
+        used += got;
+        if (used == capacity) {
+            capacity *= 2;
+            char *grown = realloc(data, capacity + 1);
+            if (grown == NULL) {
+                free(data);
+            }
+            data = grown;
+        }
+    }
+    fclose(f);
+    if (data == NULL) {
+        die("out of memory reading %s", path);
+    }
+    data[used] = '\0';
+    *length = used;
+    return data;
+}
+
+// DIR/NAME.npy, or false when there is none. Reads what npy.h writes: format
+// 1.0, '<f4' or '<i8', C order.
+static bool load(Array *a, const char *dir, const char *name) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    size_t length;
+    char *file = read_all(path, &length);
+    if (file == NULL) {
+        return false;
+    }
+    if (length < 10 || memcmp(file, "\x93NUMPY\x01\x00", 8) != 0) {
+        die("%s is not a .npy file of version 1.0", path);
+    }
+    size_t header = (unsigned char)file[8] | (size_t)(unsigned char)file[9] << 8;
+    if (10 + header > length) {
+        die("%s: its header runs past its end", path);
+    }
+    char *text = strndup(file + 10, header);
+    bool is_float = strstr(text, "'<f4'") != NULL;
+    if (!is_float && strstr(text, "'<i8'") == NULL) {
+        die("%s: neither <f4 nor <i8", path);
+    }
+    char *shape = strstr(text, "'shape': (");
+    if (shape == NULL) {
+        die("%s: no shape in its header", path);
+    }
+    shape += strlen("'shape': (");
+    a->ndim = 0;
+    a->n = 1;
+    while (*shape != ')') {
+        char *end;
+        long s = strtol(shape, &end, 10);
+        if (end == shape || a->ndim == MAX_DIMS) {
+            die("%s: cannot read its shape", path);
+        }
+        a->size[a->ndim++] = s;
+        a->n *= s;
+        shape = end;
+        while (*shape == ',' || *shape == ' ') {
+            shape++;
+        }
+    }
+    free(text);
+    size_t item = is_float ? 4 : 8;
+    if (10 + header + (size_t)a->n * item != length) {
+        die("%s: %zu bytes, not the %ld values its shape says", path, length, a->n);
+    }
+    a->v = malloc((size_t)(a->n > 0 ? a->n : 1) * sizeof *a->v);
+    const unsigned char *data = (const unsigned char *)file + 10 + header;
+    for (long i = 0; i < a->n; i++) {
+        if (is_float) {
+            float x;
+            memcpy(&x, data + 4 * i, 4);
+            a->v[i] = x;
+        } else {
+            int64_t x;
+            memcpy(&x, data + 8 * i, 8);
+            a->v[i] = (double)x;
+        }
+    }
+    free(file);
+    return true;
+}
+
+static bool close_to(double yours, double expected) {
+    if (isnan(expected) || isnan(yours)) {
+        return isnan(expected) && isnan(yours);
+    }
+    if (isinf(expected) || isinf(yours)) {
+        return yours == expected;
+    }
+    return fabs(yours - expected) <= 1e-4 + 1e-3 * fabs(expected);
+}
+
+static bool same_shape(const Array *a, const Array *b) {
+    if (a->ndim != b->ndim) {
+        return false;
+    }
+    for (int d = 0; d < a->ndim; d++) {
+        if (a->size[d] != b->size[d]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static const char *shape_text(const Array *a) {
+    static char text[2][128];
+    static int which = 0;
+    which ^= 1;
+    int at = snprintf(text[which], sizeof text[which], "(");
+    for (int d = 0; d < a->ndim; d++) {
+        at += snprintf(text[which] + at, sizeof text[which] - (size_t)at, d ? ", %ld" : "%ld",
+                       a->size[d]);
+    }
+    snprintf(text[which] + at, sizeof text[which] - (size_t)at, a->ndim == 1 ? ",)" : ")");
+    return text[which];
+}
+
+// The first index where the two differ, or -1.
+static long first_difference(const Array *expected, const Array *yours) {
+    for (long i = 0; i < expected->n; i++) {
+        if (!close_to(yours->v[i], expected->v[i])) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+// --- the hints: tests of the reader's tensor against the lesson's -----------------------
+
+// What a hint's test sees: the tensor that differs, the lesson's and the reader's, and
+// where the runs dumped everything else.
+typedef struct {
+    const char *name;           // the tensor's name
+    const Array *expected;      // the lesson's
+    const Array *yours;         // the reader's (same shape)
+    const char *expected_dir;   // the lesson's --dump folder
+    const char *yours_dir;      // the reader's
+    const char *printed;        // the reader's run's stdout
+    const char *expected_printed;
+} Seen;
+
+// Every value zero (or unchanged from the zeros the starting file returns).
+bool all_zero(const Seen *s) {
+    if (s->yours->n == 0) {
+        return false;
+    }
+    for (long i = 0; i < s->yours->n; i++) {
+        if (s->yours->v[i] != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// yours == factor * expected everywhere, for one factor far from 1 (returned in *factor).
+static bool scaled(const Seen *s, double *factor) {
+    double num = 0, den = 0;
+    for (long i = 0; i < s->expected->n; i++) {
+        num += s->yours->v[i] * s->expected->v[i];
+        den += s->expected->v[i] * s->expected->v[i];
+    }
+    if (den == 0 || !isfinite(num)) {
+        return false;
+    }
+    double f = num / den;
+    if (fabs(f - 1) < 1e-3) {
+        return false;
+    }
+    for (long i = 0; i < s->expected->n; i++) {
+        if (!close_to(s->yours->v[i], f * s->expected->v[i])) {
+            return false;
+        }
+    }
+    *factor = f;
+    return true;
+}
+
+bool scaled_up(const Seen *s) {
+    double f;
+    return scaled(s, &f) && f > 1;
+}
+
+bool scaled_down(const Seen *s) {
+    double f;
+    return scaled(s, &f) && f < 1;
+}
+
+// The last two dims swapped (square matrices).
+bool transposed(const Seen *s) {
+    const Array *e = s->expected, *y = s->yours;
+    if (e->ndim < 2 || e->size[e->ndim - 1] != e->size[e->ndim - 2]) {
+        return false;
+    }
+    long n = e->size[e->ndim - 1];
+    for (long m = 0; m < e->n; m += n * n) {
+        for (long i = 0; i < n; i++) {
+            for (long j = 0; j < n; j++) {
+                if (!close_to(y->v[m + i * n + j], e->v[m + j * n + i])) {
+                    return false;
+                }
+            }
+        }
+    }
+    return true;
+}
+
+// yours[..., i, j] == expected[..., i, j + shift] wherever both exist (dim = -1) or
+// yours[..., i, j] == expected[..., i + shift, j] (dim = -2), and yours != expected.
+static bool shifted(const Seen *s, int dim, int shift) {
+    const Array *e = s->expected, *y = s->yours;
+    if (e->ndim < 2) {
+        return false;
+    }
+    long rows = e->size[e->ndim - 2], cols = e->size[e->ndim - 1];
+    for (long m = 0; m < e->n; m += rows * cols) {
+        for (long i = 0; i < rows; i++) {
+            for (long j = 0; j < cols; j++) {
+                long ei = dim == -2 ? i + shift : i, ej = dim == -1 ? j + shift : j;
+                if (ei < 0 || ei >= rows || ej < 0 || ej >= cols) {
+                    continue;
+                }
+                if (!close_to(y->v[m + i * cols + j], e->v[m + ei * cols + ej])) {
+                    return false;
+                }
+            }
+        }
+    }
+    return true;
+}
+
+bool shifted_left(const Seen *s) { return shifted(s, -1, 1); }
+bool shifted_right(const Seen *s) { return shifted(s, -1, -1); }
+
+// NaN in yours where the lesson has a number.
+bool nan_where_number(const Seen *s) {
+    for (long i = 0; i < s->expected->n; i++) {
+        if (isnan(s->yours->v[i]) && !isnan(s->expected->v[i])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// yours equals another dumped tensor of the lesson's (its input, say): *other names it.
+bool equals_dumped(const Seen *s, const char *other) {
+    Array a;
+    if (!load(&a, s->expected_dir, other)) {
+        return false;
+    }
+    bool same = same_shape(&a, s->yours) && first_difference(&a, s->yours) < 0;
+    free(a.v);
+    return same;
+}
+
+// Each row (last dim) of yours sums to 1 but holds other numbers: a softmax over
+// the wrong values; rows of yours not summing to 1: no normalisation.
+bool rows_do_not_sum_to_one(const Seen *s) {
+    const Array *y = s->yours;
+    if (y->ndim == 0) {
+        return false;
+    }
+    long n = y->size[y->ndim - 1];
+    for (long m = 0; m < y->n; m += n) {
+        double sum = 0;
+        for (long j = 0; j < n; j++) {
+            sum += y->v[m + j];
+        }
+        if (fabs(sum - 1) > 1e-3) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// The printed output of the reader's run holds "nan" where the lesson's has none.
+bool prints_more_nan(const Seen *s) {
+    const char *a = s->printed, *b = s->expected_printed;
+    int in_yours = 0, in_lessons = 0;
+    for (const char *p = a; (p = strstr(p, "nan")) != NULL; p++) {
+        in_yours++;
+    }
+    for (const char *p = b; (p = strstr(p, "nan")) != NULL; p++) {
+        in_lessons++;
+    }
+    return in_yours > in_lessons;
+}
+
+// --- the exercises ------------------------------------------------------------------------
+
+typedef struct {
+    bool (*matches)(const Seen *s);
+    const char *text;
+} Hint;
+
+#define MAX_RUNS 6
+#define MAX_TENSORS 12
+#define MAX_HINTS 8
+
+typedef struct {
+    int lesson;
+    const char *function;                 // what the reader writes
+    const char *runs[MAX_RUNS];           // flag sets ("" is the defaults)
+    const char *tensors[MAX_TENSORS];     // the dumped tensors it affects, in order
+    bool compare_printed;                 // also compare stdout, number by number
+    Hint hints[MAX_HINTS];                // the first that matches is given
+} Exercise;
+
+// The table: each exercise's runs, tensors and hints, and the tests only one
+// exercise uses, beside it.
+#include "exercise_table.h"
+
+// --- running a lesson ---------------------------------------------------------------------
+
+#define TIMEOUT_SECONDS 120
+
+typedef struct {
+    int status;      // as waitpid gives it
+    bool timed_out;
+} Ran;
+
+// Run PROGRAM with FLAGS (split at spaces) and --dump DIR, stdout to OUT, stderr to ERR.
+static Ran run(const char *program, const char *flags, const char *dir, const char *out,
+               const char *err) {
+    char *copy = strdup(flags);
+    char *argv[64];
+    int argc = 0;
+    argv[argc++] = (char *)program;
+    for (char *word = strtok(copy, " "); word != NULL && argc < 60; word = strtok(NULL, " ")) {
+        argv[argc++] = word;
+    }
+    argv[argc++] = "--dump";
+    argv[argc++] = (char *)dir;
+    argv[argc] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        die("fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        if (freopen(out, "w", stdout) == NULL || freopen(err, "w", stderr) == NULL) {
+            _exit(127);
+        }
+        alarm(TIMEOUT_SECONDS);   // survives exec: the run is killed by SIGALRM
+        execv(program, argv);
+        fprintf(stderr, "cannot run %s: %s\n", program, strerror(errno));
+        _exit(127);
+    }
+    Ran ran = {0, false};
+    while (waitpid(pid, &ran.status, 0) < 0) {
+        if (errno != EINTR) {
+            die("waitpid: %s", strerror(errno));
+        }
+    }
+    ran.timed_out = WIFSIGNALED(ran.status) && WTERMSIG(ran.status) == SIGALRM;
+    free(copy);
+    return ran;
+}
+
+static void remove_dir(const char *dir) {
+    char command[4200];
+    snprintf(command, sizeof command, "rm -rf '%s'", dir);
+    if (system(command) != 0) {
+        fprintf(stderr, "exercise: could not remove %s\n", dir);
+    }
+}
+
+// The sanitizer's or the crash's first words, and the first line of its report
+// that names a file under exercises/ (the reader's), printed.
+static void name_the_crash(const char *err_text) {
+    const char *error = strstr(err_text, "ERROR: AddressSanitizer");
+    if (error == NULL) {
+        error = strstr(err_text, "runtime error:");
+    }
+    if (error == NULL) {
+        error = strstr(err_text, "ERROR: ");
+    }
+    if (error != NULL) {
+        int length = (int)strcspn(error, "\n");
+        const char *address = strstr(error, " on address");   // ASan's addresses: noise here
+        if (address != NULL && address - error < length) {
+            length = (int)(address - error);
+        }
+        printf("  %.*s\n", length > 200 ? 200 : length, error);
+    } else {
+        // Not a sanitizer: the program's own last line on stderr (a failed check of the
+        // lesson's, for instance), if any.
+        const char *last = NULL;
+        for (const char *p = err_text; *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] != '\0')) {
+            if (*p != '\n') {
+                last = p;
+            }
+        }
+        if (last != NULL) {
+            printf("  it said: %.*s\n", (int)strcspn(last, "\n"), last);
+        }
+    }
+    const char *yours = strstr(err_text, "exercises/");
+    if (yours != NULL) {
+        const char *line = yours;
+        while (line > err_text && line[-1] != '\n') {
+            line--;
+        }
+        int length = (int)strcspn(line, "\n");
+        const char *in = strstr(line, " in ");   // "    #0 0x55ce59fc6b65 in f file:line"
+        if (in != NULL && in < yours) {
+            length -= (int)(in + 4 - line);
+            line = in + 4;
+        }
+        printf("  in your code: %.*s\n", length, line);
+    }
+}
+
+// --- comparing the printed output ----------------------------------------------------------
+
+// The next token of a line: a run of characters other than spaces and brackets.
+static const char *next_token(const char *p, int *length) {
+    while (*p == ' ' || *p == '[' || *p == ']' || *p == '(' || *p == ')' || *p == ',') {
+        p++;
+    }
+    *length = (int)strcspn(p, " [](),\n");
+    return p;
+}
+
+static bool same_token(const char *a, int la, const char *b, int lb) {
+    if (la == lb && memcmp(a, b, (size_t)la) == 0) {
+        return true;
+    }
+    char ta[64], tb[64];
+    if (la >= 64 || lb >= 64) {
+        return false;
+    }
+    memcpy(ta, a, (size_t)la);
+    ta[la] = '\0';
+    memcpy(tb, b, (size_t)lb);
+    tb[lb] = '\0';
+    char *ea, *eb;
+    double x = strtod(ta, &ea), y = strtod(tb, &eb);
+    if (*ea != '\0' && *ea != '.') {   // "6.," and "2." are numbers; anything else is text
+        return false;
+    }
+    if ((*eb != '\0' && *eb != '.') || ea == ta || eb == tb) {
+        return false;
+    }
+    // Four printed decimals: a last digit may differ when the last bit does.
+    return (isnan(x) && isnan(y)) || fabs(x - y) <= 2e-3 * (fabs(x) > 1 ? fabs(x) : 1);
+}
+
+// Line by line; the first line that differs in text or beyond rounding in a number
+// (its number in *line_number, 1-based; the two lines in *expected, *yours), or false.
+static bool printed_differ(const char *expected_text, const char *yours_text, int *line_number,
+                           const char **expected, const char **yours) {
+    const char *a = expected_text, *b = yours_text;
+    for (int line = 1; *a != '\0' || *b != '\0'; line++) {
+        const char *end_a = a + strcspn(a, "\n"), *end_b = b + strcspn(b, "\n");
+        const char *p = a, *q = b;
+        bool same = true;
+        while (same) {
+            int lp, lq;
+            p = next_token(p, &lp);
+            q = next_token(q, &lq);
+            if (p >= end_a || q >= end_b) {
+                same = p >= end_a && q >= end_b;
+                break;
+            }
+            same = same_token(p, lp, q, lq);
+            p += lp;
+            q += lq;
+        }
+        if (!same) {
+            *line_number = line;
+            *expected = a;
+            *yours = b;
+            return true;
+        }
+        a = *end_a ? end_a + 1 : end_a;
+        b = *end_b ? end_b + 1 : end_b;
+    }
+    return false;
+}
+
+// --- the check ----------------------------------------------------------------------------
+
+static const char *index_text(const Array *a, long flat) {
+    static char text[128];
+    long index[MAX_DIMS];
+    for (int d = a->ndim - 1; d >= 0; d--) {
+        index[d] = a->size[d] ? flat % a->size[d] : 0;
+        flat = a->size[d] ? flat / a->size[d] : 0;
+    }
+    int at = snprintf(text, sizeof text, "[");
+    for (int d = 0; d < a->ndim; d++) {
+        at += snprintf(text + at, sizeof text - (size_t)at, d ? ", %ld" : "%ld", index[d]);
+    }
+    snprintf(text + at, sizeof text - (size_t)at, "]");
+    return text;
+}
+
+static const char *flags_text(const char *flags) {
+    return flags[0] ? flags : "(the defaults)";
+}
+
+// "  hint: TEXT", broken between words into lines of at most 90 columns.
+static void print_hint(const char *text) {
+    printf("  hint:");
+    int column = 7;
+    while (*text != '\0') {
+        int word = (int)strcspn(text, " ");
+        if (column + 1 + word > 90) {
+            printf("\n       ");
+            column = 7;
+        }
+        printf(" %.*s", word, text);
+        column += 1 + word;
+        text += word;
+        text += strspn(text, " ");
+    }
+    printf("\n");
+}
+
+static void give_hint(const Exercise *ex, const Seen *seen) {
+    for (int h = 0; h < MAX_HINTS && ex->hints[h].matches != NULL; h++) {
+        if (ex->hints[h].matches(seen)) {
+            print_hint(ex->hints[h].text);
+            return;
+        }
+    }
+}
+
+// Lesson N's check with one flag set; true when everything agrees.
+static bool check_run(const Exercise *ex, const char *lesson, const char *exercise,
+                      const char *flags, const char *work, const char *log) {
+    char expected_dir[4096], yours_dir[4096], out_e[4096], out_y[4096], err_e[4096], err_y[4096];
+    snprintf(expected_dir, sizeof expected_dir, "%s/lesson", work);
+    snprintf(yours_dir, sizeof yours_dir, "%s/yours", work);
+    snprintf(out_e, sizeof out_e, "%s/lesson.out", work);
+    snprintf(out_y, sizeof out_y, "%s/yours.out", work);
+    snprintf(err_e, sizeof err_e, "%s/lesson.err", work);
+    snprintf(err_y, sizeof err_y, "%s", log);
+    Ran ran_e = run(lesson, flags, expected_dir, out_e, err_e);
+    if (!WIFEXITED(ran_e.status) || WEXITSTATUS(ran_e.status) != 0) {
+        die("%s %s did not run (see %s)", lesson, flags, err_e);
+    }
+    Ran ran_y = run(exercise, flags, yours_dir, out_y, err_y);
+    size_t length;
+    char *err_text = read_all(err_y, &length);
+    if (err_text == NULL) {
+        err_text = strdup("");
+    }
+    if (!WIFEXITED(ran_y.status) || WEXITSTATUS(ran_y.status) != 0) {
+        printf("exercise %d: with your %s, the lesson ", ex->lesson, ex->function);
+        if (ran_y.timed_out) {
+            printf("did not finish in %d s (a loop that does not end?)", TIMEOUT_SECONDS);
+        } else if (WIFSIGNALED(ran_y.status)) {
+            printf("crashed (signal %d, %s)", WTERMSIG(ran_y.status),
+                   strsignal(WTERMSIG(ran_y.status)));
+        } else if (strstr(err_text, "Sanitizer") != NULL || strstr(err_text, "runtime error") != NULL) {
+            printf("was stopped by a sanitizer");
+        } else {
+            printf("stopped with exit status %d", WEXITSTATUS(ran_y.status));
+        }
+        printf(", run with %s\n", flags_text(flags));
+        name_the_crash(err_text);
+        printf("  the whole report: %s\n", log);
+        free(err_text);
+        return false;
+    }
+    free(err_text);
+    char *printed_e = read_all(out_e, &length);
+    char *printed_y = read_all(out_y, &length);
+    if (printed_e == NULL || printed_y == NULL) {
+        die("cannot read the runs' output in %s", work);
+    }
+    bool right = true;
+    for (int t = 0; right && t < MAX_TENSORS && ex->tensors[t] != NULL; t++) {
+        const char *name = ex->tensors[t];
+        Array e, y;
+        if (!load(&e, expected_dir, name)) {
+            die("lesson %d dumps no %s with %s", ex->lesson, name, flags_text(flags));
+        }
+        if (!load(&y, yours_dir, name)) {
+            printf("exercise %d: with your %s the lesson dumps no %s (run with %s)\n", ex->lesson,
+                   ex->function, name, flags_text(flags));
+            free(e.v);
+            right = false;
+            break;
+        }
+        if (!same_shape(&e, &y)) {
+            printf("exercise %d: wrong: %s has the shape %s, not %s (run with %s)\n", ex->lesson,
+                   name, shape_text(&y), shape_text(&e), flags_text(flags));
+            right = false;
+        } else {
+            long i = first_difference(&e, &y);
+            if (i >= 0) {
+                printf("exercise %d: wrong: the first tensor that differs is %s %s, run with %s\n",
+                       ex->lesson, name, shape_text(&e), flags_text(flags));
+                printf("  at %s: the lesson's value %.6g, yours %.6g\n", index_text(&e, i), e.v[i],
+                       y.v[i]);
+                Seen seen = {name, &e, &y, expected_dir, yours_dir, printed_y, printed_e};
+                give_hint(ex, &seen);
+                right = false;
+            }
+        }
+        free(e.v);
+        free(y.v);
+    }
+    int line;
+    const char *line_e, *line_y;
+    if (right && ex->compare_printed &&
+        printed_differ(printed_e, printed_y, &line, &line_e, &line_y)) {
+        printf("exercise %d: wrong: what the lesson prints differs at line %d, run with %s\n",
+               ex->lesson, line, flags_text(flags));
+        printf("  the lesson's: %.*s\n  yours:        %.*s\n", (int)strcspn(line_e, "\n"), line_e,
+               (int)strcspn(line_y, "\n"), line_y);
+        Array none = {0, {0}, 0, NULL};
+        Seen seen = {"the printed output", &none, &none, expected_dir, yours_dir, printed_y,
+                     printed_e};
+        give_hint(ex, &seen);
+        right = false;
+    }
+    free(printed_e);
+    free(printed_y);
+    remove_dir(expected_dir);
+    remove_dir(yours_dir);
+    return right;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4 || argc > 5) {
+        fprintf(stderr, "usage: exercise N LESSON EXERCISE_BUILD [LOG]\n");
+        return 2;
+    }
+    char *end;
+    long number = strtol(argv[1], &end, 10);
+    const Exercise *ex = NULL;
+    for (size_t i = 0; i < sizeof EXERCISES / sizeof EXERCISES[0]; i++) {
+        if (*end == '\0' && EXERCISES[i].lesson == number) {
+            ex = &EXERCISES[i];
+        }
+    }
+    if (ex == NULL) {
+        fprintf(stderr, "exercise: lesson '%s' has no write-it exercise\n", argv[1]);
+        return 2;
+    }
+    char log[4096];
+    snprintf(log, sizeof log, "%s", argc == 5 ? argv[4] : "");
+    if (argc < 5) {
+        snprintf(log, sizeof log, "%s.log", argv[3]);
+    }
+    char work[] = "/tmp/attn-exercise-XXXXXX";
+    if (mkdtemp(work) == NULL) {
+        die("mkdtemp: %s", strerror(errno));
+    }
+    bool right = true;
+    for (int r = 0; right && r < MAX_RUNS && ex->runs[r] != NULL; r++) {
+        right = check_run(ex, argv[2], argv[3], ex->runs[r], work, log);
+    }
+    remove_dir(work);
+    if (right) {
+        printf("exercise %d: right\n  your %s gives the lesson's tensors and output, run with",
+               ex->lesson, ex->function);
+        for (int r = 0; r < MAX_RUNS && ex->runs[r] != NULL; r++) {
+            printf("%s %s", r ? ";" : "", flags_text(ex->runs[r]));
+        }
+        printf("\n");
+    }
+    return right ? 0 : 1;
+}

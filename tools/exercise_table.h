@@ -1,0 +1,52 @@
+// exercise_table.h - the write-it exercises tools/exercise.c checks: for each, the
+// lesson, the function the reader writes (exercises/NN-name.c), the flag sets it is
+// run with, the dumped tensors the function affects (in the order the lesson makes
+// them), whether the printed output is compared too, and the hints, each a test of
+// the reader's tensor against the lesson's (tools/exercise.c has the common ones)
+// and what to say when it holds: the first that holds is given.
+//
+// Adding an exercise: exercises/NN-name.c, an entry here, and the function made an
+// ordinary (non-static) one in the lesson; the Makefile finds the rest by number.
+
+// --- tests that one exercise uses ---
+
+// Lesson 1: the weights are softmax(scores, dim=0), each column summing to 1.
+static bool softmax_over_columns(const Seen *s) {
+    Array scores;
+    if (s->yours->ndim != 2 || !load(&scores, s->expected_dir, "scores")) {
+        return false;
+    }
+    long n = scores.size[0], m = scores.size[1];
+    bool same = same_shape(&scores, s->yours);
+    for (long j = 0; same && j < m; j++) {
+        double max = -INFINITY, sum = 0;
+        for (long i = 0; i < n; i++) {
+            max = fmax(max, scores.v[i * m + j]);
+        }
+        for (long i = 0; i < n; i++) {
+            sum += exp(scores.v[i * m + j] - max);
+        }
+        for (long i = 0; same && i < n; i++) {
+            same = close_to(s->yours->v[i * m + j], exp(scores.v[i * m + j] - max) / sum);
+        }
+    }
+    free(scores.v);
+    return same;
+}
+
+static bool weights_are_scores(const Seen *s) { return equals_dumped(s, "scores"); }
+
+// --- the exercises ---
+
+static const Exercise EXERCISES[] = {
+    {1, "softmax_exact_lastdim", {""}, {"weights", "out"}, true,
+     {{weights_are_scores, "your weights are the scores as they were: softmax_exact_lastdim "
+                           "must overwrite each row in place (the starting file's empty body "
+                           "leaves them alone)"},
+      {softmax_over_columns, "your weights sum to 1 down each column: the softmax went over "
+                             "dim 0; a row is data[r * n + 0 .. n - 1]"},
+      {rows_do_not_sum_to_one, "a row of your weights does not sum to 1: divide each exp by "
+                               "the sum of its row's exps"},
+      {prints_more_nan, "nan where the lesson has numbers: exp(160) overflows float32; "
+                        "subtract the row's largest number before exp()"}}},
+};
