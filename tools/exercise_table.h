@@ -36,6 +36,19 @@ static bool softmax_over_columns(const Seen *s) {
 
 static bool weights_are_scores(const Seen *s) { return equals_dumped(s, "scores"); }
 
+// The difference is in the printed output, every dumped tensor agreeing.
+static bool only_printed(const Seen *s) { return s->yours->ndim == 0; }
+
+// Lesson 9: yours == 1 - expected everywhere.
+static bool inverted(const Seen *s) {
+    for (long i = 0; i < s->expected->n; i++) {
+        if (!close_to(s->yours->v[i], 1 - s->expected->v[i])) {
+            return false;
+        }
+    }
+    return s->expected->n > 0;
+}
+
 // --- the exercises ---
 
 static const Exercise EXERCISES[] = {
@@ -49,4 +62,21 @@ static const Exercise EXERCISES[] = {
                                "the sum of its row's exps"},
       {prints_more_nan, "nan where the lesson has numbers: exp(160) overflows float32; "
                         "subtract the row's largest number before exp()"}}},
+    {9, "causal_mask",
+     {"", "--seed 7 --batch 2 --seq 6 --dim 32 --heads 4",
+      "--seed 3 --batch 1 --seq 3 --dim 4 --heads 2 --kv-heads 1"},
+     {"mask", "output"}, true,
+     {{all_zero, "your mask is all zeros, so every query sees every key (the starting file's "
+                 "mask): put a 1 where key s is in query t's future, s > cache_len + t"},
+      {inverted, "1 and 0 swapped: here 1 marks a key the query may NOT see (the lesson fills "
+                 "the scores where the mask is 1 with -inf)"},
+      {transposed, "your 1s are below the diagonal: row t is the query, column s the key, and "
+                   "the keys to hide are those after it, s > cache_len + t"},
+      {shifted_left, "your mask hides the diagonal too: a query may see its own position; hide "
+                     "only s > cache_len + t"},
+      {shifted_right, "your mask lets each query see one key past its own position; hide every "
+                      "s > cache_len + t"},
+      {only_printed, "the mask without a cache is right, one after cached keys is not: query t "
+                     "is at absolute position cache_len + t, and there are cache_len + q_len "
+                     "keys"}}},
 };
