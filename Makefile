@@ -297,7 +297,7 @@ $(BUILD)/tools/exercise: tools/exercise.c tools/exercise_table.h
 # (tests/exercises/NN-*.c) get their message; make test-long on every exercise.
 # The page's answer is cut out of the page (the ```c block after the summary that
 # names make exercise-N) and given the starting file's #include lines.
-QUICK_EXERCISES  = 01 09
+QUICK_EXERCISES  = 01 02 09
 EXERCISE_NUMBERS = $(patsubst exercises/%,%,$(foreach f,$(wildcard exercises/[0-9][0-9]-*.c),                      $(firstword $(subst -, ,$(f)))))
 exercise_checks  = $(foreach n,$(1),$(EXERCISE_BUILD)/bin/$(EXERCISE_BUILD)/answers/$(n)-answer \
                      $(patsubst %.c,$(EXERCISE_BUILD)/bin/%,$(wildcard tests/exercises/$(n)-*.c)))

@@ -730,12 +730,11 @@ int main(int argc, char **argv) {
     }
     remove_dir(work);
     if (right) {
-        printf("exercise %d: right\n  your %s gives the lesson's tensors and output, run with",
+        printf("exercise %d: right\n  your %s gives the lesson's tensors and output with:\n",
                ex->lesson, ex->function);
         for (int r = 0; r < MAX_RUNS && ex->runs[r] != NULL; r++) {
-            printf("%s %s", r ? ";" : "", flags_text(ex->runs[r]));
+            printf("    %s\n", flags_text(ex->runs[r]));
         }
-        printf("\n");
     }
     return right ? 0 : 1;
 }

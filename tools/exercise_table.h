@@ -49,6 +49,34 @@ static bool inverted(const Seen *s) {
     return s->expected->n > 0;
 }
 
+// Lesson 2: yours[b, t, s] = Q[b, t] . K[0, s], every batch row's keys from row 0.
+static bool keys_of_batch_zero(const Seen *s) {
+    Array q, k;
+    if (!load(&q, s->expected_dir, "Q")) {
+        return false;
+    }
+    if (!load(&k, s->expected_dir, "K")) {
+        free(q.v);
+        return false;
+    }
+    long B = q.size[0], T = q.size[1], C = q.size[2], S = k.size[1];
+    bool same = B > 1 && s->yours->n == B * T * S;
+    for (long b = 0; same && b < B; b++) {
+        for (long t = 0; same && t < T; t++) {
+            for (long j = 0; same && j < S; j++) {
+                double sum = 0;
+                for (long c = 0; c < C; c++) {
+                    sum += q.v[(b * T + t) * C + c] * k.v[j * C + c];
+                }
+                same = close_to(s->yours->v[(b * T + t) * S + j], sum);
+            }
+        }
+    }
+    free(q.v);
+    free(k.v);
+    return same;
+}
+
 // --- the exercises ---
 
 static const Exercise EXERCISES[] = {
@@ -79,4 +107,15 @@ static const Exercise EXERCISES[] = {
       {only_printed, "the mask without a cache is right, one after cached keys is not: query t "
                      "is at absolute position cache_len + t, and there are cache_len + q_len "
                      "keys"}}},
+    {2, "attention_scores",
+     {"", "--seed 1 --batch 2 --seq 5 --dim 8", "--seed 3 --batch 2 --seq 40 --dim 16"},
+     {"attention_value", "attention_weight", "output"}, true,
+     {{all_zero, "your attention_value is all zeros (the starting file's): fill "
+                 "attention_value[b, t, s] with the dot product of Q[b, t, :] and K[b, s, :]"},
+      {transposed, "your scores are swapped: row t must hold query t against every key s, "
+                   "Q[b, t, :] . K[b, s, :], not K[b, t, :] . Q[b, s, :]"},
+      {scaled_down, "your scores are a constant factor smaller: attention_value is the dot "
+                    "product before the scaling; the lesson divides by sqrt(dim) after"},
+      {keys_of_batch_zero, "every batch row got batch row 0's keys: a query meets the keys "
+                           "of its same batch row, K[b, s, :]"}}},
 };
