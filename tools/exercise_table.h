@@ -77,6 +77,74 @@ static bool keys_of_batch_zero(const Seen *s) {
     return same;
 }
 
+// Lesson 4: the weights are softmax(Q @ K^T / sqrt(C)) with no mask at all (mask
+// NULL), or with -1e20 where mask[b, s, t] is 0 (the mask read transposed).
+static bool softmax_of_scores(const Seen *s, const char *mask_name) {
+    Array q, k, mask = {0, {0}, 0, NULL};
+    if (!load(&q, s->expected_dir, "Q")) {
+        return false;
+    }
+    if (!load(&k, s->expected_dir, "K")) {
+        free(q.v);
+        return false;
+    }
+    long B = q.size[0], T = q.size[1], C = q.size[2], S = k.size[1];
+    bool same = s->yours->n == B * T * S && S <= 4096;
+    if (mask_name != NULL) {
+        same = same && T == S && load(&mask, s->expected_dir, mask_name) && mask.n == B * T * S;
+    }
+    double row[4096];
+    for (long b = 0; same && b < B; b++) {
+        for (long t = 0; same && t < T; t++) {
+            double max = -INFINITY, sum = 0;
+            for (long j = 0; j < S; j++) {
+                double dot = 0;
+                for (long c = 0; c < C; c++) {
+                    dot += q.v[(b * T + t) * C + c] * k.v[(b * S + j) * C + c];
+                }
+                row[j] = dot / sqrt((double)C);
+                if (mask.v != NULL && mask.v[(b * T + j) * S + t] == 0) {
+                    row[j] = -1e20;
+                }
+                max = fmax(max, row[j]);
+            }
+            for (long j = 0; j < S; j++) {
+                sum += exp(row[j] - max);
+            }
+            for (long j = 0; same && j < S; j++) {
+                same = close_to(s->yours->v[(b * T + t) * S + j], exp(row[j] - max) / sum);
+            }
+        }
+    }
+    free(q.v);
+    free(k.v);
+    free(mask.v);
+    return same;
+}
+
+static bool no_mask_applied(const Seen *s) { return softmax_of_scores(s, NULL); }
+static bool masked_as_queries(const Seen *s) { return softmax_of_scores(s, "mask"); }
+
+// Lesson 4: a weight above 0 where the lesson's is exactly 0 (a masked key).
+static bool weight_on_masked(const Seen *s) {
+    for (long i = 0; i < s->expected->n; i++) {
+        if (s->expected->v[i] == 0 && s->yours->v[i] > 1e-6) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// Lesson 4: weight 0 wherever the lesson's is above 0: the mask's meaning inverted.
+static bool weight_only_on_masked(const Seen *s) {
+    for (long i = 0; i < s->expected->n; i++) {
+        if (s->expected->v[i] > 1e-6 && s->yours->v[i] != 0) {
+            return false;
+        }
+    }
+    return weight_on_masked(s);
+}
+
 // --- the exercises ---
 
 static const Exercise EXERCISES[] = {
@@ -118,4 +186,16 @@ static const Exercise EXERCISES[] = {
                     "product before the scaling; the lesson divides by sqrt(dim) after"},
       {keys_of_batch_zero, "every batch row got batch row 0's keys: a query meets the keys "
                            "of its same batch row, K[b, s, :]"}}},
+    {4, "fill_padding",
+     {"", "--seed 7 --batch 5 --seq 3 --dim 4", "--seed 123 --batch 2 --seq 6 --dim 8",
+      "--seed 7 --batch 5 --seq 3 --dim 4 --train"},
+     {"att_weight", "output", "ret"}, true,
+     {{no_mask_applied, "your weights are the unmasked softmax: the scores come back as they "
+                        "were (the starting file's clone); fill where attention_mask is 0"},
+      {weight_only_on_masked, "only the padding keys get weight: fill where attention_mask is "
+                              "0 (padding), keep the scores where it is 1"},
+      {masked_as_queries, "the padding masks the keys, not the queries: read "
+                          "attention_mask[b, t, s] for score [b, t, s], whose key is s"},
+      {weight_on_masked, "a padding key still gets weight: a score of 0 is not small enough "
+                         "(exp(0 - max) is not 0); fill with -1e20"}}},
 };
