@@ -361,10 +361,21 @@ bool prints_more_nan(const Seen *s) {
 
 // --- the exercises ------------------------------------------------------------------------
 
+// When a hint's test is tried: on a tensor whose values differ, on one whose shape
+// differs, or on a run that failed (the test then sees its stderr as `printed`).
+enum { ON_VALUES, ON_SHAPE, ON_FAILURE };
+
 typedef struct {
     bool (*matches)(const Seen *s);
     const char *text;
+    int when;   // ON_VALUES, ON_SHAPE or ON_FAILURE
 } Hint;
+
+// A test that always holds: for the hint a failed run gets.
+bool always(const Seen *s) {
+    (void)s;
+    return true;
+}
 
 #define MAX_RUNS 6
 #define MAX_TENSORS 12
@@ -591,9 +602,9 @@ static void print_hint(const char *text) {
     printf("\n");
 }
 
-static void give_hint(const Exercise *ex, const Seen *seen) {
+static void give_hint(const Exercise *ex, const Seen *seen, int when) {
     for (int h = 0; h < MAX_HINTS && ex->hints[h].matches != NULL; h++) {
-        if (ex->hints[h].matches(seen)) {
+        if (ex->hints[h].when == when && ex->hints[h].matches(seen)) {
             print_hint(ex->hints[h].text);
             return;
         }
@@ -634,6 +645,9 @@ static bool check_run(const Exercise *ex, const char *lesson, const char *exerci
         }
         printf(", run with %s\n", flags_text(flags));
         name_the_crash(err_text);
+        Array none = {0, {0}, 0, NULL};
+        Seen seen = {"the run", &none, &none, "", "", err_text, ""};
+        give_hint(ex, &seen, ON_FAILURE);
         printf("  the whole report: %s\n", log);
         free(err_text);
         return false;
@@ -661,6 +675,8 @@ static bool check_run(const Exercise *ex, const char *lesson, const char *exerci
         if (!same_shape(&e, &y)) {
             printf("exercise %d: wrong: %s has the shape %s, not %s (run with %s)\n", ex->lesson,
                    name, shape_text(&y), shape_text(&e), flags_text(flags));
+            Seen seen = {name, &e, &y, expected_dir, yours_dir, printed_y, printed_e};
+            give_hint(ex, &seen, ON_SHAPE);
             right = false;
         } else {
             long i = first_difference(&e, &y);
@@ -670,7 +686,7 @@ static bool check_run(const Exercise *ex, const char *lesson, const char *exerci
                 printf("  at %s: the lesson's value %.6g, yours %.6g\n", index_text(&e, i), e.v[i],
                        y.v[i]);
                 Seen seen = {name, &e, &y, expected_dir, yours_dir, printed_y, printed_e};
-                give_hint(ex, &seen);
+                give_hint(ex, &seen, ON_VALUES);
                 right = false;
             }
         }
@@ -688,7 +704,7 @@ static bool check_run(const Exercise *ex, const char *lesson, const char *exerci
         Array none = {0, {0}, 0, NULL};
         Seen seen = {"the printed output", &none, &none, expected_dir, yours_dir, printed_y,
                      printed_e};
-        give_hint(ex, &seen);
+        give_hint(ex, &seen, ON_VALUES);
         right = false;
     }
     free(printed_e);

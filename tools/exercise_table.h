@@ -145,57 +145,88 @@ static bool weight_only_on_masked(const Seen *s) {
     return weight_on_masked(s);
 }
 
+// Lesson 6: yours, flat, holds the numbers of the dumped input Q in its order.
+static bool flat_equals_input(const Seen *s) {
+    Array q;
+    if (!load(&q, s->expected_dir, "Q")) {
+        return false;
+    }
+    bool same = q.n == s->yours->n;
+    for (long i = 0; same && i < q.n; i++) {
+        same = close_to(s->yours->v[i], q.v[i]);
+    }
+    free(q.v);
+    return same;
+}
+
+// Lesson 6: what the lesson prints of q_state's memory says it is a copy.
+static bool printed_a_copy(const Seen *s) {
+    return strstr(s->printed, "q_state.data_ptr() == Q.data_ptr(): False") != NULL;
+}
+
 // --- the exercises ---
 
 static const Exercise EXERCISES[] = {
-    {1, "softmax_exact_lastdim", {""}, {"weights", "out"}, true,
+    {1, "softmax_exact_lastdim", {"", ON_VALUES}, {"weights", "out", ON_VALUES}, true,
      {{weights_are_scores, "your weights are the scores as they were: softmax_exact_lastdim "
                            "must overwrite each row in place (the starting file's empty body "
-                           "leaves them alone)"},
+                           "leaves them alone)", ON_VALUES},
       {softmax_over_columns, "your weights sum to 1 down each column: the softmax went over "
-                             "dim 0; a row is data[r * n + 0 .. n - 1]"},
+                             "dim 0; a row is data[r * n + 0 .. n - 1]", ON_VALUES},
       {rows_do_not_sum_to_one, "a row of your weights does not sum to 1: divide each exp by "
-                               "the sum of its row's exps"},
+                               "the sum of its row's exps", ON_VALUES},
       {prints_more_nan, "nan where the lesson has numbers: exp(160) overflows float32; "
-                        "subtract the row's largest number before exp()"}}},
+                        "subtract the row's largest number before exp()", ON_VALUES}}},
     {9, "causal_mask",
      {"", "--seed 7 --batch 2 --seq 6 --dim 32 --heads 4",
-      "--seed 3 --batch 1 --seq 3 --dim 4 --heads 2 --kv-heads 1"},
-     {"mask", "output"}, true,
+      "--seed 3 --batch 1 --seq 3 --dim 4 --heads 2 --kv-heads 1", ON_VALUES},
+     {"mask", "output", ON_VALUES}, true,
      {{all_zero, "your mask is all zeros, so every query sees every key (the starting file's "
-                 "mask): put a 1 where key s is in query t's future, s > cache_len + t"},
+                 "mask): put a 1 where key s is in query t's future, s > cache_len + t", ON_VALUES},
       {inverted, "1 and 0 swapped: here 1 marks a key the query may NOT see (the lesson fills "
-                 "the scores where the mask is 1 with -inf)"},
+                 "the scores where the mask is 1 with -inf)", ON_VALUES},
       {transposed, "your 1s are below the diagonal: row t is the query, column s the key, and "
-                   "the keys to hide are those after it, s > cache_len + t"},
+                   "the keys to hide are those after it, s > cache_len + t", ON_VALUES},
       {shifted_left, "your mask hides the diagonal too: a query may see its own position; hide "
-                     "only s > cache_len + t"},
+                     "only s > cache_len + t", ON_VALUES},
       {shifted_right, "your mask lets each query see one key past its own position; hide every "
-                      "s > cache_len + t"},
+                      "s > cache_len + t", ON_VALUES},
       {only_printed, "the mask without a cache is right, one after cached keys is not: query t "
                      "is at absolute position cache_len + t, and there are cache_len + q_len "
-                     "keys"}}},
+                     "keys", ON_VALUES}}},
     {2, "attention_scores",
-     {"", "--seed 1 --batch 2 --seq 5 --dim 8", "--seed 3 --batch 2 --seq 40 --dim 16"},
-     {"attention_value", "attention_weight", "output"}, true,
+     {"", "--seed 1 --batch 2 --seq 5 --dim 8", "--seed 3 --batch 2 --seq 40 --dim 16", ON_VALUES},
+     {"attention_value", "attention_weight", "output", ON_VALUES}, true,
      {{all_zero, "your attention_value is all zeros (the starting file's): fill "
-                 "attention_value[b, t, s] with the dot product of Q[b, t, :] and K[b, s, :]"},
+                 "attention_value[b, t, s] with the dot product of Q[b, t, :] and K[b, s, :]", ON_VALUES},
       {transposed, "your scores are swapped: row t must hold query t against every key s, "
-                   "Q[b, t, :] . K[b, s, :], not K[b, t, :] . Q[b, s, :]"},
+                   "Q[b, t, :] . K[b, s, :], not K[b, t, :] . Q[b, s, :]", ON_VALUES},
       {scaled_down, "your scores are a constant factor smaller: attention_value is the dot "
-                    "product before the scaling; the lesson divides by sqrt(dim) after"},
+                    "product before the scaling; the lesson divides by sqrt(dim) after", ON_VALUES},
       {keys_of_batch_zero, "every batch row got batch row 0's keys: a query meets the keys "
-                           "of its same batch row, K[b, s, :]"}}},
+                           "of its same batch row, K[b, s, :]", ON_VALUES}}},
     {4, "fill_padding",
      {"", "--seed 7 --batch 5 --seq 3 --dim 4", "--seed 123 --batch 2 --seq 6 --dim 8",
-      "--seed 7 --batch 5 --seq 3 --dim 4 --train"},
-     {"att_weight", "output", "ret"}, true,
+      "--seed 7 --batch 5 --seq 3 --dim 4 --train", ON_VALUES},
+     {"att_weight", "output", "ret", ON_VALUES}, true,
      {{no_mask_applied, "your weights are the unmasked softmax: the scores come back as they "
-                        "were (the starting file's clone); fill where attention_mask is 0"},
+                        "were (the starting file's clone); fill where attention_mask is 0", ON_VALUES},
       {weight_only_on_masked, "only the padding keys get weight: fill where attention_mask is "
-                              "0 (padding), keep the scores where it is 1"},
+                              "0 (padding), keep the scores where it is 1", ON_VALUES},
       {masked_as_queries, "the padding masks the keys, not the queries: read "
-                          "attention_mask[b, t, s] for score [b, t, s], whose key is s"},
+                          "attention_mask[b, t, s] for score [b, t, s], whose key is s", ON_VALUES},
       {weight_on_masked, "a padding key still gets weight: a score of 0 is not small enough "
-                         "(exp(0 - max) is not 0); fill with -1e20"}}},
+                         "(exp(0 - max) is not 0); fill with -1e20", ON_VALUES}}},
+    {6, "split_heads",
+     {"", "--seed 3 --batch 2 --seq 5 --dim 48 --heads 4", "--seed 1 --train", ON_VALUES},
+     {"q_state", "k_state", "v_state", "attention_weight", "output_mid", "output", ON_VALUES}, true,
+     {{always, "the lesson stopped on a shape: split_heads must return (B, H, T, D); view x "
+               "as (B, T, H, D), then transpose dims 1 and 2 (the starting file returns x as it "
+               "is)", ON_FAILURE},
+      {flat_equals_input, "your heads hold x's numbers in x's order: view(B, H, T, D) "
+                          "directly cuts each head out of the wrong places; view as (B, T, H, "
+                          "D), then transpose(1, 2)", ON_VALUES},
+      {printed_a_copy, "your split copies: a view shares x's memory (same data_ptr, other "
+                       "strides); view() and transpose() copy nothing, contiguous() and "
+                       "clone() do", ON_VALUES}}},
 };
