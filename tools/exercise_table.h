@@ -164,6 +164,71 @@ static bool printed_a_copy(const Seen *s) {
     return strstr(s->printed, "q_state.data_ptr() == Q.data_ptr(): False") != NULL;
 }
 
+// Lesson 8: out (B, N, H, D) recomputed from the dumped query (B, N, H, D), key and
+// value (B, S, KV, D), query head g*... of key/value head h being h * R + g (the
+// notebook's "b (h g) n d"), with the scores made `how`: SCORES_RIGHT (q . k /
+// sqrt(D)), SCORES_TWICE (q . k / D, the scale applied twice), SCORES_ZERO (all 0:
+// uniform weights), SCORES_HEAD_0 (every query against key/value head 0's keys).
+enum { SCORES_RIGHT, SCORES_TWICE, SCORES_ZERO, SCORES_HEAD_0 };
+
+static bool gqa_out_is(const Seen *s, int how) {
+    Array q, k, v;
+    if (!load(&q, s->expected_dir, "query")) {
+        return false;
+    }
+    if (!load(&k, s->expected_dir, "key")) {
+        free(q.v);
+        return false;
+    }
+    if (!load(&v, s->expected_dir, "value")) {
+        free(q.v);
+        free(k.v);
+        return false;
+    }
+    long B = q.size[0], N = q.size[1], H = q.size[2], D = q.size[3];
+    long S = k.size[1], KV = k.size[2], R = H / KV;
+    bool same = strcmp(s->name, "out") == 0 && s->yours->n == B * N * H * D && S <= 4096;
+    double weight[4096];
+    for (long b = 0; same && b < B; b++) {
+        for (long n = 0; same && n < N; n++) {
+            for (long hq = 0; same && hq < H; hq++) {
+                long h = hq / R, key_h = how == SCORES_HEAD_0 ? 0 : h;
+                double max = -INFINITY, sum = 0;
+                for (long j = 0; j < S; j++) {
+                    double dot = 0;
+                    for (long d = 0; d < D; d++) {
+                        dot += q.v[((b * N + n) * H + hq) * D + d] *
+                               k.v[((b * S + j) * KV + key_h) * D + d];
+                    }
+                    weight[j] = how == SCORES_ZERO    ? 0
+                              : how == SCORES_TWICE ? dot / (double)D
+                                                    : dot / sqrt((double)D);
+                    max = fmax(max, weight[j]);
+                }
+                for (long j = 0; j < S; j++) {
+                    weight[j] = exp(weight[j] - max);
+                    sum += weight[j];
+                }
+                for (long d = 0; same && d < D; d++) {
+                    double o = 0;
+                    for (long j = 0; j < S; j++) {
+                        o += weight[j] / sum * v.v[((b * S + j) * KV + h) * D + d];
+                    }
+                    same = close_to(s->yours->v[((b * N + n) * H + hq) * D + d], o);
+                }
+            }
+        }
+    }
+    free(q.v);
+    free(k.v);
+    free(v.v);
+    return same;
+}
+
+static bool gqa_scores_zero(const Seen *s) { return gqa_out_is(s, SCORES_ZERO); }
+static bool gqa_scaled_twice(const Seen *s) { return gqa_out_is(s, SCORES_TWICE); }
+static bool gqa_key_head_0(const Seen *s) { return gqa_out_is(s, SCORES_HEAD_0); }
+
 // --- the exercises ---
 
 static const Exercise EXERCISES[] = {
@@ -229,4 +294,18 @@ static const Exercise EXERCISES[] = {
       {printed_a_copy, "your split copies: a view shares x's memory (same data_ptr, other "
                        "strides); view() and transpose() copy nothing, contiguous() and "
                        "clone() do", ON_VALUES}}},
+    {8, "einsum_scores",
+     {"--seed 1 --batch 2 --seq 5 --heads 6 --kv-heads 3 --head-dim 4",
+      "--seed 3 --seq 2 --heads 2 --kv-heads 1 --head-dim 3", ""},
+     {"out"}, true,
+     {{gqa_scores_zero, "every query weighs every key alike: your scores are all 0 (the "
+                        "starting file's zeros); fill scores[b, g, h, n, s] with query . key",
+       ON_VALUES},
+      {gqa_scaled_twice, "your scores are scaled twice: einsum_scores returns the plain dot "
+                         "products, and the lesson divides by sqrt(head_dim) after", ON_VALUES},
+      {gqa_key_head_0, "every query met key/value head 0's keys: query head (g, h) meets the "
+                       "keys of its own key/value head, key[b, h, s, :]", ON_VALUES},
+      {always, "an index out of range: key has KV heads, and query head (g, h) meets the keys "
+               "of key/value head h, key[b, h, s, :] (g runs over the group, up to R)",
+       ON_FAILURE}}},
 };
