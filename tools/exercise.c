@@ -643,7 +643,7 @@ static bool check_run(const Exercise *ex, const char *lesson, const char *exerci
         } else {
             printf("stopped with exit status %d", WEXITSTATUS(ran_y.status));
         }
-        printf(", run with %s\n", flags_text(flags));
+        printf("\n  run with: %s\n", flags_text(flags));
         name_the_crash(err_text);
         Array none = {0, {0}, 0, NULL};
         Seen seen = {"the run", &none, &none, "", "", err_text, ""};
@@ -666,14 +666,14 @@ static bool check_run(const Exercise *ex, const char *lesson, const char *exerci
             die("lesson %d dumps no %s with %s", ex->lesson, name, flags_text(flags));
         }
         if (!load(&y, yours_dir, name)) {
-            printf("exercise %d: with your %s the lesson dumps no %s (run with %s)\n", ex->lesson,
+            printf("exercise %d: with your %s the lesson dumps no %s\n  run with: %s\n", ex->lesson,
                    ex->function, name, flags_text(flags));
             free(e.v);
             right = false;
             break;
         }
         if (!same_shape(&e, &y)) {
-            printf("exercise %d: wrong: %s has the shape %s, not %s (run with %s)\n", ex->lesson,
+            printf("exercise %d: wrong: %s has the shape %s, not %s\n  run with: %s\n", ex->lesson,
                    name, shape_text(&y), shape_text(&e), flags_text(flags));
             Seen seen = {name, &e, &y, expected_dir, yours_dir, printed_y, printed_e};
             give_hint(ex, &seen, ON_SHAPE);
@@ -681,7 +681,7 @@ static bool check_run(const Exercise *ex, const char *lesson, const char *exerci
         } else {
             long i = first_difference(&e, &y);
             if (i >= 0) {
-                printf("exercise %d: wrong: the first tensor that differs is %s %s, run with %s\n",
+                printf("exercise %d: wrong: the first tensor that differs is %s %s\n  run with: %s\n",
                        ex->lesson, name, shape_text(&e), flags_text(flags));
                 printf("  at %s: the lesson's value %.6g, yours %.6g\n", index_text(&e, i), e.v[i],
                        y.v[i]);
@@ -697,7 +697,7 @@ static bool check_run(const Exercise *ex, const char *lesson, const char *exerci
     const char *line_e, *line_y;
     if (right && ex->compare_printed &&
         printed_differ(printed_e, printed_y, &line, &line_e, &line_y)) {
-        printf("exercise %d: wrong: what the lesson prints differs at line %d, run with %s\n",
+        printf("exercise %d: wrong: what the lesson prints differs at line %d\n  run with: %s\n",
                ex->lesson, line, flags_text(flags));
         printf("  the lesson's: %.*s\n  yours:        %.*s\n", (int)strcspn(line_e, "\n"), line_e,
                (int)strcspn(line_y, "\n"), line_y);

@@ -229,6 +229,25 @@ static bool gqa_scores_zero(const Seen *s) { return gqa_out_is(s, SCORES_ZERO); 
 static bool gqa_scaled_twice(const Seen *s) { return gqa_out_is(s, SCORES_TWICE); }
 static bool gqa_key_head_0(const Seen *s) { return gqa_out_is(s, SCORES_HEAD_0); }
 
+// Lesson 10: the last position along dim 1 is all zeros in yours and not in the
+// lesson's (a cache whose later positions were never written).
+static bool last_position_unwritten(const Seen *s) {
+    const Array *e = s->expected, *y = s->yours;
+    if (e->ndim < 2 || e->size[1] < 2) {
+        return false;
+    }
+    long inner = e->n / (e->size[0] * e->size[1]), P = e->size[1];
+    bool yours_zero = true, lessons_zero = true;
+    for (long b = 0; b < e->size[0]; b++) {
+        for (long i = 0; i < inner; i++) {
+            long at = (b * P + P - 1) * inner + i;
+            yours_zero = yours_zero && y->v[at] == 0;
+            lessons_zero = lessons_zero && e->v[at] == 0;
+        }
+    }
+    return yours_zero && !lessons_zero;
+}
+
 // --- the exercises ---
 
 static const Exercise EXERCISES[] = {
@@ -308,4 +327,16 @@ static const Exercise EXERCISES[] = {
       {always, "an index out of range: key has KV heads, and query head (g, h) meets the keys "
                "of key/value head h, key[b, h, s, :] (g runs over the group, up to R)",
        ON_FAILURE}}},
+    {10, "append_in_place",
+     {"--seed 7 --batch 2 --prompt 3 --new 3 --dim 32 --heads 4",
+      "--seed 3 --prompt 2 --new 1 --dim 4 --heads 2 --kv-heads 1",
+      "--seed 5 --batch 2 --prompt 1 --dim 16 --heads 4 --kv-heads 4", ""},
+     {"k_cache", "v_cache", "cached_out"}, true,
+     {{all_zero, "your cache stays all zeros: nothing was written (the starting file's empty "
+                 "body); copy rows[b, t, h, d] to cache[b, cache_len + t, h, d]", ON_VALUES},
+      {last_position_unwritten, "the cache's last positions were never written: each call "
+                                "writes after what the cache holds, at cache_len + t, not at "
+                                "t", ON_VALUES},
+      {always, "an index out of range: row t goes to position cache_len + t, the first free "
+               "one, and the cache has room for exactly prompt + new positions", ON_FAILURE}}},
 };
