@@ -271,13 +271,14 @@ valgrind: $(LESSON_BINS) $(TEST_BINS)
 # and --allow-multiple-definition makes the linker take the first definition of a
 # name and ignore the lesson's. The reader's file and the lesson are built with
 # ASan + UBSan, so that a read out of bounds is named (file and line) rather than
-# a segfault or a wrong number. common/ is linked as the lessons are.
+# a segfault or a wrong number. common/ is linked as the lessons are. (-I.: a
+# reader's file names a lesson's header from the top, "lessons/13-.../kernels.h".)
 EXERCISE_BUILD = $(BUILD)/exercise
 EXERCISE_FLAGS = -fPIC -fsemantic-interposition $(SANITIZERS)
 $(EXERCISE_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $< (for the exercise)"
-	@$(CC) $(WARNINGS) -ffp-contract=off $(CFLAGS) $(EXERCISE_FLAGS) -Icommon -MMD -MP -c $< -o $@
+	@$(CC) $(WARNINGS) -ffp-contract=off $(CFLAGS) $(EXERCISE_FLAGS) -Icommon -I. -MMD -MP -c $< -o $@
 # Any file whose name starts with a lesson's number (exercises/01-toy-qkv.c, a test's
 # tests/exercises/01-no-max.c) linked into that lesson: $(EXERCISE_BUILD)/bin/<its path>.
 exercise_lesson   = $(call lesson_dir,$(firstword $(subst -, ,$(notdir $(1)))))
@@ -317,7 +318,7 @@ exercise_file = $(or $(wildcard exercises/$(notdir $(call lesson_dir,$(1))).c), 
 exercise-%: $$(BUILD)/$$(call lesson_dir,$$*) \
             $$(EXERCISE_BUILD)/bin/$$(basename $$(call exercise_file,$$*)) $$(BUILD)/tools/exercise
 	@./$(BUILD)/tools/exercise $(call lesson_number,$*) ./$(BUILD)/$(call lesson_dir,$*) \
-	   ./$(EXERCISE_BUILD)/bin/$(basename $(call exercise_file,$*))
+	   ./$(EXERCISE_BUILD)/bin/$(basename $(call exercise_file,$*)) $(call exercise_file,$*)
 
 # --- the diagrams ------------------------------------------------------------------
 

@@ -7,7 +7,9 @@
 #   BUILD/exercise/answers/NN-answer.c   the page's answer (docs/NN-name.md, folded
 #                                        under Exercises): "exercise N: right", exit 0
 #   tests/exercises/NN-start.c           a copy of the untouched exercises/NN-name.c:
-#                                        exit 1, naming the starting file
+#                                        exit 1, naming the starting file (the
+#                                        checker says so when the reader's file is
+#                                        this copy, byte for byte: keep the two the same)
 #   tests/exercises/NN-mistake.c         a planted mistake: exit 1, and the text of
 #                                        its "// expect: " line (its hint; lines the
 #                                        checker broke are joined first)
@@ -27,7 +29,7 @@ for program in "$@"; do
         (*-start) want=1; expect="the starting file" ;;
         (*) want=1; expect=$(sed -n 's|^// expect: ||p' "$source") ;;
     esac
-    answer=$("$build/tools/exercise" "$number" "$lesson" "$program" "$program.log")
+    answer=$("$build/tools/exercise" "$number" "$lesson" "$program" "$source" "$program.log")
     status=$?
     if [ "$status" -eq "$want" ] && [ -n "$expect" ] &&
        printf '%s\n' "$answer" | tr -s ' \n' '  ' | grep -F -q -e "$expect"; then

@@ -1,6 +1,6 @@
 // exercise.c - make exercise-N's checker: is the reader's function right?
 //
-//   exercise N LESSON EXERCISE_BUILD [LOG]
+//   exercise N LESSON EXERCISE_BUILD SOURCE [LOG]
 //
 // LESSON is lesson N as the lessons are built; EXERCISE_BUILD is the same lesson
 // with the reader's function (exercises/NN-name.c) linked in place of the
@@ -14,7 +14,9 @@
 // (each exercise declares its hints: a test that looks at the two tensors,
 // and what to say). A run that crashes, trips a sanitizer or takes too long is
 // named too, with the sanitizer's first line in the reader's file; the whole
-// report goes to LOG (default: EXERCISE_BUILD.log).
+// report goes to LOG (default: EXERCISE_BUILD.log). SOURCE is the reader's file:
+// when it is still the untouched starting file (a copy is kept as
+// tests/exercises/NN-start.c), the report says so.
 //
 // Prints "exercise N: right" and exits 0, or says what is wrong and exits 1;
 // exits 2 on a bad command line or when something else fails.
@@ -211,6 +213,7 @@ typedef struct {
     const char *yours_dir;      // the reader's
     const char *printed;        // the reader's run's stdout
     const char *expected_printed;
+    const char *flags;          // the run's flags
 } Seen;
 
 // Every value zero (or unchanged from the zeros the starting file returns).
@@ -611,6 +614,9 @@ static void give_hint(const Exercise *ex, const Seen *seen, int when) {
     }
 }
 
+// Printed under the first line of a report when the reader's file is the starting one.
+static char starting_note[4300];
+
 // Lesson N's check with one flag set; true when everything agrees.
 static bool check_run(const Exercise *ex, const char *lesson, const char *exercise,
                       const char *flags, const char *work, const char *log) {
@@ -644,9 +650,10 @@ static bool check_run(const Exercise *ex, const char *lesson, const char *exerci
             printf("stopped with exit status %d", WEXITSTATUS(ran_y.status));
         }
         printf("\n  run with: %s\n", flags_text(flags));
+        printf("%s", starting_note);
         name_the_crash(err_text);
         Array none = {0, {0}, 0, NULL};
-        Seen seen = {"the run", &none, &none, "", "", err_text, ""};
+        Seen seen = {"the run", &none, &none, "", "", err_text, "", flags};
         give_hint(ex, &seen, ON_FAILURE);
         printf("  the whole report: %s\n", log);
         free(err_text);
@@ -668,6 +675,7 @@ static bool check_run(const Exercise *ex, const char *lesson, const char *exerci
         if (!load(&y, yours_dir, name)) {
             printf("exercise %d: with your %s the lesson dumps no %s\n  run with: %s\n", ex->lesson,
                    ex->function, name, flags_text(flags));
+            printf("%s", starting_note);
             free(e.v);
             right = false;
             break;
@@ -675,7 +683,8 @@ static bool check_run(const Exercise *ex, const char *lesson, const char *exerci
         if (!same_shape(&e, &y)) {
             printf("exercise %d: wrong: %s has the shape %s, not %s\n  run with: %s\n", ex->lesson,
                    name, shape_text(&y), shape_text(&e), flags_text(flags));
-            Seen seen = {name, &e, &y, expected_dir, yours_dir, printed_y, printed_e};
+            printf("%s", starting_note);
+            Seen seen = {name, &e, &y, expected_dir, yours_dir, printed_y, printed_e, flags};
             give_hint(ex, &seen, ON_SHAPE);
             right = false;
         } else {
@@ -683,9 +692,10 @@ static bool check_run(const Exercise *ex, const char *lesson, const char *exerci
             if (i >= 0) {
                 printf("exercise %d: wrong: the first tensor that differs is %s %s\n  run with: %s\n",
                        ex->lesson, name, shape_text(&e), flags_text(flags));
+                printf("%s", starting_note);
                 printf("  at %s: the lesson's value %.6g, yours %.6g\n", index_text(&e, i), e.v[i],
                        y.v[i]);
-                Seen seen = {name, &e, &y, expected_dir, yours_dir, printed_y, printed_e};
+                Seen seen = {name, &e, &y, expected_dir, yours_dir, printed_y, printed_e, flags};
                 give_hint(ex, &seen, ON_VALUES);
                 right = false;
             }
@@ -699,11 +709,12 @@ static bool check_run(const Exercise *ex, const char *lesson, const char *exerci
         printed_differ(printed_e, printed_y, &line, &line_e, &line_y)) {
         printf("exercise %d: wrong: what the lesson prints differs at line %d\n  run with: %s\n",
                ex->lesson, line, flags_text(flags));
+        printf("%s", starting_note);
         printf("  the lesson's: %.*s\n  yours:        %.*s\n", (int)strcspn(line_e, "\n"), line_e,
                (int)strcspn(line_y, "\n"), line_y);
         Array none = {0, {0}, 0, NULL};
         Seen seen = {"the printed output", &none, &none, expected_dir, yours_dir, printed_y,
-                     printed_e};
+                     printed_e, flags};
         give_hint(ex, &seen, ON_VALUES);
         right = false;
     }
@@ -714,9 +725,22 @@ static bool check_run(const Exercise *ex, const char *lesson, const char *exerci
     return right;
 }
 
+// Is the file at `path` byte for byte the starting file of lesson N's exercise, kept
+// as tests/exercises/NN-start.c? (Run from the repository's top, as make does.)
+static bool is_starting_file(const char *path, int lesson) {
+    char start[64];
+    snprintf(start, sizeof start, "tests/exercises/%02d-start.c", lesson);
+    size_t length_a, length_b;
+    char *a = read_all(path, &length_a), *b = read_all(start, &length_b);
+    bool same = a != NULL && b != NULL && length_a == length_b && memcmp(a, b, length_a) == 0;
+    free(a);
+    free(b);
+    return same;
+}
+
 int main(int argc, char **argv) {
-    if (argc < 4 || argc > 5) {
-        fprintf(stderr, "usage: exercise N LESSON EXERCISE_BUILD [LOG]\n");
+    if (argc < 5 || argc > 6) {
+        fprintf(stderr, "usage: exercise N LESSON EXERCISE_BUILD SOURCE [LOG]\n");
         return 2;
     }
     char *end;
@@ -732,13 +756,17 @@ int main(int argc, char **argv) {
         return 2;
     }
     char log[4096];
-    snprintf(log, sizeof log, "%s", argc == 5 ? argv[4] : "");
-    if (argc < 5) {
+    snprintf(log, sizeof log, "%s", argc == 6 ? argv[5] : "");
+    if (argc < 6) {
         snprintf(log, sizeof log, "%s.log", argv[3]);
     }
     char work[] = "/tmp/attn-exercise-XXXXXX";
     if (mkdtemp(work) == NULL) {
         die("mkdtemp: %s", strerror(errno));
+    }
+    if (is_starting_file(argv[4], ex->lesson)) {
+        snprintf(starting_note, sizeof starting_note, "  note: %s is still the starting file:\n"
+                 "        %s's body is yours to write\n", argv[4], ex->function);
     }
     bool right = true;
     for (int r = 0; right && r < MAX_RUNS && ex->runs[r] != NULL; r++) {

@@ -248,6 +248,63 @@ static bool last_position_unwritten(const Seen *s) {
     return yours_zero && !lessons_zero;
 }
 
+// Lesson 13: out (B, H, N, D) is softmax(q . k * factor / sqrt(D)) @ v from the dumped
+// query (B, H, N, D), key and value (B, KV, N, D), causal when the run's flags say so,
+// query head i reading key/value head i / (H / KV).
+static bool attention_with_factor(const Seen *s, double factor) {
+    Array q, k, v;
+    if (!load(&q, s->expected_dir, "query")) {
+        return false;
+    }
+    if (!load(&k, s->expected_dir, "key")) {
+        free(q.v);
+        return false;
+    }
+    if (!load(&v, s->expected_dir, "value")) {
+        free(q.v);
+        free(k.v);
+        return false;
+    }
+    long B = q.size[0], H = q.size[1], N = q.size[2], D = q.size[3], KV = k.size[1];
+    bool causal = strstr(s->flags, "--causal") != NULL;
+    bool same = s->yours->n == B * H * N * D && N <= 4096;
+    double weight[4096];
+    for (long b = 0; same && b < B; b++) {
+        for (long h = 0; same && h < H; h++) {
+            long kv = h / (H / KV);
+            for (long n = 0; same && n < N; n++) {
+                long keys = causal ? n + 1 : N;
+                double max = -INFINITY, sum = 0;
+                for (long j = 0; j < keys; j++) {
+                    double dot = 0;
+                    for (long d = 0; d < D; d++) {
+                        dot += q.v[((b * H + h) * N + n) * D + d] * k.v[((b * KV + kv) * N + j) * D + d];
+                    }
+                    weight[j] = dot * factor / sqrt((double)D);
+                    max = fmax(max, weight[j]);
+                }
+                for (long j = 0; j < keys; j++) {
+                    weight[j] = exp(weight[j] - max);
+                    sum += weight[j];
+                }
+                for (long d = 0; same && d < D; d++) {
+                    double o = 0;
+                    for (long j = 0; j < keys; j++) {
+                        o += weight[j] / sum * v.v[((b * KV + kv) * N + j) * D + d];
+                    }
+                    same = close_to(s->yours->v[((b * H + h) * N + n) * D + d], o);
+                }
+            }
+        }
+    }
+    free(q.v);
+    free(k.v);
+    free(v.v);
+    return same;
+}
+
+static bool softmax_in_base_e(const Seen *s) { return attention_with_factor(s, 1 / log(2.0)); }
+
 // --- the exercises ---
 
 static const Exercise EXERCISES[] = {
@@ -339,4 +396,22 @@ static const Exercise EXERCISES[] = {
                                 "t", ON_VALUES},
       {always, "an index out of range: row t goes to position cache_len + t, the first free "
                "one, and the cache has room for exactly prompt + new positions", ON_FAILURE}}},
+    {13, "online_softmax_scalar",
+     {"--kernels scalar --seed 2 --seq 50 --heads 6 --kv-heads 2 --head-dim 24 --block-q 16 "
+      "--block-k 7",
+      "--kernels scalar --seed 4 --seq 7 --heads 3 --kv-heads 3 --head-dim 4 --causal "
+      "--block-q 1 --block-k 1",
+      "--kernels scalar --seed 6 --seq 100 --heads 8 --kv-heads 4 --head-dim 64 --causal",
+      "--kernels scalar"},
+     {"out"}, true,
+     {{nan_where_number, "NaN in out: is this the starting file's empty body? The scores must "
+                         "become weights, s_t = exp2(s_t - m_new), with m_new = max(m, "
+                         "block_max), and alpha = exp2(m - m_new) (0 when m is -inf)",
+       ON_VALUES},
+      {softmax_in_base_e, "out is a softmax of scores log2(e) times too large: the scores are "
+                          "in base 2 (the queries were scaled by log2(e)), so take exp2, not "
+                          "exp", ON_VALUES},
+      {always, "each block must rescale what came before: alpha[j] = exp2(m[j] - m_new) for "
+               "every column j, and m[j] = m_new after, so the next block's alpha is right",
+       ON_VALUES}}},
 };
