@@ -509,6 +509,11 @@ static const char *next_token(const char *p, int *length) {
     return p;
 }
 
+// Two printed tokens agree: the same text, or two numbers with a decimal point that
+// differ by at most one unit of their last printed digit (a reader's float may round
+// the last digit the other way), plus a millionth. Numbers without a decimal after the
+// point ("1.", PyTorch's whole floats), without a point (counts, indices) and words
+// must be the same text.
 static bool same_token(const char *a, int la, const char *b, int lb) {
     if (la == lb && memcmp(a, b, (size_t)la) == 0) {
         return true;
@@ -523,14 +528,23 @@ static bool same_token(const char *a, int la, const char *b, int lb) {
     tb[lb] = '\0';
     char *ea, *eb;
     double x = strtod(ta, &ea), y = strtod(tb, &eb);
-    if (*ea != '\0' && *ea != '.') {   // "6.," and "2." are numbers; anything else is text
+    if (*ea != '\0' || *eb != '\0' || ea == ta || eb == tb) {
         return false;
     }
-    if ((*eb != '\0' && *eb != '.') || ea == ta || eb == tb) {
+    if (isnan(x) || isnan(y) || isinf(x) || isinf(y)) {
+        return false;   // the same text was the only way to agree
+    }
+    const char *point = strchr(ta, '.');
+    if (point == NULL || strchr(tb, '.') == NULL) {
         return false;
     }
-    // Four printed decimals: a last digit may differ when the last bit does.
-    return (isnan(x) && isnan(y)) || fabs(x - y) <= 2e-3 * (fabs(x) > 1 ? fabs(x) : 1);
+    int decimals = (int)strspn(point + 1, "0123456789");
+    if (decimals == 0) {
+        return false;   // "1." and "0.": whole numbers, printed exactly
+    }
+    const char *e = strpbrk(ta, "eE");
+    double unit = pow(10.0, -decimals) * (e != NULL ? pow(10.0, atof(e + 1)) : 1.0);
+    return fabs(x - y) <= 1.01 * unit + 1e-6 * fabs(x);
 }
 
 // Line by line; the first line that differs in text or beyond rounding in a number

@@ -305,6 +305,47 @@ static bool attention_with_factor(const Seen *s, double factor) {
 
 static bool softmax_in_base_e(const Seen *s) { return attention_with_factor(s, 1 / log(2.0)); }
 
+// Lesson 16: a flag's number in the run's flags ("--lr 0.01"), or `otherwise`.
+static double flag_number(const char *flags, const char *name, double otherwise) {
+    const char *at = strstr(flags, name);
+    return at != NULL ? atof(at + strlen(name)) : otherwise;
+}
+
+// Lesson 16: the number printed right after `label` in `text` (NAN if there is none).
+static double printed_after(const char *text, const char *label) {
+    const char *at = strstr(text, label);
+    return at != NULL ? atof(at + strlen(label)) : NAN;
+}
+
+// Lesson 16: part 2 prints step 1 on one weight: w = lm_head.weight[0, 0], its gradient
+// g, the learning rate, and w after opt.step(), w1 = w * (1 - lr * wd) - lr * g / (|g| +
+// eps) (step 1's m / (sqrt(v) + eps) with both bias corrections). Is your w1 w itself
+// (never moved), w - lr * g / (|g| + eps) (no decay) or w * (1 - lr * wd) + lr * g /
+// (|g| + eps) (moved uphill)?
+enum { ADAMW_UNMOVED, ADAMW_NO_DECAY, ADAMW_UPHILL };
+
+static bool adamw_one_step_is(const Seen *s, int how) {
+    const char *w1_label = ") = ";   // "... (sqrt(g^2) + 1e-8) = -0.194257, about w - ..."
+    const char *line = strstr(s->printed, "(sqrt(g^2) + 1e-8)");
+    double w = printed_after(s->expected_printed, "lm_head.weight[0, 0] = ");
+    double g = printed_after(s->expected_printed, "whose gradient is g = ");
+    double lr = printed_after(s->expected_printed, "opt.step() with lr ");
+    double wd = flag_number(s->flags, "--weight-decay ", 0.01);
+    if (line == NULL || isnan(w) || isnan(g) || isnan(lr)) {
+        return false;
+    }
+    double yours = printed_after(line, w1_label);
+    double step = lr * g / (fabs(g) + 1e-8);
+    double expected = how == ADAMW_UNMOVED    ? w
+                    : how == ADAMW_NO_DECAY ? w - step
+                                            : w * (1 - lr * wd) + step;
+    return fabs(yours - expected) <= 2e-6 + 1e-5 * fabs(expected);
+}
+
+static bool adamw_unmoved(const Seen *s) { return adamw_one_step_is(s, ADAMW_UNMOVED); }
+static bool adamw_no_decay(const Seen *s) { return adamw_one_step_is(s, ADAMW_NO_DECAY); }
+static bool adamw_uphill(const Seen *s) { return adamw_one_step_is(s, ADAMW_UPHILL); }
+
 // --- the exercises ---
 
 static const Exercise EXERCISES[] = {
@@ -414,4 +455,20 @@ static const Exercise EXERCISES[] = {
       {always, "each block must rescale what came before: alpha[j] = exp2(m[j] - m_new) for "
                "every column j, and m[j] = m_new after, so the next block's alpha is right",
        ON_VALUES}}},
+    {16, "adamw_step",
+     {"--steps 1 --warmup 1 --lr 0.01 --weight-decay 0.5 --clip 0 --dim 16 --heads 2 "
+      "--kv-heads 1 --batch 4 --layers 1",
+      "--steps 6 --warmup 2 --lr 0.01 --dim 16 --heads 2 --kv-heads 1 --batch 4 --layers 1",
+      "--steps 30 --seed 3"},
+     {"losses", "accuracies", "grad_norms"}, true,
+     {{adamw_unmoved, "the weights never moved: adamw_step must write each parameter's new "
+                      "value into p->value (the starting file's body does nothing)", ON_VALUES},
+      {adamw_uphill, "the weights moved uphill: subtract the update, w -= lr / (1 - beta1^t) * "
+                     "m / (sqrt(v) / sqrt(1 - beta2^t) + eps)", ON_VALUES},
+      {adamw_no_decay, "the weight decay is missing: AdamW first shrinks every weight, w *= 1 - "
+                       "lr * weight_decay (decoupled: not added to the gradient)", ON_VALUES},
+      {always, "right after one step, wrong after more: check that opt->step counts the steps "
+               "(t = 1 on the first) and both bias corrections, 1 - beta1^t for m and "
+               "sqrt(1 - beta2^t) for sqrt(v), and that m and v keep their running values in "
+               "p->exp_avg and p->exp_avg_sq", ON_VALUES}}},
 };
