@@ -10,7 +10,8 @@
 #                                        exit 1, naming the starting file (the
 #                                        checker says so when the reader's file is
 #                                        this copy, byte for byte: keep the two the same)
-#   tests/exercises/NN-mistake.c         a planted mistake: exit 1, and the text of
+#   tests/exercises/NN-mistake.c         a planted mistake (any name but NN-start or
+#                                        NN-answer): exit 1, and the text of
 #                                        its "// expect: " line (its hint; lines the
 #                                        checker broke are joined first)
 # The reader's own exercises/ files are never used. Prints one line per program

@@ -1,5 +1,5 @@
 // A planted mistake for tests/exercises.sh: view(B, T, H, D) without the transpose.
-// expect: transpose(..., 1, 2) makes it
+// expect: then transpose dims 1 and 2
 #include "attention.h"
 
 const Tensor *split_heads(const Tensor *x, int heads) {
