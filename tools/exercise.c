@@ -389,7 +389,10 @@ typedef struct {
     const char *function;                 // what the reader writes
     const char *runs[MAX_RUNS];           // flag sets ("" is the defaults)
     const char *tensors[MAX_TENSORS];     // the dumped tensors it affects, in order
-    bool compare_printed;                 // also compare stdout, number by number
+    const char *printed;                  // NULL: stdout is not compared; else it is,
+                                          // number by number, but for lines that both
+                                          // hold this text (rounding's own measures;
+                                          // "" compares every line)
     Hint hints[MAX_HINTS];                // the first that matches is given
 } Exercise;
 
@@ -549,13 +552,23 @@ static bool same_token(const char *a, int la, const char *b, int lb) {
 
 // Line by line; the first line that differs in text or beyond rounding in a number
 // (its number in *line_number, 1-based; the two lines in *expected, *yours), or false.
-static bool printed_differ(const char *expected_text, const char *yours_text, int *line_number,
-                           const char **expected, const char **yours) {
+static bool printed_differ(const char *expected_text, const char *yours_text, const char *skip,
+                           int *line_number, const char **expected, const char **yours) {
     const char *a = expected_text, *b = yours_text;
     for (int line = 1; *a != '\0' || *b != '\0'; line++) {
         const char *end_a = a + strcspn(a, "\n"), *end_b = b + strcspn(b, "\n");
         const char *p = a, *q = b;
         bool same = true;
+        if (skip[0] != '\0') {   // both lines hold `skip`: not compared
+            const char *in_a = strstr(a, skip), *in_b = strstr(b, skip);
+            same = !(in_a != NULL && in_a < end_a && in_b != NULL && in_b < end_b);
+            if (!same) {
+                same = true;
+                a = *end_a ? end_a + 1 : end_a;
+                b = *end_b ? end_b + 1 : end_b;
+                continue;
+            }
+        }
         while (same) {
             int lp, lq;
             p = next_token(p, &lp);
@@ -658,7 +671,8 @@ static bool check_run(const Exercise *ex, const char *lesson, const char *exerci
         } else if (WIFSIGNALED(ran_y.status)) {
             printf("crashed (signal %d, %s)", WTERMSIG(ran_y.status),
                    strsignal(WTERMSIG(ran_y.status)));
-        } else if (strstr(err_text, "Sanitizer") != NULL || strstr(err_text, "runtime error") != NULL) {
+        } else if (strstr(err_text, "Sanitizer") != NULL ||
+                   strstr(err_text, "runtime error") != NULL) {
             printf("was stopped by a sanitizer");
         } else {
             printf("stopped with exit status %d", WEXITSTATUS(ran_y.status));
@@ -704,7 +718,8 @@ static bool check_run(const Exercise *ex, const char *lesson, const char *exerci
         } else {
             long i = first_difference(&e, &y);
             if (i >= 0) {
-                printf("exercise %d: wrong: the first tensor that differs is %s %s\n  run with: %s\n",
+                printf("exercise %d: wrong: the first tensor that differs is %s %s\n"
+                       "  run with: %s\n",
                        ex->lesson, name, shape_text(&e), flags_text(flags));
                 printf("%s", starting_note);
                 printf("  at %s: the lesson's value %.6g, yours %.6g\n", index_text(&e, i), e.v[i],
@@ -719,8 +734,8 @@ static bool check_run(const Exercise *ex, const char *lesson, const char *exerci
     }
     int line;
     const char *line_e, *line_y;
-    if (right && ex->compare_printed &&
-        printed_differ(printed_e, printed_y, &line, &line_e, &line_y)) {
+    if (right && ex->printed != NULL &&
+        printed_differ(printed_e, printed_y, ex->printed, &line, &line_e, &line_y)) {
         printf("exercise %d: wrong: what the lesson prints differs at line %d\n  run with: %s\n",
                ex->lesson, line, flags_text(flags));
         printf("%s", starting_note);

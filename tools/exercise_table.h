@@ -1,7 +1,8 @@
 // exercise_table.h - the write-it exercises tools/exercise.c checks: for each, the
 // lesson, the function the reader writes (exercises/NN-name.c), the flag sets it is
 // run with, the dumped tensors the function affects (in the order the lesson makes
-// them), whether the printed output is compared too, and the hints, each a test of
+// them), whether the printed output is compared too (and which lines not), and the
+// hints, each a test of
 // the reader's tensor against the lesson's (tools/exercise.c has the common ones)
 // and what to say when it holds: the first that holds is given.
 //
@@ -278,7 +279,8 @@ static bool attention_with_factor(const Seen *s, double factor) {
                 for (long j = 0; j < keys; j++) {
                     double dot = 0;
                     for (long d = 0; d < D; d++) {
-                        dot += q.v[((b * H + h) * N + n) * D + d] * k.v[((b * KV + kv) * N + j) * D + d];
+                        dot += q.v[((b * H + h) * N + n) * D + d] *
+                               k.v[((b * KV + kv) * N + j) * D + d];
                     }
                     weight[j] = dot * factor / sqrt((double)D);
                     max = fmax(max, weight[j]);
@@ -346,10 +348,57 @@ static bool adamw_unmoved(const Seen *s) { return adamw_one_step_is(s, ADAMW_UNM
 static bool adamw_no_decay(const Seen *s) { return adamw_one_step_is(s, ADAMW_NO_DECAY); }
 static bool adamw_uphill(const Seen *s) { return adamw_one_step_is(s, ADAMW_UPHILL); }
 
+// Lesson 14: yours (scores.grad, (B, T, S)) against softmax's backward done `how`, from
+// the dumped att_weight (P) and att_weight.grad (dP): SOFTMAX_BACK_NO_R, dP * P;
+// SOFTMAX_BACK_DIAGONAL, dP * P * (1 - P); SOFTMAX_BACK_UNWEIGHTED, (dP - sum dP) * P;
+// SOFTMAX_BACK_NEGATED, (r - dP) * P.
+enum { SOFTMAX_BACK_NO_R, SOFTMAX_BACK_DIAGONAL, SOFTMAX_BACK_UNWEIGHTED, SOFTMAX_BACK_NEGATED };
+
+static bool softmax_backward_is(const Seen *s, int how) {
+    Array p, dp;
+    if (strcmp(s->name, "scores.grad") != 0 || !load(&p, s->expected_dir, "att_weight")) {
+        return false;
+    }
+    if (!load(&dp, s->expected_dir, "att_weight.grad")) {
+        free(p.v);
+        return false;
+    }
+    bool same = same_shape(&p, s->yours) && same_shape(&dp, s->yours) && p.ndim >= 1;
+    long n = same ? p.size[p.ndim - 1] : 1;
+    for (long row = 0; same && row < p.n; row += n) {
+        double r = 0, sum = 0;
+        for (long j = row; j < row + n; j++) {
+            r += p.v[j] * dp.v[j];
+            sum += dp.v[j];
+        }
+        for (long j = row; same && j < row + n; j++) {
+            double x = how == SOFTMAX_BACK_NO_R       ? dp.v[j] * p.v[j]
+                     : how == SOFTMAX_BACK_DIAGONAL   ? dp.v[j] * p.v[j] * (1 - p.v[j])
+                     : how == SOFTMAX_BACK_UNWEIGHTED ? (dp.v[j] - sum) * p.v[j]
+                                                      : (r - dp.v[j]) * p.v[j];
+            same = close_to(s->yours->v[j], x);
+        }
+    }
+    free(p.v);
+    free(dp.v);
+    return same;
+}
+
+static bool softmax_back_no_r(const Seen *s) { return softmax_backward_is(s, SOFTMAX_BACK_NO_R); }
+static bool softmax_back_diagonal(const Seen *s) {
+    return softmax_backward_is(s, SOFTMAX_BACK_DIAGONAL);
+}
+static bool softmax_back_unweighted(const Seen *s) {
+    return softmax_backward_is(s, SOFTMAX_BACK_UNWEIGHTED);
+}
+static bool softmax_back_negated(const Seen *s) {
+    return softmax_backward_is(s, SOFTMAX_BACK_NEGATED);
+}
+
 // --- the exercises ---
 
 static const Exercise EXERCISES[] = {
-    {1, "softmax_exact_lastdim", {"", ON_VALUES}, {"weights", "out", ON_VALUES}, true,
+    {1, "softmax_exact_lastdim", {""}, {"weights", "out"}, "",
      {{weights_are_scores, "your weights are the scores as they were: softmax_exact_lastdim "
                            "must overwrite each row in place (the starting file's empty body "
                            "leaves them alone)", ON_VALUES},
@@ -361,8 +410,8 @@ static const Exercise EXERCISES[] = {
                         "subtract the row's largest number before exp()", ON_VALUES}}},
     {9, "causal_mask",
      {"", "--seed 7 --batch 2 --seq 6 --dim 32 --heads 4",
-      "--seed 3 --batch 1 --seq 3 --dim 4 --heads 2 --kv-heads 1", ON_VALUES},
-     {"mask", "output", ON_VALUES}, true,
+      "--seed 3 --batch 1 --seq 3 --dim 4 --heads 2 --kv-heads 1"},
+     {"mask", "output"}, "",
      {{all_zero, "your mask is all zeros, so every query sees every key (the starting file's "
                  "mask): put a 1 where key s is in query t's future, s > cache_len + t", ON_VALUES},
       {inverted, "1 and 0 swapped: here 1 marks a key the query may NOT see (the lesson fills "
@@ -377,10 +426,11 @@ static const Exercise EXERCISES[] = {
                      "is at absolute position cache_len + t, and there are cache_len + q_len "
                      "keys", ON_VALUES}}},
     {2, "attention_scores",
-     {"", "--seed 1 --batch 2 --seq 5 --dim 8", "--seed 3 --batch 2 --seq 40 --dim 16", ON_VALUES},
-     {"attention_value", "attention_weight", "output", ON_VALUES}, true,
+     {"", "--seed 1 --batch 2 --seq 5 --dim 8", "--seed 3 --batch 2 --seq 40 --dim 16"},
+     {"attention_value", "attention_weight", "output"}, "",
      {{all_zero, "your attention_value is all zeros (the starting file's): fill "
-                 "attention_value[b, t, s] with the dot product of Q[b, t, :] and K[b, s, :]", ON_VALUES},
+                 "attention_value[b, t, s] with the dot product of Q[b, t, :] and K[b, s, :]",
+       ON_VALUES},
       {transposed, "your scores are swapped: row t must hold query t against every key s, "
                    "Q[b, t, :] . K[b, s, :], not K[b, t, :] . Q[b, s, :]", ON_VALUES},
       {scaled_down, "your scores are a constant factor smaller: attention_value is the dot "
@@ -389,10 +439,11 @@ static const Exercise EXERCISES[] = {
                            "of its same batch row, K[b, s, :]", ON_VALUES}}},
     {4, "fill_padding",
      {"", "--seed 7 --batch 5 --seq 3 --dim 4", "--seed 123 --batch 2 --seq 6 --dim 8",
-      "--seed 7 --batch 5 --seq 3 --dim 4 --train", ON_VALUES},
-     {"att_weight", "output", "ret", ON_VALUES}, true,
+      "--seed 7 --batch 5 --seq 3 --dim 4 --train"},
+     {"att_weight", "output", "ret"}, "",
      {{no_mask_applied, "your weights are the unmasked softmax: the scores come back as they "
-                        "were (the starting file's clone); fill where attention_mask is 0", ON_VALUES},
+                        "were (the starting file's clone); fill where attention_mask is 0",
+       ON_VALUES},
       {weight_only_on_masked, "only the padding keys get weight: fill where attention_mask is "
                               "0 (padding), keep the scores where it is 1", ON_VALUES},
       {masked_as_queries, "the padding masks the keys, not the queries: read "
@@ -400,8 +451,8 @@ static const Exercise EXERCISES[] = {
       {weight_on_masked, "a padding key still gets weight: a score of 0 is not small enough "
                          "(exp(0 - max) is not 0); fill with -1e20", ON_VALUES}}},
     {6, "split_heads",
-     {"", "--seed 3 --batch 2 --seq 5 --dim 48 --heads 4", "--seed 1 --train", ON_VALUES},
-     {"q_state", "k_state", "v_state", "attention_weight", "output_mid", "output", ON_VALUES}, true,
+     {"", "--seed 3 --batch 2 --seq 5 --dim 48 --heads 4", "--seed 1 --train"},
+     {"q_state", "k_state", "v_state", "attention_weight", "output_mid", "output"}, "",
      {{always, "the lesson stopped on a shape: split_heads must return (B, H, T, D); view x "
                "as (B, T, H, D), then transpose dims 1 and 2 (the starting file returns x as it "
                "is)", ON_FAILURE},
@@ -414,7 +465,7 @@ static const Exercise EXERCISES[] = {
     {8, "einsum_scores",
      {"--seed 1 --batch 2 --seq 5 --heads 6 --kv-heads 3 --head-dim 4",
       "--seed 3 --seq 2 --heads 2 --kv-heads 1 --head-dim 3", ""},
-     {"out"}, true,
+     {"out"}, "",
      {{gqa_scores_zero, "every query weighs every key alike: your scores are all 0 (the "
                         "starting file's zeros); fill scores[b, g, h, n, s] with query . key",
        ON_VALUES},
@@ -429,7 +480,7 @@ static const Exercise EXERCISES[] = {
      {"--seed 7 --batch 2 --prompt 3 --new 3 --dim 32 --heads 4",
       "--seed 3 --prompt 2 --new 1 --dim 4 --heads 2 --kv-heads 1",
       "--seed 5 --batch 2 --prompt 1 --dim 16 --heads 4 --kv-heads 4", ""},
-     {"k_cache", "v_cache", "cached_out"}, true,
+     {"k_cache", "v_cache", "cached_out"}, "",
      {{all_zero, "your cache stays all zeros: nothing was written (the starting file's empty "
                  "body); copy rows[b, t, h, d] to cache[b, cache_len + t, h, d]", ON_VALUES},
       {last_position_unwritten, "the cache's last positions were never written: each call "
@@ -444,7 +495,7 @@ static const Exercise EXERCISES[] = {
       "--block-q 1 --block-k 1",
       "--kernels scalar --seed 6 --seq 100 --heads 8 --kv-heads 4 --head-dim 64 --causal",
       "--kernels scalar"},
-     {"out"}, true,
+     {"out"}, "",
      {{nan_where_number, "NaN in out: is this the starting file's empty body? The scores must "
                          "become weights, s_t = exp2(s_t - m_new), with m_new = max(m, "
                          "block_max), and alpha = exp2(m - m_new) (0 when m is -inf)",
@@ -460,7 +511,7 @@ static const Exercise EXERCISES[] = {
       "--kv-heads 1 --batch 4 --layers 1",
       "--steps 6 --warmup 2 --lr 0.01 --dim 16 --heads 2 --kv-heads 1 --batch 4 --layers 1",
       "--steps 30 --seed 3"},
-     {"losses", "accuracies", "grad_norms"}, true,
+     {"losses", "accuracies", "grad_norms"}, "",
      {{adamw_unmoved, "the weights never moved: adamw_step must write each parameter's new "
                       "value into p->value (the starting file's body does nothing)", ON_VALUES},
       {adamw_uphill, "the weights moved uphill: subtract the update, w -= lr / (1 - beta1^t) * "
@@ -471,4 +522,19 @@ static const Exercise EXERCISES[] = {
                "(t = 1 on the first) and both bias corrections, 1 - beta1^t for m and "
                "sqrt(1 - beta2^t) for sqrt(v), and that m and v keep their running values in "
                "p->exp_avg and p->exp_avg_sq", ON_VALUES}}},
+    {14, "softmax_backward_row",
+     {"", "--seed 1 --causal --seq 6 --block-q 4 --block-k 3",
+      "--seed 2 --train --batch 2 --seq 5 --dim 4",
+      "--seed 3 --causal --seq 9 --heads 4 --kv-heads 1 --head-dim 8 --block-q 4 --block-k 5"},
+     {"scores.grad", "Q.grad", "K.grad", "X.grad"}, "max |",
+     {{all_zero, "your scores.grad is all zeros: write ds[s] = (dp[s] - r) * p[s] (the "
+                 "starting file's empty body writes nothing)", ON_VALUES},
+      {softmax_back_no_r, "the row term r is missing: moving one score moves every weight of "
+                          "the row, so ds[s] = (dp[s] - r) * p[s] with r = sum of p * dp",
+       ON_VALUES},
+      {softmax_back_diagonal, "only the Jacobian's diagonal, P_s (1 - P_s): the off-diagonal "
+                              "-P_s P_u terms give the - r in ds = (dp - r) * p", ON_VALUES},
+      {softmax_back_unweighted, "r must be weighted by p: r = sum over s of p[s] * dp[s], not "
+                                "the sum of dp", ON_VALUES},
+      {softmax_back_negated, "the sign is flipped: ds[s] = (dp[s] - r) * p[s]", ON_VALUES}}},
 };

@@ -1,4 +1,5 @@
-// A planted mistake for tests/exercises.sh: softmax down each column (dim 0), rows and columns swapped.
+// A planted mistake for tests/exercises.sh: softmax down each column (dim 0), rows and columns
+// swapped.
 // expect: down each column
 #include <math.h>
 

@@ -1,4 +1,5 @@
-// A planted mistake for tests/exercises.sh: exp() of the scores as they are, the max not subtracted.
+// A planted mistake for tests/exercises.sh: exp() of the scores as they are, the max not
+// subtracted.
 // expect: subtract the row's largest number
 #include <math.h>
 

@@ -1,4 +1,5 @@
-// A planted mistake for tests/exercises.sh: the sum runs one number past the row: past the last row's end.
+// A planted mistake for tests/exercises.sh: the sum runs one number past the row: past the last
+// row's end.
 // expect: heap-buffer-overflow
 #include <math.h>
 

@@ -1,4 +1,5 @@
-// A planted mistake for tests/exercises.sh: the scale applied here too: the lesson applies it after.
+// A planted mistake for tests/exercises.sh: the scale applied here too: the lesson applies it
+// after.
 // expect: before the scaling
 #include <math.h>
 

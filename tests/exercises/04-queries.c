@@ -1,4 +1,5 @@
-// A planted mistake for tests/exercises.sh: the mask read as [b, s, t]: padding queries masked, not keys.
+// A planted mistake for tests/exercises.sh: the mask read as [b, s, t]: padding queries masked,
+// not keys.
 // expect: the keys, not the queries
 #include "attention.h"
 

@@ -1,4 +1,5 @@
-// A planted mistake for tests/exercises.sh: the key of head g (the group member) instead of h: out of range.
+// A planted mistake for tests/exercises.sh: the key of head g (the group member) instead of h:
+// out of range.
 // expect: key/value head h
 #include <math.h>
 

@@ -1,4 +1,5 @@
-// A planted mistake for tests/exercises.sh: every call writes at position t, over the cache's start.
+// A planted mistake for tests/exercises.sh: every call writes at position t, over the cache's
+// start.
 // expect: after what the cache holds
 #include "attention.h"
 

@@ -14,7 +14,8 @@ void adamw_step(AdamW *opt, double lr) {
             float g = p->grad[j];
             p->value[j] *= (float)(1.0 - lr * opt->weight_decay);
             p->exp_avg[j] = (float)opt->beta1 * p->exp_avg[j] + (float)(1.0 - opt->beta1) * g;
-            p->exp_avg_sq[j] = (float)opt->beta2 * p->exp_avg_sq[j] + (float)(1.0 - opt->beta2) * g * g;
+            p->exp_avg_sq[j] = (float)opt->beta2 * p->exp_avg_sq[j] +
+                               (float)(1.0 - opt->beta2) * g * g;
             float denom = sqrtf(p->exp_avg_sq[j]) / (float)sqrt(correction2) + (float)opt->eps;
             p->value[j] += (float)(lr / correction1) * p->exp_avg[j] / denom;
         }
