@@ -297,7 +297,7 @@ $(BUILD)/tools/exercise: tools/exercise.c tools/exercise_table.h
 # the page's answer passes, the untouched starting file and each planted mistake
 # (tests/exercises/NN-*.c) get their message; make test-long on every exercise.
 # The page's answer is cut out of the page (the ```c block after the summary that
-# names make exercise-N) and given the starting file's #include lines.
+# names make exercise-N) and given the starting file's #include and typedef lines.
 QUICK_EXERCISES  = 01 09
 EXERCISE_NUMBERS = $(patsubst exercises/%,%,$(foreach f,$(wildcard exercises/[0-9][0-9]-*.c),                      $(firstword $(subst -, ,$(f)))))
 exercise_checks  = $(foreach n,$(1),$(EXERCISE_BUILD)/bin/$(EXERCISE_BUILD)/answers/$(n)-answer \
@@ -305,7 +305,7 @@ exercise_checks  = $(foreach n,$(1),$(EXERCISE_BUILD)/bin/$(EXERCISE_BUILD)/answ
 $(EXERCISE_BUILD)/answers/%-answer.c: tests/exercises/%-start.c $$(call lesson_dir,$$*) \
                                       docs/$$(notdir $$(call lesson_dir,$$*)).md
 	@mkdir -p $(dir $@)
-	@{ grep '^#include' $< || true; } > $@.tmp
+	@{ grep -E '^(#include|typedef)' $< || true; } > $@.tmp
 	@awk '/<summary>.*make exercise-$(call lesson_number,$*)[^0-9]/ { found = 1 } \
 	      found && /^```c$$/ { copy = 1; next } copy && /^```$$/ { exit } copy' \
 	   docs/$(notdir $(call lesson_dir,$*)).md >> $@.tmp

@@ -784,6 +784,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "exercise: lesson '%s' has no write-it exercise\n", argv[1]);
         return 2;
     }
+    for (int i = 2; i <= 3; i++) {
+        if (access(argv[i], X_OK) != 0) {
+            die("cannot run %s: %s", argv[i], strerror(errno));
+        }
+    }
     char log[4096];
     snprintf(log, sizeof log, "%s", argc == 6 ? argv[5] : "");
     if (argc < 6) {

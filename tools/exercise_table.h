@@ -395,6 +395,65 @@ static bool softmax_back_negated(const Seen *s) {
     return softmax_backward_is(s, SOFTMAX_BACK_NEGATED);
 }
 
+// Lesson 15: yours (query_states or key_states, (B, heads, T, D)) against RoPE done
+// `how`, from the lesson's: its input x recovered by turning each pair back (the dumped
+// cos and sin, (T, D/2); the layout the run's flags name), then ROPE_UNTURNED (x itself),
+// ROPE_OTHER_LAYOUT (x turned with the other layout's pairs) or ROPE_BACKWARDS (x turned
+// by minus the angle).
+enum { ROPE_UNTURNED, ROPE_OTHER_LAYOUT, ROPE_BACKWARDS };
+
+static bool rope_is(const Seen *s, int how) {
+    const Array *e = s->expected;
+    Array cos, sin;
+    if (e->ndim != 4 || !load(&cos, s->expected_dir, "cos")) {
+        return false;
+    }
+    if (!load(&sin, s->expected_dir, "sin")) {
+        free(cos.v);
+        return false;
+    }
+    long T = e->size[2], D = e->size[3], half = D / 2;
+    bool interleaved = strstr(s->flags, "--rope-layout interleaved") != NULL;
+    bool same = same_shape(e, s->yours) && cos.ndim == 2 && cos.size[0] == T &&
+                cos.size[1] == half && same_shape(&cos, &sin) && D % 2 == 0;
+    double *x = malloc((size_t)(D > 0 ? D : 1) * sizeof *x);
+    for (long row = 0; same && row < e->n; row += D) {
+        long t = (row / D) % T;
+        for (long i = 0; i < half; i++) {   // x, turned back
+            long first = interleaved ? 2 * i : i, second = interleaved ? 2 * i + 1 : i + half;
+            double c = cos.v[t * half + i], n = sin.v[t * half + i];
+            x[first] = e->v[row + first] * c + e->v[row + second] * n;
+            x[second] = e->v[row + second] * c - e->v[row + first] * n;
+        }
+        for (long i = 0; same && i < half; i++) {
+            bool other = how == ROPE_OTHER_LAYOUT ? !interleaved : interleaved;
+            long first = other ? 2 * i : i, second = other ? 2 * i + 1 : i + half;
+            double c = cos.v[t * half + i], n = how == ROPE_BACKWARDS ? -sin.v[t * half + i]
+                                                                      : sin.v[t * half + i];
+            double a = x[first], b = x[second];
+            double want_first = how == ROPE_UNTURNED ? a : a * c - b * n;
+            double want_second = how == ROPE_UNTURNED ? b : b * c + a * n;
+            same = close_to(s->yours->v[row + first], want_first) &&
+                   close_to(s->yours->v[row + second], want_second);
+        }
+    }
+    free(x);
+    free(cos.v);
+    free(sin.v);
+    return same;
+}
+
+// Lesson 15: part 4 runs the same weights in the other layout and prints how far out
+// moves: 0 in yours (rotate ignores its layout) and not in the lesson's.
+static bool rope_layout_ignored(const Seen *s) {
+    const char *line = "max |out - out(interleaved)| = 0.0000";
+    return strstr(s->printed, line) != NULL && strstr(s->expected_printed, line) == NULL;
+}
+
+static bool rope_unturned(const Seen *s) { return rope_is(s, ROPE_UNTURNED); }
+static bool rope_other_layout(const Seen *s) { return rope_is(s, ROPE_OTHER_LAYOUT); }
+static bool rope_backwards(const Seen *s) { return rope_is(s, ROPE_BACKWARDS); }
+
 // --- the exercises ---
 
 static const Exercise EXERCISES[] = {
@@ -537,4 +596,19 @@ static const Exercise EXERCISES[] = {
       {softmax_back_unweighted, "r must be weighted by p: r = sum over s of p[s] * dp[s], not "
                                 "the sum of dp", ON_VALUES},
       {softmax_back_negated, "the sign is flipped: ds[s] = (dp[s] - r) * p[s]", ON_VALUES}}},
+    {15, "rotate",
+     {"", "--seed 1 --rope-layout interleaved --kv-heads 1 --batch 2 --prompt 2 --new 4 --dim 32",
+      "--seed 2 --kv-heads 4 --rope-base 500000 --dim 32 --prompt 4 --new 2",
+      "--seed 4 --prompt 2 --new 8 --dim 48 --heads 6 --kv-heads 3 --rope-layout interleaved "
+      "--hidden 96"},
+     {"query_states", "key_states", "attn_weights", "out", "cached_out"}, "",
+     {{rope_unturned, "the queries come back unturned (the starting file's clone): turn each "
+                      "pair (a, e) by its angle, (a cos - e sin, e cos + a sin)", ON_VALUES},
+      {rope_other_layout, "these are the pairs of the other layout: rotate_half pairs i with i "
+                          "+ D/2, interleaved pairs 2i with 2i + 1", ON_VALUES},
+      {rope_layout_ignored, "your rotate gives the same in both layouts: its pairs must follow "
+                            "the layout, (i, i + D/2) for rotate_half and (2i, 2i + 1) for "
+                            "interleaved", ON_VALUES},
+      {rope_backwards, "each pair turned the wrong way, by minus its angle: a' = a cos - e sin, "
+                       "e' = e cos + a sin", ON_VALUES}}},
 };
