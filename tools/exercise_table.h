@@ -454,6 +454,16 @@ static bool rope_unturned(const Seen *s) { return rope_is(s, ROPE_UNTURNED); }
 static bool rope_other_layout(const Seen *s) { return rope_is(s, ROPE_OTHER_LAYOUT); }
 static bool rope_backwards(const Seen *s) { return rope_is(s, ROPE_BACKWARDS); }
 
+// Lesson 3: yours (K or V) holds the lesson's Q: every part cut from column 0.
+static bool equals_lessons_q(const Seen *s) {
+    return strcmp(s->name, "Q") != 0 && equals_dumped(s, "Q");
+}
+
+// Lesson 3: part 3 prints whether Q, K and V share QKV's storage: not in yours.
+static bool printed_not_shared(const Seen *s) {
+    return strstr(s->printed, "share QKV's storage: False") != NULL;
+}
+
 // --- the exercises ---
 
 static const Exercise EXERCISES[] = {
@@ -611,4 +621,15 @@ static const Exercise EXERCISES[] = {
                             "interleaved", ON_VALUES},
       {rope_backwards, "each pair turned the wrong way, by minus its angle: a' = a cos - e sin, "
                        "e' = e cos + a sin", ON_VALUES}}},
+    {3, "split",
+     {"", "--seed 7", "--seed 1 --batch 2 --seq 5 --dim 8"},
+     {"Q", "K", "V", "att_weight", "output", "ret"}, "",
+     {{always, "the lesson stopped on a shape: each part must be (B, T, dim): narrow the last "
+               "dim, part i being columns i * split_size to (i + 1) * split_size - 1 (the "
+               "starting file hands back the whole of t)", ON_FAILURE},
+      {equals_lessons_q, "your K (or V) is Q: every part starts at column 0; part i starts at "
+                         "column i * split_size", ON_VALUES},
+      {printed_not_shared, "your parts are copies: a view reads QKV's own storage (part 3 "
+                           "prints whether they share it); narrow() copies nothing, "
+                           "contiguous() does", ON_VALUES}}},
 };
