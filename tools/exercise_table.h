@@ -464,6 +464,34 @@ static bool printed_not_shared(const Seen *s) {
     return strstr(s->printed, "share QKV's storage: False") != NULL;
 }
 
+// Lesson 5: yours (Q, (B, T, C)) is X W^T from the dumped X and query_proj's weight
+// (out, in): the bias left out. (X W, the weight untransposed, stops the lesson: its
+// part 2 calls linear with out = 3 * in.)
+static bool linear_no_bias(const Seen *s) {
+    Array x, w;
+    if (strcmp(s->name, "Q") != 0 || !load(&x, s->expected_dir, "X")) {
+        return false;
+    }
+    if (!load(&w, s->expected_dir, "query_proj.weight")) {
+        free(x.v);
+        return false;
+    }
+    long in = x.size[x.ndim - 1], out = w.size[0], rows = x.n / in;
+    bool same = w.ndim == 2 && w.size[1] == in && s->yours->n == rows * out;
+    for (long r = 0; same && r < rows; r++) {
+        for (long o = 0; same && o < out; o++) {
+            double y = 0;
+            for (long i = 0; i < in; i++) {
+                y += x.v[r * in + i] * w.v[o * in + i];
+            }
+            same = close_to(s->yours->v[r * out + o], y);
+        }
+    }
+    free(x.v);
+    free(w.v);
+    return same;
+}
+
 // --- the exercises ---
 
 static const Exercise EXERCISES[] = {
@@ -632,4 +660,14 @@ static const Exercise EXERCISES[] = {
       {printed_not_shared, "your parts are copies: a view reads QKV's own storage (part 3 "
                            "prints whether they share it); narrow() copies nothing, "
                            "contiguous() does", ON_VALUES}}},
+    {5, "linear",
+     {"", "--train", "--seed 7 --batch 5 --seq 3 --dim 4", "--seed 123 --batch 2 --seq 6 --dim 8"},
+     {"Q", "K", "V", "att_weight", "output", "ret"}, "",
+     {{all_zero, "your Q is all zeros (the starting file's): y[b, t, o] = bias[o] + sum over i "
+                 "of x[b, t, i] * weight[o, i]", ON_VALUES},
+      {linear_no_bias, "the bias is missing: y = x W^T + b, bias[o] added to output o (when "
+                       "self->bias is not NULL)", ON_VALUES},
+      {always, "an index out of range: the weight is (out, in), so output o reads row o, "
+               "weight[o, i], and x's last dim is in (the lesson's part 2 calls it with out = "
+               "3 * in)", ON_FAILURE}}},
 };
