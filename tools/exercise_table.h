@@ -492,6 +492,36 @@ static bool linear_no_bias(const Seen *s) {
     return same;
 }
 
+// Lesson 7: yours (output_mid, (B, H, T, D)) is the sum over the first `T` keys only,
+// from the dumped attention_weight (B, H, T, S) and v_state (B, H, S, D), with T < S
+// (a run without dropout: the weights the mix used are the dumped ones).
+static bool mixed_first_keys_only(const Seen *s) {
+    Array w, v;
+    if (strcmp(s->name, "output_mid") != 0 || !load(&w, s->expected_dir, "attention_weight")) {
+        return false;
+    }
+    if (!load(&v, s->expected_dir, "v_state")) {
+        free(w.v);
+        return false;
+    }
+    long BH = w.size[0] * w.size[1], T = w.size[2], S = w.size[3], D = v.size[3];
+    bool same = T < S && s->yours->n == BH * T * D && strstr(s->flags, "--train") == NULL;
+    for (long m = 0; same && m < BH; m++) {
+        for (long t = 0; same && t < T; t++) {
+            for (long d = 0; same && d < D; d++) {
+                double sum = 0;
+                for (long j = 0; j < T; j++) {
+                    sum += w.v[(m * T + t) * S + j] * v.v[(m * S + j) * D + d];
+                }
+                same = close_to(s->yours->v[(m * T + t) * D + d], sum);
+            }
+        }
+    }
+    free(w.v);
+    free(v.v);
+    return same;
+}
+
 // --- the exercises ---
 
 static const Exercise EXERCISES[] = {
@@ -670,4 +700,15 @@ static const Exercise EXERCISES[] = {
       {always, "an index out of range: the weight is (out, in), so output o reads row o, "
                "weight[o, i], and x's last dim is in (the lesson's part 2 calls it with out = "
                "3 * in)", ON_FAILURE}}},
+    {7, "mix_values",
+     {"", "--seed 3 --batch 2 --seq-q 6 --seq-k 2 --dim 48 --heads 4", "--seed 1 --train",
+      "--seed 5 --batch 1 --seq-q 2 --seq-k 9 --dim 12 --heads 3"},
+     {"output_mid", "output"}, "",
+     {{all_zero, "your output_mid is all zeros (the starting file's): out[b, h, t, :] is the "
+                 "sum over the S keys of weights[b, h, t, s] * v_state[b, h, s, :]", ON_VALUES},
+      {mixed_first_keys_only, "the sum stops after T keys: it runs over the S keys of the other "
+                              "sequence, s < size(weights, 3), however many queries there are",
+       ON_VALUES},
+      {always, "an index out of range: weights is (B, H, T, S) and v_state (B, H, S, D), so "
+               "read weights[b, h, t, s], query t's weight for key s", ON_FAILURE}}},
 };
