@@ -11,6 +11,12 @@
 
 // --- tests that one exercise uses ---
 
+// The number printed right after `label` in `text` (NAN if there is none).
+static double printed_after(const char *text, const char *label) {
+    const char *at = strstr(text, label);
+    return at != NULL ? atof(at + strlen(label)) : NAN;
+}
+
 // Lesson 1: the weights are softmax(scores, dim=0), each column summing to 1.
 static bool softmax_over_columns(const Seen *s) {
     Array scores;
@@ -313,12 +319,6 @@ static double flag_number(const char *flags, const char *name, double otherwise)
     return at != NULL ? atof(at + strlen(name)) : otherwise;
 }
 
-// Lesson 16: the number printed right after `label` in `text` (NAN if there is none).
-static double printed_after(const char *text, const char *label) {
-    const char *at = strstr(text, label);
-    return at != NULL ? atof(at + strlen(label)) : NAN;
-}
-
 // Lesson 16: part 2 prints step 1 on one weight: w = lm_head.weight[0, 0], its gradient
 // g, the learning rate, and w after opt.step(), w1 = w * (1 - lr * wd) - lr * g / (|g| +
 // eps) (step 1's m / (sqrt(v) + eps) with both bias corrections). Is your w1 w itself
@@ -522,6 +522,39 @@ static bool mixed_first_keys_only(const Seen *s) {
     return same;
 }
 
+// Lesson 11: part 2 prints norm1(x)[0, 0] (weight 1 and bias 0 at init): is the first
+// number of yours LayerNorm's of the dumped x[0, 0, :] done `how`: LAYER_NORM_UNBIASED
+// (the variance divided by C - 1), LAYER_NORM_NO_SQRT (divided by var + eps itself),
+// LAYER_NORM_NO_MEAN (x / sqrt(var + eps))? Four printed decimals: within 1.5e-4.
+enum { LAYER_NORM_UNBIASED, LAYER_NORM_NO_SQRT, LAYER_NORM_NO_MEAN };
+
+static bool layer_norm_first_is(const Seen *s, int how) {
+    double yours = printed_after(s->printed, "norm1(x)[0, 0]: tensor([");
+    Array x;
+    if (isnan(yours) || !load(&x, s->expected_dir, "x")) {
+        return false;
+    }
+    long C = x.size[x.ndim - 1];
+    double mean = 0, var = 0;
+    for (long c = 0; c < C; c++) {
+        mean += x.v[c] / C;
+    }
+    for (long c = 0; c < C; c++) {
+        var += (x.v[c] - mean) * (x.v[c] - mean);
+    }
+    double want = how == LAYER_NORM_UNBIASED ? (x.v[0] - mean) / sqrt(var / (C - 1) + 1e-5)
+                : how == LAYER_NORM_NO_SQRT  ? (x.v[0] - mean) / (var / C + 1e-5)
+                                             : x.v[0] / sqrt(var / C + 1e-5);
+    free(x.v);
+    return C > 1 && fabs(yours - want) <= 1.5e-4;
+}
+
+static bool layer_norm_unbiased(const Seen *s) {
+    return layer_norm_first_is(s, LAYER_NORM_UNBIASED);
+}
+static bool layer_norm_no_sqrt(const Seen *s) { return layer_norm_first_is(s, LAYER_NORM_NO_SQRT); }
+static bool layer_norm_no_mean(const Seen *s) { return layer_norm_first_is(s, LAYER_NORM_NO_MEAN); }
+
 // --- the exercises ---
 
 static const Exercise EXERCISES[] = {
@@ -711,4 +744,19 @@ static const Exercise EXERCISES[] = {
        ON_VALUES},
       {always, "an index out of range: weights is (B, H, T, S) and v_state (B, H, S, D), so "
                "read weights[b, h, t, s], query t's weight for key s", ON_FAILURE}}},
+    {11, "layer_norm",
+     {"", "--seed 4 --batch 3 --seq 7 --dim 24 --heads 4 --mlp-ratio 2 --qkv-bias",
+      "--seed 5 --batch 4 --seq 6 --dim 32 --heads 8 --mlp-ratio 3 --train --drop 0.1 "
+      "--attn-drop 0.2 --drop-path 0.25",
+      "--seed 6 --mlp-ratio 2.5"},
+     {"attn_probs", "out"}, "",
+     {{layer_norm_unbiased, "the variance is divided by C, not C - 1: LayerNorm takes the biased "
+                            "variance of the row", ON_VALUES},
+      {layer_norm_no_sqrt, "divide by the standard deviation, sqrt(var + eps), not by the "
+                           "variance itself", ON_VALUES},
+      {layer_norm_no_mean, "subtract the row's mean first: y = (x - mean) / sqrt(var + eps) * "
+                           "weight + bias", ON_VALUES},
+      {always, "each row of C numbers must come out with mean 0 and variance 1 before weight "
+               "and bias: (x - mean) / sqrt(var + eps), then * weight[c] + bias[c] (the "
+               "starting file returns x as it is)", ON_VALUES}}},
 };
