@@ -555,6 +555,57 @@ static bool layer_norm_unbiased(const Seen *s) {
 static bool layer_norm_no_sqrt(const Seen *s) { return layer_norm_first_is(s, LAYER_NORM_NO_SQRT); }
 static bool layer_norm_no_mean(const Seen *s) { return layer_norm_first_is(s, LAYER_NORM_NO_MEAN); }
 
+// Lesson 12: part 1 prints the distance matrix after "(queries at P..L-1, keys at
+// 0..L-1):". Is yours distance[t, s] = d(P + t, s) for the mistake `how`:
+// DISTANCE_ZERO (all 0), DISTANCE_NO_OFFSET (t - s), DISTANCE_NEGATED (s - (P + t)),
+// DISTANCE_ONE_OFF ((P + t) - s + 1 or - 1)?
+enum { DISTANCE_ZERO, DISTANCE_NO_OFFSET, DISTANCE_NEGATED, DISTANCE_ONE_OFF };
+
+static bool printed_distance_is(const Seen *s, int how) {
+    const char *at = strstr(s->printed, "(queries at ");
+    if (at == NULL) {
+        return false;
+    }
+    int P = atoi(at + strlen("(queries at "));
+    const char *keys = strstr(at, "keys at 0..");
+    const char *numbers = keys != NULL ? strstr(keys, "tensor(") : NULL;
+    if (numbers == NULL) {
+        return false;
+    }
+    int L = atoi(keys + strlen("keys at 0..")) + 1, T = L - P;
+    const char *end = strstr(numbers, "])");
+    bool plus = true, minus = true, same = true;   // DISTANCE_ONE_OFF: either way
+    const char *p = numbers + strlen("tensor(");
+    for (int i = 0; same && i < T * L; i++) {
+        while (*p != '\0' && p < end && *p != '-' && (*p < '0' || *p > '9')) {
+            p++;
+        }
+        if (end == NULL || p >= end) {
+            return false;
+        }
+        char *after;
+        long yours = strtol(p, &after, 10);
+        p = after;
+        int t = i / L, k = i % L;
+        long right = (P + t) - k;
+        if (how == DISTANCE_ONE_OFF) {
+            plus = plus && yours == right + 1;
+            minus = minus && yours == right - 1;
+            same = plus || minus;
+        } else {
+            same = yours == (how == DISTANCE_ZERO ? 0 : how == DISTANCE_NO_OFFSET ? t - k : -right);
+        }
+    }
+    return same && P > 0;
+}
+
+static bool distance_zero(const Seen *s) { return printed_distance_is(s, DISTANCE_ZERO); }
+static bool distance_no_offset(const Seen *s) {
+    return printed_distance_is(s, DISTANCE_NO_OFFSET);
+}
+static bool distance_negated(const Seen *s) { return printed_distance_is(s, DISTANCE_NEGATED); }
+static bool distance_one_off(const Seen *s) { return printed_distance_is(s, DISTANCE_ONE_OFF); }
+
 // --- the exercises ---
 
 static const Exercise EXERCISES[] = {
@@ -759,4 +810,20 @@ static const Exercise EXERCISES[] = {
       {always, "each row of C numbers must come out with mean 0 and variance 1 before weight "
                "and bias: (x - mean) / sqrt(var + eps), then * weight[c] + bias[c] (the "
                "starting file returns x as it is)", ON_VALUES}}},
+    {12, "relative_distance",
+     {"--seed 1 --all --position relative_key --past 3 --seq 2",
+      "--seed 2 --all --position relative_key_query --past 4 --seq 1 --pad 2",
+      "--seed 3 --all --encoder-seq 6 --encoder-width 12 --position relative_key --head-mask 1",
+      "--seed 6 --all --train --past 2 --seq 3 --position relative_key --encoder-seq 3 "
+      "--chunk 1 --pad 2"},
+     {"attention_probs", "attention_output", "layer_output"}, "",
+     {{distance_zero, "every distance is 0 (the starting file's zeros): distance[t, s] = (P + "
+                      "t) - s, query t at position P + t, key s at position s", ON_VALUES},
+      {distance_no_offset, "right without a cache only: query t sits at position P + t, after "
+                           "the P = L - T cached tokens, so distance[t, s] = (P + t) - s",
+       ON_VALUES},
+      {distance_negated, "the sign is flipped: distance is the query's position minus the "
+                         "key's, (P + t) - s", ON_VALUES},
+      {distance_one_off, "one position off: query t is at P + t (t from 0), key s at s",
+       ON_VALUES}}},
 };
