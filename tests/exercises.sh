@@ -10,10 +10,9 @@
 #                                        exit 1, naming the starting file (the
 #                                        checker says so when the reader's file is
 #                                        this copy, byte for byte: keep the two the same)
-#   tests/exercises/NN-mistake.c         a planted mistake (any name but NN-start or
-#                                        NN-answer): exit 1, and the text of
-#                                        its "// expect: " line (its hint; lines the
-#                                        checker broke are joined first)
+#   tests/exercises/NN-mistake.c         a planted mistake (any other name): exit 1,
+#                                        and the text of its "// expect: " line (its
+#                                        hint; lines the checker broke are joined first)
 # The reader's own exercises/ files are never used. Prints one line per program
 # that fails (with the checker's whole answer) and a count; exits 1 if any failed.
 build=$1
@@ -26,8 +25,8 @@ for program in "$@"; do
     number=$(expr "${name%%-*}" + 0)
     lesson=$(ls -d "$build/lessons/$(printf %02d "$number")"-* 2>/dev/null | head -n 1)
     case $name in
-        (*-answer) want=0; expect="exercise $number: right" ;;
-        (*-start) want=1; expect="the starting file" ;;
+        ([0-9][0-9]-answer) want=0; expect="exercise $number: right" ;;
+        ([0-9][0-9]-start) want=1; expect="the starting file" ;;
         (*) want=1; expect=$(sed -n 's|^// expect: ||p' "$source") ;;
     esac
     answer=$("$build/tools/exercise" "$number" "$lesson" "$program" "$source" "$program.log")

@@ -1,5 +1,5 @@
 // A planted mistake for tests/exercises.sh: divided by the variance, not its square root.
-// expect: its square root
+// expect: not by the variance itself
 #include <math.h>
 
 #include "attention.h"
