@@ -57,8 +57,8 @@ lesson_number = $(or $(shell case '$(1)' in (''|*[!0-9]*) ;; (*) expr '$(1)' + 0
 lesson_dir    = $(or $(firstword $(wildcard lessons/$(shell printf '%02d' $(call lesson_number,$(1)))-*)), \
                   $(error there is no lesson $(1): the lessons are 1 to $(lesson_count)))
 
-.PHONY: FORCE all lessons test test-long run-tests sanitize valgrind docs clean help lesson- compare- test- script- exercise- \
-        check-exercises
+.PHONY: FORCE all lessons test test-long run-tests sanitize valgrind docs clean help lesson- compare- test- script-
+.PHONY: exercise- check-exercises
 .SECONDEXPANSION:
 # The objects are made by pattern rules and named nowhere else, so make
 # would treat them as intermediate files and delete them after each build
@@ -299,7 +299,8 @@ $(BUILD)/tools/exercise: tools/exercise.c tools/exercise_table.h
 # The page's answer is cut out of the page (the ```c block after the summary that
 # names make exercise-N) and given the starting file's #include and typedef lines.
 QUICK_EXERCISES  = 01 09
-EXERCISE_NUMBERS = $(patsubst exercises/%,%,$(foreach f,$(wildcard exercises/[0-9][0-9]-*.c),                      $(firstword $(subst -, ,$(f)))))
+EXERCISE_NUMBERS = $(patsubst exercises/%,%,$(foreach f,$(wildcard exercises/[0-9][0-9]-*.c), \
+                     $(firstword $(subst -, ,$(f)))))
 exercise_checks  = $(foreach n,$(1),$(EXERCISE_BUILD)/bin/$(EXERCISE_BUILD)/answers/$(n)-answer \
                      $(patsubst %.c,$(EXERCISE_BUILD)/bin/%,$(wildcard tests/exercises/$(n)-*.c)))
 $(EXERCISE_BUILD)/answers/%-answer.c: tests/exercises/%-start.c $$(call lesson_dir,$$*) \
@@ -310,8 +311,9 @@ $(EXERCISE_BUILD)/answers/%-answer.c: tests/exercises/%-start.c $$(call lesson_d
 	      found && /^```c$$/ { copy = 1; next } copy && /^```$$/ { exit } copy' \
 	   docs/$(notdir $(call lesson_dir,$*)).md >> $@.tmp
 	@grep -q . $@.tmp && mv $@.tmp $@
+checked_exercises = $(if $(ATTN_TEST_LONG),$(EXERCISE_NUMBERS),$(QUICK_EXERCISES))
 check-exercises: $(BUILD)/tools/exercise $(LESSON_BINS) \
-                 $$(call exercise_checks,$$(if $$(ATTN_TEST_LONG),$$(EXERCISE_NUMBERS),$$(QUICK_EXERCISES)))
+                 $$(call exercise_checks,$$(checked_exercises))
 	@sh tests/exercises.sh $(BUILD) $(filter $(EXERCISE_BUILD)/bin/%,$^)
 exercise_file = $(or $(wildcard exercises/$(notdir $(call lesson_dir,$(1))).c), \
                   $(error lesson $(1) has no write-it exercise (exercises/ lists those that do)))
@@ -367,3 +369,5 @@ help:
 
 -include $(patsubst %.o,%.d,$(COMMON_OBJ) $(LESSON_OBJ) $(SUPPORT_OBJ) $(TEST_BINS:$(BUILD)/tests/%=$(BUILD)/obj/tests/%.o) \
                             $(BUILD)/entry/lesson_table.o)
+# The exercise build's objects (the headers a reader's file or a lesson read).
+-include $(shell find $(EXERCISE_BUILD)/obj -name '*.d' 2>/dev/null)
