@@ -18,7 +18,7 @@
 //
 // CHECK IT
 //   make exercise-16   trains lesson 16's model with yours in place of its own
-//                      at three flag sets (1 step, 6 steps, 30 steps) and
+//                      at four flag sets (1 step, 6, 7 and 30 steps) and
 //                      compares the trained weights, the losses and every
 //                      printed number.
 //   The answer is on the page, docs/16-train.md, under Exercises.

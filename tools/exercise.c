@@ -8,7 +8,8 @@
 // AddressSanitizer and UndefinedBehaviorSanitizer. Both run with each flag set
 // the exercise declares (below), each with --dump into a folder of its own;
 // then every tensor the function affects is compared, in the order the lesson
-// makes them, and then the printed output, number by number. The first
+// makes them, and then the printed output, number by number; and, where the flag
+// set is one that tests/data/ recorded from PyTorch, the tensors with PyTorch's too. The first
 // difference is reported with its flags, its index, the lesson's value and
 // the reader's, and a hint when the difference looks like a common mistake
 // (each exercise declares its hints: a test that looks at the two tensors,
@@ -644,6 +645,96 @@ static void give_hint(const Exercise *ex, const Seen *seen, int when) {
 // Printed under the first line of a report when the reader's file is the starting one.
 static char starting_note[4300];
 
+// How many of the reader's tensors were also compared with PyTorch's recorded values.
+static int torch_compared = 0;
+
+// The folder of PyTorch's recorded run of lesson N with these flags, in `dir`, or false.
+// tests/data/lessonNN/cases.txt lists the recorded runs, one a line: the folder, its
+// sizes as name=value, then the lesson's flags (none for the defaults); lesson 1's one
+// run is the folder itself. "--kernels scalar" changes no number and is not matched.
+static bool recorded_run(char *dir, size_t size, int lesson, const char *flags) {
+    char wanted[1024], path[4096];
+    const char *kernels = strstr(flags, "--kernels scalar");
+    if (kernels != NULL) {
+        snprintf(wanted, sizeof wanted, "%.*s%s", (int)(kernels - flags), flags,
+                 kernels + strlen("--kernels scalar"));
+    } else {
+        snprintf(wanted, sizeof wanted, "%s", flags);
+    }
+    char squeezed[1024];   // single spaces, none at either end
+    int n = 0;
+    for (const char *c = wanted; *c != '\0' && n < (int)sizeof squeezed - 1; c++) {
+        if (*c != ' ' || (n > 0 && squeezed[n - 1] != ' ')) {
+            squeezed[n++] = *c;
+        }
+    }
+    while (n > 0 && squeezed[n - 1] == ' ') {
+        n--;
+    }
+    squeezed[n] = '\0';
+    snprintf(path, sizeof path, "tests/data/lesson%02d/cases.txt", lesson);
+    size_t length;
+    char *cases = read_all(path, &length);
+    if (cases == NULL) {
+        snprintf(dir, size, "tests/data/lesson%02d", lesson);
+        snprintf(path, sizeof path, "tests/data/lesson%02d/stdout.txt", lesson);
+        return squeezed[0] == '\0' && access(path, R_OK) == 0;
+    }
+    bool found = false;
+    for (char *line = strtok(cases, "\n"); !found && line != NULL; line = strtok(NULL, "\n")) {
+        if (line[0] == '#') {
+            continue;
+        }
+        const char *line_flags = strstr(line, " --");
+        line_flags = line_flags != NULL ? line_flags + 1 : "";
+        if (strcmp(line_flags, squeezed) == 0) {
+            snprintf(dir, size, "tests/data/lesson%02d/%.*s", lesson, (int)strcspn(line, " "),
+                     line);
+            found = true;
+        }
+    }
+    free(cases);
+    return found;
+}
+
+// The exercise's tensors of the reader's run against PyTorch's recorded ones, where the
+// run is a recorded one and the tensor was recorded: true when all agree; *compared
+// counts those compared. The first that does not is reported.
+static bool against_pytorch(const Exercise *ex, const char *flags, const char *yours_dir,
+                            int *compared) {
+    char dir[4096];
+    if (!recorded_run(dir, sizeof dir, ex->lesson, flags)) {
+        return true;
+    }
+    for (int t = 0; t < MAX_TENSORS && ex->tensors[t] != NULL; t++) {
+        Array torch, y;
+        if (!load(&torch, dir, ex->tensors[t])) {
+            continue;
+        }
+        if (!load(&y, yours_dir, ex->tensors[t])) {
+            free(torch.v);
+            continue;
+        }
+        long i = same_shape(&torch, &y) ? first_difference(&torch, &y) : -2;
+        if (i == -1) {
+            (*compared)++;
+        } else if (i >= 0) {
+            printf("exercise %d: wrong: %s %s differs from PyTorch's recorded value (%s)\n"
+                   "  run with: %s\n", ex->lesson, ex->tensors[t], shape_text(&torch), dir,
+                   flags_text(flags));
+            printf("%s", starting_note);
+            printf("  at %s: PyTorch's value %.6g, yours %.6g\n", index_text(&torch, i),
+                   torch.v[i], y.v[i]);
+        }
+        free(torch.v);
+        free(y.v);
+        if (i >= 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
 // Lesson N's check with one flag set; true when everything agrees.
 static bool check_run(const Exercise *ex, const char *lesson, const char *exercise,
                       const char *flags, const char *work, const char *log) {
@@ -747,6 +838,9 @@ static bool check_run(const Exercise *ex, const char *lesson, const char *exerci
         give_hint(ex, &seen, ON_VALUES);
         right = false;
     }
+    if (right) {
+        right = against_pytorch(ex, flags, yours_dir, &torch_compared);
+    }
     free(printed_e);
     free(printed_y);
     remove_dir(expected_dir);
@@ -785,8 +879,9 @@ int main(int argc, char **argv) {
         return 2;
     }
     for (int i = 2; i <= 3; i++) {
-        if (access(argv[i], X_OK) != 0) {
-            die("cannot run %s: %s", argv[i], strerror(errno));
+        struct stat st;
+        if (stat(argv[i], &st) != 0 || !S_ISREG(st.st_mode) || access(argv[i], X_OK) != 0) {
+            die("cannot run %s: not a program", argv[i]);
         }
     }
     char log[4096];
@@ -812,6 +907,10 @@ int main(int argc, char **argv) {
                ex->lesson, ex->function);
         for (int r = 0; r < MAX_RUNS && ex->runs[r] != NULL; r++) {
             printf("    %s\n", flags_text(ex->runs[r]));
+        }
+        if (torch_compared > 0) {
+            printf("  and %d of its tensors are PyTorch's recorded ones (tests/data/lesson%02d)\n",
+                   torch_compared, ex->lesson);
         }
     }
     return right ? 0 : 1;

@@ -721,6 +721,7 @@ static const Exercise EXERCISES[] = {
      {"--steps 1 --warmup 1 --lr 0.01 --weight-decay 0.5 --clip 0 --dim 16 --heads 2 "
       "--kv-heads 1 --batch 4 --layers 1",
       "--steps 6 --warmup 2 --lr 0.01 --dim 16 --heads 2 --kv-heads 1 --batch 4 --layers 1",
+      "--dim 16 --heads 2 --kv-heads 1 --seq 8 --batch 4 --steps 7 --warmup 6",
       "--steps 30 --seed 3"},
      {"losses", "accuracies", "grad_norms"}, "",
      {{adamw_unmoved, "the weights never moved: adamw_step must write each parameter's new "
