@@ -1,13 +1,23 @@
 // exercise_table.h - the write-it exercises tools/exercise.c checks: for each, the
 // lesson, the function the reader writes (exercises/NN-name.c), the flag sets it is
 // run with, the dumped tensors the function affects (in the order the lesson makes
-// them), whether the printed output is compared too (and which lines not), and the
-// hints, each a test of
-// the reader's tensor against the lesson's (tools/exercise.c has the common ones)
+// them; {NULL} for none), whether the printed output is compared too (and which lines
+// not), and the hints, each a test of the reader's tensor (or printed output, or a
+// failed run's stderr) against the lesson's (tools/exercise.c has the common tests)
 // and what to say when it holds: the first that holds is given.
 //
-// Adding an exercise: exercises/NN-name.c, an entry here, and the function made an
-// ordinary (non-static) one in the lesson; the Makefile finds the rest by number.
+// Adding an exercise for lesson NN (the Makefile finds the rest by number):
+//   - the function made an ordinary (non-static) one in the lesson, if it is not;
+//   - exercises/NN-name.c: a header comment (what to compute, the formula, the shapes,
+//     the lesson's function it replaces, make exercise-NN), the signature, and a body
+//     that compiles and computes nothing; tests/exercises/NN-start.c, a copy of it;
+//   - an entry below, and tests/exercises/NN-<mistake>.c for each hint, a planted
+//     mistake whose "// expect: " line quotes the hint;
+//   - on the page, a "Write it yourself" exercise whose answer is the ```c block right
+//     after a <summary> that names make exercise-NN (tests/exercises.sh compiles it
+//     with the starting file's #include and typedef lines).
+// make test-long then checks it: the answer passes, the starting file and each mistake
+// get their message.
 
 // --- tests that one exercise uses ---
 
