@@ -670,7 +670,10 @@ static const Exercise EXERCISES[] = {
       {masked_as_queries, "the padding masks the keys, not the queries: read "
                           "attention_mask[b, t, s] for score [b, t, s], whose key is s", ON_VALUES},
       {weight_on_masked, "a padding key still gets weight: a score of 0 is not small enough "
-                         "(exp(0 - max) is not 0); fill with -1e20", ON_VALUES}}},
+                         "(exp(0 - max) is not 0); fill with -1e20", ON_VALUES},
+      {prints_more_nan, "NaN where the lesson has numbers: in a sentence that is all padding "
+                        "every score of a row is filled, and with -inf, -inf - (-inf) is NaN; "
+                        "fill with -1e20 (part 4 shows why)", ON_VALUES}}},
     {6, "split_heads",
      {"", "--seed 3 --batch 2 --seq 5 --dim 48 --heads 4", "--seed 1 --train"},
      {"q_state", "k_state", "v_state", "attention_weight", "output_mid", "output"}, "",
