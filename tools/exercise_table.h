@@ -720,10 +720,9 @@ static const Exercise EXERCISES[] = {
       "--kernels scalar --seed 6 --seq 100 --heads 8 --kv-heads 4 --head-dim 64 --causal",
       "--kernels scalar"},
      {"out"}, "",
-     {{nan_where_number, "NaN in out: is this the starting file's empty body? The scores must "
-                         "become weights, s_t = exp2(s_t - m_new), with m_new = max(m, "
-                         "block_max), and alpha = exp2(m - m_new) (0 when m is -inf)",
-       ON_VALUES},
+     {{nan_where_number, "NaN in out: subtract the new running max, m_new = max(m, "
+                         "block_max), not the old m, which is -inf before the first block: "
+                         "s_t = exp2(s_t - m_new), alpha = exp2(m - m_new)", ON_VALUES},
       {softmax_in_base_e, "out is a softmax of scores log2(e) times too large: the scores are "
                           "in base 2 (the queries were scaled by log2(e)), so take exp2, not "
                           "exp", ON_VALUES},
