@@ -56,7 +56,6 @@
 // KV key/value heads, D head_dim, NV vocabulary (the tokenizer's). Index letters: b batch
 // row, t query position, s key position, l layer, h head.
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,8 +170,14 @@ Run run_init(const Settings *s, const Data *data) {
     run.grads = grads_init(&run.model);
     run.scratch = backward_scratch_init(c, s->batch);
     run.opt = adamw_init(&run.model, &run.grads, s->beta1, s->beta2, s->eps, s->weight_decay);
-    if (s->load_dir != NULL) {
+    if (s->load_dir != NULL) {   // the loaded parameters are what the run uses: --dump's
         checkpoint_load(&run.opt, c, s->load_dir);
+        for (int i = 0; i < run.opt.n_params; i++) {   // (named again: the later one wins)
+            size_t mark = arena_mark();                 // (--dump copies what it is named)
+            named(run.opt.params[i].name, tensor_from(run.opt.params[i].shape,
+                                                      run.opt.params[i].value));
+            arena_release(mark);
+        }
     }
     int steps = s->steps > 1 ? s->steps : 1, evals = s->steps / s->eval_every + 2;
     run.loss = floats(steps);
@@ -522,12 +527,11 @@ static void finish_outputs(const Run *run, bool dump) {
     if (dump) {
         named("attn_weights", tensor_from(shape5(3, L, H, n, n), run->maps));
     }
-    if (s->save_dir != NULL && !checkpoint_save(&run->opt, &run->data.tok, c, s->save_dir)) {
-        fail("--save %s: %s", s->save_dir, strerror(errno));
+    if (s->save_dir != NULL) {   // kept: lesson_finish writes them with --dump's and --dot's
+        checkpoint_save(&run->opt, &run->data.tok, c, s->save_dir);
     }
-    if (s->svg_file != NULL &&
-        !svg_language(s->svg_file, run, run->maps, run->map_steps)) {
-        fail("--svg %s: %s", s->svg_file, strerror(errno));
+    if (s->svg_file != NULL) {
+        svg_language(s->svg_file, run, run->maps, run->map_steps);
     }
 }
 

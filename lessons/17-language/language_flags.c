@@ -8,6 +8,7 @@
 #include "checkpoint.h"
 #include "kernels.h"
 #include "language.h"
+#include "lesson/outputs.h"
 #include "speed/choice.h"
 #include "svg.h"
 
@@ -233,8 +234,8 @@ Settings read_flags(Lesson *lesson, Text *text, int argc, char **argv) {
                                         : chars ? &vocabulary : NULL;
     check_text_value(lesson, "--prompt", prompt, chars_vocabulary);
     check_text_value(lesson, "--sentence", sentence, chars_vocabulary);
-    if (svg_file != NULL) {
-        svg_check(lesson, svg_file);
+    if (svg_file != NULL) {   // checked with the run's other outputs (lesson_start)
+        declare_output("--svg", svg_file, OUTPUT_FILE);
     }
     arena_release(mark);
     return s;

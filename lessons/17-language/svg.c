@@ -15,11 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "checkpoint.h"
-#include "lesson/files.h"
+#include "lesson/outputs.h"
 
 enum { CELL = 8, GAP = 14, LAYER_GAP = 18, LEFT = 112, TOP = 44, ROW_GAP = 30, SHADES = 16,
        KEY = 12, KEY_HEIGHT = 34, CHART_W = 480, CHART_H = 150, CHART_TOP = 40 };
@@ -64,17 +61,6 @@ static const char *xml_label(const Tokenizer *tok, int id) {
     return out;
 }
 
-void svg_check(const Lesson *lesson, const char *path) {
-    struct stat info;
-    if (stat(path, &info) == 0 && !S_ISREG(info.st_mode)) {
-        usage_error(lesson, "--svg: '%s' is not a regular file", shown(path));
-    }
-    const char *dir = parent_of(path);
-    if (access(dir, W_OK | X_OK) != 0) {
-        usage_error(lesson, "--svg: cannot write into '%s'", shown(dir));
-    }
-}
-
 // The chart of the losses at (x0, y0), CHART_W by CHART_H, loss 0 at the bottom.
 static void chart(SvgText *t, const Run *run, int x0, int y0) {
     int steps = run->s.steps;
@@ -116,7 +102,7 @@ static void chart(SvgText *t, const Run *run, int x0, int y0) {
          x0 + CHART_W + 10, y0 + 48);
 }
 
-bool svg_language(const char *path, const Run *run, const float *maps, const int *steps) {
+const char *svg_text(size_t *length, const Run *run, const float *maps, const int *steps) {
     const Config *c = &run->s.config;
     const Tokenizer *tok = &run->data.tok;
     int n = run->n_sentence, H = c->num_attention_heads, L = c->num_hidden_layers;
@@ -161,8 +147,12 @@ bool svg_language(const char *path, const Run *run, const float *maps, const int
                 for (int shade_level = 1; shade_level <= SHADES; shade_level++) {
                     bool any = false;
                     for (int i = 0; i < n * n; i++) {
-                        int level = (int)(att[i] * SHADES + 0.5f);
-                        if ((level > SHADES ? SHADES : level) != shade_level) {
+                        // Compared as floats before any becomes an int: a NaN (weights
+                        // loaded as NaN) is left white, and no float past an int's range
+                        // is converted (undefined behaviour).
+                        float w = att[i];
+                        int level = w > 0.0f ? (w < 1.0f ? (int)(w * SHADES + 0.5f) : SHADES) : 0;
+                        if (level != shade_level) {
                             continue;
                         }
                         emit(&t, "%sM%d %dh%dv%dh-%dz", any ? "" : "<path d=\"",
@@ -190,5 +180,16 @@ bool svg_language(const char *path, const Run *run, const float *maps, const int
     emit(&t, "<text x=\"%d\" y=\"%d\">a cell is as dark as its weight, rounded to sixteenths "
         "(below 1/32: white)</text>\n", LEFT + (SHADES + 1) * KEY + 10, y_key + 9);
     emit(&t, "</svg>\n");
-    return save_file(path, t.text, t.used);
+    *length = t.used;
+    return t.text;
+}
+
+void svg_language(const char *path, const Run *run, const float *maps, const int *steps) {
+    size_t length;
+    const char *text = svg_text(&length, run, maps, steps);
+    unsigned char *bytes = malloc(length);   // keep_output's to free
+    if (bytes != NULL) {
+        memcpy(bytes, text, length);
+    }
+    keep_output("--svg", path, bytes, length);   // written with the run's other outputs
 }
