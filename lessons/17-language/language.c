@@ -24,7 +24,8 @@
 //   token drawn with probability p (torch.multinomial)
 //
 // THE PYTORCH IT MIRRORS (docs/17-language.md has the whole script)
-//   torch.manual_seed(seed); model = TinyLlama(config); repeated = torch.randint(0, NV, (N//2,))
+//   torch.manual_seed(seed); model = TinyLlama(config)
+//   repeated = train[torch.randint(len(train), (N // 2,))]
 //   for step in range(1, steps + 1):
 //       x, y = get_batch(train)
 //       loss = F.cross_entropy(model(x).view(-1, NV), y.view(-1))
