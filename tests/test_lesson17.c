@@ -601,7 +601,8 @@ END_TEST
 
 // A weight of Inf (or more than 1) is the darkest shade, NaN none, in the text maps and
 // the SVG: a float past an int's range is never converted to int (undefined behaviour:
-// an Inf indexed the shades at INT_MIN, and was left out of the image).
+// an Inf indexed the shades at INT_MIN, and was left out of the image). And the SVG's
+// chart of losses that are not numbers stays inside the chart.
 START_TEST(test_shades_of_weights_that_are_not_numbers) {
     ck_assert_int_eq(shade(INFINITY), '@');
     ck_assert_int_eq(shade(1e30f), '@');
@@ -638,6 +639,23 @@ START_TEST(test_shades_of_weights_that_are_not_numbers) {
     }
     ck_assert_int_eq(black_paths, 3);
     ck_assert_int_eq(cells, 3 * 8);
+    // The chart of a run whose losses are not numbers (diverged), or of no losses at all:
+    // every point inside the chart, no "nan" or "inf" in the image (the scale divided by a
+    // top of 0, undefined behaviour under -fsanitize=float-divide-by-zero).
+    float losses[3] = {NAN, INFINITY, 2.5f}, train[1] = {NAN}, val[1] = {INFINITY};
+    int eval_step[1] = {3};
+    run.s.steps = 3;
+    run.loss = losses;
+    run.n_evals = 1;
+    run.eval_step = eval_step;
+    run.eval_train = train;
+    run.eval_val = val;
+    text = svg_text(&length, &run, maps, steps);
+    ck_assert_msg(strstr(text, "nan") == NULL && strstr(text, "inf") == NULL, "%s", text);
+    // The chart at (112, 40), 480 by 150, its top the largest finite loss rounded up (3):
+    // NaN and Inf drawn at the top, 2.5 at 150 - 2.5 * 50 below it.
+    ck_assert_msg(strstr(text, "points=\"272.0,40.0 432.0,40.0 592.0,65.0\"") != NULL, "%s",
+                  text);
 }
 END_TEST
 

@@ -61,17 +61,23 @@ static const char *xml_label(const Tokenizer *tok, int id) {
     return out;
 }
 
+// A loss as drawn: within [0, top], a NaN or an Inf (a run that diverged) at the top.
+static double drawn(float loss, float top) {
+    return isfinite(loss) ? fmin(fmax((double)loss, 0.0), (double)top) : (double)top;
+}
+
 // The chart of the losses at (x0, y0), CHART_W by CHART_H, loss 0 at the bottom.
 static void chart(SvgText *t, const Run *run, int x0, int y0) {
     int steps = run->s.steps;
-    float top = 0.0f;
+    float top = 0.0f;   // the largest finite loss, rounded up (1 if there is none)
     for (int s = 0; s < steps; s++) {
-        top = fmaxf(top, run->loss[s]);
+        top = isfinite(run->loss[s]) ? fmaxf(top, run->loss[s]) : top;
     }
     for (int e = 0; e < run->n_evals; e++) {
-        top = fmaxf(top, fmaxf(run->eval_train[e], run->eval_val[e]));
+        float both = fmaxf(run->eval_train[e], run->eval_val[e]);
+        top = isfinite(both) ? fmaxf(top, both) : top;
     }
-    top = ceilf(top);
+    top = top > 0.0f ? ceilf(top) : 1.0f;
     double x_scale = steps > 0 ? (double)CHART_W / steps : 0, y_scale = CHART_H / (double)top;
     emit(t, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#bbb\"/>\n",
          x0, y0, CHART_W, CHART_H);
@@ -83,7 +89,7 @@ static void chart(SvgText *t, const Run *run, int x0, int y0) {
     emit(t, "<polyline fill=\"none\" stroke=\"#999\" stroke-width=\"0.7\" points=\"");
     for (int s = 0; s < steps; s++) {
         emit(t, "%s%.1f,%.1f", s > 0 ? " " : "", x0 + (s + 1) * x_scale,
-             y0 + CHART_H - run->loss[s] * y_scale);
+             y0 + CHART_H - drawn(run->loss[s], top) * y_scale);
     }
     emit(t, "\"/>\n");
     const float *series[2] = {run->eval_train, run->eval_val};
@@ -92,7 +98,7 @@ static void chart(SvgText *t, const Run *run, int x0, int y0) {
         emit(t, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", colours[k]);
         for (int e = 0; e < run->n_evals; e++) {
             emit(t, "%s%.1f,%.1f", e > 0 ? " " : "", x0 + run->eval_step[e] * x_scale,
-                 y0 + CHART_H - series[k][e] * y_scale);
+                 y0 + CHART_H - drawn(series[k][e], top) * y_scale);
         }
         emit(t, "\"/>\n");
         emit(t, "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s</text>\n", x0 + CHART_W + 10,
