@@ -179,9 +179,9 @@ TABLE_TESTS := $(shell grep -l -w -E 'N_LESSONS|LESSONS|lesson_entry' tests/test
 $(foreach test,$(TABLE_TESTS),$(eval $(test:tests/%.c=$(BUILD)/tests/%): $(BUILD)/entry/lessons.a))
 FORCE:
 
-# test_outputs runs lessons with tests/rename_fault.c loaded (LD_PRELOAD) to fail one
-# rename of their output; it is built without the sanitizers, which the lesson has.
-$(BUILD)/tests/test_outputs: | $(BUILD)/tests/rename_fault.so
+# test_outputs and test_lesson17 run lessons with tests/rename_fault.c loaded (LD_PRELOAD)
+# to fail one rename of their output; it is built without the sanitizers, which the lesson has.
+$(BUILD)/tests/test_outputs $(BUILD)/tests/test_lesson17: | $(BUILD)/tests/rename_fault.so
 $(BUILD)/tests/rename_fault.so: tests/rename_fault.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
@@ -221,8 +221,8 @@ test-%: $$(call lesson_dir,$$*)
 # makes in the test's own process or samples (tests/harness.h: long_tests): every fuzzed
 # command line and every size at its limit also as a program, every size flag run at its
 # budget's edge, every sized run each lesson's test lists; and the runs the pages document
-# that the lessons' budgets estimate over 10 s (harness.h: made_in_this_test; lesson 17's
-# default run), which make test names as skipped. .ci/run runs it.
+# that the lessons' budgets estimate over 5 s (harness.h: made_in_this_test; lessons 17's and
+# 18's default runs), which make test names as skipped. .ci/run runs it.
 test-long:
 	@sh tests/ensure-check.sh
 	@ATTN_TEST_LONG=1 $(MAKE) --no-print-directory $(parallel) run-tests

@@ -149,11 +149,12 @@ void make_planned_runs(void);
 // lesson's own budget (common/lesson/budget.h) estimates it at CHEAP_SECONDS or less;
 // make test-long makes every one. The estimates are the slow end (most runs take a half
 // to a fifth of theirs), so make test still makes lesson 16's default run (about 3 s
-// estimated) and lesson 17's byte pairs (7 s estimated, under 2 taken), and leaves lesson
-// 17's default run (48 s estimated, 40 taken: most of make test's time, on 2 cores).
+// estimated), and leaves lessons 17's and 18's default runs (48 s estimated each, about 40
+// and 30 taken: most of make test's time, on 2 cores), lesson 18's --experiment length
+// (9 s) and lesson 17's byte pairs (7 s estimated, under 2 taken).
 // A test that leaves runs says so with note_skipped, naming them, so that none is left
 // in silence (the runner counts the check as skipped).
-#define CHEAP_SECONDS 10.0
+#define CHEAP_SECONDS 5.0
 // The seconds `program` (a lesson) estimates for a run with `args`: run once with
 // ATTN_COST=check, which prints the prediction and stops before any work; -1 when the
 // budget refuses the run or the program prints no prediction (such a run is cheap).
