@@ -180,9 +180,9 @@ TABLE_TESTS := $(shell grep -l -w -E 'N_LESSONS|LESSONS|lesson_entry' tests/test
 $(foreach test,$(TABLE_TESTS),$(eval $(test:tests/%.c=$(BUILD)/tests/%): $(BUILD)/entry/lessons.a))
 FORCE:
 
-# test_outputs runs lessons with tests/rename_fault.c loaded (LD_PRELOAD) to fail one
-# rename of their output; it is built without the sanitizers, which the lesson has.
-$(BUILD)/tests/test_outputs: | $(BUILD)/tests/rename_fault.so
+# test_outputs and test_lesson17 run lessons with tests/rename_fault.c loaded (LD_PRELOAD)
+# to fail one rename of their output; it is built without the sanitizers, which the lesson has.
+$(BUILD)/tests/test_outputs $(BUILD)/tests/test_lesson17: | $(BUILD)/tests/rename_fault.so
 $(BUILD)/tests/rename_fault.so: tests/rename_fault.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
@@ -221,7 +221,9 @@ test-%: $$(call lesson_dir,$$*)
 # make test-long: make test's checks and those that need many programs, which make test
 # makes in the test's own process or samples (tests/harness.h: long_tests): every fuzzed
 # command line and every size at its limit also as a program, every size flag run at its
-# budget's edge, every sized run each lesson's test lists. .ci/run runs it.
+# budget's edge, every sized run each lesson's test lists; and the runs the pages document
+# that the lessons' budgets estimate over 5 s (harness.h: made_in_this_test; lessons 17's and
+# 18's default runs), which make test names as skipped. .ci/run runs it.
 test-long:
 	@sh tests/ensure-check.sh
 	@ATTN_TEST_LONG=1 $(MAKE) --no-print-directory $(parallel) run-tests
@@ -324,19 +326,23 @@ exercise-%: $$(BUILD)/$$(call lesson_dir,$$*) \
 
 # --- the diagrams ------------------------------------------------------------------
 
-# Each lesson draws its own dataflow with --dot; Graphviz renders it to SVG. Lesson 16 also
-# draws its attention maps itself, one image a task (--svg): plain SVG text that is the same
-# on every machine (Graphviz's is not), so .ci/run checks them against the committed ones.
-# Each committed docs/diagrams/NN-name-TASK-maps.svg is drawn again by
-# lessons/NN-name --task TASK --svg FILE.
+# Each lesson draws its own dataflow with --dot; Graphviz renders it to SVG. Lessons 16 and
+# 17 also draw their attention maps themselves (--svg): plain SVG text that is the same on
+# every machine (Graphviz's is not), so .ci/run checks them against the committed ones.
+# A committed docs/diagrams/NN-name-maps.svg is drawn again by the default run that draws
+# the dataflow (lessons/NN-name --dot ... --svg FILE: lesson 17's minute of training made
+# once for both), each docs/diagrams/NN-name-TASK-maps.svg by lessons/NN-name --task TASK
+# --svg FILE.
 DRAWN_SVGS = $(wildcard docs/diagrams/*-maps.svg)
 docs: $(LESSON_BINS)
 	@mkdir -p docs/diagrams
 	@for dir in $(LESSON_DIRS); do \
-	   name=$$(basename $$dir); \
-	   ./$(BUILD)/$$dir --dot docs/diagrams/$$name.dot > /dev/null || exit 1; \
+	   name=$$(basename $$dir); maps=docs/diagrams/$$name-maps.svg; \
+	   ./$(BUILD)/$$dir --dot docs/diagrams/$$name.dot $$(test -f $$maps && echo --svg $$maps) \
+	     > /dev/null || exit 1; \
 	   dot -Tsvg docs/diagrams/$$name.dot -o docs/diagrams/$$name.svg || exit 1; \
 	   echo "  DOT     docs/diagrams/$$name.svg"; \
+	   if test -f $$maps; then echo "  SVG     $$maps"; fi; \
 	 done
 	@for svg in $(DRAWN_SVGS); do \
 	   name=$${svg#docs/diagrams/}; name=$${name%-maps.svg}; \
@@ -360,7 +366,7 @@ help:
 	@echo "make test           build and run the tests (installs check if it is missing)"
 	@echo "make test-N         lesson N's tests alone (tests/test_lessonNN.c)"
 	@echo "make exercise-N     check your exercises/NN-name.c: lesson N run with your function"
-	@echo "make test-long      make test, and the checks that run the lessons thousands of times"
+	@echo "make test-long      make test, the checks that run the lessons thousands of times, the long runs"
 	@echo "make sanitize       run every lesson and test under ASan + UBSan"
 	@echo "make valgrind       run every lesson and test under valgrind"
 	@echo "make docs           redraw docs/diagrams/*.svg from each lesson's --dot (and --svg)"

@@ -407,6 +407,43 @@ RunResult run_program_once(const char *program, const char *const *args) {
     return made != NULL ? *made : keep_run(key, run_program(program, args));
 }
 
+double estimated_seconds(const char *program, const char *const *args) {
+    const char *key = path_join("ATTN_COST=check\n%s", run_key(program, args));
+    const RunResult *made = made_run(key);
+    RunResult r;
+    if (made != NULL) {
+        r = *made;
+    } else {
+        const char *before = getenv("ATTN_COST");
+        char *saved = before != NULL ? kept_copy(before) : NULL;
+        setenv("ATTN_COST", "check", 1);
+        r = keep_run(key, run_program(program, args));
+        if (saved != NULL) {
+            setenv("ATTN_COST", saved, 1);
+            free(saved);
+        } else {
+            unsetenv("ATTN_COST");
+        }
+    }
+    const char *at = strstr(r.err, ": cost: predicted bytes=");
+    at = at != NULL ? strstr(at, " seconds=") : NULL;
+    return r.status == 0 && at != NULL ? strtod(at + strlen(" seconds="), NULL) : -1.0;
+}
+
+bool made_in_this_test(const char *program, const char *const *args, const char **left) {
+    double seconds = long_tests() ? 0.0 : estimated_seconds(program, args);
+    if (seconds <= CHEAP_SECONDS) {
+        return true;
+    }
+    const char *name = strrchr(program, '/') != NULL ? strrchr(program, '/') + 1 : program;
+    char *words = (char *)run_key("", args);
+    for (char *c = words; *c != '\0'; c++) {
+        *c = *c == '\n' ? ' ' : *c;   // run_key's newlines between the words
+    }
+    *left = path_join("%s%s (about %.0f s)", name, words, seconds);
+    return false;
+}
+
 // Start `program` with `args` in directory `dir` (NULL: here), its stdout
 // and stderr on out_fd and err_fd, SIGINT and SIGTERM at their defaults
 // (a test run in the background inherits them ignored), stopped after

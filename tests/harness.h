@@ -144,6 +144,26 @@ void run_programs_once(int n, const char *const *programs, const char *const *co
 // notes are arena strings).
 void plan_run_once(const char *program, const char *const *args);
 void make_planned_runs(void);
+// --- runs too dear for make test ----------------------------------------------------
+// make test makes a run the pages document (test_docs, line_width.c) only when the
+// lesson's own budget (common/lesson/budget.h) estimates it at CHEAP_SECONDS or less;
+// make test-long makes every one. The estimates are the slow end (most runs take a half
+// to a fifth of theirs), so make test still makes lesson 16's default run (about 3 s
+// estimated), and leaves lessons 17's and 18's default runs (48 s estimated each, about 40
+// and 30 taken: most of make test's time, on 2 cores), lesson 18's --experiment length
+// (9 s) and lesson 17's byte pairs (7 s estimated, under 2 taken).
+// A test that leaves runs says so with note_skipped, naming them, so that none is left
+// in silence (the runner counts the check as skipped).
+#define CHEAP_SECONDS 5.0
+// The seconds `program` (a lesson) estimates for a run with `args`: run once with
+// ATTN_COST=check, which prints the prediction and stops before any work; -1 when the
+// budget refuses the run or the program prints no prediction (such a run is cheap).
+double estimated_seconds(const char *program, const char *const *args);
+// True when this test makes the run: under make test-long always, under make test when
+// estimated_seconds is at most CHEAP_SECONDS. When not, *left names the run and its
+// estimate, "17-language --steps 900 (about 52 s)" (an arena string).
+bool made_in_this_test(const char *program, const char *const *args, const char **left);
+
 // The built lesson binary for lesson directory `dir` ("02-self-attention-v1").
 const char *lesson_binary(const char *dir);
 

@@ -11,9 +11,9 @@
 // --- the lessons and their flags, from --help ---------------------------------------------
 
 static Kind kind_of(const char *value_word) {
-    const char *words[] = {"N", "F", "P", "WORD", "DIR", "FILE"};
-    const Kind kinds[] = {NUMBER, FLOAT, PROBABILITY, CHOICE, DIRECTORY, FILE_NAME};
-    for (int i = 0; i < 6; i++) {
+    const char *words[] = {"N", "F", "P", "WORD", "DIR", "FILE", "TEXT"};
+    const Kind kinds[] = {NUMBER, FLOAT, PROBABILITY, CHOICE, DIRECTORY, FILE_NAME, TEXT};
+    for (int i = 0; i < 7; i++) {
         if (strcmp(value_word, words[i]) == 0) {
             return kinds[i];
         }
@@ -207,6 +207,9 @@ static void make_quicker(const LessonCli *cli, Argv *argv, int fixed, double sec
     }
 }
 
+// The quick start is worked out under a time budget raised out of the way: a lesson whose
+// defaults pass the budget with the kernels the test runs (lesson 17's, with the scalar
+// ones) still gets a start within QUICK_SECONDS.
 void quick_start(LessonCli *cli) {
     if (cli->has_quick) {
         return;
@@ -214,9 +217,17 @@ void quick_start(LessonCli *cli) {
     cli->has_quick = true;
     cli->quick.n = 0;
     cli->quick.words[0] = NULL;
+    const char *allowed = getenv("ATTN_MAX_SECONDS");
+    allowed = allowed != NULL ? path_join("%s", allowed) : NULL;
+    setenv("ATTN_MAX_SECONDS", "100000", 1);
     double seconds = estimate(cli, &cli->quick);
     ck_assert_msg(seconds >= 0, "%s: its defaults are refused", cli->dir);
     make_quicker(cli, &cli->quick, 0, seconds);
+    if (allowed != NULL) {
+        setenv("ATTN_MAX_SECONDS", allowed, 1);
+    } else {
+        unsetenv("ATTN_MAX_SECONDS");
+    }
 }
 
 double quicker(LessonCli *cli, Argv *argv, int fixed) {

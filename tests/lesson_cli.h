@@ -12,8 +12,8 @@
 enum { MAX_FLAGS = 48, MAX_WORDS = 64 };
 
 // What a flag's value word in --help says it takes: N, F, P, WORD, DIR,
-// FILE, or nothing (a switch).
-typedef enum { SWITCH, NUMBER, FLOAT, PROBABILITY, CHOICE, DIRECTORY, FILE_NAME } Kind;
+// FILE, TEXT (free text, UTF-8: lesson 17's --prompt), or nothing (a switch).
+typedef enum { SWITCH, NUMBER, FLOAT, PROBABILITY, CHOICE, DIRECTORY, FILE_NAME, TEXT } Kind;
 
 typedef struct {
     const char *flag;            // "--dim"

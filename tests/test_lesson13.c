@@ -680,6 +680,28 @@ START_TEST(test_bench_refuses_shape_flags) {
 }
 END_TEST
 
+// Small blocks pay each tile's call for every few pairs: the estimate counts the tiles
+// (NS_PER_TILE). Counted by pairs alone, --block-q 1 --block-k 1 --seq 8192 was estimated
+// at 9.3 s and took 89; now it is refused by its estimate. Each estimate here is at least
+// the tiles' share: what the runs took, per tile, on the machine the prices were measured.
+START_TEST(test_small_blocks_are_priced_by_their_tiles) {
+    LessonCall call = call_lesson(lesson_main, (const char *const[]){
+        "--block-q", "1", "--block-k", "1", "--seq", "8192", NULL});
+    ck_assert_msg(call.status == 2 && strstr(call.err, "lesson-13: --seq 8192 would take about ")
+                  == call.err && strstr(call.err, "more than the 60 seconds allowed") != NULL,
+                  "exit %d: %s", call.status, call.err);
+    ck_assert_double_ge(call.budget.seconds, 8.0 * 8192 * 8192 * (30 + 1.1 * 64) * 1e-9);
+    call = call_lesson(lesson_main, (const char *const[]){
+        "--seq", "6000", "--heads", "16", "--head-dim", "1", "--batch", "4", "--block-q", "1",
+        "--block-k", "1", "--threads", "256", "--causal", NULL});
+    ck_assert_double_ge(call.budget.seconds, 4.0 * 16 * 6000 * 6001 / 2 * 31.1e-9);
+    // Blocks of 64 (the default) pay it once for 4096 pairs: the estimate barely moves.
+    call = call_lesson(lesson_main, (const char *const[]){"--seq", "2048", NULL});
+    ck_assert_msg(call.status == 0 && call.reached_work, "exit %d: %s", call.status, call.err);
+    ck_assert_double_lt(call.budget.cost.kernel_seconds, 0.01);
+}
+END_TEST
+
 // Blocks of one query and one key would keep --bench busy for many
 // minutes: it refuses them, naming the flags and its budget, before it
 // prints anything.
@@ -689,7 +711,17 @@ START_TEST(test_bench_refuses_what_it_cannot_finish) {
                                                       "1", NULL});
     assert_one_line_refusal(run, "lesson-13: ", "--bench --block-q 1 --block-k 1");
     ck_assert_msg(strstr(run.err, "--block-q 1 --block-k 1") != NULL &&
-                  strstr(run.err, "budget") != NULL, "%s", run.err);
+                  strstr(run.err, "more than the 60 s allowed; allow it with "
+                          "ATTN_MAX_SECONDS=") != NULL, "%s", run.err);
+    // Its budget of time is ATTN_MAX_SECONDS, as every run's (it kept one of 150 s that the
+    // variable did not govern): its default run, estimated at half a minute here, is
+    // refused under one second.
+    setenv("ATTN_MAX_SECONDS", "1", 1);
+    run = run_program(lesson_binary(LESSON_DIR), (const char *const[]){"--bench", NULL});
+    unsetenv("ATTN_MAX_SECONDS");
+    assert_one_line_refusal(run, "lesson-13: ", "ATTN_MAX_SECONDS=1 --bench");
+    ck_assert_msg(strstr(run.err, "more than the 1 s allowed; allow it with "
+                          "ATTN_MAX_SECONDS=") != NULL, "%s", run.err);
     // And what it would hold, against the budget (lesson/budget.h): its
     // naive runs take a few heads at a time, so it needs about 214 MiB.
     setenv("ATTN_MAX_MIB", "100", 1);
@@ -795,6 +827,7 @@ Suite *lesson13_suite(void) {
     tcase_add_test(flags, test_bad_flags);
     tcase_add_test(flags, test_bench_refuses_shape_flags);
     tcase_add_test(flags, test_bench_refuses_what_it_cannot_finish);
+    tcase_add_test(flags, test_small_blocks_are_priced_by_their_tiles);
     tcase_add_test(flags, test_runs_at_its_sizes);
     tcase_add_test(flags, test_help);
     suite_add_tcase(suite, flags);

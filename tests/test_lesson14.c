@@ -751,6 +751,31 @@ START_TEST(test_short_bench_fits_100_columns) {
 }
 END_TEST
 
+// --bench's estimate counts what small blocks and the scalar twins cost: a tile's products
+// take at least 900 ns (padded to 16 rows), the twins 1.1 ns a multiply-add. Counted by
+// pairs alone at the vector kernels' price, --block-q 1 --block-k 1 --seq 1536 was estimated
+// at 20 s and took 85, and ATTN_KERNELS=scalar --seq 1024 11 s and 52.
+START_TEST(test_bench_prices_small_blocks_and_the_twins) {
+    LessonCall call = call_lesson(lesson_main, (const char *const[]){
+        "--bench", "--block-q", "1", "--block-k", "1", "--seq", "1536", NULL});
+    ck_assert_msg(call.status == 2 && strstr(call.err, "more than the 60 seconds allowed") !=
+                  NULL, "exit %d: %s", call.status, call.err);
+    // Each case runs its tiled backward at least 3 times, the causal one half the tiles.
+    ck_assert_double_ge(call.budget.seconds, 4.5 * 8 * 1536.0 * 1536 * 900e-9);
+    const char *before = getenv("ATTN_KERNELS");
+    char *saved = before != NULL ? strcpy(arena_alloc(strlen(before) + 1, 1), before) : NULL;
+    setenv("ATTN_KERNELS", "scalar", 1);
+    call = call_lesson(lesson_main, (const char *const[]){"--bench", "--seq", "1024", NULL});
+    if (saved != NULL) {
+        setenv("ATTN_KERNELS", saved, 1);
+    } else {
+        unsetenv("ATTN_KERNELS");
+    }
+    ck_assert_msg(call.budget.made, "exit %d: %s", call.status, call.err);
+    ck_assert_double_ge(call.budget.seconds, 4.5 * 5 * 8 * 1024.0 * 1024 * 64 * 1.1e-9);
+}
+END_TEST
+
 START_TEST(test_kv_heads_default) {
     RunResult run = check_prints(LESSON_DIR,
                                  (const char *const[]){"--heads", "3", "--seq", "2", NULL},
@@ -782,9 +807,9 @@ static const BudgetRefusal REFUSED[] = {
     // One-query blocks cost a tile's overhead once per query and key (issue 18 saw lesson
     // 13's run past 25 s with no output).
     {{"--bench", "--block-q", "1", "--block-k", "1", NULL},
-     "lesson-14: --block-q 1 --block-k 1 would take about 13 minutes (estimated from the sizes), "
+     "lesson-14: --block-q 1 --block-k 1 would take about 54 minutes (estimated from the sizes), "
      "more than the 60 seconds allowed; choose smaller sizes, or allow it with "
-     "ATTN_MAX_SECONDS=770",
+     "ATTN_MAX_SECONDS=3300",
      "ATTN_KERNELS=scalar"},
 };
 
@@ -841,6 +866,7 @@ Suite *lesson14_suite(void) {
     tcase_add_test(flags, test_help);
     tcase_add_test(flags, test_kv_heads_default);
     tcase_add_test(flags, test_short_bench_fits_100_columns);
+    tcase_add_test(flags, test_bench_prices_small_blocks_and_the_twins);
     suite_add_tcase(suite, flags);
     add_budget_tests(suite, &BUDGET);
     return suite;

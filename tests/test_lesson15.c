@@ -462,6 +462,11 @@ static const BudgetRefusal REFUSED[] = {
      "lesson-15: --batch 8 --prompt 512 --dim 2048 --heads 16 --kv-heads 4 would hold about 2.2 "
      "GiB at once, more than the 512 MiB allowed; choose smaller sizes, or allow it with "
      "ATTN_MAX_MIB=2300", NULL},
+    // One head as wide as the model: its k_proj and v_proj (C, C) were left out of the
+    // count, which admitted this at 511.7 MiB; it held 597.
+    {{"--heads", "1", "--kv-heads", "1", "--prompt", "1", "--new", "1", "--dim", "3338", NULL},
+     "lesson-15: --dim 3338 would hold about 597 MiB at once, more than the 512 MiB allowed; "
+     "choose smaller sizes, or allow it with ATTN_MAX_MIB=600", NULL},
 };
 
 // Sizes where the tensors that grow with the flags are most of what a run holds, each
@@ -472,6 +477,8 @@ static const SizedRun SIZED[] = {
       "--kv-heads", "2", "--hidden", "256", NULL}},
     {{"--batch", "2", "--prompt", "64", "--new", "8", "--dim", "256", "--heads", "8", "--kv-heads",
       "1", "--rope-layout", "interleaved", "--dump", "", NULL}},
+    // One head as wide as the model, k_proj and v_proj as big as q_proj and o_proj.
+    {{"--heads", "1", "--kv-heads", "1", "--prompt", "1", "--new", "1", "--dim", "1024", NULL}},
 };
 
 static const LessonBudget BUDGET = {

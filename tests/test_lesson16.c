@@ -34,6 +34,7 @@
 #include "../lessons/16-train/show.c"
 #include "../lessons/16-train/svg.c"
 #include "../lessons/16-train/train_flags.c"
+#include "lesson/files.h"
 
 #define LESSON "16-train"
 #define DATA DATA_DIR "/lesson16"
@@ -916,6 +917,285 @@ START_TEST(test_save_leaves_nothing_half_written) {
 }
 END_TEST
 
+// --- printing the widest tokens -----------------------------------------------------------
+
+// --vocab 65536: keys k0..k32767 and values v0..v32767, six characters each, where the
+// example's text had room for five (N*6+8 bytes for N tokens and their gaps): the run
+// aborted ("munmap_chunk(): invalid pointer") or, under ASan, stopped at a heap overflow.
+START_TEST(test_widest_tokens_are_printed_whole) {
+    Config c = {RECALL, 65536, 8, 24, 1, 2, 1, 4, 24, 10000, 1e-6f};
+    float ids[24];
+    const char *want = "";
+    int questions = 24 / 8, pairs = 24 / 2 - questions;
+    for (int t = 0; t < 24; t++) {
+        ids[t] = t % 2 == 0 ? 32767.0f : 65535.0f;   // k32767 v32767 ..., the widest
+        const char *gap = t == 0 ? "" : t == 2 * pairs ? " | " : t % 2 == 0 ? " " : "";
+        want = path_join("%s%s%s", want, gap, t % 2 == 0 ? "k32767" : "v32767");
+    }
+    ck_assert_str_eq(sequence_text(&c, ids), want);
+    ck_assert_str_eq(token_text(&c, 32767), "k32767");
+    ck_assert_str_eq(token_text(&c, 65535), "v32767");
+    Config r = {REVERSE, 65536, 8, 24, 1, 2, 1, 4, 24, 10000, 1e-6f};
+    ck_assert_str_eq(token_text(&r, 65534), "65534");
+    // The whole run, as the probe ran it.
+    RunResult run = run_program(lesson_binary(LESSON), (const char *const[]){
+        "--vocab", "65536", "--seq", "24", "--steps", "1", "--batch", "1", "--layers", "1",
+        "--dim", "8", "--heads", "2", "--kv-heads", "1", NULL});
+    ck_assert_msg(run.status == 0, "exit %d: %s", run.status, run.err);
+    ck_assert_msg(strstr(run.out, "keys k0..k32767 are tokens 0..32767") != NULL, "%s", run.out);
+}
+END_TEST
+
+// A weight of Inf (or more than 1) is the darkest shade, NaN none, in the text maps and
+// the SVG: a float past an int's range is never converted to int (undefined behaviour:
+// an Inf used to index the shades at INT_MIN, and to be left out of the image).
+START_TEST(test_shades_of_weights_that_are_not_numbers) {
+    ck_assert_int_eq(shade(INFINITY), '@');
+    ck_assert_int_eq(shade(1e30f), '@');
+    ck_assert_int_eq(shade(NAN), ' ');
+    ck_assert_int_eq(shade(-INFINITY), ' ');
+    ck_assert_int_eq(shade(0.5f), '+');   // the fifth ninth
+    Config c = {RECALL, 8, 8, 24, 1, 1, 1, 8, 4, 10000, 1e-6f};
+    float ids[4] = {0, 4, 1, 5};
+    float maps[3 * 16];
+    for (int i = 0; i < 3 * 16; i++) {
+        maps[i] = i % 4 == 0 ? INFINITY : i % 4 == 1 ? NAN : i % 4 == 2 ? 1e30f : 0.0f;
+    }
+    int steps[3] = {0, 1, 2};
+    size_t length;
+    const char *text = svg_text(&length, &c, ids, maps, steps);
+    // Each map's 8 cells of Inf and 1e30 drawn black (one path of the darkest shade a map),
+    // its NaNs and zeros left white.
+    int black_paths = 0, cells = 0;
+    for (const char *at = text; (at = strstr(at, "\" fill-opacity=\"1.0000\"/>")) != NULL; at++) {
+        black_paths += 1;
+    }
+    for (const char *at = text; (at = strstr(at, "h6v6h-6z")) != NULL; at++) {
+        cells += 1;
+    }
+    ck_assert_int_eq(black_paths, 3);
+    ck_assert_int_eq(cells, 3 * 8);
+}
+END_TEST
+
+// --- two outputs on one path, bad output paths: refused before any work -------------------
+
+// A small run's flags, then `extra`, called in this process up to where its work starts.
+static LessonCall call_small(const char *const *extra) {
+    const char *argv[40] = {"--dim", "8", "--heads", "2", "--kv-heads", "1", "--seq", "4",
+                            "--steps", "1"};
+    int n = 10;
+    for (int i = 0; extra[i] != NULL; i++) {
+        ck_assert(n < 39);
+        argv[n++] = extra[i];
+    }
+    argv[n] = NULL;
+    return call_lesson(lesson_main, argv);
+}
+
+// Refused with exit 2 and exactly `line` (after "lesson-16: "), before its work, and
+// nothing made in `sandbox` but what was there (`entries` of them).
+static void assert_paths_refused(const char *sandbox, int entries, const char *const *extra,
+                                 const char *line) {
+    LessonCall call = call_small(extra);
+    ck_assert_msg(call.status == 2 && !call.reached_work, "%s: exit %d, reached work %d: %s",
+                  line, call.status, call.reached_work, call.err);
+    ck_assert_str_eq(call.err, path_join("lesson-16: %s\n", line));
+    ck_assert_msg(count_entries(sandbox) == entries, "%s: something was made in %s", line,
+                  sandbox);
+}
+
+// A checkpoint of the small model in <sandbox>/<name>, written by the program.
+static const char *small_checkpoint(const char *sandbox, const char *name) {
+    const char *ck = path_join("%s/%s", sandbox, name);
+    RunResult r = run_program(lesson_binary(LESSON), (const char *const[]){
+        "--dim", "8", "--heads", "2", "--kv-heads", "1", "--seq", "4", "--steps", "1",
+        "--save", ck, NULL});
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    return ck;
+}
+
+// Each pair of --save, --dump, --dot, --svg and --load that the probe found accepted on
+// one path: the later run overwrote the earlier output, or --dump the checkpoint --load
+// read. Now refused, however the path is spelled ("..", "//", a symbolic link).
+START_TEST(test_two_outputs_on_one_path_are_refused) {
+    const char *s = make_temp_dir();
+    const char *ck = small_checkpoint(s, "ck");
+    const char *D = path_join("%s/D", s), *F = path_join("%s/F", s);
+    assert_paths_refused(s, 1, (const char *const[]){"--save", D, "--dump", D, NULL},
+                         path_join("--dump and --save both name '%s'", D));
+    const char *D_again = path_join("%s/x/../D", s);   // x/ does not exist: --dump makes it
+    assert_paths_refused(s, 1, (const char *const[]){"--save", D, "--dump", D_again, NULL},
+                         path_join("--dump and --save both name '%s'", D_again));
+    assert_paths_refused(s, 1, (const char *const[]){"--load", ck, "--dump", ck, NULL},
+                         path_join("--dump and --load both name '%s'", ck));
+    const char *into = path_join("%s/embed_tokens.weight.npy", D);
+    assert_paths_refused(s, 1, (const char *const[]){"--save", D, "--dot", into, NULL},
+                         path_join("--dot '%s' is a .npy name in --save's directory, where "
+                                   "--save writes its <name>.npy files; give the graph "
+                                   "another name", into));
+    const char *x_npy = path_join("%s/x.npy", D);
+    assert_paths_refused(s, 1, (const char *const[]){"--save", D, "--svg", x_npy, NULL},
+                         path_join("--svg '%s' is a .npy name in --save's directory, where "
+                                   "--save writes its <name>.npy files; give it another name",
+                                   x_npy));
+    const char *logits = path_join("%s/logits.npy", D);
+    assert_paths_refused(s, 1, (const char *const[]){"--svg", logits, "--dump", D, NULL},
+                         path_join("--svg '%s' is a .npy name in --dump's directory, where "
+                                   "--dump writes its <name>.npy files; give it another name",
+                                   logits));
+    const char *in_ck = path_join("%s/norm.weight.npy", ck);
+    assert_paths_refused(s, 1, (const char *const[]){"--load", ck, "--svg", in_ck, NULL},
+                         path_join("--svg '%s' is a .npy name in --load's directory, where "
+                                   "--load reads its <name>.npy files; give it another name",
+                                   in_ck));
+    assert_paths_refused(s, 1, (const char *const[]){"--svg", F, "--dot", F, NULL},
+                         path_join("--dot and --svg both name '%s'", F));
+    const char *F_twice = path_join("%s//F", s);
+    assert_paths_refused(s, 1, (const char *const[]){"--svg", F, "--dot", F_twice, NULL},
+                         path_join("--dot and --svg both name '%s'", F_twice));
+    // Through a symbolic link to the sandbox: the same file.
+    const char *link = path_join("%s/link", s);
+    ck_assert_int_eq(symlink(s, link), 0);
+    const char *F_linked = path_join("%s/F", link);
+    assert_paths_refused(s, 2, (const char *const[]){"--svg", F, "--dot", F_linked, NULL},
+                         path_join("--dot and --svg both name '%s'", F_linked));
+    // --save over --load's checkpoint writes what --load read: allowed (training on).
+    LessonCall on = call_small((const char *const[]){"--load", ck, "--save", ck, NULL});
+    ck_assert_msg(on.status == 0 && on.reached_work, "exit %d: %s", on.status, on.err);
+    remove_tree(s);
+}
+END_TEST
+
+// --svg's path checked before any work, as --dot's: the probe's were refused only after
+// training, with exit 1, and --svg onto a symbolic link replaced the link.
+START_TEST(test_bad_svg_paths_are_refused_up_front) {
+    const char *s = make_temp_dir();
+    const char *newdir = path_join("%s/newdir/", s);
+    assert_paths_refused(s, 0, (const char *const[]){"--svg", newdir, NULL},
+                         path_join("--svg: '%s' ends in '/'; give a file name", newdir));
+    char name[301];
+    memset(name, 'a', 300);
+    name[300] = '\0';
+    const char *long_name = path_join("%s/%s", s, name);
+    assert_paths_refused(s, 0, (const char *const[]){"--svg", long_name, NULL},
+                         "--svg: a name in the path is 300 characters long, more than the 244 "
+                         "allowed");
+    const char *none = path_join("%s/none/x.svg", s);
+    assert_paths_refused(s, 0, (const char *const[]){"--svg", none, NULL},
+                         path_join("--svg cannot write '%s': no directory '%s/none'", none, s));
+    const char *F = path_join("%s/F", s), *link = path_join("%s/link.svg", s);
+    ck_assert(save_file(F, "mine", 4));
+    ck_assert_int_eq(symlink(F, link), 0);
+    assert_paths_refused(s, 2, (const char *const[]){"--svg", link, NULL},
+                         path_join("--svg: '%s' is a symbolic link; give a regular file or a "
+                                   "new name", link));
+    const char *dir = path_join("%s/dir.svg", s);
+    ck_assert_int_eq(mkdir(dir, 0777), 0);
+    assert_paths_refused(s, 3, (const char *const[]){"--svg", dir, NULL},
+                         path_join("--svg: '%s' is a directory; give a regular file or a new "
+                                   "name", dir));
+    // --save onto a file that is not a directory.
+    assert_paths_refused(s, 3, (const char *const[]){"--save", F, NULL},
+                         path_join("--save: '%s' is not a directory", F));
+    remove_tree(s);
+}
+END_TEST
+
+// --- --load: what it reads, refused in one line before any work ---------------------------
+
+// A version 1.0 .npy with header `dict` (padded with spaces to `header_length` bytes, the
+// last a newline) and `n` floats.
+static void write_npy(const char *path, const char *dict, size_t header_length,
+                      const float *values, size_t n) {
+    FILE *f = fopen(path, "wb");
+    ck_assert_msg(f != NULL, "cannot write %s", path);
+    unsigned char magic[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                               (unsigned char)(header_length & 0xff),
+                               (unsigned char)(header_length >> 8)};
+    fwrite(magic, 1, 10, f);
+    fputs(dict, f);
+    for (size_t i = strlen(dict); i + 1 < header_length; i++) {
+        fputc(' ', f);
+    }
+    fputc('\n', f);
+    ck_assert_int_eq(fwrite(values, sizeof(float), n, f), n);
+    fclose(f);
+}
+
+static void assert_load_problem(const char *ck, const char *line) {
+    LessonCall call = call_small((const char *const[]){"--load", ck, NULL});
+    ck_assert_msg(call.status == 2 && !call.reached_work, "%s: exit %d: %s", line, call.status,
+                  call.err);
+    ck_assert_str_eq(call.err, path_join("lesson-16: --load %s: %s\n", ck, line));
+}
+
+START_TEST(test_load_reads_only_what_numpy_would) {
+    const char *s = make_temp_dir();
+    const char *ck = small_checkpoint(s, "ck");
+    const char *norm = path_join("%s/norm.weight.npy", ck);
+    float ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    // A header longer than 4095 bytes is valid (numpy writes up to 65535 in version 1.0):
+    // it was "cut short in its header".
+    write_npy(norm, "{'descr': '<f4', 'fortran_order': False, 'shape': (8,), }", 5000, ones, 8);
+    LessonCall call = call_small((const char *const[]){"--load", ck, NULL});
+    ck_assert_msg(call.status == 0 && call.reached_work, "exit %d: %s", call.status, call.err);
+    // A shape past an int: (4294967312, 8) was read as (16, 8), which it wraps to.
+    const char *embed = path_join("%s/embed_tokens.weight.npy", ck);
+    float table[16 * 8] = {0};
+    write_npy(embed, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967312, 8), }", 118,
+              table, 16 * 8);
+    assert_load_problem(ck, "embed_tokens.weight.npy has shape (4294967312, 8), this model's "
+                            "is (16, 8)");
+    write_npy(embed, "{'descr': '<f4', 'fortran_order': False, 'shape': (16, 8), }", 118, table,
+              16 * 8);
+    // NaN and Inf: they loaded without a word and trained to "loss nan".
+    ones[3] = NAN;
+    write_npy(norm, "{'descr': '<f4', 'fortran_order': False, 'shape': (8,), }", 118, ones, 8);
+    assert_load_problem(ck, "norm.weight.npy holds NaN at flat index 3; a checkpoint's weights "
+                            "must be finite: save one from a run whose loss stayed finite");
+    ones[3] = 1;
+    ones[7] = -INFINITY;
+    write_npy(norm, "{'descr': '<f4', 'fortran_order': False, 'shape': (8,), }", 118, ones, 8);
+    assert_load_problem(ck, "norm.weight.npy holds Inf at flat index 7; a checkpoint's weights "
+                            "must be finite: save one from a run whose loss stayed finite");
+    // A directory where a .npy should be: it said "is not a .npy file (version 1.0)".
+    ck_assert_int_eq(unlink(norm), 0);
+    ck_assert_int_eq(mkdir(norm, 0777), 0);
+    assert_load_problem(ck, "norm.weight.npy is a directory, not a .npy file");
+    // A FIFO: opened before it was checked, the run waited for a writer for ever.
+    ck_assert_int_eq(rmdir(norm), 0);
+    ck_assert_int_eq(mkfifo(norm, 0666), 0);
+    assert_load_problem(ck, "norm.weight.npy is not a regular file");
+    remove_tree(s);
+}
+END_TEST
+
+// With --load, --dump writes the parameters the run used, the loaded ones: it wrote the
+// drawn ones.
+START_TEST(test_dump_under_load_writes_the_loaded_parameters) {
+    const char *s = make_temp_dir();
+    const char *ck = small_checkpoint(s, "ck"), *d = path_join("%s/d", s);
+    RunResult r = run_program(lesson_binary(LESSON), (const char *const[]){
+        "--dim", "8", "--heads", "2", "--kv-heads", "1", "--seq", "4", "--steps", "0",
+        "--load", ck, "--dump", d, NULL});
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    const char *names[3] = {"embed_tokens.weight", "layers.0.self_attn.q_proj.weight",
+                            "norm.weight"};
+    for (int i = 0; i < 3; i++) {
+        size_t saved_length, dumped_length;
+        const unsigned char *saved = read_bytes(path_join("%s/%s.npy", ck, names[i]),
+                                                &saved_length);
+        const unsigned char *dumped = read_bytes(path_join("%s/%s.npy", d, names[i]),
+                                                 &dumped_length);
+        ck_assert_msg(saved_length == dumped_length &&
+                      memcmp(saved, dumped, saved_length) == 0, "--dump's %s is not the one "
+                      "--load read", names[i]);
+    }
+    remove_tree(s);
+}
+END_TEST
+
 static const BadFlags BAD[] = {
     {{"--layers", "9", NULL}, "--layers expects a whole number from 1 to 8"},
     {{"--layers", "0", NULL}, "--layers expects a whole number from 1 to 8"},
@@ -1035,6 +1315,15 @@ static Suite *lesson16_suite(void) {
     tcase_add_test(runs, test_bench_lines);
     tcase_add_test(runs, test_bad_flags);
     suite_add_tcase(suite, runs);
+    TCase *outputs = new_tcase("outputs");
+    tcase_set_timeout(outputs, 60);
+    tcase_add_test(outputs, test_widest_tokens_are_printed_whole);
+    tcase_add_test(outputs, test_shades_of_weights_that_are_not_numbers);
+    tcase_add_test(outputs, test_two_outputs_on_one_path_are_refused);
+    tcase_add_test(outputs, test_bad_svg_paths_are_refused_up_front);
+    tcase_add_test(outputs, test_load_reads_only_what_numpy_would);
+    tcase_add_test(outputs, test_dump_under_load_writes_the_loaded_parameters);
+    suite_add_tcase(suite, outputs);
     add_budget_tests(suite, &BUDGET);
     return suite;
 }

@@ -34,8 +34,12 @@
 #define LESSON "02-self-attention-v1"
 #define PREFIX "lesson-2: "
 
+// The lesson run_in runs: lesson 2, or lesson 16 for the tests of its own outputs
+// (--save, --svg), which set it and set it back.
+static const char *lesson_run = LESSON;
+
 static RunResult run_in(const char *sandbox, const char *const *args) {
-    return run_program_with(sandbox, 30, lesson_binary(LESSON), args);
+    return run_program_with(sandbox, 30, lesson_binary(lesson_run), args);
 }
 
 // The run must be refused with one line starting PREFIX `expected`, and
@@ -592,6 +596,111 @@ START_TEST(test_signals_keep_the_previous_dump) {
 }
 END_TEST
 
+// --- lesson 16's --save and --svg: in the same transaction --------------------------------
+
+// A small lesson 16 run with --save ck, --svg m.svg and --dump dd (the seed and `more`
+// after them), in the sandbox: the checkpoint's 21 files, the image and the dump's are one
+// transaction.
+static const char *const *run16_args(const char *seed) {
+    static const char *args[20];
+    const char *const small[] = {"--dim", "8", "--heads", "2", "--kv-heads", "1", "--seq", "4",
+                                 "--steps", "2", "--save", "ck", "--svg", "m.svg", "--dump",
+                                 "dd", "--seed", seed, NULL};
+    for (int i = 0; i < 19; i++) {
+        args[i] = small[i];
+    }
+    return args;
+}
+
+// What the outputs are: how many entries the sandbox has, its two directories' files,
+// the image's bytes. (Not a directory's size, which the file system may keep grown after temporary
+// files came and went.)
+static const char *outputs16(const char *sandbox) {
+    const char *svg = path_join("%s/m.svg", sandbox);
+    uint64_t image = access(svg, F_OK) == 0 ? fnv1a(FNV1A_START, read_text(svg),
+                                                    strlen(read_text(svg))) : 0;
+    return path_join("%d entries\n%s--\n%s--\nm.svg %016llx\n", count_entries(sandbox),
+                     listing(path_join("%s/ck", sandbox)), listing(path_join("%s/dd", sandbox)),
+                     (unsigned long long)image);
+}
+
+// A sandbox holding a first run's outputs.
+static const char *sandbox16(void) {
+    const char *sandbox = make_temp_dir();
+    RunResult r = run_in(sandbox, run16_args("0"));
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    return sandbox;
+}
+
+// A rename that fails (EIO) half way through: every output as it was, whichever flag's
+// file it hit. --save used to leave a checkpoint mixed from two runs (the files renamed
+// before the failure new, the others old), and to be kept when --svg or --dump failed
+// after it.
+START_TEST(test_save_and_svg_roll_back_with_the_dump) {
+    lesson_run = "16-train";
+    const char *sandbox = sandbox16();
+    const char *before = outputs16(sandbox);
+    const char *const fails[][2] = {
+        {"ck/layers.0.mlp.up_proj.weight.npy",
+         "error: --save: cannot write 'ck/layers.0.mlp.up_proj.weight.npy': "},
+        {"m.svg", "error: --svg: cannot write 'm.svg': "},
+        {"dd/logits.npy", "error: --dump: cannot write 'dd/logits.npy': "},
+    };
+    for (int i = 0; i < 3; i++) {
+        RunResult r = run_with_failing_rename(sandbox, run16_args("1"), fails[i][0]);
+        ck_assert_msg(r.status == 1, "%s: exit %d: %s", fails[i][0], r.status, r.err);
+        ck_assert_str_eq(r.err, path_join("%sInput/output error\n", fails[i][1]));
+        ck_assert_str_eq(outputs16(sandbox), before);
+    }
+    RunResult r = run_in(sandbox, run16_args("1"));   // without the failure: all replaced
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strcmp(outputs16(sandbox), before) != 0, "--seed 1 wrote the same outputs");
+    remove_tree(sandbox);
+    lesson_run = LESSON;
+}
+END_TEST
+
+// SIGINT or SIGTERM while the outputs are written under their temporary names: all as
+// before, no temporary file left (--save left *.npy.saving files, --svg m.svg.tmp-*);
+// while they are moved into place: held back until all are in, the whole new output. The
+// moments: while it computes, the last write; the first rename (a dump's), the first of
+// --save's, --svg's (the last); make test-long: every write and every rename.
+START_TEST(test_signals_during_save_and_svg) {
+    lesson_run = "16-train";
+    const char *sandbox = sandbox16();
+    const char *before = outputs16(sandbox);
+    const char *finished = sandbox16();
+    RunResult r = run_in(finished, run16_args("1"));
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    const char *after = outputs16(finished);
+    int files = count_entries(path_join("%s/dd", finished)) + 21 + 1;   // dump, ck, m.svg
+    remove_tree(finished);
+    const char *calls[] = {"puts", "write", "rename", "rename", "rename"};
+    int at[] = {1, files, 1, files - 21, files};
+    int n_moments = 5;
+    if (long_tests()) {
+        n_moments = 2 * files;
+    }
+    for (int m = 0; m < n_moments; m++) {
+        const char *call = long_tests() ? (m < files ? "write" : "rename") : calls[m];
+        int n = long_tests() ? m % files + 1 : at[m];
+        int signal_number = m % 2 == 0 ? SIGTERM : SIGINT;
+        bool moving = strcmp(call, "rename") == 0;
+        const char *where = moving ? sandbox16() : sandbox;
+        r = run_with_signal(where, run16_args("1"), signal_number, call, n);
+        ck_assert_msg(r.status == 128 + signal_number, "signal %d at %s %d: exit %d, %s",
+                      signal_number, call, n, r.status, r.err);
+        ck_assert_msg(strcmp(outputs16(where), moving ? after : before) == 0,
+                      "signal at %s %d:\n%s", call, n, outputs16(where));
+        if (moving) {
+            remove_tree(where);
+        }
+    }
+    remove_tree(sandbox);
+    lesson_run = LESSON;
+}
+END_TEST
+
 // --dot onto a .npy name in --dump's directory: --dump would overwrite it.
 START_TEST(test_dot_onto_a_dump_file) {
     const char *sandbox = make_temp_dir();
@@ -726,6 +835,8 @@ static Suite *outputs_suite(void) {
     tcase_add_test(written, test_signals_keep_the_previous_dump);
     tcase_add_test(written, test_save_file);
     tcase_add_test(written, test_dot_labels_escaped);
+    tcase_add_test(written, test_save_and_svg_roll_back_with_the_dump);
+    tcase_add_test(written, test_signals_during_save_and_svg);
     suite_add_tcase(suite, written);
     return suite;
 }

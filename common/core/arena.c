@@ -16,11 +16,36 @@ static size_t n_blocks = 0;
 static size_t capacity = 0;
 static size_t bytes_held = 0;   // the sum of sizes[]
 static size_t bytes_peak = 0;   // the most bytes_held has been
+static size_t bytes_outside = 0;                // held outside the arena (arena_hold_outside)
+static size_t limit = 0;                        // arena_set_limit's; 0: none
+static void (*refuse_over_limit)(size_t) = NULL;
+
+void arena_set_limit(size_t new_limit, void (*refuse)(size_t would_hold)) {
+    limit = new_limit;
+    refuse_over_limit = refuse;
+}
+
+// Would `more` bytes take what is held past the limit? Then refuse (the
+// limit is unset first: refusing allocates its message from the arena).
+static void check_limit(size_t more) {
+    size_t held = bytes_held + bytes_outside;
+    if (limit != 0 && refuse_over_limit != NULL && (more > limit || held > limit - more)) {
+        void (*refuse)(size_t) = refuse_over_limit;
+        arena_set_limit(0, NULL);
+        refuse(more > SIZE_MAX - held ? SIZE_MAX : held + more);
+    }
+}
+
+void arena_hold_outside(size_t added, size_t removed) {
+    check_limit(added > removed ? added - removed : 0);
+    bytes_outside = bytes_outside + added - removed;
+}
 
 void *arena_alloc(size_t count, size_t item_size) {
     if (item_size != 0 && count > SIZE_MAX / item_size) {
         fail("arena_alloc: %zu items of %zu bytes overflow size_t", count, item_size);
     }
+    check_limit(count * item_size);
     if (n_blocks == capacity) {
         size_t new_capacity = capacity == 0 ? 256 : 2 * capacity;
         void **grown = realloc(blocks, new_capacity * sizeof *grown);

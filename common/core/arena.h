@@ -31,4 +31,14 @@ void arena_free_all(void);          // free everything (end of program)
 // a lesson's budget predicts (lesson/budget.h) and its tests check.
 size_t arena_peak_bytes(void);
 
+// THE LIMIT: a run's budget (lesson/budget.h) holds where memory is spent.
+// With a limit set, an allocation that would take what the arena holds,
+// plus the bytes held outside it (arena_hold_outside: --dump's copies), past
+// `limit` bytes calls refuse(would_hold) instead, which must not return
+// (it ends the run). 0: no limit (the default). Setting one unsets the last.
+void arena_set_limit(size_t limit, void (*refuse)(size_t would_hold));
+// Count `added` bytes more and `removed` fewer as held outside the arena
+// (malloc'd copies a run keeps), checked against the limit as above.
+void arena_hold_outside(size_t added, size_t removed);
+
 #endif

@@ -5,10 +5,13 @@
 #include "lesson/budget.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include "core/arena.h"
 #include "lesson/outputs.h"
@@ -21,6 +24,9 @@
 #define UNCOUNTED_BYTES MIB
 
 static BudgetCheck last = {.made = false};   // what check_budget weighed: the prediction
+
+static void hold_to_budget(const Lesson *lesson, double max_bytes, double max_seconds,
+                           double estimate);
 
 // A budget from the environment (`name`: a decimal number above 0, digits
 // and at most one '.'), or the default. Anything else is refused like a
@@ -129,6 +135,106 @@ void check_budget(const Lesson *lesson, Cost cost) {
         lesson_exit(lesson, 0);   // a dry run: the run would be allowed
     }
     stop_before_work(lesson);   // a test's run in its own process ends here (run.h)
+    hold_to_budget(lesson, max_mib * MIB, max_seconds, seconds);
+}
+
+// --- the budget held while the run works -------------------------------------------------
+//
+// A prediction can be wrong (a flag combination its counts miss): the memory is held to
+// the budget where it is spent, by the arena, and the time by a timer of the processor
+// time the run has used (all its threads), which stops it at STOP_FACTOR times
+// ATTN_MAX_SECONDS. Either ends the run with one line and exit 2, before its outputs are
+// written (they are written only at its end): what was there stays as it was.
+
+static const Lesson *held_lesson = NULL;   // the run held to its budget, for the lines
+static double held_max_bytes = 0.0;
+static char time_line[512];                // the timer's line, written before it may be needed
+static size_t time_line_length = 0;
+
+static void refuse_memory(size_t would_hold) {
+    // The same line as check_budget's, with what the run would have held at this moment
+    // (at least that much: the arena refused the allocation that passed the budget).
+    usage_error(held_lesson, "%s would hold at least %s at once, more than the %s allowed; "
+                "choose smaller sizes, or allow it with ATTN_MAX_MIB=%llu (its estimate "
+                "said %s)", culprits(held_lesson), bytes_text((double)would_hold),
+                bytes_text(held_max_bytes), rounded_up(2.0 * (double)would_hold / MIB),
+                bytes_text(last.bytes));
+}
+
+// SIGPROF: the run has used STOP_FACTOR times its seconds. Only what a signal handler may
+// do: write the line, remove the unfinished outputs' files, end.
+static void on_time_limit(int signal_number) {
+    (void)signal_number;
+    ssize_t ignored = write(STDERR_FILENO, time_line, time_line_length);
+    (void)ignored;
+    remove_unfinished_outputs();
+    _exit(2);
+}
+
+static void set_timer(double seconds) {
+    struct itimerval timer = {{0, 0}, {0, 0}};
+    if (seconds > 0) {
+        timer.it_value.tv_sec = (time_t)seconds;
+        timer.it_value.tv_usec = (suseconds_t)((seconds - floor(seconds)) * 1e6);
+    }
+    setitimer(ITIMER_PROF, &timer, NULL);
+}
+
+// What the timer allows beyond STOP_FACTOR: a sanitizer build (make sanitize) runs 3 to 5
+// times slower, valgrind (make valgrind) 20 to 50 times, where the estimate does not know it.
+// 0: no timer (under valgrind, which names its libraries in LD_PRELOAD).
+static double slowdown(void) {
+    const char *preload = getenv("LD_PRELOAD");
+    if (preload != NULL && strstr(preload, "vgpreload") != NULL) {
+        return 0.0;
+    }
+#if defined(__SANITIZE_ADDRESS__)
+    return 5.0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+    return 5.0;
+#else
+    return 1.0;
+#endif
+#else
+    return 1.0;
+#endif
+}
+
+double time_stop_seconds(double max_seconds) {
+    return STOP_FACTOR * slowdown() * max_seconds;
+}
+
+static void hold_to_budget(const Lesson *lesson, double max_bytes, double max_seconds,
+                           double estimate) {
+    held_lesson = lesson;
+    held_max_bytes = max_bytes;
+    arena_set_limit(max_bytes < (double)SIZE_MAX ? (size_t)max_bytes : 0, refuse_memory);
+    char said[64] = "";   // (a bench estimates its time itself, after check_budget)
+    if (estimate > 0) {
+        snprintf(said, sizeof said, " (its estimate said %s)", seconds_text(estimate));
+    }
+    int length = snprintf(time_line, sizeof time_line, "%s: %s was stopped after %s of work, "
+                          "past the %s allowed%s; nothing was written; choose smaller sizes, "
+                          "or allow more with ATTN_MAX_SECONDS\n", lesson->program,
+                          culprits(lesson),
+                          seconds_text(time_stop_seconds(max_seconds)),
+                          seconds_text(max_seconds), said);
+    time_line_length = length > 0 ? (size_t)length < sizeof time_line ? (size_t)length
+                                                                       : sizeof time_line - 1
+                                  : 0;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = on_time_limit;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGPROF, &action, NULL);
+    set_timer(time_stop_seconds(max_seconds));   // (0: none)
+}
+
+void release_budget(void) {
+    set_timer(0);
+    arena_set_limit(0, NULL);
+    held_lesson = NULL;
 }
 
 BudgetCheck last_budget_check(void) {
@@ -136,6 +242,7 @@ BudgetCheck last_budget_check(void) {
 }
 
 void forget_budget_check(void) {
+    release_budget();
     last = (BudgetCheck){.made = false};
 }
 

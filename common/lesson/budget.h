@@ -44,6 +44,17 @@
 // change (a block size, say) the same way, and refuses what it could not
 // finish.
 //
+// HELD WHILE IT RUNS: a prediction can miss (a combination of flags its
+// counts do not see), so an admitted run is held to the budget where it
+// spends it. The arena refuses the allocation that would take what the run
+// holds (with --dump's copies) past ATTN_MAX_MIB, with check_budget's line
+// ("... would hold at least ..."), exit 2; and a timer of the processor time
+// the run has used (all its threads) stops it at STOP_FACTOR times
+// ATTN_MAX_SECONDS with one line, exit 2 (five times later in a sanitizer
+// build; not under valgrind, which runs 20 to 50 times slower). Both come before the run writes its
+// outputs (lesson_finish writes them all at its end), so what was there
+// stays as it was. lesson_finish, and a test's release of a run, end both.
+//
 // TESTS: every run compares what it held with the prediction when it
 // finishes (the arena's peak plus what --dump kept): more than predicted
 // prints a warning on stderr, which the tests see. ATTN_COST=show prints the
@@ -76,6 +87,9 @@ typedef struct {
 
 #define DEFAULT_MAX_MIB 512
 #define DEFAULT_MAX_SECONDS 60
+// A run is stopped when its processor time passes this many times ATTN_MAX_SECONDS: the
+// estimate is "about", and a run admitted near the limit on a loaded machine may pass it.
+#define STOP_FACTOR 1.5
 
 // Refuse the run (exit 2, one line) if `cost` passes the budget.
 void check_budget(const Lesson *lesson, Cost cost);
@@ -91,8 +105,13 @@ typedef struct {
     double max_seconds;   // ATTN_MAX_SECONDS
 } BudgetCheck;
 BudgetCheck last_budget_check(void);
-// Forget it, and the prediction report_cost compares with (run.c, when a run is released).
+// Forget it, and the prediction report_cost compares with, and stop holding the run to the
+// budget (release_budget) (run.c, when a run is released).
 void forget_budget_check(void);
+// The processor time at which a run admitted under `max_seconds` is stopped (0: never).
+double time_stop_seconds(double max_seconds);
+// Stop holding the run to its budget (the arena's limit, the timer): its work is done.
+void release_budget(void);
 
 // For lesson_finish: when a prediction was made, compare what the run held
 // with it (a warning if more) and, with ATTN_COST=show, print both.

@@ -1,15 +1,17 @@
-// outputs.c - the files a run leaves: --dump's .npy files and --dot's graph.
+// outputs.c - the files a run leaves: --dump's .npy files, --dot's graph,
+// and a lesson's own (lesson 16's --save checkpoint and --svg image).
 //
-// Both are checked before any work (prepare_outputs: a path that cannot be
-// written is refused with exit 2, like a bad flag), kept while the lesson
-// runs (keep_dump takes each named tensor's bytes as it is named), and
-// written at the end as one transaction (write_outputs): every file under
-// a temporary name first, then all renamed into place, so a run's output
-// lands whole or not at all. A run that fails, is refused, or is stopped by
-// SIGINT, SIGTERM, SIGHUP or SIGPIPE (Ctrl-C, kill, a closed terminal or
-// pipe) removes what it made - its temporary files and the directories
-// --dump created - and leaves what was there before as it was.
-#define _POSIX_C_SOURCE 200809L
+// All are checked before any work (prepare_outputs: a path that cannot be
+// written, or that names what another output or an input names, is refused with
+// exit 2, like a bad flag), kept while the lesson runs (keep_dump takes each
+// named tensor's bytes as it is named, keep_output a lesson's file), and
+// written at the end as one transaction (write_outputs): every file under a
+// temporary name first, then all renamed into place, so a run's output lands
+// whole or not at all. A run that fails, is refused, or is stopped by SIGINT,
+// SIGTERM, SIGHUP or SIGPIPE (Ctrl-C, kill, a closed terminal or pipe) removes
+// what it made - its temporary files and the directories --dump (or --save)
+// created - and leaves what was there before as it was.
+#define _XOPEN_SOURCE 700   // realpath(), beside POSIX 2008
 #include "lesson/outputs.h"
 
 #include <errno.h>
@@ -77,6 +79,10 @@ static void remove_unfinished(void) {
     }
 }
 
+void remove_unfinished_outputs(void) {
+    remove_unfinished();
+}
+
 void undo_outputs(void) {
     sigset_t saved;
     block_signals(&saved);
@@ -117,7 +123,35 @@ static void catch_signals(void) {
     }
 }
 
-// --- where --dump and --dot write -----------------------------------------------------
+// --- what the lesson declared: its own outputs, its inputs ----------------------------------
+
+typedef struct {
+    const char *flag;       // "--save"
+    const char *path;       // as given
+    OutputKind kind;
+    const char *resolved;   // the path with "..", "//" and symbolic links resolved (arena)
+} Place;
+
+#define MAX_PLACES 8
+static Place declared[MAX_PLACES];   // the lesson's own outputs and inputs, then --dump, --dot
+static int n_declared = 0;
+
+static void declare(const char *flag, const char *path, OutputKind kind) {
+    if (n_declared == MAX_PLACES) {
+        fail("declare_output: more than %d outputs and inputs", MAX_PLACES);
+    }
+    declared[n_declared++] = (Place){flag, path, kind, NULL};
+}
+
+void declare_output(const char *flag, const char *path, OutputKind kind) {
+    declare(flag, path, kind);
+}
+
+void declare_input(const char *flag, const char *dir) {
+    declare(flag, dir, INPUT_DIRECTORY);
+}
+
+// --- where the outputs write ------------------------------------------------------------
 
 // The path without trailing slashes and without a leading "./", for
 // comparing two spellings of the same relative path ("out/" and "./out").
@@ -203,9 +237,9 @@ static void check_path_length(const Lesson *lesson, const char *flag, const char
 // mkdir -p: make each missing directory on the path, then check that a
 // file can be written in the last one. If not: exit 2 (and undo_outputs
 // removes the directories made).
-static void make_dump_dir(const Lesson *lesson, const char *dir) {
+static void make_output_dir(const Lesson *lesson, const char *flag, const char *dir) {
     // Room after the directory for "/<name>.npy" and save_file's temporary name.
-    check_path_length(lesson, "--dump", dir, 1 + NAME_MAX, 0);
+    check_path_length(lesson, flag, dir, 1 + NAME_MAX, 0);
     size_t length = strlen(dir);
     for (size_t i = 1; i <= length; i++) {
         if (dir[i] != '/' && dir[i] != '\0') {
@@ -224,88 +258,182 @@ static void make_dump_dir(const Lesson *lesson, const char *dir) {
         restore_signals(&saved);
         if (made != 0 && error != EEXIST) {
             if (!is_directory(partial)) {   // some systems say EACCES or EROFS for one that exists
-                usage_error(lesson, "--dump cannot create the directory '%s': %s",
+                usage_error(lesson, "%s cannot create the directory '%s': %s", flag,
                             shown(partial), strerror(error));
             }
         }
     }
     if (!is_directory(dir)) {
-        usage_error(lesson, "--dump: '%s' is not a directory", shown(dir));
+        usage_error(lesson, "%s: '%s' is not a directory", flag, shown(dir));
     }
     if (!can_create_in(dir)) {
         int error = errno;
-        usage_error(lesson, "--dump cannot write in '%s': %s", shown(dir), strerror(error));
+        usage_error(lesson, "%s cannot write in '%s': %s", flag, shown(dir), strerror(error));
     }
 }
 
-// --dot's file must be a regular file (replaced at the end) or a new name.
-// Anything else is refused: a directory cannot be replaced by a file, a
-// FIFO would block the write, a device would take the graph elsewhere, and
-// a symbolic link (dangling or not) would be replaced by a plain file, not
-// written through. This check makes nothing, so it comes first.
-static void check_dot_file(const Lesson *lesson, const char *file) {
+// A file output (--dot's graph, --svg's image) must be a regular file (replaced at the
+// end) or a new name. Anything else is refused: a directory cannot be replaced by a file,
+// a FIFO would block the write, a device would take the output elsewhere, and a symbolic
+// link (dangling or not) would be replaced by a plain file, not written through. This
+// check makes nothing, so it comes first.
+static void check_output_file(const Lesson *lesson, const char *flag, const char *file) {
     // save_file writes "<file>.tmp-XXXXXX" first: that name must fit too.
     size_t temporary = strlen(SAVE_FILE_TEMPORARY);
-    check_path_length(lesson, "--dot", file, temporary, temporary);
-    if (file[strlen(file) - 1] == '/') {
-        usage_error(lesson, "--dot: '%s' ends in '/'; give a file name", shown(file));
+    check_path_length(lesson, flag, file, temporary, temporary);
+    if (file[0] == '\0') {
+        usage_error(lesson, "%s: give a file name", flag);
     }
-    if (lesson->dump_dir != NULL && strcmp(plain_path(file), plain_path(lesson->dump_dir)) == 0) {
-        usage_error(lesson, "--dot and --dump both name '%s'", shown(file));
+    if (file[strlen(file) - 1] == '/') {
+        usage_error(lesson, "%s: '%s' ends in '/'; give a file name", flag, shown(file));
+    }
+    for (int i = 0; i < n_declared; i++) {   // a name a directory output would make
+        if (declared[i].kind != OUTPUT_FILE &&
+            strcmp(plain_path(file), plain_path(declared[i].path)) == 0) {
+            usage_error(lesson, "%s and %s both name '%s'", flag, declared[i].flag, shown(file));
+        }
     }
     struct stat info;
     if (lstat(file, &info) == 0 && !S_ISREG(info.st_mode)) {
-        usage_error(lesson, "--dot: '%s' is %s; give a regular file or a new name", shown(file),
-                    S_ISDIR(info.st_mode) ? "a directory"
+        usage_error(lesson, "%s: '%s' is %s; give a regular file or a new name", flag,
+                    shown(file), S_ISDIR(info.st_mode) ? "a directory"
                     : S_ISLNK(info.st_mode) ? "a symbolic link" : "not a regular file");
     }
 }
 
-// After --dump made its directory: --dot's directory must exist now (it
-// may be the one --dump made) and take a new file, and --dump must not
-// have made --dot's path itself (one directory spelled two ways).
-static void check_dot_directory(const Lesson *lesson, const char *file) {
+// After the directory outputs are made: a file output's directory must exist now (it may
+// be one they made) and take a new file, and they must not have made its path itself (one
+// directory spelled two ways).
+static void check_output_file_directory(const Lesson *lesson, const char *flag,
+                                        const char *file) {
     const char *parent = parent_of(file);
     if (!is_directory(parent)) {
-        usage_error(lesson, "--dot cannot write '%s': no directory '%s'", shown(file),
+        usage_error(lesson, "%s cannot write '%s': no directory '%s'", flag, shown(file),
                     shown(parent));
     }
     if (!can_create_in(parent)) {
         int error = errno;
-        usage_error(lesson, "--dot cannot write '%s': %s", shown(file), strerror(error));
+        usage_error(lesson, "%s cannot write '%s': %s", flag, shown(file), strerror(error));
     }
     struct stat info;
     if (lstat(file, &info) == 0 && !S_ISREG(info.st_mode)) {
-        usage_error(lesson, "--dot: '%s' is a directory that --dump makes; give a file name",
-                    shown(file));
+        const char *maker = "--dump";
+        for (int i = 0; i < n_declared; i++) {
+            maker = declared[i].kind == OUTPUT_DIRECTORY ? declared[i].flag : maker;
+        }
+        usage_error(lesson, "%s: '%s' is a directory that %s makes; give a file name", flag,
+                    shown(file), maker);
     }
-    // A .npy name in --dump's directory (however either is spelled) may be
-    // one of the files the dump writes, which would overwrite the graph.
-    const char *name = strrchr(plain_path(file), '/');
-    name = name != NULL ? name + 1 : plain_path(file);
-    size_t length = strlen(name);
-    struct stat dump_dir;
-    if (lesson->dump_dir != NULL && length >= 4 && strcmp(name + length - 4, ".npy") == 0 &&
-        stat(parent, &info) == 0 && stat(lesson->dump_dir, &dump_dir) == 0 &&
-        info.st_dev == dump_dir.st_dev && info.st_ino == dump_dir.st_ino) {
-        usage_error(lesson, "--dot '%s' is a .npy name in --dump's directory, where --dump "
-                    "writes its <name>.npy files; give the graph another name", shown(file));
+}
+
+// The last name of a path (after plain_path: no trailing '/').
+static const char *last_name(const char *path) {
+    const char *plain = plain_path(path);
+    const char *slash = strrchr(plain, '/');
+    return slash != NULL ? slash + 1 : plain;
+}
+
+// Where a place is once "..", "//" and symbolic links are resolved: a directory (made by
+// now, or an input that exists) as realpath() gives it; a file as its directory's realpath
+// and its own name (it may not exist yet, and it is not a link: check_output_file). NULL if
+// it cannot be resolved.
+static const char *resolved(const Place *place) {
+    const char *dir = place->kind == OUTPUT_FILE ? parent_of(place->path) : place->path;
+    char *real = realpath(dir, NULL);
+    if (real == NULL) {
+        return NULL;
+    }
+    const char *name = place->kind == OUTPUT_FILE ? last_name(place->path) : NULL;
+    char *path = arena_alloc(strlen(real) + (name != NULL ? strlen(name) + 2 : 1), 1);
+    sprintf(path, name != NULL ? "%s/%s" : "%s", real, name != NULL ? name : "");
+    if (name != NULL && strcmp(real, "/") == 0) {
+        sprintf(path, "/%s", name);
+    }
+    free(real);
+    return path;
+}
+
+// Is `inner` a .npy name directly in the directory `outer` (both resolved)?
+static bool npy_name_in(const char *inner, const char *outer) {
+    size_t length = strlen(outer), inner_length = strlen(inner);
+    bool root = strcmp(outer, "/") == 0;
+    if (!root && (strncmp(inner, outer, length) != 0 || inner[length] != '/')) {
+        return false;
+    }
+    const char *name = inner + (root ? 1 : length + 1);
+    return inner_length >= 4 && strcmp(inner + inner_length - 4, ".npy") == 0 &&
+           strchr(name, '/') == NULL;
+}
+
+// Every pair of places, once resolved: two outputs may not name one path (the later would
+// overwrite the earlier, or a directory hold a file's bytes); no file may be a .npy name
+// in a directory that .npy files are written to or read from (--dump's or --save's would
+// overwrite it; --load's would read it); no output may be an input (but for the one flag
+// that rewrites it: --save over --load's checkpoint writes what --load read).
+static void check_pairs(const Lesson *lesson) {
+    for (int i = 0; i < n_declared; i++) {
+        declared[i].resolved = resolved(&declared[i]);
+    }
+    for (int j = 0; j < n_declared; j++) {
+        const Place *b = &declared[j];
+        for (int i = 0; i < n_declared; i++) {
+            const Place *a = &declared[i];
+            if (i == j || a->resolved == NULL || b->resolved == NULL ||
+                (a->kind == INPUT_DIRECTORY && b->kind == INPUT_DIRECTORY)) {
+                continue;
+            }
+            bool rewrite = a->kind == INPUT_DIRECTORY && b->kind == OUTPUT_DIRECTORY &&
+                           strcmp(b->flag, "--save") == 0;
+            if (i < j && strcmp(a->resolved, b->resolved) == 0 && !rewrite) {
+                usage_error(lesson, "%s and %s both name '%s'", b->flag, a->flag,
+                            shown(b->path));
+            }
+            if (a->kind != OUTPUT_FILE && b->kind != INPUT_DIRECTORY &&
+                npy_name_in(b->resolved, a->resolved)) {
+                usage_error(lesson, "%s '%s' is a .npy name in %s's directory, where %s %s its "
+                            "<name>.npy files; give %s another name", b->flag, shown(b->path),
+                            a->flag, a->flag, a->kind == INPUT_DIRECTORY ? "reads" : "writes",
+                            strcmp(b->flag, "--dot") == 0 ? "the graph" : "it");
+            }
+        }
     }
 }
 
 void prepare_outputs(const Lesson *lesson) {
-    if (lesson->dot_file != NULL || lesson->dump_dir != NULL) {
+    if (lesson->dump_dir != NULL) {
+        declare("--dump", lesson->dump_dir, OUTPUT_DIRECTORY);
+    }
+    if (lesson->dot_file != NULL) {
+        declare("--dot", lesson->dot_file, OUTPUT_FILE);
+    }
+    bool any = false;
+    for (int i = 0; i < n_declared; i++) {
+        any = any || declared[i].kind != INPUT_DIRECTORY;
+    }
+    if (any) {
         catch_signals();
     }
-    if (lesson->dot_file != NULL) {
-        check_dot_file(lesson, lesson->dot_file);
+    // --dot, then the lesson's own files: the checks that make nothing.
+    for (int i = n_declared - 1; i >= 0; i--) {
+        if (declared[i].kind == OUTPUT_FILE) {
+            check_output_file(lesson, declared[i].flag, declared[i].path);
+        }
     }
-    if (lesson->dump_dir != NULL) {
-        make_dump_dir(lesson, lesson->dump_dir);
+    for (int i = n_declared - 1; i >= 0; i--) {   // --dump first, then --save
+        if (declared[i].kind == OUTPUT_DIRECTORY) {
+            make_output_dir(lesson, declared[i].flag, declared[i].path);
+        }
     }
-    if (lesson->dot_file != NULL) {
-        check_dot_directory(lesson, lesson->dot_file);
+    for (int i = n_declared - 1; i >= 0; i--) {
+        if (declared[i].kind == OUTPUT_FILE) {
+            check_output_file_directory(lesson, declared[i].flag, declared[i].path);
+        }
     }
+    check_pairs(lesson);
+}
+
+void forget_outputs(void) {
+    n_declared = 0;
 }
 
 // --- what --dump keeps -----------------------------------------------------------------
@@ -325,6 +453,7 @@ static size_t dump_bytes = 0;        // the sum of their lengths
 static size_t dump_bytes_peak = 0;   // the most it has been (budget.c reports it)
 
 static void count_dump_bytes(size_t added, size_t removed) {
+    arena_hold_outside(added, removed);   // the budget's limit counts them (core/arena.h)
     dump_bytes = dump_bytes + added - removed;
     if (dump_bytes > dump_bytes_peak) {
         dump_bytes_peak = dump_bytes;
@@ -377,6 +506,32 @@ void keep_dump(const char *name, const Tensor *t) {
     count_dump_bytes(length, 0);
 }
 
+// --- what the lesson's own outputs keep ----------------------------------------------------
+
+typedef struct {
+    const char *flag;
+    char *path;              // malloc'd
+    unsigned char *bytes;    // malloc'd
+    size_t length;
+} Kept;
+
+static Kept *kept = NULL;
+static int n_kept = 0;
+
+void keep_output(const char *flag, const char *path, unsigned char *bytes, size_t length) {
+    Kept *grown = realloc(kept, (size_t)(n_kept + 1) * sizeof *grown);
+    char *path_copy = malloc(strlen(path) + 1);
+    kept = grown != NULL ? grown : kept;   // (a failed realloc leaves the old array)
+    if (grown == NULL || path_copy == NULL || bytes == NULL) {
+        free(bytes);
+        free(path_copy);
+        fail("%s: out of memory keeping '%s'", flag, shown(path));
+    }
+    strcpy(path_copy, path);
+    kept[n_kept++] = (Kept){flag, path_copy, bytes, length};
+    count_dump_bytes(length, 0);
+}
+
 void free_dumps(void) {
     for (int i = 0; i < n_dumps; i++) {
         free(dumps[i].name);
@@ -386,6 +541,14 @@ void free_dumps(void) {
     dumps = NULL;
     n_dumps = 0;
     dumps_capacity = 0;
+    for (int i = 0; i < n_kept; i++) {
+        free(kept[i].path);
+        free(kept[i].bytes);
+    }
+    free(kept);
+    kept = NULL;
+    n_kept = 0;
+    arena_hold_outside(0, dump_bytes);
     dump_bytes = 0;
 }
 
@@ -541,7 +704,7 @@ static const char *graph_text(size_t *length, const char *title) {
 }
 
 void write_outputs(const Lesson *lesson) {
-    outputs = arena_alloc((size_t)n_dumps + 1, sizeof *outputs);
+    outputs = arena_alloc((size_t)n_dumps + (size_t)n_kept + 1, sizeof *outputs);
     n_outputs = 0;
     for (int i = 0; lesson->dump_dir != NULL && i < n_dumps; i++) {
         const char *dir = lesson->dump_dir;
@@ -554,6 +717,10 @@ void write_outputs(const Lesson *lesson) {
         size_t length;
         const char *text = graph_text(&length, lesson->summary);
         outputs[n_outputs++] = (Output){"--dot", lesson->dot_file, text, length, NULL, NULL};
+    }
+    for (int i = 0; i < n_kept; i++) {
+        outputs[n_outputs++] = (Output){kept[i].flag, kept[i].path, kept[i].bytes,
+                                        kept[i].length, NULL, NULL};
     }
     write_temporaries();
     move_into_place();

@@ -33,6 +33,7 @@ static void release_all(void) {
     trace_set_hook(NULL);
     trace_pause(false);
     free_dumps();
+    forget_outputs();
     graph_clear();
     forget_budget_check();
     stopped = false;
@@ -93,6 +94,7 @@ void lesson_start(Lesson *lesson) {
 }
 
 int lesson_finish(Lesson *lesson) {
+    release_budget();   // the work is done: writing the outputs is not stopped half way
     trace_set_hook(NULL);
     report_cost(lesson);
     write_outputs(lesson);

@@ -33,7 +33,6 @@
 #define BENCH_HEAD_DIM 64
 #define TILED_ROUNDS 5        // rounds of every tiled case ...
 #define NAIVE_ROUNDS 3        // ... and of every naive one (seconds each at seq 2048)
-#define BUDGET_SECONDS 150    // --bench refuses settings it estimates would take longer
 #define PROBE_SEQ 128         // the estimate is scaled from runs at this length
 #define WORTH_SEQ 512         // the kernels compared at this length
 #define BENCH_BLOCK_Q 64      // its blocks, unless --block-q and --block-k say otherwise:
@@ -461,10 +460,12 @@ void check_bench(const Lesson *lesson, BenchRun *settings) {
     settings->block_q = flag_given(lesson, "--block-q") ? settings->block_q : BENCH_BLOCK_Q;
     settings->block_k = flag_given(lesson, "--block-k") ? settings->block_k : block_k;
     check_budget(lesson, bench_cost(settings));
+    // Its time is held to the same budget as every run's: ATTN_MAX_SECONDS (lesson/budget.h).
+    double budget = last_budget_check().max_seconds;
     // The time of every run it will make, scaled from single runs at
     // PROBE_SEQ by the work, N * N pairs (a little over half of them
     // causal): the tiled runs first, then the naive ones, then the kernel
-    // sets compared at WORTH_SEQ; it refuses as soon as the sum passes.
+    // sets compared at WORTH_SEQ; it refuses if the sum passes the budget.
     double scale = 0.0, seconds = 0.0;
     for (int i = 0; i < N_BENCH_SEQS; i++) {
         scale += (double)BENCH_SEQS[i] * BENCH_SEQS[i] / (PROBE_SEQ * PROBE_SEQ);
@@ -476,7 +477,7 @@ void check_bench(const Lesson *lesson, BenchRun *settings) {
         naive_scale += (double)BENCH_SEQS[i] * BENCH_SEQS[i] / (PROBE_SEQ * PROBE_SEQ);
     }
     static const char *const names[] = {"avx512", "avx2", "scalar"};
-    for (int step = 0; step < 6 && seconds <= BUDGET_SECONDS; step++) {
+    for (int step = 0; step < 6; step++) {
         if (step == 0) {
             seconds += TILED_ROUNDS * 1.6 * scale * probe_seconds(settings, false);
         } else if (step == 1 && settings->threads > 1) {
@@ -488,11 +489,9 @@ void check_bench(const Lesson *lesson, BenchRun *settings) {
             seconds += 3 * worth * probe_seconds(&one, false);
         }
     }
-    if (seconds > BUDGET_SECONDS) {
-        usage_error(lesson, "--bench with%s would take %s%.0f s (estimated from runs at seq "
-                    "%d), over its budget of %d s", slow_flags(lesson, settings),
-                    seconds > 2 * BUDGET_SECONDS ? "more than " : "about ",
-                    seconds > 2 * BUDGET_SECONDS ? 2.0 * BUDGET_SECONDS : seconds, PROBE_SEQ,
-                    BUDGET_SECONDS);
+    if (seconds > budget) {
+        usage_error(lesson, "--bench with%s would take about %.0f s (estimated from runs at "
+                    "seq %d), more than the %.0f s allowed; allow it with ATTN_MAX_SECONDS=%.0f",
+                    slow_flags(lesson, settings), seconds, PROBE_SEQ, budget, ceil(seconds));
     }
 }

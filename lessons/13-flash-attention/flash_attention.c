@@ -110,6 +110,14 @@
 // an AMD EPYC (Zen 4, family 25 model 17; gcc 12, -O2; 2026-11-27), 80x;
 // counted as 32x (`lscpu` names your CPU).
 #define VECTOR_SPEEDUP 32.0
+// What a tile (a block of queries against a block of keys) costs beyond its pairs' work,
+// in ns: the call of the kernels, the running max and sum, the rescale of the block's
+// outputs; grows with head_dim. Small blocks pay it for every pair: --block-q 1 --block-k
+// 1 ran at about 100 ns a tile at head_dim 64 and 33 at head_dim 1 (processor time on an
+// Intel Xeon, family 6 model 167, AVX-512 kernels, gcc 12 -O2, under load, 2026-12-07),
+// where the pairs' count alone predicted a sixth of the time.
+#define NS_PER_TILE 30.0
+#define NS_PER_TILE_PER_DIM 1.1
 
 // --- the module: attention, tiled ------------------------------------------------------
 
@@ -732,7 +740,8 @@ static void show_heatmap(const NaiveSteps *naive, int seq) {
 // left out). The tiled path does 2*D multiply-adds and an exp2 for each
 // (query, key) pair a query sees: the scalar twins counted at 1.5x a plain
 // multiply-add's price (an estimate: no run behind it was recorded), the
-// vector kernels VECTOR_SPEEDUP times faster.
+// vector kernels VECTOR_SPEEDUP times faster; and each tile costs its call
+// (NS_PER_TILE), which is most of a run with small blocks.
 static Cost flash_cost(const Sizes *n, const Kernels *kernels) {
     double B = n->batch, H = n->heads, KV = n->kv_heads, N = n->seq, D = n->head_dim;
     double query = B * H * N * D, key = B * KV * N * D, lse = B * H * N;
@@ -741,12 +750,17 @@ static Cost flash_cost(const Sizes *n, const Kernels *kernels) {
     double width = ceil(Bq / KERNEL_COLUMNS) * KERNEL_COLUMNS;
     double workers = fmin(n->threads, B * H * ceil(N / Bq));
     double speed = kernels->lanes > 1 ? VECTOR_SPEEDUP : 1.0;
+    double query_blocks = ceil(N / Bq), key_blocks = ceil(N / Bk);   // causal: those on or
+    double tiles = B * H * (n->causal ? (query_blocks * key_blocks +           // below the
+                                         fmin(query_blocks, key_blocks)) / 2   // diagonal
+                                      : query_blocks * key_blocks);
     Cost cost = {
         .bytes = 4 * (2 * query + 2 * key + lse + workers * ((D + Bk + 4) * width + 16)),
         .dumped = 4 * (2 * query + 2 * key + lse),
         .multiply_adds = 1.5 * 2 * D * pairs / speed,
         .exps = query + 2 * key + pairs / speed,   // randn, then the scores' exp2
         .elements = 2 * query + lse,               // out's zeros, the scaled query blocks, lse
+        .kernel_seconds = tiles * (NS_PER_TILE + NS_PER_TILE_PER_DIM * D) * 1e-9,
     };
     if (naive_fits(n->batch, n->heads, n->seq, n->causal)) {
         double scores = B * H * N * N;

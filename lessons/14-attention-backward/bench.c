@@ -286,25 +286,28 @@ static void refuse_with_bench(const Lesson *lesson) {
 }
 
 // --bench's budget. Memory: the largest case's inputs, outputs, the tiled
-// path's two sets of gradients (the first run's, kept, and a later run's)
-// and its (Bq, Bk) tiles, and where the loops run, P (H, N, N), a run's dP
-// and dS, and one head's scores while P is made. Time: the bench's loops are
-// not the plain loops whose rates the budget's prices describe (budget.h),
-// so it estimates its own seconds, from rates set on one core of an AMD
-// EPYC (Zen 4) under load, gcc -O2: the loops at 0.4 ns a multiply-add;
-// the tiled kernels at 0.4 ns a multiply-add divided by the floats a
-// register holds (1, 8, 16), plus 100 ns a visited tile and 0.5 ns an
-// element of P for what is not a product (the exp, the copies); the
-// standard forward's P at 0.4 ns a multiply-add of its two products and
-// 20 ns an element; fma_peak, 0.2 s. Checked on an Intel Xeon (family 6,
-// model 167, gcc 12 -O2, under load): the loops ran at 0.37 ns a
-// multiply-add (gcc vectorises none of them: -fopt-info-vec reports 0 loops
-// in standard_backward; clang 14 vectorises the dQ, dK loop), the AVX-512
-// kernels faster than estimated (11 ms for an estimated 18 at seq 512), but
-// the scalar twins at 1.1 ns a multiply-add: with ATTN_KERNELS=scalar a run
-// can take up to 3 times the estimate. Each case runs the tiled backward at
-// least BENCH_REPEATS times and then while it has run less than a second,
-// the loops BENCH_REPEATS times (twice when slow).
+// path's two sets of gradients (the first run's, kept, and a later run's) and
+// its (Bq, Bk) tiles, and where the loops run, P (H, N, N), a run's dP and dS,
+// and one head's scores while P is made. Time: the bench's loops are not the
+// plain loops whose rates the budget's prices describe (budget.h), so it
+// estimates its own seconds, from rates set on one core of an AMD EPYC (Zen 4)
+// under load, gcc -O2: the loops at 0.4 ns a multiply-add; the tiled kernels at
+// 0.4 ns a multiply-add divided by the floats a register holds (8, 16; the
+// scalar twins at 1.1 ns, below), a tile's products taking at least 900 ns (its
+// rows are padded to 16: with blocks of 1 query and 1 key the bench's time came
+// to 750 to 930 ns a tile at seq 256 and 512 on the Xeon below, 2026-12-07;
+// counted by its pairs alone, it took 2 to 4 times its estimate), plus 100 ns a
+// visited tile and 0.5 ns an element of P for what is not a product (the exp,
+// the copies); the standard forward's P at 0.4 ns a multiply-add of its two
+// products and 20 ns an element; fma_peak, 0.2 s. Checked on an Intel Xeon
+// (family 6, model 167, gcc 12 -O2, under load): the loops ran at 0.37 ns a
+// multiply-add (gcc vectorises none of them: -fopt-info-vec reports 0 loops in
+// standard_backward; clang 14 vectorises the dQ, dK loop), the AVX-512 kernels
+// faster than estimated (11 ms for an estimated 18 at seq 512), but the scalar
+// twins at 1.1 ns a multiply-add, the price they are counted at now (at 0.4,
+// ATTN_KERNELS=scalar took up to 5 times its estimate). Each case runs the
+// tiled backward at least BENCH_REPEATS times and then while it has run less
+// than a second, the loops BENCH_REPEATS times (twice when slow).
 static Cost bench_cost(const int *seqs, int n_seqs, const BenchRun *run) {
     double H = BENCH_HEADS, D = BENCH_HEAD_DIM, bytes = 0, seconds = 0.2;
     double lanes = run->kernels->lanes;
@@ -312,7 +315,9 @@ static Cost bench_cost(const int *seqs, int n_seqs, const BenchRun *run) {
         double N = seqs[i], HNN = H * N * N;
         bool fits = HNN <= (double)MAX_ELEMENTS;
         double tiles = H * ceil(N / fmin(run->block_q, N)) * ceil(N / fmin(run->block_k, N));
-        double tiled_run = 5 * HNN * D * 0.4e-9 / lanes + tiles * 100e-9 + HNN * 0.5e-9;
+        double Bq = fmin(run->block_q, N), Bk = fmin(run->block_k, N);
+        double tile_products = 5 * Bq * Bk * D * (lanes > 1 ? 0.4e-9 / lanes : 1.1e-9);
+        double tiled_run = tiles * (fmax(tile_products, 900e-9) + 100e-9) + HNN * 0.5e-9;
         double loops_run = 4 * HNN * D * 0.4e-9;
         double held = 11 * H * N * D + H * N + 5 * fmin(run->block_q, N) * fmin(run->block_k, N) +
                       fits * (HNN + fmax(7 * N * N + 2 * N * D, 2 * HNN + 3 * H * N * D));

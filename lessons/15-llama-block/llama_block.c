@@ -811,7 +811,9 @@ static void name_steps(const Run *run) {
 // and 8, (B, KV, N, D) keys and values each) and their outputs. The counts per size are fitted
 // to what runs hold (ATTN_COST=show prints both; tests/test_budget.c checks two sizes): a
 // forward of N tokens keeps scores and attn_weights (B, H, N, N), about 12 (B, N, C) and 4
-// (B, N, F) tensors and 5 (B, KV, N, D); cos and sin (N, D/2). Its work: about five forwards
+// (B, N, F) tensors and 5 (B, KV, N, D); cos and sin (N, D/2); the weights, k_proj's and
+// v_proj's (KV*D, C) among them (left out, --heads 1 --kv-heads 1 --dim 3338 held 597 MiB
+// where 512 were predicted). Its work: about five forwards
 // (part 1, part 4's two, parts 7 and 8 a token at a time), each B*N*(2C*C + 2C*KV*D + 3C*F)
 // multiply-adds in the projections and B*H*N*N*D in scores and weights (causal: half of 2
 // products).
@@ -820,7 +822,7 @@ static Cost llama_block_cost(const Run *run) {
     double F = run->F, BHNN = B * H * N * N;
     double parameters = 2 * C * C + 2 * C * KV * D + 3 * C * F + 2 * C;
     double floats = 4 * BHNN + 24 * B * N * C + 8 * B * N * F + 10 * B * KV * N * D + 6 * N * D +
-                    4 * C * C + 3 * F * C;
+                    4 * C * C + 2 * C * KV * D + 3 * F * C;
     double forward_macs = B * N * (2 * C * C + 2 * C * KV * D + 3 * C * F) + BHNN * D;
     return (Cost){
         .bytes = 4 * floats,

@@ -6,37 +6,48 @@
 #include <stdio.h>
 #include <string.h>
 
+// Room for the widest token: "k" or "v" and an int's digits and sign ("k-2147483648").
+#define TOKEN_TEXT_MAX 16
+
 const char *token_text(const Config *config, int id) {
-    char *text = arena_alloc(8, 1);
+    char *text = arena_alloc(TOKEN_TEXT_MAX, 1);
     int NV = config->vocab_size, keys = NV / 2;
     if (config->task == RECALL) {
         if (id < keys) {
-            snprintf(text, 8, keys <= 26 ? "%c" : "k%d", keys <= 26 ? 'A' + id : id);
+            snprintf(text, TOKEN_TEXT_MAX, keys <= 26 ? "%c" : "k%d", keys <= 26 ? 'A' + id : id);
         } else {
-            snprintf(text, 8, NV - keys <= 10 ? "%c" : "v%d",
+            snprintf(text, TOKEN_TEXT_MAX, NV - keys <= 10 ? "%c" : "v%d",
                      NV - keys <= 10 ? '0' + id - keys : id - keys);
         }
     } else if (id == NV - 1) {
-        snprintf(text, 8, "|");
+        snprintf(text, TOKEN_TEXT_MAX, "|");
     } else {
         const char *symbols = "0123456789abcdefghijklmnopqrstuvwxyz";
-        snprintf(text, 8, NV - 1 <= 36 ? "%c" : "%d", NV - 1 <= 36 ? symbols[id] : id);
+        snprintf(text, TOKEN_TEXT_MAX, NV - 1 <= 36 ? "%c" : "%d",
+                 NV - 1 <= 36 ? symbols[id] : id);
     }
     return text;
 }
 
 const char *sequence_text(const Config *config, const float *ids) {
     int N = config->seq, questions = N / 8 > 1 ? N / 8 : 1, pairs = N / 2 - questions;
-    char *text = arena_alloc((size_t)N * 6 + 8, 1);
+    const char **pieces = arena_alloc((size_t)N, sizeof *pieces);   // each token's text
+    const char **gaps = arena_alloc((size_t)N, sizeof *gaps);       // and what comes before it
+    size_t length = 1;   // the buffer is sized from what goes in it: the '\0', then each piece
+    for (int t = 0; t < N; t++) {
+        gaps[t] = "";
+        if (t > 0 && config->task == RECALL) {
+            gaps[t] = t == 2 * pairs ? " | " : t % 2 == 0 ? " " : "";
+        } else if (t > 0) {
+            gaps[t] = " ";
+        }
+        pieces[t] = token_text(config, (int)ids[t]);
+        length += strlen(gaps[t]) + strlen(pieces[t]);
+    }
+    char *text = arena_alloc(length, 1);
     size_t used = 0;
     for (int t = 0; t < N; t++) {
-        const char *gap = "";
-        if (t > 0 && config->task == RECALL) {
-            gap = t == 2 * pairs ? " | " : t % 2 == 0 ? " " : "";
-        } else if (t > 0) {
-            gap = " ";
-        }
-        used += (size_t)sprintf(text + used, "%s%s", gap, token_text(config, (int)ids[t]));
+        used += (size_t)snprintf(text + used, length - used, "%s%s", gaps[t], pieces[t]);
     }
     return text;
 }
@@ -46,7 +57,9 @@ char shade(float weight) {
     if (!(weight > 0.0f)) {
         return ' ';
     }
-    int level = (int)(weight * 9.0f);   // the ninth of (0, 1] it falls in; 1 itself in the last
+    // The ninth of (0, 1] it falls in; 1 itself (and more: an Inf) in the last. Compared as a
+    // float first: converting a float past an int's range to int is undefined behaviour.
+    int level = weight < 1.0f ? (int)(weight * 9.0f) : 8;
     return shades[level > 8 ? 8 : level];
 }
 
@@ -60,7 +73,8 @@ static void print_trimmed(char *line, size_t used) {
 
 void print_maps(const Config *c, const float *ids, const float *att, int layer) {
     int N = c->seq, H = c->num_attention_heads;
-    size_t width = 16 + (size_t)H * ((size_t)N + 8);
+    // The longest line: "layer 7" and, per head, "   head 12345" or N shades and 2 spaces.
+    size_t width = 32 + (size_t)H * ((size_t)N + 24);
     char *line = arena_alloc(width, 1);
     size_t used = (size_t)snprintf(line, width, "layer %d", layer);
     for (int h = 0; h < H; h++) {

@@ -13,11 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "checkpoint.h"
-#include "lesson/files.h"
+#include "lesson/outputs.h"
 #include "show.h"
 
 enum { CELL = 6, GAP = 14, LAYER_GAP = 18, LEFT = 112, TOP = 44, ROW_GAP = 30, SHADES = 16,
@@ -46,19 +44,8 @@ static void emit(Text *t, const char *format, ...) {
     t->used += (size_t)n;
 }
 
-void svg_check(const Lesson *lesson, const char *path) {
-    struct stat info;
-    if (stat(path, &info) == 0 && !S_ISREG(info.st_mode)) {
-        usage_error(lesson, "--svg: '%s' is not a regular file", shown(path));
-    }
-    const char *dir = parent_of(path);
-    if (access(dir, W_OK | X_OK) != 0) {
-        usage_error(lesson, "--svg: cannot write into '%s'", shown(dir));
-    }
-}
-
-bool svg_maps(const char *path, const Config *c, const float *ids, const float *maps,
-              const int *steps) {
+const char *svg_text(size_t *length, const Config *c, const float *ids, const float *maps,
+                     const int *steps) {
     int N = c->seq, H = c->num_attention_heads, L = c->num_hidden_layers, map = N * CELL;
     int width = LEFT + L * H * (map + GAP) + (L - 1) * LAYER_GAP + 10;
     int height = TOP + 3 * (map + ROW_GAP) + KEY_HEIGHT;
@@ -96,8 +83,12 @@ bool svg_maps(const char *path, const Config *c, const float *ids, const float *
                 for (int shade_level = 1; shade_level <= SHADES; shade_level++) {
                     bool any = false;
                     for (int i = 0; i < N * N; i++) {
-                        int level = (int)(att[i] * SHADES + 0.5f);
-                        if ((level > SHADES ? SHADES : level) != shade_level) {
+                        // Compared as floats before any becomes an int: a NaN (weights
+                        // loaded as NaN) is left white, and no float past an int's range
+                        // is converted (undefined behaviour).
+                        float w = att[i];
+                        int level = w > 0.0f ? (w < 1.0f ? (int)(w * SHADES + 0.5f) : SHADES) : 0;
+                        if (level != shade_level) {
                             continue;
                         }
                         emit(&t, "%sM%d %dh%dv%dh-%dz", any ? "" : "<path d=\"",
@@ -127,5 +118,17 @@ bool svg_maps(const char *path, const Config *c, const float *ids, const float *
     emit(&t, "<text x=\"%d\" y=\"%d\">a cell is as dark as its weight, rounded to sixteenths "
         "(below 1/32: white)</text>\n", LEFT + (SHADES + 1) * KEY + 10, y_key + 9);
     emit(&t, "</svg>\n");
-    return save_file(path, t.text, t.used);
+    *length = t.used;
+    return t.text;
+}
+
+void svg_maps(const char *path, const Config *c, const float *ids, const float *maps,
+              const int *steps) {
+    size_t length;
+    const char *text = svg_text(&length, c, ids, maps, steps);
+    unsigned char *bytes = malloc(length);   // keep_output's to free
+    if (bytes != NULL) {
+        memcpy(bytes, text, length);
+    }
+    keep_output("--svg", path, bytes, length);   // written with the run's other outputs
 }

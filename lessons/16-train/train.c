@@ -211,8 +211,14 @@ Run run_init(const Settings *s) {
     run.grads = grads_init(&run.model);
     run.scratch = backward_scratch_init(c, s->batch);
     run.opt = adamw_init(&run.model, &run.grads, s->beta1, s->beta2, s->eps, s->weight_decay);
-    if (s->load_dir != NULL) {
+    if (s->load_dir != NULL) {   // the loaded parameters are what the run uses: --dump's
         checkpoint_load(&run.opt, c, s->load_dir);
+        for (int i = 0; i < run.opt.n_params; i++) {   // (named again: the later one wins)
+            size_t mark = arena_mark();                 // (--dump copies what it is named)
+            named(run.opt.params[i].name, tensor_from(run.opt.params[i].shape,
+                                                      run.opt.params[i].value));
+            arena_release(mark);
+        }
     }
     int steps = s->steps > 1 ? s->steps : 1;
     run.loss = floats(steps);
@@ -232,8 +238,11 @@ static float forward_backward(Run *run, const Batch *batch, float *right) {
     float loss = cross_entropy_forward(run->acts.log_probs, &asked, run->acts.logits,
                                        batch->labels, c->vocab_size);
     long asked_rows = 0, perfect = 0;
-    *right = (float)answers_right(&asked_rows, &perfect, run->acts.logits, batch->labels,
-                                  c->vocab_size) / (float)asked_rows;
+    // Two statements: in one, reading asked_rows would be unsequenced with the call that
+    // sets it (C11 6.5.2.2: the operands of / are evaluated in no fixed order).
+    long right_rows = answers_right(&asked_rows, &perfect, run->acts.logits, batch->labels,
+                                    c->vocab_size);
+    *right = (float)right_rows / (float)asked_rows;
     model_backward(&run->grads, &run->scratch, &run->model, &run->acts, batch->input_ids,
                    batch->labels, asked);
     return loss;
@@ -616,12 +625,11 @@ static void finish_outputs(const Run *run, bool dump) {
                                                  c->num_attention_heads, c->seq, c->seq),
                                           run->maps));
     }
-    if (s->save_dir != NULL && !checkpoint_save(&run->opt, c, s->save_dir)) {
-        fail("--save %s: %s", s->save_dir, strerror(errno));
+    if (s->save_dir != NULL) {   // kept: lesson_finish writes them with --dump's and --dot's
+        checkpoint_save(&run->opt, c, s->save_dir);
     }
-    if (s->svg_file != NULL && !svg_maps(s->svg_file, c, run->example.input_ids->data,
-                                         run->maps, run->map_steps)) {
-        fail("--svg %s: %s", s->svg_file, strerror(errno));
+    if (s->svg_file != NULL) {
+        svg_maps(s->svg_file, c, run->example.input_ids->data, run->maps, run->map_steps);
     }
 }
 

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "checkpoint.h"
+#include "lesson/outputs.h"
 #include "kernels.h"
 #include "model.h"
 #include "speed/choice.h"
@@ -97,9 +98,9 @@ Settings read_flags(Lesson *lesson, int argc, char **argv) {
         .save_dir = save_dir, .load_dir = load_dir, .svg_file = svg_file, .bench = bench,
         .heatmap = lesson->heatmap,
     };
-    checkpoint_check(lesson, &s);
-    if (svg_file != NULL) {
-        svg_check(lesson, svg_file);
+    checkpoint_check(lesson, &s);   // --load read and checked; --save and --load declared
+    if (svg_file != NULL) {         // checked with the run's other outputs (lesson_start)
+        declare_output("--svg", svg_file, OUTPUT_FILE);
     }
     return s;
 }
