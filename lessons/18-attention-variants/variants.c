@@ -426,7 +426,9 @@ static int window_trials(Trial *trials, const Settings *s) {
 }
 
 // Softmax attention, then linear attention above a first softmax layer (a hybrid: the
-// lookup is linear attention's), each at N, 2N and 4N.
+// lookup is linear attention's; the first layer sees every key, so its cache still grows,
+// where Based and RecurrentGemma keep their softmax attention in a window), each at N, 2N
+// and 4N.
 static int linear_trials(Trial *trials, const Settings *s) {
     for (int i = 0; i < 6; i++) {
         int n = s->seq << (i % 3);
