@@ -616,6 +616,27 @@ static bool distance_no_offset(const Seen *s) {
 static bool distance_negated(const Seen *s) { return printed_distance_is(s, DISTANCE_NEGATED); }
 static bool distance_one_off(const Seen *s) { return printed_distance_is(s, DISTANCE_ONE_OFF); }
 
+// Lesson 17: part 4 prints "...; top-p P keeps N" (after "keeps all M tokens" or "keeps K"
+// for top-k): the N of a printed text, or NAN.
+static double top_p_kept(const char *text) {
+    const char *at = strstr(text, "; top-p ");
+    const char *keeps = at != NULL ? strstr(at, " keeps ") : NULL;
+    return keeps != NULL ? atof(keeps + strlen(" keeps ")) : NAN;
+}
+
+// Lesson 17: yours keeps every token (the starting file), or one token fewer than the
+// lesson's.
+static bool top_p_keeps_all(const Seen *s) {
+    const char *all = strstr(s->expected_printed, "keeps all ");
+    return all != NULL && top_p_kept(s->printed) == atof(all + strlen("keeps all ")) &&
+           top_p_kept(s->expected_printed) != top_p_kept(s->printed);
+}
+
+static bool top_p_one_fewer(const Seen *s) {
+    return top_p_kept(s->printed) == top_p_kept(s->expected_printed) - 1;
+}
+
+
 // --- the exercises ---
 
 static const Exercise EXERCISES[] = {
@@ -839,4 +860,18 @@ static const Exercise EXERCISES[] = {
                          "key's, (P + t) - s", ON_VALUES},
       {distance_one_off, "one position off: query t is at P + t (t from 0), key s at s",
        ON_VALUES}}},
+    {17, "top_p",
+     {"--steps 5 --seq 32 --batch 4 --new 40 --eval-every 5 --top-p 0.5",
+      "--steps 5 --seq 32 --batch 4 --new 40 --eval-every 5 --top-p 0.9 --top-k 50 "
+      "--temperature 1.5",
+      "--steps 5 --seq 32 --batch 4 --new 40 --eval-every 5 --top-p 0.05"},
+     {NULL}, "",
+     {{top_p_keeps_all, "top-p keeps every token (the starting file copies them all): going "
+                        "down from the most likely, a token stays while the mass of those "
+                        "above it is below p", ON_VALUES},
+      {top_p_one_fewer, "one token too few: the token that carries the mass past p stays; "
+                        "compare p with the mass ABOVE each token, not with the mass "
+                        "including it", ON_VALUES},
+      {always, "take the tokens most likely first (equal ones by id), keep each while the "
+               "mass above it is below p, and set the others to 0", ON_VALUES}}},
 };
