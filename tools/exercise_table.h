@@ -765,6 +765,12 @@ static bool z_not_growing(const Seen *s) {
 
 static bool linear_run(const Seen *s) { return strstr(s->flags, "--attention linear") != NULL; }
 
+// Lesson 19: the run with a single latent channel (kv_lora_rank 1), where q_latent is one
+// dot product and W_UK read either way round gives the same numbers.
+static bool one_latent_channel(const Seen *s) {
+    return strstr(s->flags, "--kv-lora-rank 1 ") != NULL;
+}
+
 // --- the exercises ---
 
 static const Exercise EXERCISES[] = {
@@ -1030,4 +1036,23 @@ static const Exercise EXERCISES[] = {
       {always, "ALiBi's slopes (part 1 prints them): for H a power of two 2^(-8h/H), h = "
                "1..H; otherwise P's (the largest power of two below H), then every other "
                "of 2P's", ON_VALUES}}},
+    {19, "absorb_query",
+     {"--kv-lora-rank 1 --new 4", "",
+      "--seed 5 --dim 96 --heads 6 --kv-heads 3 --prompt 11 --new 6 --block 8 --kv-lora-rank 24 "
+      "--outlier 30",
+      "--seed 4 --new 0 --prompt 7 --qk-rope-head-dim 2 --qk-nope-head-dim 6 --v-head-dim 12 "
+      "--rope-base 500000"},
+     {"out_absorbed", "decoded_absorbed"}, "",
+     {{one_latent_channel, "wrong even with one latent channel (kv_lora_rank 1, where "
+                           "q_latent[0] is the dot product of q_nope and w_uk): q_latent[c] is "
+                           "a sum over all qk_nope_head_dim terms q_nope[i] * w_uk[i * "
+                           "kv_lora_rank + c]", ON_VALUES},
+      {always, "right with one latent channel, wrong with more: W_UK used untransposed? w_uk "
+               "is W_UK (qk_nope_head_dim, kv_lora_rank), row-major: q_latent[c] = sum over i "
+               "of q_nope[i] * w_uk[i * kv_lora_rank + c], down column c; w_uk[c * "
+               "qk_nope_head_dim + i] reads it as if stored by columns (at the defaults, part "
+               "2's differences then go to 0.31 and 0.36)", ON_VALUES},
+      {always, "an index out of range: w_uk holds qk_nope_head_dim rows of kv_lora_rank, row "
+               "i at w_uk + i * kv_lora_rank; q_latent has kv_lora_rank numbers, q_nope "
+               "qk_nope_head_dim", ON_FAILURE}}},
 };
