@@ -900,8 +900,10 @@ int main(int argc, char **argv) {
         die("mkdtemp: %s", strerror(errno));
     }
     if (is_starting_file(argv[4], ex->lesson)) {
+        bool two = strstr(ex->function, " and ") != NULL;   // lesson 18's two functions
         snprintf(starting_note, sizeof starting_note, "  note: %s is still the starting file:\n"
-                 "        the body of %s is yours to write\n", argv[4], ex->function);
+                 "        the %s of %s %s yours to write\n", argv[4], two ? "bodies" : "body",
+                 ex->function, two ? "are" : "is");
     }
     bool right = true;
     for (int r = 0; right && r < MAX_RUNS && ex->runs[r] != NULL; r++) {
