@@ -1,10 +1,11 @@
 // exercise_table.h - the write-it exercises tools/exercise.c checks: for each, the
 // lesson, the function the reader writes (exercises/NN-name.c), the flag sets it is
 // run with, the dumped tensors the function affects (in the order the lesson makes
-// them; {NULL} for none), whether the printed output is compared too (and which lines
-// not), and the hints, each a test of the reader's tensor (or printed output, or a
-// failed run's stderr) against the lesson's (tools/exercise.c has the common tests)
-// and what to say when it holds: the first that holds is given.
+// them; {NULL} for none; each run compares those it dumps, and each must be dumped by
+// some run), whether the printed output is compared too (and which lines not), and the
+// hints, each a test of the reader's tensor (or printed output, or a failed run's
+// stderr) against the lesson's (tools/exercise.c has the common tests) and what to say
+// when it holds: the first that holds is given.
 //
 // Adding an exercise for lesson NN (the Makefile finds the rest by number):
 //   - the function made an ordinary (non-static) one in the lesson, if it is not;
@@ -616,6 +617,160 @@ static bool distance_no_offset(const Seen *s) {
 static bool distance_negated(const Seen *s) { return printed_distance_is(s, DISTANCE_NEGATED); }
 static bool distance_one_off(const Seen *s) { return printed_distance_is(s, DISTANCE_ONE_OFF); }
 
+// Lesson 17: part 4 prints "...; top-p P keeps N" (after "keeps all M tokens" or "keeps K"
+// for top-k): the N of a printed text, or NAN.
+static double top_p_kept(const char *text) {
+    const char *at = strstr(text, "; top-p ");
+    const char *keeps = at != NULL ? strstr(at, " keeps ") : NULL;
+    return keeps != NULL ? atof(keeps + strlen(" keeps ")) : NAN;
+}
+
+// Lesson 17: yours keeps every token (the starting file), or one token fewer than the
+// lesson's.
+static bool top_p_keeps_all(const Seen *s) {
+    const char *all = strstr(s->expected_printed, "keeps all ");
+    return all != NULL && top_p_kept(s->printed) == atof(all + strlen("keeps all ")) &&
+           top_p_kept(s->expected_printed) != top_p_kept(s->printed);
+}
+
+static bool top_p_one_fewer(const Seen *s) {
+    return top_p_kept(s->printed) == top_p_kept(s->expected_printed) - 1;
+}
+
+
+// Lesson 18: part 1 (every experiment) prints "ALiBi's slopes for 4 heads, 2^(-8h/4), h =
+// 1..4: 0.25 0.0625 ..." and, for a power of two, "  and for 6 heads, 4's then every other
+// of 8's: ...": the slopes of the line that starts with `label` (up to `max`), their count
+// returned (0 when there is no such line).
+static int printed_slopes(const char *text, const char *label, double *slopes, int max) {
+    const char *at = strstr(text, label);
+    const char *colon = at != NULL ? strchr(at, ':') : NULL;
+    int n = 0;
+    if (colon == NULL || colon > at + strcspn(at, "\n")) {
+        return 0;
+    }
+    for (const char *p = colon + 1; n < max && *p == ' ';) {
+        char *end;
+        slopes[n] = strtod(p, &end);
+        if (end == p) {
+            break;
+        }
+        n++;
+        p = end;
+    }
+    return n;
+}
+
+// Lesson 18: yours and the lesson's slopes for the run's H (the first line), in `yours` and
+// `lessons`: their count when both are there and as many, else 0.
+static int both_slopes(const Seen *s, double *yours, double *lessons) {
+    int a = printed_slopes(s->printed, "ALiBi's slopes for", yours, 8);
+    int b = printed_slopes(s->expected_printed, "ALiBi's slopes for", lessons, 8);
+    return a == b ? a : 0;
+}
+
+// ... all 0 (the starting file's).
+static bool slopes_zero(const Seen *s) {
+    double yours[8], lessons[8];
+    int n = both_slopes(s, yours, lessons);
+    for (int h = 0; h < n; h++) {
+        if (yours[h] != 0) {
+            return false;
+        }
+    }
+    return n > 0;
+}
+
+// ... 1, then the lesson's shifted by one: 2^(-8h/H) with h from 0.
+static bool slopes_from_one(const Seen *s) {
+    double yours[8], lessons[8];
+    int n = both_slopes(s, yours, lessons);
+    bool same = n > 1 && yours[0] == 1;
+    for (int h = 1; same && h < n; h++) {
+        same = close_to(yours[h], lessons[h - 1]);
+    }
+    return same;
+}
+
+// ... not a geometric sequence (for a power of two H, where the lesson's is one).
+static bool slopes_not_geometric(const Seen *s) {
+    double yours[8], lessons[8];
+    int n = both_slopes(s, yours, lessons);
+    if (n < 3 || (n & (n - 1)) != 0 || yours[0] == 0) {
+        return false;
+    }
+    for (int h = 2; h < n; h++) {
+        if (!close_to(yours[h] / yours[h - 1], yours[1] / yours[0])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// ... right for the run's H, a power of two, and not for 6 heads (the second line).
+static bool slopes_wrong_for_six(const Seen *s) {
+    double yours[8], lessons[8], yours6[8], lessons6[8];
+    int n = both_slopes(s, yours, lessons);
+    int six = printed_slopes(s->printed, "  and for 6 heads", yours6, 8);
+    if (n == 0 || six != 6 || printed_slopes(s->expected_printed, "  and for 6 heads",
+                                              lessons6, 8) != 6) {
+        return false;
+    }
+    bool same = true;
+    for (int h = 0; same && h < n; h++) {
+        same = close_to(yours[h], lessons[h]);
+    }
+    for (int h = 0; same && h < 6; h++) {
+        if (!close_to(yours6[h], lessons6[h])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// Lesson 18: part 4 with linear attention prints, token by token, "... the state holds 544
+// floats; in layer 0, z[0][0] = 1.2626": yours's z[0][0] (up to `max`), their count.
+static int printed_z(const char *text, double *z, int max) {
+    const char *label = "in layer 0, z[0][0] = ";
+    int n = 0;
+    for (const char *at = text; n < max && (at = strstr(at, label)) != NULL; at++) {
+        z[n++] = atof(at + strlen(label));
+    }
+    return n;
+}
+
+// ... all 0: z never written.
+static bool z_stays_zero(const Seen *s) {
+    double z[64];
+    int n = printed_z(s->printed, z, 64);
+    for (int t = 0; t < n; t++) {
+        if (z[t] != 0) {
+            return false;
+        }
+    }
+    return n > 0;
+}
+
+// ... not growing, token after token (phi(k) = elu(k) + 1 > 0: a running sum grows).
+static bool z_not_growing(const Seen *s) {
+    double z[64];
+    int n = printed_z(s->printed, z, 64);
+    for (int t = 1; t < n; t++) {
+        if (z[t] <= z[t - 1]) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool linear_run(const Seen *s) { return strstr(s->flags, "--attention linear") != NULL; }
+
+// Lesson 19: the run with a single latent channel (kv_lora_rank 1), where q_latent is one
+// dot product and W_UK read either way round gives the same numbers.
+static bool one_latent_channel(const Seen *s) {
+    return strstr(s->flags, "--kv-lora-rank 1 ") != NULL;
+}
+
 // --- the exercises ---
 
 static const Exercise EXERCISES[] = {
@@ -839,4 +994,65 @@ static const Exercise EXERCISES[] = {
                          "key's, (P + t) - s", ON_VALUES},
       {distance_one_off, "one position off: query t is at P + t (t from 0), key s at s",
        ON_VALUES}}},
+    {17, "top_p",
+     {"--steps 5 --seq 32 --batch 4 --new 40 --eval-every 5 --top-p 0.5",
+      "--steps 5 --seq 32 --batch 4 --new 40 --eval-every 5 --top-p 0.9 --top-k 50 "
+      "--temperature 1.5",
+      "--steps 5 --seq 32 --batch 4 --new 40 --eval-every 5 --top-p 0.05"},
+     {NULL}, "",
+     {{top_p_keeps_all, "top-p keeps every token (the starting file copies them all): going "
+                        "down from the most likely, a token stays while the mass of those "
+                        "above it is below p", ON_VALUES},
+      {top_p_one_fewer, "one token too few: the token that carries the mass past p stays; "
+                        "compare p with the mass ABOVE each token, not with the mass "
+                        "including it", ON_VALUES},
+      {always, "take the tokens most likely first (equal ones by id), keep each while the "
+               "mass above it is below p, and set the others to 0", ON_VALUES}}},
+    {18, "alibi_slopes and linear_state_update",
+     {"--experiment none --attention linear --steps 5",
+      "--steps 2",
+      "--experiment none --positions alibi --steps 5",
+      "--experiment none --positions alibi --heads 6 --kv-heads 3 --dim 48 --steps 3 --seed 1"},
+     {"losses", "grad_norms", "attn_weights", "logits", "variant_losses", "variant_grad_norms",
+      "length_losses", "window_losses", "linear_losses"}, "",
+     {{z_stays_zero, "linear attention's z stays 0 (printed token by token in part 4): "
+                     "z[d] += k_phi[d], the sum of every key so far, which y divides by",
+       ON_VALUES},
+      {z_not_growing, "linear attention's state forgets: each token ADDS to S and z, "
+                      "S[d][e] += k_phi[d] * v[e], z[d] += k_phi[d], on top of every earlier "
+                      "one (part 4 prints z[0][0], which must grow)", ON_VALUES},
+      {linear_run, "linear attention differs: S[d][e] += k_phi[d] * v[e] (row d from the "
+                   "key, column e from the value, S + d * D is row d), z[d] += k_phi[d]",
+       ON_VALUES},
+      {slopes_zero, "ALiBi's slopes are all 0 (the starting file's; part 1 prints them): "
+                    "for H a power of two, slope h is 2^(-8h/H), h = 1..H", ON_VALUES},
+      {slopes_from_one, "your first slope is 1: h counts from 1, so the first slope is "
+                        "2^(-8/H) (1/4 for 4 heads) and the last 2^-8", ON_VALUES},
+      {slopes_not_geometric, "your slopes are not a geometric sequence: each is the one "
+                             "before times 2^(-8/H), the first 2^(-8/H) too", ON_VALUES},
+      {slopes_wrong_for_six, "right for a power of two, not for 6 heads: take the 4 slopes "
+                             "of 4 heads, then every other of 8's (1/2 and 1/8), not "
+                             "2^(-8h/6)", ON_VALUES},
+      {always, "ALiBi's slopes (part 1 prints them): for H a power of two 2^(-8h/H), h = "
+               "1..H; otherwise P's (the largest power of two below H), then every other "
+               "of 2P's", ON_VALUES}}},
+    {19, "absorb_query",
+     {"--kv-lora-rank 1 --new 4", "",
+      "--seed 5 --dim 96 --heads 6 --kv-heads 3 --prompt 11 --new 6 --block 8 --kv-lora-rank 24 "
+      "--outlier 30",
+      "--seed 4 --new 0 --prompt 7 --qk-rope-head-dim 2 --qk-nope-head-dim 6 --v-head-dim 12 "
+      "--rope-base 500000"},
+     {"out_absorbed", "decoded_absorbed"}, "",
+     {{one_latent_channel, "wrong even with one latent channel (kv_lora_rank 1, where "
+                           "q_latent[0] is the dot product of q_nope and w_uk): q_latent[c] is "
+                           "a sum over all qk_nope_head_dim terms q_nope[i] * w_uk[i * "
+                           "kv_lora_rank + c]", ON_VALUES},
+      {always, "right with one latent channel, wrong with more: W_UK used untransposed? w_uk "
+               "is W_UK (qk_nope_head_dim, kv_lora_rank), row-major: q_latent[c] = sum over i "
+               "of q_nope[i] * w_uk[i * kv_lora_rank + c], down column c; w_uk[c * "
+               "qk_nope_head_dim + i] reads it as if stored by columns (at the defaults, part "
+               "2's differences then go to 0.31 and 0.36)", ON_VALUES},
+      {always, "an index out of range: w_uk holds qk_nope_head_dim rows of kv_lora_rank, row "
+               "i at w_uk + i * kv_lora_rank; q_latent has kv_lora_rank numbers, q_nope "
+               "qk_nope_head_dim", ON_FAILURE}}},
 };

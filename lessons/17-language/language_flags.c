@@ -168,7 +168,11 @@ Settings read_flags(Lesson *lesson, Text *text, int argc, char **argv) {
         .n_floats = 3, .choices = choices, .n_choices = 1,
         .switches = switches, .n_switches = 1, .paths = paths, .n_paths = 6,
     };
-    check_text_flags(lesson, argc, argv);
+    // Checked before the parser, which restores the flags' defaults: until it has, the
+    // flags may hold an earlier call's values (a test calls main() again and again), so the
+    // refusal names only the program.
+    const Lesson unparsed = {.program = lesson->program, .summary = lesson->summary};
+    check_text_flags(&unparsed, argc, argv);
     parse_lesson_args(lesson, argc, argv);
     check_kernels_variable(lesson);   // ATTN_KERNELS (common/speed/choice.h)
     text_file = text_file != NULL ? text_file : DEFAULT_TEXT;
