@@ -149,7 +149,7 @@ void make_planned_runs(void);
 // lesson's own budget (common/lesson/budget.h) estimates it at CHEAP_SECONDS or less;
 // make test-long makes every one. The estimates are the slow end (most runs take a half
 // to a fifth of theirs), so make test still makes lesson 16's default run (about 3 s
-// estimated), and leaves lessons 17's and 18's default runs (48 s estimated each, about 40
+// estimated), and leaves lessons 17's and 18's default runs (about 50 s estimated each, about 40
 // and 30 taken: most of make test's time, on 2 cores), lesson 18's --experiment length
 // (9 s) and lesson 17's byte pairs (7 s estimated, under 2 taken).
 // A test that leaves runs says so with note_skipped, naming them, so that none is left

@@ -620,6 +620,15 @@ static Cost language_cost(const Settings *s, const Text *text, const Lesson *les
     // step: most of a step where the model is tiny (6 ns a parameter at --dim 8 --seq 4 on
     // the machine of budget.h), counted as one element a parameter
     cost.elements += s->steps * P;
+    // and the cross-entropy's rows beyond its kernels' products: each position's NV logits
+    // read, shifted, exponentiated and summed forward, and again backward (at --dim 8 --seq
+    // 16 most of a step: 0.84 ms measured against 0.45 predicted without it), counted as
+    // three-eighths of an element each (3 ns)
+    cost.elements += 0.375 * (s->steps + 1) * B * N * NV;
+    // and attention's scores beyond their products: each masked, exponentiated and summed
+    // forward, and its softmax's gradient backward (at --seq 42 --dim 8, 2 of a step's 3.3
+    // ms measured), counted as five-eighths of an element each (5 ns)
+    cost.elements += 0.625 * (s->steps + 1 + forwards) * B * H * N * N * L;
     // the text, its code points (for the vocabulary of characters), its tokens
     cost.bytes = run_bytes(s, 0) + 10 * bytes;
     if (s->tokenizer == BPE && s->load_dir == NULL) {
