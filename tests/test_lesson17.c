@@ -318,7 +318,24 @@ START_TEST(test_round_trip_of_random_text) {
         ck_assert_ptr_null(utf8_problem(&at, text, n));
         int *code_points = arena_alloc((size_t)n, sizeof(int)), *ids = arena_alloc((size_t)n,
                                                                                   sizeof(int));
-        Tokenizer chars = chars_tokenizer(code_points, utf8_decode(code_points, text, n));
+        long n_points = utf8_decode(code_points, text, n);
+        Tokenizer chars = chars_tokenizer(code_points, n_points);
+        // sorted(set(text)): ascending, and every character of the text in it, each used
+        bool *used = arena_alloc((size_t)chars.vocab_size, sizeof(bool));
+        for (long i = 0; i < n_points; i++) {
+            int lo = 0, hi = chars.vocab_size - 1;
+            while (lo < hi) {
+                int mid = (lo + hi) / 2;
+                lo = chars.code_points[mid] < code_points[i] ? mid + 1 : lo;
+                hi = chars.code_points[mid] < code_points[i] ? hi : mid;
+            }
+            ck_assert_int_eq(chars.code_points[lo], code_points[i]);
+            used[lo] = true;
+        }
+        for (int v = 0; v < chars.vocab_size; v++) {
+            ck_assert_msg(used[v] && (v == 0 || chars.code_points[v - 1] < chars.code_points[v]),
+                          "trial %d: the vocabulary is not sorted(set(text)) at %d", trial, v);
+        }
         long half = n / 2;
         while ((text[half] & 0xC0) == 0x80) {
             half += 1;   // the training part ends at a character's end

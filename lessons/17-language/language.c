@@ -629,8 +629,9 @@ static Cost language_cost(const Settings *s, const Text *text, const Lesson *les
     // forward, and its softmax's gradient backward (at --seq 42 --dim 8, 2 of a step's 3.3
     // ms measured), counted as five-eighths of an element each (5 ns)
     cost.elements += 0.625 * (s->steps + 1 + forwards) * B * H * N * N * L;
-    // the text, its code points (for the vocabulary of characters), its tokens
-    cost.bytes = run_bytes(s, 0) + 10 * bytes;
+    // the text, its code points (for the vocabulary of characters) and set()'s flags, a bit
+    // for each of Unicode's 0x110000 code points (tokenizer.c), its tokens
+    cost.bytes = run_bytes(s, 0) + 10 * bytes + 0x110000 / 8;
     if (s->tokenizer == BPE && s->load_dir == NULL) {
         double V = 256.0 + s->merges;
         cost.elements += 2.0 * s->merges * (double)text->split_bytes;
