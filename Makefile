@@ -58,6 +58,7 @@ lesson_dir    = $(or $(firstword $(wildcard lessons/$(shell printf '%02d' $(call
                   $(error there is no lesson $(1): the lessons are 1 to $(lesson_count)))
 
 .PHONY: FORCE all lessons test test-long run-tests sanitize valgrind docs clean help lesson- compare- test- script-
+.PHONY: exercise- check-exercises
 .SECONDEXPANSION:
 # The objects are made by pattern rules and named nowhere else, so make
 # would treat them as intermediate files and delete them after each build
@@ -85,7 +86,7 @@ $(BUILD)/lessons/%: $$(call lesson_objects,lessons/$$*) $(COMMON_OBJ)
 lesson-%: $$(BUILD)/$$(call lesson_dir,$$*)
 	@./$< $(ARGS)
 
-lesson- compare- test- script-:
+lesson- compare- test- script- exercise-:
 	$(error make $@N: N is the lesson's number, 1 to $(lesson_count))
 
 # make compare-N ARGS="...": lesson N and the PyTorch code on its page, run with the
@@ -126,14 +127,15 @@ CHECK_LIBS  = $(shell pkg-config --libs check 2>/dev/null)
 # where the lessons are built (BUILD_DIR: tests run the lesson programs).
 TEST_CFLAGS = -Itests $(CHECK_FLAGS) -DBUILD_DIR='"$(BUILD)"'
 
-# The tests compile at -O1 -g1 (after CFLAGS, so they win): a quarter less
-# time to build than at -O2 -g, with the line numbers a backtrace needs; the
-# lesson code some of them include (to test its static functions) must give
-# the same bits at either level, which the tests then check.
+# The tests compile at -O0 -g1 (after CFLAGS, so they win): a third of the
+# time to build at -O2 -g (the tests' own code is not what takes their time:
+# the lessons they call and run are built at CFLAGS), with the line numbers a
+# backtrace needs; the lesson code some of them include (to test its static
+# functions) must give the same bits at either level, which the tests then check.
 $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	@$(CC) $(ALL_CFLAGS) -O1 -g1 $(TEST_CFLAGS) -c $< -o $@
+	@$(CC) $(ALL_CFLAGS) -O0 -g1 $(TEST_CFLAGS) -c $< -o $@
 
 # A lesson's kernels.c (13, 14 and 16 have one) is tested through its tables (kernels.h,
 # extern): linked into the lesson's test, tests/test_lessonNN.c, from the lesson's own
@@ -169,7 +171,7 @@ $(BUILD)/entry/lessons.h: FORCE
 	@if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
 $(BUILD)/entry/lesson_table.o: tests/lesson_table.c $(BUILD)/entry/lessons.h
 	@echo "  CC      $<"
-	@$(CC) $(ALL_CFLAGS) -O1 -g1 $(TEST_CFLAGS) -I$(BUILD)/entry -c $< -o $@
+	@$(CC) $(ALL_CFLAGS) -O0 -g1 $(TEST_CFLAGS) -I$(BUILD)/entry -c $< -o $@
 $(BUILD)/entry/lessons.a: $(BUILD)/entry/lesson_table.o $(LESSON_ENTRIES)
 	@rm -f $@
 	@$(AR) rcs $@ $^
@@ -179,9 +181,9 @@ TABLE_TESTS := $(shell grep -l -w -E 'N_LESSONS|LESSONS|lesson_entry' tests/test
 $(foreach test,$(TABLE_TESTS),$(eval $(test:tests/%.c=$(BUILD)/tests/%): $(BUILD)/entry/lessons.a))
 FORCE:
 
-# test_outputs runs lessons with tests/rename_fault.c loaded (LD_PRELOAD) to fail one
-# rename of their output; it is built without the sanitizers, which the lesson has.
-$(BUILD)/tests/test_outputs: | $(BUILD)/tests/rename_fault.so
+# test_outputs and test_lesson17 run lessons with tests/rename_fault.c loaded (LD_PRELOAD)
+# to fail one rename of their output; it is built without the sanitizers, which the lesson has.
+$(BUILD)/tests/test_outputs $(BUILD)/tests/test_lesson17: | $(BUILD)/tests/rename_fault.so
 $(BUILD)/tests/rename_fault.so: tests/rename_fault.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
@@ -203,7 +205,7 @@ test:
 	@sh tests/ensure-check.sh
 	@$(MAKE) --no-print-directory $(parallel) run-tests
 
-run-tests: $(TEST_BINS) $(LESSON_BINS)
+run-tests: $(TEST_BINS) $(LESSON_BINS) check-exercises
 	@JOBS=$(JOBS) sh tests/run-tests.sh $(TEST_BINS)
 
 # make test-N: lesson N's tests alone (tests/test_lessonNN.c), with the lessons they
@@ -221,8 +223,9 @@ test-%: $$(call lesson_dir,$$*)
 # makes in the test's own process or samples (tests/harness.h: long_tests): every fuzzed
 # command line and every size at its limit also as a program, every size flag run at its
 # budget's edge, every sized run each lesson's test lists; and the runs the pages document
-# that the lessons' budgets estimate over 5 s (harness.h: made_in_this_test; lessons 17's and
-# 18's default runs), which make test names as skipped. .ci/run runs it.
+# that the lessons' budgets estimate over 2.5 s (harness.h: made_in_this_test; lessons 16's,
+# 17's and 18's default runs among them), which make test names as skipped; and the
+# write-it exercises of every lesson, not only QUICK_EXERCISES'. .ci/run runs it.
 test-long:
 	@sh tests/ensure-check.sh
 	@ATTN_TEST_LONG=1 $(MAKE) --no-print-directory $(parallel) run-tests
@@ -259,6 +262,69 @@ valgrind: $(LESSON_BINS) $(TEST_BINS)
 	 done
 	@VALGRIND_SHORT="$$(./$(BUILD)/tests/test_in_process --quick-starts)" \
 	   sh tests/valgrind-error-paths.sh "$(VALGRIND)" $(LESSON_BINS:%=./%)
+
+# --- the exercises -----------------------------------------------------------------
+
+# make exercise-N: lesson N built with the reader's function, exercises/NN-name.c, in
+# place of the lesson's own, then checked by tools/exercise.c against the lesson as it
+# is (each exercise's flag sets, tensors and hints: tools/exercise_table.h). The swap:
+# the lesson's objects are compiled again (in $(EXERCISE_BUILD)) with -fPIC
+# -fsemantic-interposition, so that the compiler keeps every call to an ordinary
+# (non-static) function a call through its name, even inside the lesson's own file,
+# neither inlined nor bound to the lesson's copy; the reader's object is linked first,
+# and --allow-multiple-definition makes the linker take the first definition of a
+# name and ignore the lesson's. The reader's file and the lesson are built with
+# ASan + UBSan, so that a read out of bounds is named (file and line) rather than
+# a segfault or a wrong number. common/ is linked as the lessons are. (-I.: a
+# reader's file names a lesson's header from the top, "lessons/13-.../kernels.h".)
+EXERCISE_BUILD = $(BUILD)/exercise
+EXERCISE_FLAGS = -fPIC -fsemantic-interposition $(SANITIZERS)
+$(EXERCISE_BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $< (for the exercise)"
+	@$(CC) $(WARNINGS) -ffp-contract=off $(CFLAGS) $(EXERCISE_FLAGS) -Icommon -I. -MMD -MP -c $< -o $@
+# Any file whose name starts with a lesson's number (exercises/01-toy-qkv.c, a test's
+# tests/exercises/01-no-max.c) linked into that lesson: $(EXERCISE_BUILD)/bin/<its path>.
+exercise_lesson   = $(call lesson_dir,$(firstword $(subst -, ,$(notdir $(1)))))
+exercise_objects  = $(patsubst %.c,$(EXERCISE_BUILD)/obj/%.o,$(wildcard $(1)/*.c))
+$(EXERCISE_BUILD)/bin/%: $(EXERCISE_BUILD)/obj/%.o \
+                         $$(call exercise_objects,$$(call exercise_lesson,$$*)) $(COMMON_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) -Wl,--allow-multiple-definition $^ $(SANITIZERS) $(LDLIBS) -o $@
+$(BUILD)/tools/exercise: tools/exercise.c tools/exercise_table.h
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	@$(CC) $(WARNINGS) $(CFLAGS) $< -lm -o $@
+# make test checks the checker (tests/exercises.sh) on QUICK_EXERCISES (lesson 1's:
+# each exercise's build compiles its lesson again, under the sanitizers, 3 s for two):
+# the page's answer passes, the untouched starting file and each planted mistake
+# (tests/exercises/NN-*.c) get their message; make test-long on every exercise.
+# The page's answer is cut out of the page (the ```c block after the summary that
+# names make exercise-N) and given the starting file's #include and typedef lines.
+QUICK_EXERCISES  = 01
+EXERCISE_NUMBERS = $(patsubst exercises/%,%,$(foreach f,$(wildcard exercises/[0-9][0-9]-*.c), \
+                     $(firstword $(subst -, ,$(f)))))
+exercise_checks  = $(foreach n,$(1),$(EXERCISE_BUILD)/bin/$(EXERCISE_BUILD)/answers/$(n)-answer \
+                     $(patsubst %.c,$(EXERCISE_BUILD)/bin/%,$(wildcard tests/exercises/$(n)-*.c)))
+$(EXERCISE_BUILD)/answers/%-answer.c: tests/exercises/%-start.c $$(call lesson_dir,$$*) \
+                                      docs/$$(notdir $$(call lesson_dir,$$*)).md
+	@mkdir -p $(dir $@)
+	@{ grep -E '^(#include|typedef)' $< || true; } > $@.tmp
+	@awk '/<summary>.*make exercise-$(call lesson_number,$*)[^0-9]/ { found = 1 } \
+	      found && /^```c$$/ { copy = 1; next } copy && /^```$$/ { exit } copy' \
+	   docs/$(notdir $(call lesson_dir,$*)).md >> $@.tmp
+	@grep -q . $@.tmp && mv $@.tmp $@
+checked_exercises = $(if $(ATTN_TEST_LONG),$(EXERCISE_NUMBERS),$(QUICK_EXERCISES))
+check-exercises: $(BUILD)/tools/exercise $(LESSON_BINS) \
+                 $$(call exercise_checks,$$(checked_exercises))
+	@sh tests/exercises.sh $(BUILD) $(filter $(EXERCISE_BUILD)/bin/%,$^)
+exercise_file = $(or $(wildcard exercises/$(notdir $(call lesson_dir,$(1))).c), \
+                  $(error lesson $(1) has no write-it exercise (exercises/ lists those that do)))
+exercise-%: $$(BUILD)/$$(call lesson_dir,$$*) \
+            $$(EXERCISE_BUILD)/bin/$$(basename $$(call exercise_file,$$*)) $$(BUILD)/tools/exercise
+	@./$(BUILD)/tools/exercise $(call lesson_number,$*) ./$(BUILD)/$(call lesson_dir,$*) \
+	   ./$(EXERCISE_BUILD)/bin/$(basename $(call exercise_file,$*)) $(call exercise_file,$*)
 
 # --- the diagrams ------------------------------------------------------------------
 
@@ -301,6 +367,7 @@ help:
 	@echo "make script-N       that PyTorch code as out/script-N.py, to run on its own (needs torch)"
 	@echo "make test           build and run the tests (installs check if it is missing)"
 	@echo "make test-N         lesson N's tests alone (tests/test_lessonNN.c)"
+	@echo "make exercise-N     check your exercises/NN-name.c: lesson N run with your function"
 	@echo "make test-long      make test, the checks that run the lessons thousands of times, the long runs"
 	@echo "make sanitize       run every lesson and test under ASan + UBSan"
 	@echo "make valgrind       run every lesson and test under valgrind"
@@ -310,3 +377,5 @@ help:
 
 -include $(patsubst %.o,%.d,$(COMMON_OBJ) $(LESSON_OBJ) $(SUPPORT_OBJ) $(TEST_BINS:$(BUILD)/tests/%=$(BUILD)/obj/tests/%.o) \
                             $(BUILD)/entry/lesson_table.o)
+# The exercise build's objects (the headers a reader's file or a lesson read).
+-include $(shell find $(EXERCISE_BUILD)/obj -name '*.d' 2>/dev/null)

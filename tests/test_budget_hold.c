@@ -99,6 +99,11 @@ static void keeps_past_the_budget(const char *sandbox) {
 }
 
 START_TEST(test_memory_refused_where_it_is_spent) {
+    if (time_stop_seconds(1.0) == 0) {   // (0 under valgrind: budget.h)
+        // A forked child that exits leaves the suite this process made reachable, which
+        // make valgrind counts as a leak: the child's status would be valgrind's 3.
+        skip_test("its forked runs end with valgrind's status under valgrind");
+    }
     Body bodies[2] = {allocates_past_the_budget, keeps_past_the_budget};
     for (int i = 0; i < 2; i++) {
         RunResult r = in_child(bodies[i], NULL);

@@ -318,7 +318,24 @@ START_TEST(test_round_trip_of_random_text) {
         ck_assert_ptr_null(utf8_problem(&at, text, n));
         int *code_points = arena_alloc((size_t)n, sizeof(int)), *ids = arena_alloc((size_t)n,
                                                                                   sizeof(int));
-        Tokenizer chars = chars_tokenizer(code_points, utf8_decode(code_points, text, n));
+        long n_points = utf8_decode(code_points, text, n);
+        Tokenizer chars = chars_tokenizer(code_points, n_points);
+        // sorted(set(text)): ascending, and every character of the text in it, each used
+        bool *used = arena_alloc((size_t)chars.vocab_size, sizeof(bool));
+        for (long i = 0; i < n_points; i++) {
+            int lo = 0, hi = chars.vocab_size - 1;
+            while (lo < hi) {
+                int mid = (lo + hi) / 2;
+                lo = chars.code_points[mid] < code_points[i] ? mid + 1 : lo;
+                hi = chars.code_points[mid] < code_points[i] ? hi : mid;
+            }
+            ck_assert_int_eq(chars.code_points[lo], code_points[i]);
+            used[lo] = true;
+        }
+        for (int v = 0; v < chars.vocab_size; v++) {
+            ck_assert_msg(used[v] && (v == 0 || chars.code_points[v - 1] < chars.code_points[v]),
+                          "trial %d: the vocabulary is not sorted(set(text)) at %d", trial, v);
+        }
         long half = n / 2;
         while ((text[half] & 0xC0) == 0x80) {
             half += 1;   // the training part ends at a character's end
@@ -597,6 +614,410 @@ START_TEST(test_bad_texts_are_refused) {
 }
 END_TEST
 
+// --- outputs: --save, --svg, --dump and --load as lesson 16's (issue 30) ------------------
+
+// A weight of Inf (or more than 1) is the darkest shade, NaN none, in the text maps and
+// the SVG: a float past an int's range is never converted to int (undefined behaviour:
+// an Inf indexed the shades at INT_MIN, and was left out of the image). And the SVG's
+// chart of losses that are not numbers stays inside the chart.
+START_TEST(test_shades_of_weights_that_are_not_numbers) {
+    ck_assert_int_eq(shade(INFINITY), '@');
+    ck_assert_int_eq(shade(1e30f), '@');
+    ck_assert_int_eq(shade(NAN), ' ');
+    ck_assert_int_eq(shade(-INFINITY), ' ');
+    ck_assert_int_eq(shade(0.5f), '+');   // the fifth ninth
+    // A run of one layer, one head and a sentence of 4 characters, before any step.
+    int letters[4] = {'a', 'b', 'c', 'd'}, sentence[4] = {0, 1, 2, 3};
+    Run run = {0};
+    run.s.config = (Config){.vocab_size = 4, .hidden_size = 8, .num_hidden_layers = 1,
+                            .num_attention_heads = 1, .num_key_value_heads = 1, .head_dim = 8,
+                            .seq = 4};
+    run.s.batch = 1;
+    run.s.eval_batches = 1;
+    run.data.tok = chars_tokenizer(letters, 4);
+    run.sentence = sentence;
+    run.n_sentence = 4;
+    float maps[3 * 16];
+    for (int i = 0; i < 3 * 16; i++) {
+        maps[i] = i % 4 == 0 ? INFINITY : i % 4 == 1 ? NAN : i % 4 == 2 ? 1e30f : 0.0f;
+    }
+    int steps[3] = {0, 1, 2};
+    size_t length;
+    const char *text = svg_text(&length, &run, maps, steps);
+    ck_assert_uint_eq(length, strlen(text));
+    // Each map's 8 cells of Inf and 1e30 drawn black (one path of the darkest shade a map),
+    // its NaNs and zeros left white.
+    int black_paths = 0, cells = 0;
+    for (const char *at = text; (at = strstr(at, "\" fill-opacity=\"1.0000\"/>")) != NULL; at++) {
+        black_paths += 1;
+    }
+    for (const char *at = text; (at = strstr(at, "h8v8h-8z")) != NULL; at++) {
+        cells += 1;
+    }
+    ck_assert_int_eq(black_paths, 3);
+    ck_assert_int_eq(cells, 3 * 8);
+    // The chart of a run whose losses are not numbers (diverged), or of no losses at all:
+    // every point inside the chart, no "nan" or "inf" in the image (the scale divided by a
+    // top of 0, undefined behaviour under -fsanitize=float-divide-by-zero).
+    float losses[3] = {NAN, INFINITY, 2.5f}, train[1] = {NAN}, val[1] = {INFINITY};
+    int eval_step[1] = {3};
+    run.s.steps = 3;
+    run.loss = losses;
+    run.n_evals = 1;
+    run.eval_step = eval_step;
+    run.eval_train = train;
+    run.eval_val = val;
+    text = svg_text(&length, &run, maps, steps);
+    ck_assert_msg(strstr(text, "nan") == NULL && strstr(text, "inf") == NULL, "%s", text);
+    // The chart at (112, 40), 480 by 150, its top the largest finite loss rounded up (3):
+    // NaN and Inf drawn at the top, 2.5 at 150 - 2.5 * 50 below it.
+    ck_assert_msg(strstr(text, "points=\"272.0,40.0 432.0,40.0 592.0,65.0\"") != NULL, "%s",
+                  text);
+}
+END_TEST
+
+// A small run's flags (SMALL, one step), then `extra`, called in this process up to where
+// its work starts.
+static LessonCall call_small(const char *const *extra) {
+    const char *argv[40] = {SMALL, "--steps", "1"};
+    int n = 0;
+    while (argv[n] != NULL) {
+        n++;
+    }
+    for (int i = 0; extra[i] != NULL; i++) {
+        ck_assert(n < 39);
+        argv[n++] = extra[i];
+    }
+    argv[n] = NULL;
+    return call_lesson(lesson_main, argv);
+}
+
+// Refused with exit 2 and exactly `line` (after "lesson-17: "), before its work, and
+// nothing made in `sandbox` but what was there (`entries` of them).
+static void assert_paths_refused(const char *sandbox, int entries, const char *const *extra,
+                                 const char *line) {
+    LessonCall call = call_small(extra);
+    ck_assert_msg(call.status == 2 && !call.reached_work, "%s: exit %d, reached work %d: %s",
+                  line, call.status, call.reached_work, call.err);
+    ck_assert_str_eq(call.err, path_join("lesson-17: %s\n", line));
+    ck_assert_msg(count_entries(sandbox) == entries, "%s: something was made in %s", line,
+                  sandbox);
+}
+
+// A checkpoint of the small model in <sandbox>/<name>, written by the program after 5 steps
+// (after one, still in the warmup, the weights are the drawn ones).
+static const char *small_checkpoint(const char *sandbox, const char *name) {
+    const char *ck = path_join("%s/%s", sandbox, name);
+    RunResult r = run_program(lesson_binary(LESSON), (const char *const[]){
+        SMALL, "--steps", "5", "--save", ck, NULL});
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    return ck;
+}
+
+// Two outputs on one path, or an output over what --load reads: the later overwrote the
+// earlier, or the checkpoint --load read. Refused, however the path is spelled ("..",
+// "//", a symbolic link); tokenizer.txt, this lesson's own file, as the .npy files are.
+START_TEST(test_two_outputs_on_one_path_are_refused) {
+    const char *s = make_temp_dir();
+    const char *ck = small_checkpoint(s, "ck");
+    const char *D = path_join("%s/D", s), *F = path_join("%s/F", s);
+    assert_paths_refused(s, 1, (const char *const[]){"--save", D, "--dump", D, NULL},
+                         path_join("--dump and --save both name '%s'", D));
+    const char *D_again = path_join("%s/x/../D", s);   // x/ does not exist: --dump makes it
+    assert_paths_refused(s, 1, (const char *const[]){"--save", D, "--dump", D_again, NULL},
+                         path_join("--dump and --save both name '%s'", D_again));
+    assert_paths_refused(s, 1, (const char *const[]){"--load", ck, "--dump", ck, NULL},
+                         path_join("--dump and --load both name '%s'", ck));
+    const char *into = path_join("%s/embed_tokens.weight.npy", D);
+    assert_paths_refused(s, 1, (const char *const[]){"--save", D, "--dot", into, NULL},
+                         path_join("--dot '%s' is a .npy name in --save's directory, where "
+                                   "--save writes its <name>.npy files; give the graph "
+                                   "another name", into));
+    const char *logits = path_join("%s/logits.npy", D);
+    assert_paths_refused(s, 1, (const char *const[]){"--svg", logits, "--dump", D, NULL},
+                         path_join("--svg '%s' is a .npy name in --dump's directory, where "
+                                   "--dump writes its <name>.npy files; give it another name",
+                                   logits));
+    const char *in_ck = path_join("%s/norm.weight.npy", ck);
+    assert_paths_refused(s, 1, (const char *const[]){"--load", ck, "--svg", in_ck, NULL},
+                         path_join("--svg '%s' is a .npy name in --load's directory, where "
+                                   "--load reads its <name>.npy files; give it another name",
+                                   in_ck));
+    // tokenizer.txt: --svg or --dot over the one --save writes or --load reads.
+    const char *D_tok = path_join("%s/tokenizer.txt", D);
+    assert_paths_refused(s, 1, (const char *const[]){"--save", D, "--svg", D_tok, NULL},
+                         path_join("--svg and --save both name '%s'", D_tok));
+    const char *ck_tok = path_join("%s//tokenizer.txt", ck);
+    assert_paths_refused(s, 1, (const char *const[]){"--load", ck, "--dot", ck_tok, NULL},
+                         path_join("--dot and --load both name '%s'", ck_tok));
+    assert_paths_refused(s, 1, (const char *const[]){"--load", ck, "--save", D, "--svg", ck_tok,
+                                                     NULL},
+                         path_join("--svg and --load both name '%s'", ck_tok));
+    assert_paths_refused(s, 1, (const char *const[]){"--svg", F, "--dot", F, NULL},
+                         path_join("--dot and --svg both name '%s'", F));
+    // Through a symbolic link to the sandbox: the same file.
+    const char *link = path_join("%s/link", s);
+    ck_assert_int_eq(symlink(s, link), 0);
+    const char *F_linked = path_join("%s/F", link);
+    assert_paths_refused(s, 2, (const char *const[]){"--svg", F, "--dot", F_linked, NULL},
+                         path_join("--dot and --svg both name '%s'", F_linked));
+    // --save over --load's checkpoint writes what --load read: allowed (training on), also
+    // spelled through the link.
+    LessonCall on = call_small((const char *const[]){"--load", ck, "--save", ck, NULL});
+    ck_assert_msg(on.status == 0 && on.reached_work, "exit %d: %s", on.status, on.err);
+    const char *ck_linked = path_join("%s/ck", link);
+    on = call_small((const char *const[]){"--load", ck, "--save", ck_linked, NULL});
+    ck_assert_msg(on.status == 0 && on.reached_work, "exit %d: %s", on.status, on.err);
+    remove_tree(s);
+}
+END_TEST
+
+// --svg's and --save's paths checked before any work: a bad --svg path was refused only
+// after training, with exit 1, and --svg onto a symbolic link replaced the link.
+START_TEST(test_bad_output_paths_are_refused_up_front) {
+    const char *s = make_temp_dir();
+    const char *newdir = path_join("%s/newdir/", s);
+    assert_paths_refused(s, 0, (const char *const[]){"--svg", newdir, NULL},
+                         path_join("--svg: '%s' ends in '/'; give a file name", newdir));
+    char name[301];
+    memset(name, 'a', 300);
+    name[300] = '\0';
+    const char *long_name = path_join("%s/%s", s, name);
+    assert_paths_refused(s, 0, (const char *const[]){"--svg", long_name, NULL},
+                         "--svg: a name in the path is 300 characters long, more than the 244 "
+                         "allowed");
+    const char *none = path_join("%s/none/x.svg", s);
+    assert_paths_refused(s, 0, (const char *const[]){"--svg", none, NULL},
+                         path_join("--svg cannot write '%s': no directory '%s/none'", none, s));
+    const char *F = path_join("%s/F", s), *link = path_join("%s/link.svg", s);
+    write_file_text(F, "mine");
+    ck_assert_int_eq(symlink(F, link), 0);
+    assert_paths_refused(s, 2, (const char *const[]){"--svg", link, NULL},
+                         path_join("--svg: '%s' is a symbolic link; give a regular file or a "
+                                   "new name", link));
+    const char *dir = path_join("%s/dir.svg", s);
+    ck_assert_int_eq(mkdir(dir, 0777), 0);
+    assert_paths_refused(s, 3, (const char *const[]){"--svg", dir, NULL},
+                         path_join("--svg: '%s' is a directory; give a regular file or a new "
+                                   "name", dir));
+    assert_paths_refused(s, 3, (const char *const[]){"--save", F, NULL},
+                         path_join("--save: '%s' is not a directory", F));
+    // A directory where --save's tokenizer.txt goes: the rename would fail after training.
+    const char *ck = path_join("%s/ck", s), *tok_dir = path_join("%s/tokenizer.txt", ck);
+    ck_assert_int_eq(mkdir(ck, 0777), 0);
+    ck_assert_int_eq(mkdir(tok_dir, 0777), 0);
+    assert_paths_refused(s, 4, (const char *const[]){"--save", ck, NULL},
+                         path_join("--save: '%s' is a directory; give a regular file or a new "
+                                   "name", tok_dir));
+    remove_tree(s);
+}
+END_TEST
+
+// A version 1.0 .npy with header `dict` (padded with spaces to `header_length` bytes, the
+// last a newline) and `n` floats.
+static void write_npy(const char *path, const char *dict, size_t header_length,
+                      const float *values, size_t n) {
+    FILE *f = fopen(path, "wb");
+    ck_assert_msg(f != NULL, "cannot write %s", path);
+    unsigned char magic[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                               (unsigned char)(header_length & 0xff),
+                               (unsigned char)(header_length >> 8)};
+    fwrite(magic, 1, 10, f);
+    fputs(dict, f);
+    for (size_t i = strlen(dict); i + 1 < header_length; i++) {
+        fputc(' ', f);
+    }
+    fputc('\n', f);
+    ck_assert_int_eq(fwrite(values, sizeof(float), n, f), n);
+    fclose(f);
+}
+
+static void assert_load_problem(const char *ck, const char *line) {
+    LessonCall call = call_small((const char *const[]){"--load", ck, NULL});
+    ck_assert_msg(call.status == 2 && !call.reached_work, "%s: exit %d: %s", line, call.status,
+                  call.err);
+    ck_assert_str_eq(call.err, path_join("lesson-17: --load %s: %s\n", ck, line));
+}
+
+// --load reads what numpy.load would, and refuses the rest in one line before any work.
+START_TEST(test_load_reads_only_what_numpy_would) {
+    const char *s = make_temp_dir();
+    const char *ck = small_checkpoint(s, "ck");
+    const char *norm = path_join("%s/norm.weight.npy", ck);
+    float ones[16];
+    for (int i = 0; i < 16; i++) {
+        ones[i] = 1.0f;
+    }
+    // A header longer than 4095 bytes is valid (numpy writes up to 65535 in version 1.0):
+    // it was "cut short in its header".
+    write_npy(norm, "{'descr': '<f4', 'fortran_order': False, 'shape': (16,), }", 5000, ones,
+              16);
+    LessonCall call = call_small((const char *const[]){"--load", ck, NULL});
+    ck_assert_msg(call.status == 0 && call.reached_work, "exit %d: %s", call.status, call.err);
+    // A shape past an int: (4294967716, 16) was read as (420, 16), which it wraps to.
+    const char *embed = path_join("%s/embed_tokens.weight.npy", ck);
+    float *table = arena_alloc(420 * 16, sizeof(float));
+    write_npy(embed, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967716, 16), }",
+              118, table, 420 * 16);
+    assert_load_problem(ck, "embed_tokens.weight.npy has shape (4294967716, 16), this model's "
+                            "is (420, 16)");
+    write_npy(embed, "{'descr': '<f4', 'fortran_order': False, 'shape': (420, 16), }", 118,
+              table, 420 * 16);
+    // NaN and Inf: they loaded without a word and trained to "loss nan".
+    ones[3] = NAN;
+    write_npy(norm, "{'descr': '<f4', 'fortran_order': False, 'shape': (16,), }", 118, ones, 16);
+    assert_load_problem(ck, "norm.weight.npy holds NaN at flat index 3; a checkpoint's weights "
+                            "must be finite: save one from a run whose loss stayed finite");
+    ones[3] = 1;
+    ones[15] = -INFINITY;
+    write_npy(norm, "{'descr': '<f4', 'fortran_order': False, 'shape': (16,), }", 118, ones, 16);
+    assert_load_problem(ck, "norm.weight.npy holds Inf at flat index 15; a checkpoint's weights "
+                            "must be finite: save one from a run whose loss stayed finite");
+    // A directory where a .npy should be: it said "is not a .npy file (version 1.0)".
+    ck_assert_int_eq(unlink(norm), 0);
+    ck_assert_int_eq(mkdir(norm, 0777), 0);
+    assert_load_problem(ck, "norm.weight.npy is a directory, not a .npy file");
+    // A FIFO: opened before it was checked, the run waited for a writer for ever.
+    ck_assert_int_eq(rmdir(norm), 0);
+    ck_assert_int_eq(mkfifo(norm, 0666), 0);
+    assert_load_problem(ck, "norm.weight.npy is not a regular file");
+    // And where the tokenizer should be.
+    const char *tok = path_join("%s/tokenizer.txt", ck);
+    ck_assert_int_eq(unlink(tok), 0);
+    ck_assert_int_eq(mkfifo(tok, 0666), 0);
+    assert_load_problem(ck, "tokenizer.txt is not a regular file");
+    remove_tree(s);
+}
+END_TEST
+
+// A whole file's bytes (an arena buffer of *length bytes).
+static unsigned char *read_bytes(const char *path, size_t *length) {
+    struct stat info;
+    ck_assert_msg(stat(path, &info) == 0, "cannot read %s", path);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot read %s", path);
+    unsigned char *bytes = arena_alloc((size_t)info.st_size + 1, 1);
+    *length = fread(bytes, 1, (size_t)info.st_size + 1, f);
+    fclose(f);
+    return bytes;
+}
+
+// With --load, --dump writes the parameters the run used, the loaded ones: it wrote the
+// drawn ones.
+START_TEST(test_dump_under_load_writes_the_loaded_parameters) {
+    const char *s = make_temp_dir();
+    const char *ck = small_checkpoint(s, "ck"), *d = path_join("%s/d", s);
+    const char *drawn = path_join("%s/drawn", s);
+    RunResult r = run_program(lesson_binary(LESSON), (const char *const[]){
+        SMALL, "--steps", "0", "--dump", drawn, NULL});
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    r = run_program(lesson_binary(LESSON), (const char *const[]){
+        SMALL, "--steps", "0", "--load", ck, "--dump", d, NULL});
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    const char *names[3] = {"embed_tokens.weight", "layers.0.self_attn.q_proj.weight",
+                            "norm.weight"};
+    for (int i = 0; i < 3; i++) {
+        size_t saved_length, dumped_length;
+        const unsigned char *saved = read_bytes(path_join("%s/%s.npy", ck, names[i]),
+                                                &saved_length);
+        const unsigned char *dumped = read_bytes(path_join("%s/%s.npy", d, names[i]),
+                                                 &dumped_length);
+        ck_assert_msg(saved_length == dumped_length &&
+                      memcmp(saved, dumped, saved_length) == 0, "--dump's %s is not the one "
+                      "--load read", names[i]);
+        size_t drawn_length;   // and the test can fail: training changed them
+        const unsigned char *first = read_bytes(path_join("%s/%s.npy", drawn, names[i]),
+                                                &drawn_length);
+        ck_assert_msg(drawn_length == saved_length && memcmp(first, saved, saved_length) != 0,
+                      "%s: the checkpoint holds the drawn weights", names[i]);
+    }
+    remove_tree(s);
+}
+END_TEST
+
+// What a sandbox's outputs are: ck's and dd's files (sorted, each with its bytes' hash) and
+// m.svg's hash.
+static const char *outputs17(const char *sandbox) {
+    const char *text = "";
+    const char *dirs[2] = {"ck", "dd"};
+    for (int k = 0; k < 2; k++) {
+        struct dirent **names;
+        int n = scandir(path_join("%s/%s", sandbox, dirs[k]), &names, NULL, alphasort);
+        for (int i = 0; i < n; i++) {
+            const char *path = path_join("%s/%s/%s", sandbox, dirs[k], names[i]->d_name);
+            struct stat info;
+            uint64_t hash = 0;
+            if (stat(path, &info) == 0 && S_ISREG(info.st_mode)) {
+                size_t length;
+                const unsigned char *bytes = read_bytes(path, &length);
+                hash = fnv1a(FNV1A_START, bytes, length);
+            }
+            text = path_join("%s%s/%s %016llx\n", text, dirs[k], names[i]->d_name,
+                             (unsigned long long)hash);
+            free(names[i]);
+        }
+        free(names);
+        text = path_join("%s(%d in %s)\n", text, n, dirs[k]);
+    }
+    const char *svg = path_join("%s/m.svg", sandbox);
+    size_t length = 0;
+    const unsigned char *bytes = access(svg, F_OK) == 0 ? read_bytes(svg, &length) : NULL;
+    return path_join("%sm.svg %016llx\n", text,
+                     (unsigned long long)(bytes != NULL ? fnv1a(FNV1A_START, bytes, length) : 0));
+}
+
+// --save, --svg and --dump are one transaction: a rename that fails (EIO, through
+// tests/rename_fault.so) on any of their files leaves all three as they were. --save used
+// to be written on its own before --svg (a checkpoint kept when --svg then failed), and
+// the fault hits its last file, tokenizer.txt, after its .npy files were moved.
+START_TEST(test_save_svg_and_dump_roll_back_together) {
+    if (access(BUILD_DIR "/tests/rename_fault.so", R_OK) != 0) {
+        skip_test("no " BUILD_DIR "/tests/rename_fault.so (make builds it for test_outputs)");
+    }
+    char *cwd = getcwd(NULL, 0);   // the lesson runs in the sandbox: the library's whole path
+    const char *library = BUILD_DIR[0] == '/' ? BUILD_DIR "/tests/rename_fault.so"
+                          : path_join("%s/%s/tests/rename_fault.so", cwd, BUILD_DIR);
+    free(cwd);
+    const char *sandbox = work_dir();
+    const char *args[] = {SMALL, "--steps", "2", "--save", "ck", "--svg", "m.svg", "--dump",
+                          "dd", "--seed", "0", NULL};
+    RunResult r = run_program_with(sandbox, 60, lesson_binary(LESSON), args);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    const char *before = outputs17(sandbox);
+    args[sizeof args / sizeof args[0] - 2] = "1";   // --seed 1: other outputs
+    const char *fails[][2] = {
+        {"ck/tokenizer.txt", "error: --save: cannot write 'ck/tokenizer.txt': "},
+        {"ck/layers.0.mlp.up_proj.weight.npy",
+         "error: --save: cannot write 'ck/layers.0.mlp.up_proj.weight.npy': "},
+        {"m.svg", "error: --svg: cannot write 'm.svg': "},
+        {"dd/logits.npy", "error: --dump: cannot write 'dd/logits.npy': "},
+    };
+    const char *asan = getenv("ASAN_OPTIONS");
+    const char *asan_before = asan != NULL ? path_join("%s", asan) : NULL;
+    setenv("ASAN_OPTIONS", path_join("%s%sverify_asan_link_order=0", asan != NULL ? asan : "",
+                                     asan != NULL && asan[0] != '\0' ? ":" : ""), 1);
+    for (int i = 0; i < 4; i++) {
+        setenv("LD_PRELOAD", library, 1);
+        setenv("ATTN_TEST_RENAME_FAILS", fails[i][0], 1);
+        r = run_program_with(sandbox, 60, lesson_binary(LESSON), args);
+        unsetenv("LD_PRELOAD");
+        unsetenv("ATTN_TEST_RENAME_FAILS");
+        ck_assert_msg(r.status == 1, "%s: exit %d: %s", fails[i][0], r.status, r.err);
+        ck_assert_str_eq(r.err, path_join("%sInput/output error\n", fails[i][1]));
+        ck_assert_str_eq(outputs17(sandbox), before);
+    }
+    if (asan_before != NULL) {
+        setenv("ASAN_OPTIONS", asan_before, 1);
+    } else {
+        unsetenv("ASAN_OPTIONS");
+    }
+    r = run_program_with(sandbox, 60, lesson_binary(LESSON), args);   // without the fault
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strcmp(outputs17(sandbox), before) != 0, "--seed 1 wrote the same outputs");
+    remove_tree(sandbox);
+}
+END_TEST
+
 static const BadFlags BAD[] = {
     {{"--layers", "9", NULL}, "--layers expects a whole number from 1 to 8"},
     {{"--heads", "3", NULL}, "--heads 3 does not divide --dim 64"},
@@ -614,8 +1035,10 @@ static const BadFlags BAD[] = {
     {{"--prompt", "\xE2\x84\xA6hm", NULL}, "is not one of the text's characters"},
     {{"--prompt", "a\xFF", NULL}, "is not UTF-8"},
     {{"--text", "/nonexistent-file", NULL}, "--text /nonexistent-file"},
-    {{"--load", "/nonexistent-dir", NULL}, "--load"},
-    {{"--svg", "/nonexistent-dir/maps.svg", NULL}, "--svg"},
+    // An output's path is checked after the budget (common/lesson/run.c): with a step or
+    // two, so that the scalar kernels (make valgrind) admit the run and reach the check.
+    {{"--load", "/nonexistent-dir", "--steps", "2", NULL}, "--load"},
+    {{"--svg", "/nonexistent-dir/maps.svg", "--steps", "2", NULL}, "--svg"},
     {{"--dim", "512", "--steps", "100000", NULL}, "ATTN_MAX_SECONDS="},
     {{"--dim", "1024", "--layers", "8", "--hidden", "8192", NULL}, "ATTN_MAX_MIB="},
 };
@@ -726,6 +1149,15 @@ static Suite *lesson17_suite(void) {
     tcase_add_test(runs, test_bad_flags);
     tcase_add_test(runs, test_bench_lines);
     suite_add_tcase(suite, runs);
+    TCase *outputs = new_tcase("outputs");
+    tcase_set_timeout(outputs, 60);
+    tcase_add_test(outputs, test_shades_of_weights_that_are_not_numbers);
+    tcase_add_test(outputs, test_two_outputs_on_one_path_are_refused);
+    tcase_add_test(outputs, test_bad_output_paths_are_refused_up_front);
+    tcase_add_test(outputs, test_load_reads_only_what_numpy_would);
+    tcase_add_test(outputs, test_dump_under_load_writes_the_loaded_parameters);
+    tcase_add_test(outputs, test_save_svg_and_dump_roll_back_together);
+    suite_add_tcase(suite, outputs);
     add_budget_tests(suite, &BUDGET);
     return suite;
 }

@@ -583,6 +583,35 @@ static const LessonBudget BUDGET = {
     sizeof SIZED / sizeof SIZED[0], NULL, 0,
 };
 
+// The printed pieces hold whatever they print: the widest tokens (an int's digits and sign
+// after "k" or "v") in a sequence's text, and shades of weights past 1, Inf and NaN (a float
+// past an int's range converted to int is undefined behaviour: -fsanitize=float-cast-overflow).
+START_TEST(test_printed_pieces_fit_what_they_print) {
+    Task task = {.keys = 100000, .values = 100000};
+    ck_assert_str_eq(token_text(&task, -2147483647 - 1), "k-2147483648");
+    ck_assert_str_eq(token_text(&task, 2147483647), "v2147383647");
+    enum { N = 24 };
+    float ids[N];
+    for (int t = 0; t < N; t++) {
+        ids[t] = t % 2 == 0 ? -2147483648.0f : 199999.0f;   // keys then values, the widest
+    }
+    const char *text = sequence_text(&task, ids, N);
+    size_t expected = 0;
+    for (int t = 0; t < N; t++) {
+        expected += strlen(token_text(&task, (int)ids[t]));
+    }
+    int p = pairs(N);
+    expected += (size_t)(N / 2 - 1) + (size_t)(2 * p < N ? 2 : 0);   // the gaps: " ", " | "
+    ck_assert_uint_eq(strlen(text), expected);
+    ck_assert(strstr(text, "k-2147483648v99999") == text);
+    ck_assert_int_eq(shade(INFINITY), '@');
+    ck_assert_int_eq(shade(3e38f), '@');
+    ck_assert_int_eq(shade(1.0f), '@');
+    ck_assert_int_eq(shade(NAN), ' ');
+    ck_assert_int_eq(shade(0.5f), '+');
+}
+END_TEST
+
 static Suite *lesson18_suite(void) {
     Suite *suite = suite_create("lesson18");
     TCase *recorded = new_tcase("pytorch");
@@ -596,6 +625,7 @@ static Suite *lesson18_suite(void) {
     tcase_add_loop_test(pieces, test_against_autograd_in_double, 0,
                         (int)(sizeof DOUBLE_PIECES / sizeof DOUBLE_PIECES[0]));
     tcase_add_test(pieces, test_alibi_slopes_by_hand);
+    tcase_add_test(pieces, test_printed_pieces_fit_what_they_print);
     tcase_add_test(pieces, test_rolling_buffer_matches_a_full_cache);
     tcase_add_test(pieces, test_linear_rnn_matches_its_parallel_form);
     tcase_add_test(pieces, test_linear_decoding_is_the_training_forward);

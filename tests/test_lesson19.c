@@ -658,6 +658,48 @@ START_TEST(test_bench_runs) {
 }
 END_TEST
 
+// Part 7 of a run times each kind (here at a small context) and prints a line for each, after
+// the plan's table; with ATTN_NO_TIMING set (as every other test runs) one line says they are
+// left out, and the rest of the output is the same.
+START_TEST(test_part7_timed_unless_asked_not_to) {
+    const char *const args[] = {"--context", "64", NULL};
+    RunResult untimed = run_program(lesson_binary(LESSON_DIR), args);
+    unsetenv("ATTN_NO_TIMING");
+    RunResult timed = run_program(lesson_binary(LESSON_DIR), args);
+    setenv("ATTN_NO_TIMING", "1", 1);
+    ck_assert_msg(timed.status == 0 && timed.err[0] == '\0', "exit %d: %s", timed.status,
+                  timed.err);
+    ck_assert_int_eq(untimed.status, 0);
+    const char *left_out = strstr(untimed.out, "timed here: left out, as ATTN_NO_TIMING asks");
+    const char *times = strstr(timed.out, "timed here, one thread, ");
+    ck_assert_msg(left_out != NULL && times != NULL, "no line 'timed here' in a run");
+    ck_assert_msg(left_out - untimed.out == times - timed.out &&
+                  strncmp(untimed.out, timed.out, (size_t)(times - timed.out)) == 0,
+                  "the runs differ before part 7's times");
+    const char *names[KINDS] = {"MHA, 32 key/value heads", "GQA, 8 key/value heads",
+                                "MQA, 1 key/value head", "GQA 8, a window of 1/4",
+                                "GQA 8, int8, scales per token", "MLA, latent 512 + rope 64"};
+    const char *at = strstr(times, "best ms");
+    ck_assert_ptr_nonnull(at);
+    for (int i = 0; i < KINDS; i++) {
+        at = strstr(at, names[i]);
+        ck_assert_msg(at != NULL, "no timed line for %s", names[i]);
+        double bytes, mib, ms, tokens_per_s, gb_per_s;
+        ck_assert_int_eq(sscanf(at + strlen(names[i]), "%lf %lf %lf %lf %lf", &bytes, &mib, &ms,
+                                &tokens_per_s, &gb_per_s), 5);
+        // tokens/s is 1000 / ms, GB/s the bytes read (64 tokens, the window 16) per second,
+        // to the digits printed (ms has 3 decimals, GB/s 2)
+        double read = bytes * (i == 3 ? 16 : 64);
+        double ms_rounding = 1e3 * 0.0005 / (ms * (ms - 0.0005));   // 1e3 / ms, ms +- 0.0005
+        ck_assert_msg(ms > 0.0005 && fabs(tokens_per_s - 1e3 / ms) <= ms_rounding + 0.05 &&
+                      fabs(gb_per_s - read * tokens_per_s / 1e9) <= 0.005 + 0.001 * gb_per_s,
+                      "%s: %g ms, %g tokens/s, %g GB/s of %g bytes disagree", names[i], ms,
+                      tokens_per_s, gb_per_s, read);
+        ck_assert(mib >= 0);
+    }
+}
+END_TEST
+
 // --- flags, the budget and the diagram ----------------------------------------------------------
 
 START_TEST(test_bad_flags) {
@@ -779,6 +821,7 @@ static Suite *lesson19_suite(void) {
     tcase_add_test(table, test_model_table);
     tcase_add_test(table, test_bench_kernels);
     tcase_add_test(table, test_bench_runs);
+    tcase_add_test(table, test_part7_timed_unless_asked_not_to);
     suite_add_tcase(suite, table);
     TCase *flags = new_tcase("flags");
     tcase_add_test(flags, test_bad_flags);

@@ -88,6 +88,15 @@ static SelfAttV1 SelfAttV1_init(int hidden_dim) {
     return self;
 }
 
+// Q @ K.transpose(-1, -2): every query against every key of the same batch row.
+// K.transpose(-1, -2) swaps only the last two dims, (B, T, C) -> (B, C, T), as a
+// view. (K.T would reverse all three dims: see part 3 below.) Not static: make
+// exercise-2 links the reader's own in its place (exercises/02-self-attention-v1.c).
+// attention_value[b, t, s] = q_{b,t} . k_{b,s}
+Tensor *attention_scores(const Tensor *Q, const Tensor *K) {
+    return matmul(Q, transpose(K, -1, -2));                                       // (B, T, S)
+}
+
 // SelfAttV1.forward(X): X (B, T, C) -> output (B, T, C). The notebook's
 // forward also prints attention_weight; this one prints nothing, and
 // main() prints steps->attention_weight where the notebook's line comes.
@@ -100,12 +109,9 @@ static Tensor *SelfAttV1_forward(SelfAttV1Steps *steps, const SelfAttV1 *self, c
     const Tensor *K = named("K", linear(&self->key_proj, X));                     // (B, T, C)
     const Tensor *V = named("V", linear(&self->value_proj, X));                   // (B, T, C)
 
-    // Every query against every key of the same batch row. K.transpose(-1, -2)
-    // swaps only the last two dims, (B, T, C) -> (B, C, T), as a view. (K.T
-    // would reverse all three dims: see part 3 below.)
-    // attention_value[b, t, s] = q_{b,t} . k_{b,s}
+    // Every query against every key of the same batch row (attention_scores, below).
     const Tensor *attention_value =
-        named("attention_value", matmul(Q, transpose(K, -1, -2)));                // (B, T, S)
+        named("attention_value", attention_scores(Q, K));                         // (B, T, S)
 
     // Why divide by sqrt(hidden_dim): a dot product of C terms of variance ~1
     // has variance ~C, so its size grows like sqrt(C); dividing keeps the

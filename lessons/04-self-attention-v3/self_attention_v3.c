@@ -110,6 +110,14 @@ static SelfAttV3 SelfAttV3_init(int dim) {
     return self;
 }
 
+// scores.masked_fill(attention_mask == 0, -1e20): the padding keys' scores
+// overwritten, everything else kept. Not static: make exercise-4 links the
+// reader's own in its place (exercises/04-self-attention-v3.c).
+Tensor *fill_padding(const Tensor *scores, const Tensor *attention_mask) {
+    const Tensor *padding = eq_scalar(attention_mask, 0);                    // (B, T, S)
+    return masked_fill(scores, padding, MASK_FILL);                          // (B, T, S)
+}
+
 // SelfAttV3.forward(X, attention_mask). X is (B, T, C); attention_mask is
 // (B, T, S), 1 for a key that may be attended to and 0 for padding, or NULL
 // for no mask. Returns ret (B, T, C). The notebook's forward also prints
@@ -142,8 +150,7 @@ static Tensor *SelfAttV3_forward(SelfAttV3Steps *steps, const SelfAttV3 *self, c
         // is 0. After the softmax those weights are exactly 0: exp(-1e20 - max)
         // underflows to 0.0f. Only the columns (keys) of padding are masked;
         // a padding QUERY row still gets weights over the real keys.
-        const Tensor *padding = eq_scalar(attention_mask, 0);                // (B, T, S)
-        att_weight = masked_fill(att_weight, padding, MASK_FILL);            // (B, T, S)
+        att_weight = fill_padding(att_weight, attention_mask);               // (B, T, S)
     }
     att_weight = named("att_weight", softmax(att_weight, -1));               // (B, T, S)
 

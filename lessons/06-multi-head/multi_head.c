@@ -114,6 +114,14 @@ static MultiHeadAttention MultiHeadAttention_init(int hidden_dim, int nums_head)
     return self;
 }
 
+// x (B, T, C) -> (B, H, T, D), D = C / H, as a view: x.view(B, T, H, D).transpose(1, 2),
+// the same memory read with other strides, nothing copied. Not static: make
+// exercise-6 links the reader's own in its place (exercises/06-multi-head.c).
+const Tensor *split_heads(const Tensor *x, int heads) {
+    Shape per_head = shape4(size(x, 0), size(x, 1), heads, size(x, 2) / heads);
+    return transpose(view(x, per_head), 1, 2);                               // (B, H, T, D)
+}
+
 // forward(X, attention_mask): X (B, T, C), attention_mask (B, H, T, S) or
 // NULL; returns output (B, T, C). `steps` may be NULL. The notebook's
 // forward prints four shapes as it goes; this one keeps those tensors in
@@ -139,10 +147,10 @@ static Tensor *MultiHeadAttention_forward(MultiHeadAttentionSteps *steps,
     // Q[b, t, h*D + d]. Then transpose(1, 2) -> (batch, heads, seq, head_dim)
     // swaps two strides, again copying nothing, so that the matmuls below see
     // a batch of (B*H) independent (T x D) matrices.
-    Shape per_head = shape4(batch_size, seq_len, self->nums_head, self->head_dim);
-    const Tensor *q_state = named("q_state", transpose(view(Q, per_head), 1, 2));  // (B, H, T, D)
-    const Tensor *k_state = named("k_state", transpose(view(K, per_head), 1, 2));  // (B, H, T, D)
-    const Tensor *v_state = named("v_state", transpose(view(V, per_head), 1, 2));  // (B, H, T, D)
+    // (split_heads, below the class, does the two.)
+    const Tensor *q_state = named("q_state", split_heads(Q, self->nums_head));    // (B, H, T, D)
+    const Tensor *k_state = named("k_state", split_heads(K, self->nums_head));    // (B, H, T, D)
+    const Tensor *v_state = named("v_state", split_heads(V, self->nums_head));    // (B, H, T, D)
 
     // Each score is a dot product of head_dim numbers, not hidden_dim: its
     // spread grows like sqrt(head_dim), so that is what we divide by (the

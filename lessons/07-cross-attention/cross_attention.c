@@ -101,6 +101,13 @@ static CrossAttention CrossAttention_init(int hidden_dim, int nums_head) {
     return self;
 }
 
+// weights @ v_state, (B, H, T, S) @ (B, H, S, D) -> (B, H, T, D): each query's mix of
+// the other sequence's values. Not static: make exercise-7 links the reader's own in its
+// place (exercises/07-cross-attention.c).
+Tensor *mix_values(const Tensor *weights, const Tensor *v_state) {
+    return matmul(weights, v_state);                                         // (B, H, T, D)
+}
+
 // forward(Q, K, V, attention_mask): Q (B, T, C) the queries' sequence, K and
 // V (B, S, C) the other sequence, attention_mask (B, H, T, S) or NULL;
 // returns output (B, T, C). `steps` may be NULL. The notebook's forward
@@ -155,7 +162,7 @@ static Tensor *CrossAttention_forward(CrossAttentionSteps *steps, const CrossAtt
     // (T x S) @ (S x D): the sum runs over the keys, so S disappears and
     // each of the T queries gets one mix of the other sequence's values.
     // output_mid[b, h, t, :] = sum_s dropped[b, h, t, s] * v_state[b, h, s, :]
-    const Tensor *output_mid = named("output_mid", matmul(dropped, v_state));  // (B, H, T, D)
+    const Tensor *output_mid = named("output_mid", mix_values(dropped, v_state));  // (B, H, T, D)
     if (steps != NULL) {
         *steps = (CrossAttentionSteps){Q, K, V, q_state, k_state, v_state, attention_weight,
                                        output_mid};

@@ -96,7 +96,7 @@ typedef struct {
 // The einops steps, each a loop, written out after the function that uses them.
 static Tensor *rearrange_heads_first(const Tensor *x, const char *pattern);
 static Tensor *rearrange_split_groups(const Tensor *query, int R);
-static Tensor *einsum_scores(const Tensor *query, const Tensor *key);
+Tensor *einsum_scores(const Tensor *query, const Tensor *key);   // make exercise-8 swaps it
 static Tensor *einsum_mix_values(const Tensor *attention, const Tensor *value);
 static Tensor *rearrange_merge_groups(const Tensor *out);
 
@@ -215,7 +215,9 @@ static Tensor *rearrange_split_groups(const Tensor *query, int R) {
 // B*H*N*S*D = 33.5 million multiply-adds at the default sizes. So each loop
 // level seeks a pointer to the start of its row once ("query_n", "key_s")
 // and the inner d loop steps along the row by the tensor's last stride.
-static Tensor *einsum_scores(const Tensor *query, const Tensor *key) {
+// Not static: make exercise-8 links the reader's own in its place
+// (exercises/08-gqa.c).
+Tensor *einsum_scores(const Tensor *query, const Tensor *key) {
     int B = size(query, 0), R = size(query, 1), KV = size(query, 2);
     int N = size(query, 3), D = size(query, 4), S = size(key, 2);
     Tensor *scores = zeros(shape5(B, R, KV, N, S));                          // (B, R, KV, N, S)

@@ -125,6 +125,7 @@ static GQA GQA_init(int dim, int num_heads, int num_groups) {
 // (B, T, C); returns out (B, T, C). `steps` (may be NULL) gets the weights.
 // The notebook reuses the names query/key/value for the projected tensors;
 // so do we.
+Tensor *causal_mask(int q_len, int cache_len);   // part 1 below; make exercise-9 swaps it
 static Tensor *GQA_forward(GQASteps *steps, const GQA *self, const Tensor *query,
                            const Tensor *key, const Tensor *value) {
     int batch_size = size(query, 0);
@@ -171,7 +172,8 @@ static Tensor *GQA_forward(GQASteps *steps, const GQA *self, const Tensor *query
     // so no weight at all goes to the future. The (T, T) mask broadcasts
     // over batch and heads. Every row keeps at least its diagonal, so no
     // row is all -inf (which would give 0/0 = NaN).
-    const Tensor *mask = triu(ones(shape2(seq_len, seq_len)), 1);             // (T, T)
+    // causal_mask(seq_len, 0) is the notebook's triu(ones(seq_len, seq_len), diagonal=1).
+    const Tensor *mask = causal_mask(seq_len, 0);                             // (T, T)
     named("mask", mask);
     scores = masked_fill(scores, eq_scalar(mask, 1.0f), -INFINITY);           // (B, H, T, T)
     const Tensor *attn = softmax(scores, -1);                                 // (B, H, T, T)
@@ -198,8 +200,9 @@ static Tensor *GQA_forward(GQASteps *steps, const GQA *self, const Tensor *query
 // sees s <= cache_len + t, i.e. s - t <= cache_len, and triu keeps (sets to
 // 1) exactly the s - t >= cache_len + 1. So the diagonal slides right by
 // cache_len: the mask is aligned to the BOTTOM RIGHT of the score matrix,
-// where the newest query meets the newest key.
-static Tensor *causal_mask(int q_len, int cache_len) {
+// where the newest query meets the newest key. (Not static: make exercise-9
+// links the reader's own in its place, exercises/09-causal-mask.c.)
+Tensor *causal_mask(int q_len, int cache_len) {
     Tensor *all = ones(shape2(q_len, cache_len + q_len));   // (q_len, cache_len + q_len)
     return triu(all, 1 + cache_len);                        // (q_len, cache_len + q_len)
 }

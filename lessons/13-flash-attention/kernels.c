@@ -508,8 +508,10 @@ AVX512_CODE static void scores_avx512(float *s_t, float *block_max, const Tile *
 // online_softmax: one block's step of the running max, and its weights
 // =========================================================================================
 
-static void online_softmax_scalar(float *s_t, float *m, float *alpha, const float *block_max,
-                                  const Tile *tile) {
+// Not static: make exercise-13 links the reader's own in its place (exercises/
+// 13-flash-attention.c), and runs the lesson with --kernels scalar.
+void online_softmax_scalar(float *s_t, float *m, float *alpha, const float *block_max,
+                           const Tile *tile) {
     int W = tile->width;
     for (int j = 0; j < W; j++) {
         float m_new = max_float(m[j], block_max[j]);

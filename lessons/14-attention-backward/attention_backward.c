@@ -246,6 +246,18 @@ static Linear linear_backward(Tensor *dx, const Linear *layer, const Tensor *dy,
     return (Linear){dW, db, in, out};
 }
 
+// softmax's backward for one row of n: p the softmax's output, dp the gradient that
+// reaches it; ds[s] = (dp[s] - r) * p[s] with r = sum over s' of p[s'] dp[s'] (added in
+// the order PyTorch's kernel adds it). Returns r. Not static: make exercise-14 links the
+// reader's own in its place (exercises/14-attention-backward.c).
+float softmax_backward_row(float *ds, const float *dp, const float *p, int n) {
+    float r = softmax_exact_backward_row(dp, p, n);
+    for (int s = 0; s < n; s++) {   // a masked score has P = 0: its dS is exactly 0
+        ds[s] = (dp[s] - r) * p[s];
+    }
+    return r;
+}
+
 // ret.backward(grad_out), step by step from ret back to X: the chain rule
 // applied to each line of the forward, last line first.
 static SelfAttV4Grads SelfAttV4_backward(const SelfAttV4 *self, const SelfAttV4Steps *f,
@@ -293,11 +305,8 @@ static SelfAttV4Grads SelfAttV4_backward(const SelfAttV4 *self, const SelfAttV4S
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
             const float *p = at3(f->att_weight, b, t, 0), *dp = at3(g.att_weight, b, t, 0);
-            float r = softmax_exact_backward_row(dp, p, S);
-            *at2(g.row_term, b, t) = r;
-            for (int s = 0; s < S; s++) {   // a masked score has P = 0: its dS is exactly 0
-                *at3(g.scores, b, t, s) = (dp[s] - r) * p[s];
-            }
+            float *ds = at3(g.scores, b, t, 0);                    // (S) this query's row
+            *at2(g.row_term, b, t) = softmax_backward_row(ds, dp, p, S);
         }
     }
     trace_step("P * (dP - r)", g.scores, g.att_weight, 1, &f->att_weight);

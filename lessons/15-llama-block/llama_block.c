@@ -174,7 +174,9 @@ static void LlamaRotaryEmbedding_forward(Tensor **cos, Tensor **sin,
 //     rotate_half(q) = cat(-q[D/2:], q[:D/2]): pair i is (i, i + D/2);
 //   interleaved, Meta's apply_rotary_emb: view_as_complex(q) * freqs_cis: pair i is
 //     (2i, 2i + 1), the complex number a + ie, multiplied by cos + i sin.
-static Tensor *rotate(const Tensor *x, const Tensor *cos, const Tensor *sin, RopeLayout layout) {
+// Not static: make exercise-15 links the reader's own in its place (exercises/
+// 15-llama-block.c).
+Tensor *rotate(const Tensor *x, const Tensor *cos, const Tensor *sin, RopeLayout layout) {
     int B = size(x, 0), heads = size(x, 1), T = size(x, 2), D = size(x, 3), half = D / 2;
     Tensor *out = zeros(shape4(B, heads, T, D));                              // (B, heads, T, D)
     for (int b = 0; b < B; b++) {

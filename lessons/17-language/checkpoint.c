@@ -11,20 +11,23 @@
 // or
 //     lesson-17 tokenizer
 //     bpe 512                     the merges, then each merge's pair and how often it came
-//     101 32 4123                 (merge m makes token 256 + m)
+//     101 32 5728                 (merge m makes token 256 + m)
 //     ...
 #define _POSIX_C_SOURCE 200809L
 #include "checkpoint.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lesson/files.h"
 #include "lesson/npy.h"
+#include "lesson/outputs.h"
 
 #define MAX_ENTRIES (3 + 9 * MAX_LAYERS)
 #define TOKENIZER_FILE "tokenizer.txt"
@@ -68,21 +71,66 @@ static const char *file_of(const char *dir, const char *name) {
     return path;
 }
 
+// The sizes in a header's shape, "(16, 64)" or "(16,)" or "()": each a whole number below
+// 2^31 (a tensor's size is an int), read with no wrap-around (strtol's overflow is caught,
+// and so is a size past an int: "(4294967312, 64)" is not (16, 64)). NULL if it is not one;
+// else the dims in `found` and the shape as the file wrote it in *text.
+static const char *parse_shape(Shape *found, const char **text, const char *cursor) {
+    const char *start = cursor;
+    *found = (Shape){0, {0}};
+    while (*cursor != ')') {
+        if (*cursor < '0' || *cursor > '9' || found->ndim == MAX_DIMS) {
+            return NULL;
+        }
+        errno = 0;
+        char *end;
+        long size = strtol(cursor, &end, 10);
+        if (errno == ERANGE || size > INT_MAX) {
+            found->size[found->ndim++] = -1;   // more than any tensor here holds
+        } else {
+            found->size[found->ndim++] = (int)size;
+        }
+        cursor = end + strspn(end, ", ");
+    }
+    size_t length = (size_t)(cursor - start);
+    char *shape_text = arena_alloc(length + 3, 1);
+    sprintf(shape_text, "(%.*s)", (int)length, start);
+    *text = shape_text;
+    return cursor;
+}
+
 // Read <dir>/<name>.npy, a float32 array of `shape`, into values (or only check it when
 // values is NULL). NULL on success, else what is wrong with the file, in a few words.
 static const char *read_npy(float *values, const char *path, Shape shape) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
+    // What is not a regular file is refused before it is opened: opening a FIFO waits for a
+    // writer that may never come (O_NONBLOCK too, in case it is swapped in meanwhile).
+    struct stat info;
+    if (stat(path, &info) != 0) {
         return errno == ENOENT ? "is missing" : "cannot be read";
     }
+    if (!S_ISREG(info.st_mode)) {
+        return S_ISDIR(info.st_mode) ? "is a directory, not a .npy file"
+                                     : "is not a regular file";
+    }
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (f == NULL || fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+        if (f != NULL) {
+            fclose(f);
+        } else if (fd >= 0) {
+            close(fd);
+        }
+        return "cannot be read as a regular file";
+    }
     unsigned char magic[10];
-    char header[4096] = "";
+    char *header = "";
     const char *problem = NULL;
     if (fread(magic, 1, 10, f) != 10 || memcmp(magic, "\x93NUMPY\x01\x00", 8) != 0) {
         problem = "is not a .npy file (version 1.0)";
-    } else {
+    } else {   // version 1.0: a header of up to 65535 bytes, as long as its length says
         size_t length = (size_t)magic[8] | (size_t)magic[9] << 8;
-        if (length >= sizeof header || fread(header, 1, length, f) != length) {
+        header = arena_alloc(length + 1, 1);
+        if (fread(header, 1, length, f) != length) {
             problem = "is cut short in its header";
         }
     }
@@ -93,20 +141,23 @@ static const char *read_npy(float *values, const char *path, Shape shape) {
         problem = "is not a float32 array in C order ('<f4')";
     }
     if (problem == NULL) {
-        const char *cursor = shape_text + strlen("'shape': (");
-        Shape found = {0, {0}};
-        while (*cursor != ')' && found.ndim < MAX_DIMS) {
-            found.size[found.ndim++] = (int)strtol(cursor, (char **)&cursor, 10);
-            cursor += strspn(cursor, ", ");
-        }
-        bool same = found.ndim == shape.ndim;
+        Shape found;
+        const char *written = NULL;
+        bool same = parse_shape(&found, &written, shape_text + strlen("'shape': (")) != NULL &&
+                    found.ndim == shape.ndim;
         for (int d = 0; same && d < shape.ndim; d++) {
             same = found.size[d] == shape.size[d];
         }
         if (!same) {
-            char *text = arena_alloc(160, 1);
-            snprintf(text, 160, "has shape %s, this model's is %s", shape_str(found, SIZES_TUPLE),
-                     shape_str(shape, SIZES_TUPLE));
+            const char *want = shape_str(shape, SIZES_TUPLE);
+            size_t length = strlen(want) + (written != NULL ? strlen(written) : 0) + 64;
+            char *text = arena_alloc(length, 1);
+            if (written != NULL) {
+                snprintf(text, length, "has shape %s, this model's is %s", written, want);
+            } else {
+                snprintf(text, length, "has a shape that is not whole sizes, this model's is %s",
+                         want);
+            }
             problem = text;
         }
     }
@@ -121,6 +172,16 @@ static const char *read_npy(float *values, const char *path, Shape shape) {
     if (problem == NULL && fgetc(f) != EOF) {
         problem = "has more bytes than its shape holds";
     }
+    // A NaN or an Inf would train to "loss nan" without a word: refused, with where.
+    for (long i = 0; problem == NULL && i < count; i++) {
+        if (!isfinite(data[i])) {
+            char *text = arena_alloc(160, 1);
+            snprintf(text, 160, "holds %s at flat index %ld; a checkpoint's weights must be "
+                     "finite: save one from a run whose loss stayed finite", isnan(data[i])
+                     ? "NaN" : "Inf", i);
+            problem = text;
+        }
+    }
     fclose(f);
     return problem;
 }
@@ -128,21 +189,6 @@ static const char *read_npy(float *values, const char *path, Shape shape) {
 static bool is_directory(const char *path) {
     struct stat info;
     return stat(path, &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-const char *parent_of(const char *path) {
-    char *parent = arena_alloc(strlen(path) + 2, 1);
-    strcpy(parent, path);
-    size_t n = strlen(parent);
-    while (n > 1 && parent[n - 1] == '/') {   // "a/b/" is "a/b"
-        parent[--n] = '\0';
-    }
-    char *slash = strrchr(parent, '/');
-    if (slash == NULL) {
-        return ".";
-    }
-    slash[slash == parent ? 1 : 0] = '\0';
-    return parent;
 }
 
 // The tokenizer in `text` (a tokenizer.txt's bytes) into *tok (vocabulary and merges; NULL
@@ -207,10 +253,21 @@ static const char *parse_tokenizer(Tokenizer *tok, const char *text) {
     return NULL;
 }
 
-// A whole file as a string (an arena string), or NULL (errno set).
+// A whole regular file as a string (an arena string), or NULL. What is not a regular file
+// is refused before it is opened, as read_npy's files are (a FIFO would wait for a writer).
 static char *read_whole(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
+    struct stat info;
+    if (stat(path, &info) != 0 || !S_ISREG(info.st_mode)) {
+        return NULL;
+    }
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (f == NULL || fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+        if (f != NULL) {
+            fclose(f);
+        } else if (fd >= 0) {
+            close(fd);
+        }
         return NULL;
     }
     size_t capacity = 1 << 16, used = 0;
@@ -232,12 +289,41 @@ static char *read_whole(const char *path) {
 
 Tokenizer checkpoint_tokenizer(const Lesson *lesson, const char *dir) {
     Tokenizer tok;
-    const char *text = read_whole(file_in(dir, TOKENIZER_FILE));
-    const char *problem = text == NULL ? "cannot be read" : parse_tokenizer(&tok, text);
+    const char *path = file_in(dir, TOKENIZER_FILE);
+    struct stat info;
+    const char *problem = stat(path, &info) != 0 ? (errno == ENOENT ? "is missing"
+                                                                     : "cannot be read")
+                          : !S_ISREG(info.st_mode) ? "is not a regular file" : NULL;
+    const char *text = problem == NULL ? read_whole(path) : NULL;
+    if (problem == NULL) {
+        problem = text == NULL ? "cannot be read" : parse_tokenizer(&tok, text);
+    }
     if (problem != NULL) {
         usage_error(lesson, "--load %s: %s %s", shown(dir), TOKENIZER_FILE, problem);
     }
     return tok;
+}
+
+// outputs.c keeps every other output off the .npy names of --save's and --load's
+// directories; tokenizer.txt is this lesson's own, so it is declared too: --save's as a file
+// it writes, --load's as one it reads, and --svg or --dot on either is refused up front.
+// (Where --save is --load's directory, --save's declaration covers both: --save may
+// rewrite what --load read.) The paths live as long as the declarations (static).
+static void declare_tokenizer_files(const Settings *s) {
+    static char save_file_path[PATH_MAX + 32], load_file_path[PATH_MAX + 32];
+    struct stat save_info, load_info;   // one directory however spelled: one device and inode
+    bool same = s->save_dir != NULL && s->load_dir != NULL && stat(s->save_dir, &save_info) == 0 &&
+                stat(s->load_dir, &load_info) == 0 && save_info.st_dev == load_info.st_dev &&
+                save_info.st_ino == load_info.st_ino;
+    // A directory too long for the buffer is refused by outputs.c's length checks anyway.
+    if (s->save_dir != NULL && strlen(s->save_dir) < PATH_MAX) {
+        snprintf(save_file_path, sizeof save_file_path, "%s/%s", s->save_dir, TOKENIZER_FILE);
+        declare_output("--save", save_file_path, OUTPUT_FILE);
+    }
+    if (s->load_dir != NULL && !same && strlen(s->load_dir) < PATH_MAX) {
+        snprintf(load_file_path, sizeof load_file_path, "%s/%s", s->load_dir, TOKENIZER_FILE);
+        declare_input("--load", load_file_path);
+    }
 }
 
 void checkpoint_check(const Lesson *lesson, Settings *s) {
@@ -260,28 +346,25 @@ void checkpoint_check(const Lesson *lesson, Settings *s) {
             }
             arena_release(mark);
         }
+        declare_input("--load", s->load_dir);   // no output may write over it but --save
     }
-    if (s->save_dir != NULL) {   // made at the end; here: it is a directory, or its parent is
-        const char *dir = s->save_dir;
-        if (!is_directory(dir) && access(dir, F_OK) == 0) {
-            usage_error(lesson, "--save: '%s' is not a directory", shown(dir));
-        }
-        const char *where = is_directory(dir) ? dir : parent_of(dir);
-        if (!is_directory(where) || access(where, W_OK | X_OK) != 0) {
-            usage_error(lesson, "--save %s: cannot write into '%s'", shown(dir), shown(where));
-        }
+    if (s->save_dir != NULL) {   // made and checked with the run's other outputs
+        declare_output("--save", s->save_dir, OUTPUT_DIRECTORY);
     }
+    declare_tokenizer_files(s);
 }
 
 void checkpoint_load(const AdamW *parameters, const Config *config, const char *dir) {
     Entry entries[MAX_ENTRIES];
     state_dict(entries, config);
     for (int i = 0; i < parameters->n_params; i++) {
+        size_t mark = arena_mark();
         const char *problem = read_npy(parameters->params[i].value,
                                        file_of(dir, parameters->params[i].name), entries[i].shape);
         if (problem != NULL) {   // checked before: it changed while the lesson ran
             fail("--load %s: %s.npy %s", dir, parameters->params[i].name, problem);
         }
+        arena_release(mark);
     }
 }
 
@@ -303,58 +386,30 @@ static char *tokenizer_text(size_t *length, const Tokenizer *tok) {
     return text;
 }
 
-// Every file under a temporary name first, then each renamed into place: a run that fails
-// while writing leaves the directory as it was (save_file does this for one file). A rename
-// within one directory does not fail on a working disk once the names are checked.
-bool checkpoint_save(const AdamW *parameters, const Tokenizer *tok, const Config *config,
+// Every parameter as <dir>/<name>.npy and the tokenizer as <dir>/tokenizer.txt, kept to be
+// written with the run's other outputs in one transaction (lesson/outputs.h): every file
+// under a temporary name first, then all renamed into place, or, if any of it fails, none,
+// and the directory as it was.
+void checkpoint_save(const AdamW *parameters, const Tokenizer *tok, const Config *config,
                      const char *dir) {
     Entry entries[MAX_ENTRIES];
     state_dict(entries, config);
-    bool made = !is_directory(dir) && mkdir(dir, 0777) == 0;
-    if (!is_directory(dir)) {
-        return false;
-    }
-    int n = parameters->n_params + 1, written = 0;   // the parameters, then the tokenizer
-    const char **final = arena_alloc((size_t)n, sizeof(char *));
-    char **temporary = arena_alloc((size_t)n, sizeof(char *));
-    for (int i = 0; i < n; i++) {
-        final[i] = i + 1 < n ? file_of(dir, parameters->params[i].name)
-                             : file_in(dir, TOKENIZER_FILE);
-        temporary[i] = arena_alloc(strlen(final[i]) + sizeof ".saving", 1);
-        sprintf(temporary[i], "%s.saving", final[i]);
-    }
-    bool ok = true;
-    for (int i = 0; i < n && ok; i++) {   // a name that is a directory would stop a rename
-        ok = !is_directory(final[i]);
-        errno = ok ? errno : EISDIR;
-    }
-    for (int i = 0; i < n && ok; i++, written++) {
-        if (i + 1 == n) {
-            size_t length;
-            char *text = tokenizer_text(&length, tok);
-            ok = save_file(temporary[i], text, length);
-            continue;
-        }
+    for (int i = 0; i < parameters->n_params; i++) {
         const Param *p = &parameters->params[i];
+        size_t mark = arena_mark();
         Tensor *t = zeros(entries[i].shape);
         memcpy(t->data, p->value, (size_t)p->numel * sizeof(float));
         size_t length;
-        unsigned char *bytes = npy_encode(&length, t);
-        ok = bytes != NULL && save_file(temporary[i], bytes, length);
-        free(bytes);
+        unsigned char *bytes = npy_encode(&length, t);   // malloc'd: keep_output frees it
+        keep_output("--save", file_of(dir, p->name), bytes, length);
+        arena_release(mark);
     }
-    for (int i = 0; i < n && ok; i++) {
-        ok = rename(temporary[i], final[i]) == 0;
+    size_t mark = arena_mark(), length;
+    const char *text = tokenizer_text(&length, tok);
+    unsigned char *bytes = malloc(length);   // keep_output's to free
+    if (bytes != NULL) {
+        memcpy(bytes, text, length);
     }
-    if (!ok) {
-        int error = errno;
-        for (int i = 0; i < written; i++) {
-            unlink(temporary[i]);
-        }
-        if (made) {
-            rmdir(dir);
-        }
-        errno = error;
-    }
-    return ok;
+    keep_output("--save", file_in(dir, TOKENIZER_FILE), bytes, length);
+    arena_release(mark);
 }

@@ -102,7 +102,9 @@ char shade(float weight) {
     if (!(weight > 0.0f)) {
         return ' ';
     }
-    int level = (int)(weight * 9.0f);   // the ninth of (0, 1] it falls in; 1 itself in the last
+    // The ninth of (0, 1] it falls in; 1 itself (and more: an Inf) in the last. Compared as a
+    // float first: converting a float past an int's range to int is undefined behaviour.
+    int level = weight < 1.0f ? (int)(weight * 9.0f) : 8;
     return shades[level > 8 ? 8 : level];
 }
 

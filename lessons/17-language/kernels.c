@@ -636,7 +636,7 @@ static const Kernels AVX2_KERNELS = {"avx2", gemm_avx2, softmax_rows_avx2, silu_
                                      silu_backward_avx2, adamw_avx2, norm_avx2, add_avx2,
                                      mul_avx2, scale_avx2, sum_avx2, log_softmax_rows_avx2,
                                      log_softmax_backward_rows_avx2, softmax_backward_row_avx2,
-                                     causal_scale_avx2, softmax_backward_scaled_avx2, 0.07};
+                                     causal_scale_avx2, softmax_backward_scaled_avx2, 0.059};
 
 // --- AVX-512: 16 columns per register -----------------------------------------------------
 
@@ -750,7 +750,7 @@ static const Kernels AVX512_KERNELS = {"avx512", gemm_avx512, softmax_rows_avx2,
                                        mul_avx2, scale_avx2, sum_avx2, log_softmax_rows_avx2,
                                        log_softmax_backward_rows_avx2,
                                        softmax_backward_row_avx2, causal_scale_avx2,
-                                       softmax_backward_scaled_avx2, 0.06};
+                                       softmax_backward_scaled_avx2, 0.05};
 #endif
 
 // --- choosing ------------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 #include "checkpoint.h"
 #include "kernels.h"
 #include "language.h"
+#include "lesson/outputs.h"
 #include "speed/choice.h"
 #include "svg.h"
 
@@ -167,7 +168,11 @@ Settings read_flags(Lesson *lesson, Text *text, int argc, char **argv) {
         .n_floats = 3, .choices = choices, .n_choices = 1,
         .switches = switches, .n_switches = 1, .paths = paths, .n_paths = 6,
     };
-    check_text_flags(lesson, argc, argv);
+    // Checked before the parser, which restores the flags' defaults: until it has, the
+    // flags may hold an earlier call's values (a test calls main() again and again), so the
+    // refusal names only the program.
+    const Lesson unparsed = {.program = lesson->program, .summary = lesson->summary};
+    check_text_flags(&unparsed, argc, argv);
     parse_lesson_args(lesson, argc, argv);
     check_kernels_variable(lesson);   // ATTN_KERNELS (common/speed/choice.h)
     text_file = text_file != NULL ? text_file : DEFAULT_TEXT;
@@ -233,8 +238,8 @@ Settings read_flags(Lesson *lesson, Text *text, int argc, char **argv) {
                                         : chars ? &vocabulary : NULL;
     check_text_value(lesson, "--prompt", prompt, chars_vocabulary);
     check_text_value(lesson, "--sentence", sentence, chars_vocabulary);
-    if (svg_file != NULL) {
-        svg_check(lesson, svg_file);
+    if (svg_file != NULL) {   // checked with the run's other outputs (lesson_start)
+        declare_output("--svg", svg_file, OUTPUT_FILE);
     }
     arena_release(mark);
     return s;

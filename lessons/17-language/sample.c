@@ -7,7 +7,7 @@
 //                   the same phrase over and over
 //   temperature T   softmax(logits / T): T < 1 sharpens the distribution toward the likely
 //                   tokens, T > 1 flattens it toward the unlikely ones
-//   top-k           only the k most likely tokens may be drawn (nanoGPT's sample.py)
+//   top-k           only the k most likely tokens may be drawn (nanoGPT's generate)
 //   top-p           only the smallest set of most likely tokens holding p of the mass
 //                   (nucleus sampling: Holtzman et al., "The Curious Case of Neural Text
 //                   Degeneration", 2020): as many tokens as the model is unsure among
@@ -119,8 +119,8 @@ int multinomial(const float *probs, int n) {
     return best;
 }
 
-// nanoGPT's sample.py, one step: logits / T, top-k, softmax, then (as Hugging Face's
-// generate adds) top-p, then torch.multinomial.
+// nanoGPT's generate (model.py, which sample.py calls), one step: logits / T, top-k,
+// softmax, then (as Hugging Face's generate adds) top-p, then torch.multinomial.
 static int choose(float *probs, const float *logits, int NV, const Sampler *s) {
     if (s->temperature == 0.0) {
         memcpy(probs, logits, (size_t)NV * sizeof(float));
@@ -160,8 +160,10 @@ static const float *prefill(Activations *one, const Model *model, const float *w
 
 // The cache holds the keys and values of at most N tokens (the positions RoPE was trained
 // on): the last N of the prompt to start, then one more a token. When it is full the
-// newest N/2 tokens are run again as a fresh start (a "context shift", llama.cpp's name) and
-// generation goes on from there, each token still seeing at most N before it.
+// newest N/2 tokens are run again as a fresh start and generation goes on from there, each
+// token still seeing at most N before it. (llama.cpp's context shift does the same job
+// without running them again: it drops the older half from the cache and moves the newer
+// half's positions down.)
 void generate(int *out, Activations *one, const Model *model, const int *prompt, long n,
               int n_new, const Sampler *sampler) {
     int N = model->config.seq, NV = model->config.vocab_size;

@@ -15,11 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "checkpoint.h"
-#include "lesson/files.h"
+#include "lesson/outputs.h"
 
 enum { CELL = 8, GAP = 14, LAYER_GAP = 18, LEFT = 112, TOP = 44, ROW_GAP = 30, SHADES = 16,
        KEY = 12, KEY_HEIGHT = 34, CHART_W = 480, CHART_H = 150, CHART_TOP = 40 };
@@ -64,28 +61,23 @@ static const char *xml_label(const Tokenizer *tok, int id) {
     return out;
 }
 
-void svg_check(const Lesson *lesson, const char *path) {
-    struct stat info;
-    if (stat(path, &info) == 0 && !S_ISREG(info.st_mode)) {
-        usage_error(lesson, "--svg: '%s' is not a regular file", shown(path));
-    }
-    const char *dir = parent_of(path);
-    if (access(dir, W_OK | X_OK) != 0) {
-        usage_error(lesson, "--svg: cannot write into '%s'", shown(dir));
-    }
+// A loss as drawn: within [0, top], a NaN or an Inf (a run that diverged) at the top.
+static double drawn(float loss, float top) {
+    return isfinite(loss) ? fmin(fmax((double)loss, 0.0), (double)top) : (double)top;
 }
 
 // The chart of the losses at (x0, y0), CHART_W by CHART_H, loss 0 at the bottom.
 static void chart(SvgText *t, const Run *run, int x0, int y0) {
     int steps = run->s.steps;
-    float top = 0.0f;
+    float top = 0.0f;   // the largest finite loss, rounded up (1 if there is none)
     for (int s = 0; s < steps; s++) {
-        top = fmaxf(top, run->loss[s]);
+        top = isfinite(run->loss[s]) ? fmaxf(top, run->loss[s]) : top;
     }
     for (int e = 0; e < run->n_evals; e++) {
-        top = fmaxf(top, fmaxf(run->eval_train[e], run->eval_val[e]));
+        float both = fmaxf(run->eval_train[e], run->eval_val[e]);
+        top = isfinite(both) ? fmaxf(top, both) : top;
     }
-    top = ceilf(top);
+    top = top > 0.0f ? ceilf(top) : 1.0f;
     double x_scale = steps > 0 ? (double)CHART_W / steps : 0, y_scale = CHART_H / (double)top;
     emit(t, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#bbb\"/>\n",
          x0, y0, CHART_W, CHART_H);
@@ -97,7 +89,7 @@ static void chart(SvgText *t, const Run *run, int x0, int y0) {
     emit(t, "<polyline fill=\"none\" stroke=\"#999\" stroke-width=\"0.7\" points=\"");
     for (int s = 0; s < steps; s++) {
         emit(t, "%s%.1f,%.1f", s > 0 ? " " : "", x0 + (s + 1) * x_scale,
-             y0 + CHART_H - run->loss[s] * y_scale);
+             y0 + CHART_H - drawn(run->loss[s], top) * y_scale);
     }
     emit(t, "\"/>\n");
     const float *series[2] = {run->eval_train, run->eval_val};
@@ -106,7 +98,7 @@ static void chart(SvgText *t, const Run *run, int x0, int y0) {
         emit(t, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", colours[k]);
         for (int e = 0; e < run->n_evals; e++) {
             emit(t, "%s%.1f,%.1f", e > 0 ? " " : "", x0 + run->eval_step[e] * x_scale,
-                 y0 + CHART_H - series[k][e] * y_scale);
+                 y0 + CHART_H - drawn(series[k][e], top) * y_scale);
         }
         emit(t, "\"/>\n");
         emit(t, "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s</text>\n", x0 + CHART_W + 10,
@@ -116,7 +108,7 @@ static void chart(SvgText *t, const Run *run, int x0, int y0) {
          x0 + CHART_W + 10, y0 + 48);
 }
 
-bool svg_language(const char *path, const Run *run, const float *maps, const int *steps) {
+const char *svg_text(size_t *length, const Run *run, const float *maps, const int *steps) {
     const Config *c = &run->s.config;
     const Tokenizer *tok = &run->data.tok;
     int n = run->n_sentence, H = c->num_attention_heads, L = c->num_hidden_layers;
@@ -161,8 +153,12 @@ bool svg_language(const char *path, const Run *run, const float *maps, const int
                 for (int shade_level = 1; shade_level <= SHADES; shade_level++) {
                     bool any = false;
                     for (int i = 0; i < n * n; i++) {
-                        int level = (int)(att[i] * SHADES + 0.5f);
-                        if ((level > SHADES ? SHADES : level) != shade_level) {
+                        // Compared as floats before any becomes an int: a NaN (weights
+                        // loaded as NaN) is left white, and no float past an int's range
+                        // is converted (undefined behaviour).
+                        float w = att[i];
+                        int level = w > 0.0f ? (w < 1.0f ? (int)(w * SHADES + 0.5f) : SHADES) : 0;
+                        if (level != shade_level) {
                             continue;
                         }
                         emit(&t, "%sM%d %dh%dv%dh-%dz", any ? "" : "<path d=\"",
@@ -190,5 +186,16 @@ bool svg_language(const char *path, const Run *run, const float *maps, const int
     emit(&t, "<text x=\"%d\" y=\"%d\">a cell is as dark as its weight, rounded to sixteenths "
         "(below 1/32: white)</text>\n", LEFT + (SHADES + 1) * KEY + 10, y_key + 9);
     emit(&t, "</svg>\n");
-    return save_file(path, t.text, t.used);
+    *length = t.used;
+    return t.text;
+}
+
+void svg_language(const char *path, const Run *run, const float *maps, const int *steps) {
+    size_t length;
+    const char *text = svg_text(&length, run, maps, steps);
+    unsigned char *bytes = malloc(length);   // keep_output's to free
+    if (bytes != NULL) {
+        memcpy(bytes, text, length);
+    }
+    keep_output("--svg", path, bytes, length);   // written with the run's other outputs
 }

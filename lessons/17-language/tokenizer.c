@@ -189,24 +189,25 @@ const char *token_visible(const Tokenizer *tok, int id) {
 
 // --- characters ---------------------------------------------------------------------------------
 
-static int compare_ints(const void *a, const void *b) {
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
-// sorted(set(text)): the code points sorted (in place, in the caller's array), each kept
-// once. Each token's bytes are its character's UTF-8.
-Tokenizer chars_tokenizer(int *code_points, long n) {
-    qsort(code_points, (size_t)n, sizeof(int), compare_ints);
+// sorted(set(text)) in two passes. set(): one flag per code point Unicode has (0x110000 of
+// them, a bit each: 136 KiB), raised for every character of the text; sorted(): the raised
+// flags read in order. (Sorting the text's n code points with qsort, then keeping each once,
+// gives the same vocabulary in 17 times the time on the default text: 17 ms against 1.)
+// Each token's bytes are its character's UTF-8.
+Tokenizer chars_tokenizer(const int *code_points, long n) {
+    enum { N_CODE_POINTS = 0x110000 };
+    unsigned char *seen = arena_alloc(N_CODE_POINTS / 8, 1);   // (0x110000 / 8,), zeros
     int distinct = 0;
     for (long i = 0; i < n; i++) {
-        distinct += i == 0 || code_points[i] != code_points[i - 1];
+        int c = code_points[i], bit = 1 << (c % 8);
+        distinct += (seen[c / 8] & bit) == 0;   // counted the first time it is seen
+        seen[c / 8] |= (unsigned char)bit;
     }
     Tokenizer tok = {.kind = CHARS, .vocab_size = distinct,
                      .code_points = arena_alloc((size_t)distinct, sizeof(int))};
-    for (long i = 0, k = 0; i < n; i++) {
-        if (i == 0 || code_points[i] != code_points[i - 1]) {
-            tok.code_points[k++] = code_points[i];
+    for (int c = 0, k = 0; c < N_CODE_POINTS; c++) {
+        if (seen[c / 8] & (1 << (c % 8))) {
+            tok.code_points[k++] = c;
         }
     }
     tok.bytes = arena_alloc((size_t)distinct, sizeof(unsigned char *));

@@ -57,9 +57,9 @@ char *utf8_replaced(long *length, const unsigned char *s, long n);
 
 // --- the two tokenizers -------------------------------------------------------------------------
 
-// Characters: the distinct code points of the whole text, ascending (n code points given;
-// they are sorted in place).
-Tokenizer chars_tokenizer(int *code_points, long n);
+// Characters: the distinct code points of the whole text, ascending (n code points given,
+// each a character: 0 to 0x10FFFF).
+Tokenizer chars_tokenizer(const int *code_points, long n);
 // Byte pairs trained on `text` (n bytes): up to `merges` merges, each of the most frequent
 // pair of neighbouring tokens (the pair seen first in the text, on a tie), stopping early
 // when no pair comes twice. ids (n) gets the text's tokens at the end; *n_ids their count.

@@ -1,7 +1,7 @@
 // attend.c - attention's variants, each forward beside its backward, then each one token at a
 // time (decoding):
 //   softmax attention, lesson 16's, with a sliding window (--window W: query t sees its last
-//     W keys, t - W + 1 .. t; Mistral 7B, Gemma 2 and 3 in some layers) and ALiBi's bias
+//     W keys, t - W + 1 .. t; Mistral 7B v0.1, Gemma 2 and 3 in some layers) and ALiBi's bias
 //     (--positions alibi: slope * (s - t) added to the scores);
 //   linear attention (--attention linear; Katharopoulos et al. 2020, "Transformers are
 //     RNNs"): softmax's exp(q . k) replaced by phi(q) . phi(k), phi(x) = elu(x) + 1, so that

@@ -23,7 +23,7 @@ void phi_forward(float *out, const float *x, int B, int N, int X, int D);
 void phi_backward(float *dx, const float *dy, const float *x, int B, int N, int X, int D);
 
 // The RNN's step, which training and decoding share: S (D, D) += phi(k) v^T, z (D) += phi(k).
-// One function, swappable (the page's exercise 2 asks for it).
+// One function, swappable (the page's exercise 1 asks for it, with alibi_slopes).
 void linear_state_update(float *S, float *z, const float *k_phi, const float *v, int D);
 // Causal linear attention of whole sequences as a running sum over the positions: a->y, and
 // what the backward needs (a->q_phi, a->k_phi, a->numerator, a->norm). state holds D*D + D.

@@ -87,8 +87,9 @@ void rope_backward(float *d, const float *cos, const float *sin, int rows, int N
 // The slopes of H heads. For n heads, n a power of two, slope h (from 0) is start^(h+1),
 // start = 2^(-2^-(log2(n) - 3)) = 2^(-8/n): 2^-(8/n), 2^-(16/n), ..., 2^-8. The paper
 // trains only 2^a heads; for other counts its code takes the slopes of the largest power of
-// two below H, then every other slope of twice that (the ones between them) until there are
-// H: 6 heads get 4's slopes (1/4, 1/16, 1/64, 1/256), then 8's first and third (1/2, 1/8).
+// two below H, then every other slope of twice that (its first, third, ...) until there are
+// H: 6 heads get 4's slopes (1/4, 1/16, 1/64, 1/256), then 8's first and third (1/2, 1/8):
+// one steeper than any of the four (a shorter horizon), one between 1/4 and 1/16.
 // Worked in double with the C library's pow and log2, as Python's floats are (get_slopes in
 // ofirpress/attention_with_linear_biases: `start = (2**(-2**-(math.log2(n)-3)));
 // ratio = start; return [start*ratio**i for i in range(n)]`), each rounded to a float as

@@ -6,13 +6,17 @@
 #include <stdio.h>
 #include <string.h>
 
+// Room for the widest token: "k" or "v" and an int's digits and sign ("k-2147483648").
+#define TOKEN_TEXT_MAX 16
+
 const char *token_text(const Task *task, int id) {
-    char *text = arena_alloc(12, 1);
+    char *text = arena_alloc(TOKEN_TEXT_MAX, 1);
     if (id < task->keys) {
-        snprintf(text, 12, task->keys <= 26 ? "%c" : "k%d", task->keys <= 26 ? 'A' + id : id);
+        snprintf(text, TOKEN_TEXT_MAX, task->keys <= 26 ? "%c" : "k%d",
+                 task->keys <= 26 ? 'A' + id : id);
     } else {
         int value = id - task->keys;
-        snprintf(text, 12, task->values <= 10 ? "%c" : "v%d",
+        snprintf(text, TOKEN_TEXT_MAX, task->values <= 10 ? "%c" : "v%d",
                  task->values <= 10 ? '0' + value : value);
     }
     return text;
@@ -20,11 +24,18 @@ const char *token_text(const Task *task, int id) {
 
 const char *sequence_text(const Task *task, const float *ids, int N) {
     int p = pairs(N);
-    char *text = arena_alloc((size_t)N * 8 + 8, 1);
+    const char **pieces = arena_alloc((size_t)N, sizeof *pieces);   // each token's text
+    const char **gaps = arena_alloc((size_t)N, sizeof *gaps);       // and what comes before it
+    size_t length = 1;   // the buffer is sized from what goes in it: the '\0', then each piece
+    for (int t = 0; t < N; t++) {
+        gaps[t] = t == 0 ? "" : t == 2 * p ? " | " : t % 2 == 0 ? " " : "";
+        pieces[t] = token_text(task, (int)ids[t]);
+        length += strlen(gaps[t]) + strlen(pieces[t]);
+    }
+    char *text = arena_alloc(length, 1);
     size_t used = 0;
     for (int t = 0; t < N; t++) {
-        const char *gap = t == 0 ? "" : t == 2 * p ? " | " : t % 2 == 0 ? " " : "";
-        used += (size_t)sprintf(text + used, "%s%s", gap, token_text(task, (int)ids[t]));
+        used += (size_t)snprintf(text + used, length - used, "%s%s", gaps[t], pieces[t]);
     }
     return text;
 }
@@ -34,7 +45,9 @@ char shade(float weight) {
     if (!(weight > 0.0f)) {
         return ' ';
     }
-    int level = (int)(weight * 9.0f);   // the ninth of (0, 1] it falls in; 1 itself in the last
+    // The ninth of (0, 1] it falls in; 1 itself (and more: an Inf) in the last. Compared as a
+    // float first: converting a float past an int's range to int is undefined behaviour.
+    int level = weight < 1.0f ? (int)(weight * 9.0f) : 8;
     return levels[level > 8 ? 8 : level];
 }
 
@@ -57,7 +70,9 @@ static void print_trimmed(char *line, size_t used) {
 
 void print_maps(const Task *task, const float *ids, const float *att, int heads, int N,
                 int layer) {
-    size_t width = 16 + (size_t)heads * ((size_t)N + 8);
+    // The widest line: "layer L" (at most 17 characters), then a head's label, "  head h"
+    // (at most 18 with an int's digits) padded to its map's N columns, for every head.
+    size_t width = 24 + (size_t)heads * ((size_t)N + 18);
     char *line = arena_alloc(width, 1);
     size_t used = (size_t)snprintf(line, width, "layer %d", layer);
     for (int h = 0; h < heads; h++) {

@@ -199,9 +199,14 @@ Tensor *attend_int8(Tensor *weights, const Tensor *query, const Int8Cache *cache
 
 // Part 6: bytes per token of real configurations' caches.
 void print_model_table(void);
-// Part 7 without --bench: the caches the bench times, their sizes.
+// Part 7: the caches timed, their sizes; then their decode steps timed for a few rounds,
+// unless the environment has ATTN_NO_TIMING (timing_wanted false: the tests set it, so that
+// a run prints the same every time), at the cost part7_cost gives.
 void print_bench_plan(int context);
-// --bench: the decode step timed per cache kind.
+bool timing_wanted(void);
+Cost part7_cost(int context);
+void print_part7_times(int context);
+// --bench: the decode step timed per cache kind, more rounds, with the machine's load.
 Cost bench_cost(int context);
 int run_bench(int context);
 

@@ -1,5 +1,6 @@
-// bench.c - part 7: one decode step per cache kind, timed (--bench), and the sizes it times
-// (the default run prints those without timing them).
+// bench.c - part 7: one decode step per cache kind, its sizes, and its time: measured for a
+// few rounds by the default run (unless ATTN_NO_TIMING is set: the tests set it, so that a
+// run prints the same every time), for more rounds with the machine's load by --bench.
 //
 // A decode step here is attention alone for one new token of one sequence in one layer: the
 // query is given (for MLA, already absorbed into the latent's space); the step reads every
@@ -17,6 +18,7 @@
 // machine's load: common/speed/timing.h.
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "at_scale.h"
@@ -25,7 +27,8 @@
 #include "speed/timing.h"
 #include "speed/vectors.h"
 
-enum { HEADS = 32, HEAD_DIM = 128, LATENT = 512, ROPE_DIM = 64, KINDS = 6, ROUNDS = 5 };
+enum { HEADS = 32, HEAD_DIM = 128, LATENT = 512, ROPE_DIM = 64, KINDS = 6 };
+enum { ROUNDS = 5, QUICK_ROUNDS = 2 };   // timed rounds: --bench's, the default run's
 
 typedef enum { FLOAT_KV, INT8_KV, LATENT_KV } Storage;
 
@@ -76,7 +79,10 @@ void print_bench_plan(int context) {
         printf("%-31s %11.0f %10d %10.1f %10.2f\n", k->name, bytes_per_token(k), read,
                bytes_per_token(k) * read / 1048576.0, 2 * macs_per_token(k) / bytes_per_token(k));
     }
-    printf("make lesson-19 ARGS=--bench times each (docs/fast-on-a-cpu.md, lesson 19)\n");
+}
+
+bool timing_wanted(void) {
+    return getenv("ATTN_NO_TIMING") == NULL;
 }
 
 // --- the kernels: plain C, and AVX2 where the CPU has it -----------------------------------
@@ -380,23 +386,36 @@ static double cache_bytes(int context) {
     return total;
 }
 
-Cost bench_cost(int context) {
+// What timing `rounds` rounds (and the round that warms up) of every kind takes.
+static Cost timed_cost(int context, int rounds) {
     double bytes = cache_bytes(context), flops = 0, read = 0;
     for (int i = 0; i < KINDS; i++) {
         const Kind *k = &KINDS_TIMED[i];
-        double steps = (ROUNDS + 1.0) * steps_per_round(k, context);
+        double steps = (rounds + 1.0) * steps_per_round(k, context);
         flops += steps * 2 * macs_per_token(k) * tokens_read(k, context);
         read += steps * bytes_per_token(k) * tokens_read(k, context);
     }
     // Filling the caches: an element each; a step: at least 1 GB/s and 1 GFLOP/s on one core
     // (the scalar kernels), the exps at the price of an element.
     return (Cost){.bytes = bytes + 4.0 * HEADS * (context + 2 * LATENT + ROPE_DIM) + 65536,
-                  .elements = bytes / 2 + (ROUNDS + 1.0) * 64 * HEADS * context,
+                  .elements = bytes / 2 + (rounds + 1.0) * 64 * HEADS * context,
                   .kernel_seconds = read / 1e9 + flops / 1e9};
 }
 
-int run_bench(int context) {
-    bool avx2 = use_avx2();
+Cost bench_cost(int context) {
+    return timed_cost(context, ROUNDS);
+}
+
+Cost part7_cost(int context) {
+    return timing_wanted() ? timed_cost(context, QUICK_ROUNDS) : (Cost){0};
+}
+
+// Each kind's decode step, `rounds` rounds of steps_per_round steps after one that warms the
+// caches up, untimed; each round's time a step in times[i] (and the thread's share of the
+// time in *shares). The caches are let go at the end.
+static void time_kinds(Timing times[KINDS], Shares *shares, int context, int rounds,
+                       bool avx2) {
+    size_t mark = arena_mark();
     BenchCache caches[KINDS];
     for (int i = 0; i < KINDS; i++) {
         caches[i] = make_cache(&KINDS_TIMED[i], context);
@@ -408,9 +427,7 @@ int run_bench(int context) {
     for (int j = 0; j < HEADS * (LATENT + ROPE_DIM); j++) {
         query[j] = filler(&state) * 0.1f;
     }
-    Timing times[KINDS] = {{0}};
-    Shares shares = {0};
-    for (int round = 0; round <= ROUNDS; round++) {   // round 0 warms the caches up, untimed
+    for (int round = 0; round <= rounds; round++) {   // round 0 warms the caches up, untimed
         for (int i = 0; i < KINDS; i++) {
             const Kind *k = &KINDS_TIMED[i];
             int steps = steps_per_round(k, context), read = tokens_read(k, context);
@@ -418,12 +435,45 @@ int run_bench(int context) {
             for (int n = 0; n < steps; n++) {
                 decode_step(out, scores, query, &caches[i], k, context, read, avx2);
             }
-            double seconds = seconds_since(&shares, start);
+            double seconds = seconds_since(shares, start);
             if (round > 0) {
                 add_time(&times[i], seconds * 1e3 / steps);
             }
         }
     }
+    arena_release(mark);
+}
+
+void print_part7_times(int context) {
+    if (!timing_wanted()) {
+        printf("timed here: left out, as ATTN_NO_TIMING asks (the tests set it: "
+               "runs print alike)\n");
+        return;
+    }
+    bool avx2 = use_avx2();
+    Timing times[KINDS] = {{0}};
+    Shares shares = {0};
+    time_kinds(times, &shares, context, QUICK_ROUNDS, avx2);
+    printf("timed here, one thread, %s kernels, the best of %d rounds (it varies from run to "
+           "run;\n  make lesson-19 ARGS=--bench times %d rounds and weighs the machine's load):\n",
+           avx2 ? "avx2" : "scalar", QUICK_ROUNDS, ROUNDS);
+    describe_cpu();
+    printf("%-31s %11s %9s %8s %9s %8s\n", "cache kind", "bytes/token", "cache MiB", "best ms",
+           "tokens/s", "GB/s");
+    for (int i = 0; i < KINDS; i++) {
+        const Kind *k = &KINDS_TIMED[i];
+        double bytes = bytes_per_token(k) * tokens_read(k, context);
+        printf("%-31s %11.0f %9.1f %8.3f %9.1f %8.2f\n", k->name, bytes_per_token(k),
+               bytes / 1048576.0, times[i].best, 1e3 / times[i].best,
+               bytes / (times[i].best * 1e-3) / 1e9);
+    }
+}
+
+int run_bench(int context) {
+    bool avx2 = use_avx2();
+    Timing times[KINDS] = {{0}};
+    Shares shares = {0};
+    time_kinds(times, &shares, context, ROUNDS, avx2);
     printf("-- bench: a decode step, one layer, 32 query heads of 128, %d cached tokens, one "
            "thread,\n   %s kernels --\n", context, avx2 ? "avx2" : "scalar");
     describe_cpu();

@@ -15,7 +15,7 @@
 //       copy on write (caches.c, part 4).
 //     - an int8 cache: a byte per number and a float scale per row (caches.c, part 5).
 //   Then what each saves at the sizes of Llama 2 and 3, Mistral and DeepSeek-V2 (part 6),
-//   and what a decode step costs with each, measured (part 7, --bench).
+//   and what a decode step costs with each, measured (part 7; --bench measures longer).
 //
 // THE MATH (one decoded token, L cached tokens, per layer)
 //   MHA/GQA: score_s = q . k_s / sqrt(D), out = sum_s softmax(score)_s v_s: 2 * KV * D numbers
@@ -35,7 +35,7 @@
 //
 // RUN IT
 //   make lesson-19 ARGS="--kv-lora-rank 16 --block 8"   (flags: --help, at_scale_flags.c)
-//   make lesson-19 ARGS=--bench                          (part 7 timed)
+//   make lesson-19 ARGS=--bench                          (part 7 timed longer)
 //
 // WHAT TO LOOK FOR
 //   - The naive and the absorbed forms agree to float rounding (part 2), and decoding with
@@ -416,8 +416,8 @@ static Tensor *part5_int8(const Run *run) {
         memcpy(at3(outs, k + 1, 0, 0), out->data, (size_t)N0 * C * sizeof(float));
     }
     double token_scales = 2.0 * KV * 4, channel_scales = KV * 4 + KV * D * 4.0 / G;
-    printf("bytes a token: %d numbers as bytes, and scales: %.1f (per-token keys), %.1f (per-channel\n"
-           "  keys over groups of %d, the group still filling in float); float32: %d, bfloat16: "
+    printf("bytes a token: %d numbers as bytes, and scales: %.1f (per-token keys), %.1f "
+           "(per-channel\n  keys over groups of %d, the group still filling in float); float32: %d, bfloat16: "
            "%d\n", 2 * KV * D, 2 * KV * D + token_scales, 2 * KV * D + channel_scales, G,
            8 * KV * D, 4 * KV * D);
     memcpy(at3(outs, 0, 0, 0), out_float->data, (size_t)N0 * C * sizeof(float));
@@ -433,9 +433,10 @@ static void part6_models(void) {
 
 // --- part 7: what a decode step costs (bench.c) ------------------------------------------------
 
-static void part7_plan(int context) {
-    part(7, "a decode step reads the whole cache", "--bench times it, --context sizes it");
+static void part7_timed(int context) {
+    part(7, "a decode step reads the whole cache", "--context sizes it, --bench times it longer");
     print_bench_plan(context);
+    print_part7_times(context);
 }
 
 // --- the lesson ---------------------------------------------------------------------------------
@@ -455,7 +456,11 @@ int main(int argc, char **argv) {
         return lesson_finish(&lesson);
     }
     Run run = run_of(flags);
-    check_budget(&lesson, at_scale_cost(&run));   // what these sizes hold and do, or exit 2
+    Cost cost = at_scale_cost(&run), timed = part7_cost(flags.context);
+    cost.bytes += timed.bytes;   // part 7's caches come on top of what the run holds by then
+    cost.elements += timed.elements;
+    cost.kernel_seconds += timed.kernel_seconds;
+    check_budget(&lesson, cost);   // what these sizes hold and do, or exit 2
     lesson_start(&lesson);
     run.mla = DeepseekV2Attention_init(&run.config);            // the draws, in PyTorch's order
     run.hidden_states = named("hidden_states", randn(shape3(run.B, run.N, run.C)));   // (B, N, C)
@@ -476,7 +481,7 @@ int main(int argc, char **argv) {
     const Tensor *paged_out = part4_paged(&run);
     const Tensor *int8_out = part5_int8(&run);
     part6_models();
-    part7_plan(flags.context);
+    part7_timed(flags.context);
     trace_pause(false);   // the parts' results in the diagram, each as one step
     named("out_absorbed", labeled_step("the absorbed form (part 2)", absorbed, run.hidden_states));
     named("decoded", labeled_step("latent cache, naive (part 3)", decoded, run.hidden_states));
