@@ -26,7 +26,7 @@ typedef struct {
     int q_lora_rank, kv_lora_rank;                    // QR (0: no compression), KR
     int qk_nope_head_dim, qk_rope_head_dim, v_head_dim;   // DN, DR, DV
     double outlier;                                   // part 5's outlier channel factor
-    int context;                                      // --bench's cached tokens
+    int context;                                      // part 7's and --bench's cached tokens
     bool bench;
 } Flags;
 

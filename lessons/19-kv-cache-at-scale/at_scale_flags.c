@@ -4,7 +4,7 @@
 #include "at_scale.h"
 #include "speed/choice.h"
 
-#define MAX_CONTEXT 262144   // --bench's cached tokens (the budget decides what runs)
+#define MAX_CONTEXT 262144   // part 7's and --bench's cached tokens (the budget decides)
 
 Flags read_flags(Lesson *lesson, int argc, char **argv) {
     static int batch = 1, prompt = 20, new_tokens = 16, seqs = 3, block = 16;
@@ -31,7 +31,7 @@ Flags read_flags(Lesson *lesson, int argc, char **argv) {
         {"--q-lora-rank", &q_lora_rank, "q_lora_rank; 0: no compression (q_proj)", 0,
          MAX_SIZE_FLAG},
         {"--rope-base", &rope_base, "rope_theta", 2, 1000000000},
-        {"--context", &context, "tokens cached in --bench's decode step", 1, MAX_CONTEXT},
+        {"--context", &context, "tokens cached in part 7's and --bench's decode step", 1, MAX_CONTEXT},
     };
     static FloatFlag floats[] = {
         {"--outlier", &outlier, "part 5: one key channel per head made this many times larger",
@@ -47,7 +47,7 @@ Flags read_flags(Lesson *lesson, int argc, char **argv) {
         .n_floats = 1, .switches = switches, .n_switches = 1,
     };
     parse_lesson_args(lesson, argc, argv);
-    check_kernels_variable(lesson);   // ATTN_KERNELS, read by --bench (common/speed/choice.h)
+    check_kernels_variable(lesson);   // ATTN_KERNELS, read by part 7 and --bench (speed/choice.h)
     if (bench) {
         // The bench times sizes of its own (a Llama 3 8B layer's heads, DeepSeek-V2's latent);
         // --context is the one size it takes.
