@@ -32,9 +32,10 @@ BenchBlocks bench_blocks(const Core *core, int lanes) {
     if (amd && core->family == 26) {
         // Zen 5: not measured here.
         return fallback(lanes, "AMD Zen 5 (family 26)",
-                        "it runs 512-bit FMAs at full width (64 FLOPs a cycle) with Zen 4's "
+                        "its desktop and server parts run 512-bit FMAs at full width (64 FLOPs "
+                        "a cycle; the mobile Ryzen AI 300 as two halves, as Zen 4) with Zen 4's "
                         "1 MiB L2; no blocks were measured on it, so Zen 4's (the issue that "
-                        "asked for this table measured 78% of the peak with them)");
+                        "asked for this table reports 78% of the peak with them)");
     }
     if (intel && core->family == 6 && lanes == 16 && core->l2_kib >= 2048) {
         // Server cores with 2 MiB of L2 or more and two 512-bit FMA ports: Sapphire
@@ -47,8 +48,8 @@ BenchBlocks bench_blocks(const Core *core, int lanes) {
                              "ran within 0.3% of each other without the mask (the L2 holds a "
                              "head's keys and values, 1 MiB, beside any of them), and with it "
                              "64 x 512 took 3% less time than 64 x 1024 (the diagonal's tiles "
-                             "are computed whole); the backward's 64 x 64 to 128 x 128 within "
-                             "1%; the softmax's sums in a pass of their own took 5% less time "
+                             "are computed whole); the backward's 64 x 64, 64 x 128 and 128 "
+                             "x 128 within 1.1%; the softmax's sums in a pass of their own took 5% less time "
                              "than in the register tiles"};
     }
     return fallback(lanes, "any other core",

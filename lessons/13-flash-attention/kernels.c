@@ -884,8 +884,8 @@ AVX512_CODE ALWAYS_INLINE void accumulate_tile16(const int nv, float *o, float *
 // chunk of v (16 KiB at head_dim 64) is read from L1 by every tile instead
 // of the whole block of v (256 KiB at 1024 keys) from L2 by each: on a
 // core with two 512-bit FMA ports, the whole block's 4 loads of v per 16
-// FMAs ask L2 for more than it gives (accumulate took 48% of the forward's
-// time, scores 27%, at the same FMAs; Intel Xeon, family 6 model 167,
+// FMAs ask L2 for more than it gives (accumulate took 47% of the forward's
+// time, scores 26%, at the same FMAs; Intel Xeon, family 6 model 167,
 // 2026-12-07). The same operations in the same order: the tile's sums
 // leave for memory between chunks (o in place; l's in `carry`, lanes 0-3
 // of each 4 rows) and come back exactly, and alpha scales o before the
