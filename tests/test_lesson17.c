@@ -1067,9 +1067,13 @@ START_TEST(test_bench_lines) {
         }
         ck_assert_int_lt(found, 2);
         ck_assert_msg(strncmp(line, want[found], strlen(want[found])) == 0, "%s", line);
-        double ms = 0, tokens = 0;
-        ck_assert_msg(sscanf(line + strlen(want[found]), "%lf tokens_per_s=%lf", &ms, &tokens) == 2
-                      && ms > 0 && tokens > 0, "%s", line);
+        double ms = 0, tokens = 0, products = 0, fma = 0, mul_add = 0;
+        ck_assert_msg(sscanf(line + strlen(want[found]), "%lf tokens_per_s=%lf products_ms=%lf "
+                             "fma_peak=%lf mul_add_peak=%lf", &ms, &tokens, &products, &fma,
+                             &mul_add) == 5 && ms > 0 && tokens > 0 && fma > 0 && mul_add > 0,
+                      "%s", line);
+        // the products are part of the step: their best round is no longer than its best
+        ck_assert_msg(products > 0 && products <= ms * 1.001, "%s", line);
         found += 1;
     }
     ck_assert_int_eq(found, 2);

@@ -286,6 +286,32 @@ START_TEST(test_fma_chains_are_twins) {
 }
 END_TEST
 
+// The unfused chains: one step is a multiply rounded, then an add rounded (this file is
+// built with -ffp-contract=off, so the expression below is not fused either), and every set
+// gives the scalar chains' bits.
+START_TEST(test_mul_add_chains_are_twins) {
+    float want_one = 0.0f;
+    for (int c = 0; c < 12; c++) {
+        float product = (float)c * 0.999999f;
+        want_one += product + 1e-3f;
+    }
+    float one = mul_add_chains("scalar", 1);
+    ck_assert_msg(memcmp(&one, &want_one, sizeof one) == 0, "%.9g, not %.9g", one, want_one);
+    float want = mul_add_chains("scalar", 1000);
+    for (int i = 0; KERNEL_SETS[i] != NULL; i++) {
+        if (!cpu_runs(KERNEL_SETS[i])) {
+            note_skipped("no %s kernels on this CPU: its chains not compared", KERNEL_SETS[i]);
+            continue;
+        }
+        float got = mul_add_chains(KERNEL_SETS[i], 1000);
+        ck_assert_msg(memcmp(&got, &want, sizeof got) == 0, "%s: %.9g, not %.9g",
+                      KERNEL_SETS[i], got, want);
+    }
+    double peak = mul_add_peak("scalar", 1);
+    ck_assert_msg(isfinite(peak) && peak > 0.0, "%g", peak);
+}
+END_TEST
+
 // --- the lessons ---------------------------------------------------------------------
 
 // Does a .c or .h file of lessons/`dir` include speed/choice.h (read ATTN_KERNELS)?
@@ -340,6 +366,7 @@ static Suite *speed_suite(void) {
     tcase_add_test(kernels, test_blocks_for_each_core);
     tcase_add_test(kernels, test_kernels_variable);
     tcase_add_test(kernels, test_fma_chains_are_twins);
+    tcase_add_test(kernels, test_mul_add_chains_are_twins);
     tcase_add_test(kernels, test_lessons_refuse_a_bad_kernels_variable);
     suite_add_tcase(suite, kernels);
     return suite;

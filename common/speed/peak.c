@@ -1,7 +1,9 @@
 // peak.c - fma_chains in each kernel set's registers, and the FMA peak
 // (peak.h). Chain c runs acc = acc * 0.999999 + 0.001 from acc = c: the
 // numbers move toward 1000 (where the step leaves them unchanged) and never
-// overflow, and the compiler cannot skip a step.
+// overflow, and the compiler cannot skip a step. Unfused (mul_add_peak), the
+// step is a multiply, rounded, then an add: two instructions where an FMA is
+// one, which a core runs as fast only if it has adders beside its FMA units.
 #include "speed/peak.h"
 
 #include <math.h>
@@ -12,7 +14,7 @@
 
 enum { CHAINS = 12 };
 
-static float fma_chains_scalar(long steps, bool one_chain) {
+static float chains_scalar(long steps, bool one_chain, bool fused) {
     float acc[CHAINS];
     int chains = one_chain ? 1 : CHAINS;
     for (int c = 0; c < CHAINS; c++) {
@@ -20,7 +22,7 @@ static float fma_chains_scalar(long steps, bool one_chain) {
     }
     for (long i = 0; i < steps; i++) {
         for (int c = 0; c < chains; c++) {
-            acc[c] = fmaf(acc[c], 0.999999f, 1e-3f);
+            acc[c] = fused ? fmaf(acc[c], 0.999999f, 1e-3f) : acc[c] * 0.999999f + 1e-3f;
         }
     }
     float total = 0.0f;
@@ -32,7 +34,8 @@ static float fma_chains_scalar(long steps, bool one_chain) {
 
 #ifdef HAVE_VECTOR_KERNELS
 // The same on 8 lanes: every lane of a chain does the scalar chain's steps.
-AVX2_CODE __attribute__((noinline)) static float fma_chains_avx2(long steps, bool one_chain) {
+AVX2_CODE __attribute__((noinline)) static float chains_avx2(long steps, bool one_chain,
+                                                              bool fused) {
     v8f acc[CHAINS], a = splat8(0.999999f), b = splat8(1e-3f);
 #pragma GCC unroll 12
     for (int c = 0; c < CHAINS; c++) {
@@ -42,11 +45,18 @@ AVX2_CODE __attribute__((noinline)) static float fma_chains_avx2(long steps, boo
         for (long i = 0; i < steps; i++) {
             acc[0] = fma8(acc[0], a, b);
         }
-    } else {
+    } else if (fused) {
         for (long i = 0; i < steps; i++) {
 #pragma GCC unroll 12
             for (int c = 0; c < CHAINS; c++) {
                 acc[c] = fma8(acc[c], a, b);
+            }
+        }
+    } else {   // -ffp-contract=off: a multiply, then an add
+        for (long i = 0; i < steps; i++) {
+#pragma GCC unroll 12
+            for (int c = 0; c < CHAINS; c++) {
+                acc[c] = acc[c] * a + b;
             }
         }
     }
@@ -57,8 +67,8 @@ AVX2_CODE __attribute__((noinline)) static float fma_chains_avx2(long steps, boo
     return total[0];
 }
 
-AVX512_CODE __attribute__((noinline)) static float fma_chains_avx512(long steps,
-                                                                      bool one_chain) {
+AVX512_CODE __attribute__((noinline)) static float chains_avx512(long steps, bool one_chain,
+                                                                  bool fused) {
     v16f acc[CHAINS], a = splat16(0.999999f), b = splat16(1e-3f);
 #pragma GCC unroll 12
     for (int c = 0; c < CHAINS; c++) {
@@ -68,11 +78,18 @@ AVX512_CODE __attribute__((noinline)) static float fma_chains_avx512(long steps,
         for (long i = 0; i < steps; i++) {
             acc[0] = fma16(acc[0], a, b);
         }
-    } else {
+    } else if (fused) {
         for (long i = 0; i < steps; i++) {
 #pragma GCC unroll 12
             for (int c = 0; c < CHAINS; c++) {
                 acc[c] = fma16(acc[c], a, b);
+            }
+        }
+    } else {
+        for (long i = 0; i < steps; i++) {
+#pragma GCC unroll 12
+            for (int c = 0; c < CHAINS; c++) {
+                acc[c] = acc[c] * a + b;
             }
         }
     }
@@ -84,19 +101,28 @@ AVX512_CODE __attribute__((noinline)) static float fma_chains_avx512(long steps,
 }
 #endif
 
-float fma_chains(const char *name, long steps, bool one_chain) {
+static float chains(const char *name, long steps, bool one_chain, bool fused) {
 #ifdef HAVE_VECTOR_KERNELS
     if (strcmp(name, "avx512") == 0) {
-        return fma_chains_avx512(steps, one_chain);
+        return chains_avx512(steps, one_chain, fused);
     }
     if (strcmp(name, "avx2") == 0) {
-        return fma_chains_avx2(steps, one_chain);
+        return chains_avx2(steps, one_chain, fused);
     }
 #endif
-    return fma_chains_scalar(steps, one_chain);
+    return chains_scalar(steps, one_chain, fused);
 }
 
-double fma_peak(const char *name, bool one_chain, int runs) {
+float fma_chains(const char *name, long steps, bool one_chain) {
+    return chains(name, steps, one_chain, true);
+}
+
+float mul_add_chains(const char *name, long steps) {
+    return chains(name, steps, false, false);
+}
+
+// The best of `runs` runs of 12 chains (or one) of `steps` steps, in GFLOP/s (2 a lane a step).
+static double chains_peak(const char *name, bool one_chain, bool fused, int runs) {
     int lanes = strcmp(name, "avx512") == 0 ? 16 : strcmp(name, "avx2") == 0 ? 8 : 1;
     // 1.5 GFLOP a run with AVX-512's registers; the scalar chains do fewer
     // steps, their fmaf being a call into the C library (the project's flags
@@ -106,9 +132,17 @@ double fma_peak(const char *name, bool one_chain, int runs) {
     volatile float sink = 0.0f;   // keeps the loops from being optimised away
     for (int run = 0; run < runs; run++) {
         double start = now_seconds();
-        sink = sink + fma_chains(name, steps, one_chain);
+        sink = sink + chains(name, steps, one_chain, fused);
         double seconds = now_seconds() - start;
         best = seconds < best ? seconds : best;
     }
     return 2.0 * lanes * (one_chain ? 1 : CHAINS) * steps / best * 1e-9;
+}
+
+double fma_peak(const char *name, bool one_chain, int runs) {
+    return chains_peak(name, one_chain, true, runs);
+}
+
+double mul_add_peak(const char *name, int runs) {
+    return chains_peak(name, false, false, runs);
 }
