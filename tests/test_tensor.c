@@ -8,6 +8,7 @@
 // whole message fail() gets: "<op>: " and then PyTorch's wording where
 // PyTorch has one.
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "harness.h"
@@ -570,6 +571,29 @@ START_TEST(test_reshape) {
 }
 END_TEST
 
+// The arena's blocks start on a cache line (64 bytes) whatever their size, small or large
+// enough for the C library to map pages for them (where calloc's start 16 bytes in), and
+// come zeroed; a zero-sized one is not NULL.
+START_TEST(test_arena_blocks_aligned_and_zeroed) {
+    size_t mark = arena_mark();
+    const size_t counts[] = {0, 1, 3, 17, 1000, 40000, 300000};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        for (size_t item = 1; item <= 8; item *= 2) {
+            unsigned char *block = arena_alloc(counts[i], item);
+            ck_assert_ptr_nonnull(block);
+            ck_assert_msg((uintptr_t)block % 64 == 0, "%zu x %zu bytes at %p", counts[i], item,
+                          (void *)block);
+            for (size_t b = 0; b < counts[i] * item; b++) {
+                ck_assert_msg(block[b] == 0, "%zu x %zu bytes: byte %zu is %d", counts[i], item,
+                              b, block[b]);
+            }
+            memset(block, 0xAB, counts[i] * item);   // the next blocks come zeroed all the same
+        }
+    }
+    arena_release(mark);
+}
+END_TEST
+
 static Suite *tensor_suite(void) {
     Suite *suite = suite_create("tensor");
     TCase *making = new_tcase("making and asking");
@@ -579,6 +603,7 @@ static Suite *tensor_suite(void) {
     tcase_add_test(making, test_is_contiguous);
     tcase_add_test(making, test_at_and_bounds);
     tcase_add_test(making, test_next_index_order);
+    tcase_add_test(making, test_arena_blocks_aligned_and_zeroed);
     suite_add_tcase(suite, making);
 
     TCase *views = new_tcase("views");
