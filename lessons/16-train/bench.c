@@ -122,6 +122,10 @@ int bench_training(const Lesson *lesson, const Settings *settings) {
                "best of %d rounds, each case in turn, on one thread then on %d\n", threads[1],
                sysconf(_SC_NPROCESSORS_ONLN), kernels->name, ROUNDS, threads[1]);
     }
+    if (threads[1] < settings->threads) {
+        printf("(--threads %d: the system refused to start %d of the %d workers)\n",
+               settings->threads, settings->threads - threads[1], settings->threads - 1);
+    }
     for (int i = 0; i < CASES; i++) {
         double gflop = 2 * step_multiply_adds(&cases[i]) * 1e-9;   // a multiply, an add
         if (n_passes == 1) {

@@ -144,10 +144,20 @@ int threads_start(int threads) {
     threads_stop();
     threads = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
     pool.born = pool.generation;
+    // A worker's stack holds a kernel's registers and a few locals: 1 MiB, not the system's
+    // default (often 8 MiB of address space a thread).
+    pthread_attr_t attributes;
+    bool sized = pthread_attr_init(&attributes) == 0;
+    if (sized) {
+        pthread_attr_setstacksize(&attributes, (size_t)1 << 20);
+    }
     while (pool.started + 1 < threads &&
-           pthread_create(&pool.workers[pool.started + 1], NULL, work,
+           pthread_create(&pool.workers[pool.started + 1], sized ? &attributes : NULL, work,
                           (void *)(long)(pool.started + 1)) == 0) {
         pool.started += 1;
+    }
+    if (sized) {
+        pthread_attr_destroy(&attributes);
     }
     pool.limit = pool.started + 1;
     return pool.limit;
