@@ -12,12 +12,15 @@
 // against their scalar twins; cached decoding against the full forward; a small model
 // trained, saved and loaded again, answering 99% right both times; checkpoints
 // that are missing, cut short or of another shape refused before anything runs; bad flags;
-// the format of --bench's lines.
+// the format of --bench's lines. --threads: runs on 1, 2 and 3 threads print and dump the
+// same bits with every kernel set; the rows each thread takes (share_rows, and threads_gemm
+// seen from inside its kernel) cover every row of a product once, in whole blocks.
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 
 #include <dirent.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,8 +36,10 @@
 #include "../lessons/16-train/checkpoint.c"
 #include "../lessons/16-train/show.c"
 #include "../lessons/16-train/svg.c"
+#include "../lessons/16-train/threads.c"
 #include "../lessons/16-train/train_flags.c"
 #include "lesson/files.h"
+#include "line_width.h"
 
 #define LESSON "16-train"
 #define DATA DATA_DIR "/lesson16"
@@ -755,6 +760,185 @@ START_TEST(test_kernels_match_their_scalar_twins) {
 }
 END_TEST
 
+// --- --threads: the products shared by rows, the same bits ---------------------------------
+
+// share_rows for many sizes, blocks and thread counts (more threads than blocks too): the
+// shares, taken in order, cover rows 0 .. m-1 once each; every share but an empty one
+// starts on a block;
+// two shares' blocks differ by one at most; an empty share comes after every full one.
+START_TEST(test_share_rows_covers_every_row_once) {
+    const int blocks[] = {1, 4, 12}, counts[] = {1, 2, 3, 5, 7, 64};
+    for (int bi = 0; bi < 3; bi++) {
+        for (int ci = 0; ci < 6; ci++) {
+            for (int m = 0; m <= 300; m += m < 40 ? 1 : 37) {
+                int block = blocks[bi], shares = counts[ci], next = 0, fewest = m, most = 0;
+                bool emptied = false;
+                for (int share = 0; share < shares; share++) {
+                    int first, end;
+                    share_rows(&first, &end, m, block, share, shares);
+                    ck_assert_msg(first == next && end >= first && end <= m,
+                                  "m %d block %d, share %d of %d: rows %d .. %d after %d", m,
+                                  block, share, shares, first, end, next);
+                    ck_assert_msg(first % block == 0 || first == end, "m %d block %d, share "
+                                  "%d of %d starts at %d", m, block, share, shares, first);
+                    ck_assert_msg(!(emptied && end > first), "m %d block %d: share %d of %d "
+                                  "has rows after an empty one", m, block, share, shares);
+                    emptied = emptied || end == first;
+                    int its_blocks = (end - first + block - 1) / block;
+                    fewest = its_blocks < fewest ? its_blocks : fewest;
+                    most = its_blocks > most ? its_blocks : most;
+                    next = end;
+                }
+                ck_assert_msg(next == m, "m %d block %d, %d shares: rows end at %d", m, block,
+                              shares, next);
+                ck_assert_msg(most - fewest <= 1, "m %d block %d, %d shares: %d to %d blocks",
+                              m, block, shares, fewest, most);
+            }
+        }
+    }
+}
+END_TEST
+
+// threads_gemm seen from inside: a kernel set that is the scalar one but for its gemm, which
+// also notes which thread took which rows of c.
+typedef struct {
+    pthread_t thread;
+    long first;   // the share's first row of c
+    int rows;
+} ShareTaken;
+
+static pthread_mutex_t taken_lock = PTHREAD_MUTEX_INITIALIZER;
+static ShareTaken taken_shares[MAX_THREADS];
+static int n_taken;
+static const float *taken_c;   // the product's c, rows ldc apart
+static int taken_ldc;
+
+static void gemm_noting(float *c, int ldc, const float *a, int a_row, int a_col, const float *b,
+                        int ldb, int m, int n, int k, bool accumulate) {
+    pthread_mutex_lock(&taken_lock);
+    if (n_taken < MAX_THREADS) {
+        taken_shares[n_taken++] = (ShareTaken){pthread_self(), (c - taken_c) / taken_ldc, m};
+    }
+    pthread_mutex_unlock(&taken_lock);
+    kernels_named("scalar")->gemm(c, ldc, a, a_row, a_col, b, ldb, m, n, k, accumulate);
+}
+
+// Products on a pool of 3 threads (and of 1), rows in blocks of 12 and of 4, a transposed
+// or not, accumulated or not: c is the one-thread kernel's to the bit; the shares cover
+// every row once, each starting on a block, taken by as many threads as there are blocks
+// (3 at most), one of them this one; a product below MIN_SHARED_WORK stays here whole.
+START_TEST(test_threads_gemm_shares_rows_and_keeps_the_bits) {
+    enum { M = 100, N = 33, K = 64 };
+    static float a[M * K], b[K * N], want[M * N], got[M * N];
+    manual_seed(11);
+    fill(a, M * K);
+    fill(b, K * N);
+    const Kernels *chosen = kernels;
+    Kernels noting = *kernels_named("scalar");
+    noting.gemm = gemm_noting;
+    kernels = &noting;
+    const int pools[] = {3, 1}, row_blocks[] = {12, 4}, ms[] = {1, 11, 12, 13, 31, 32, 40, 100};
+    for (int pi = 0; pi < 2; pi++) {
+        ck_assert_int_eq(threads_start(pools[pi]), pools[pi]);
+        for (int bi = 0; bi < 2; bi++) {
+            noting.row_block = row_blocks[bi];
+            for (int mi = 0; mi < 8; mi++) {
+                for (int variant = 0; variant < 4; variant++) {   // a transposed, accumulate
+                    int m = ms[mi], block = row_blocks[bi];
+                    bool transposed = variant & 1, accumulate = variant & 2;
+                    int a_row = transposed ? 1 : K, a_col = transposed ? m : 1;
+                    fill(want, M * N);
+                    memcpy(got, want, sizeof want);
+                    kernels_named("scalar")->gemm(want, N, a, a_row, a_col, b, N, m, N, K,
+                                                  accumulate);
+                    n_taken = 0;
+                    taken_c = got;
+                    taken_ldc = N;
+                    threads_gemm(got, N, a, a_row, a_col, b, N, m, N, K, accumulate);
+                    char what[96];
+                    snprintf(what, sizeof what, "%d threads, blocks of %d, m %d, variant %d",
+                             pools[pi], block, m, variant);
+                    assert_same_floats(got, want, M * N, what);
+                    bool shared = (double)m * N * K >= MIN_SHARED_WORK;
+                    int blocks = (m + block - 1) / block;
+                    int expected = !shared ? 1 : blocks < pools[pi] ? blocks : pools[pi];
+                    ck_assert_msg(n_taken == expected, "%s: %d shares, expected %d", what,
+                                  n_taken, expected);
+                    int covered[M] = {0}, here = 0;
+                    for (int i = 0; i < n_taken; i++) {
+                        const ShareTaken *t = &taken_shares[i];
+                        ck_assert_msg(t->first % block == 0, "%s: a share starts at row %ld",
+                                      what, t->first);
+                        for (long r = t->first; r < t->first + t->rows; r++) {
+                            covered[r] += 1;
+                        }
+                        for (int j = 0; j < i; j++) {
+                            ck_assert_msg(!pthread_equal(t->thread, taken_shares[j].thread),
+                                          "%s: one thread took two shares", what);
+                        }
+                        here += pthread_equal(t->thread, pthread_self()) != 0;
+                    }
+                    ck_assert_msg(here == 1, "%s: this thread took %d shares", what, here);
+                    for (int r = 0; r < m; r++) {
+                        ck_assert_msg(covered[r] == 1, "%s: row %d taken %d times", what, r,
+                                      covered[r]);
+                    }
+                }
+            }
+        }
+        threads_stop();
+    }
+    kernels = chosen;
+}
+END_TEST
+
+// A short run on 1, 2 and 3 threads (and at the most, 64) with each kernel set this CPU has
+// (their blocks: 1, 4 and 12 rows), at sizes where the products are shared and a share can
+// be empty (lm_head's weight gradient: 16 rows, 2 blocks of 12, for 3 threads): the same
+// printed text, byte for byte, and the same bits in every --dump file.
+START_TEST(test_threads_print_and_dump_the_same_bits) {
+    const char *names[3] = {"scalar", "avx2", "avx512"}, *threads[4] = {"1", "2", "3", "64"};
+    const char *tmp = make_temp_dir();
+    char *cwd = getcwd(NULL, 0);   // the lesson runs in tmp: its path from the root
+    const char *binary = path_join("%s/%s", cwd, lesson_binary(LESSON));
+    free(cwd);
+    const char *forced = getenv("ATTN_KERNELS");   // make valgrind's, put back at the end
+    forced = forced != NULL ? path_join("%s", forced) : NULL;
+    for (int k = 0; k < 3; k++) {
+        if (kernels_named(names[k]) == NULL) {
+            note_skipped("no %s kernels on this CPU: their threads not compared", names[k]);
+            continue;
+        }
+        setenv("ATTN_KERNELS", names[k], 1);
+        const char *one_out = NULL, *one_dump = NULL;
+        for (int t = 0; t < (k == 2 ? 4 : 3); t++) {
+            const char *dump = path_join("%s-%s", names[k], threads[t]);
+            const char *argv[] = {"--dim", "32", "--heads", "2", "--kv-heads", "1", "--seq",
+                                  "16", "--batch", "16", "--hidden", "40", "--steps", "3",
+                                  "--threads", threads[t], "--dump", dump, NULL};
+            RunResult r = run_program_with(tmp, 60, binary, argv);
+            ck_assert_msg(r.status == 0 && r.err[0] == '\0', "%s, --threads %s: exit %d: %s",
+                          names[k], threads[t], r.status, r.err);
+            if (t == 0) {
+                one_out = r.out;
+                one_dump = path_join("%s/%s", tmp, dump);
+                continue;
+            }
+            ck_assert_msg(strcmp(r.out, one_out) == 0, "%s: --threads %s prints other lines "
+                          "than --threads 1", names[k], threads[t]);
+            int compared = compare_npy_dir(path_join("%s/%s", tmp, dump), one_dump);
+            ck_assert_int_eq(compared, 50);   // 20 parameters and their .grad, and 10 more
+        }
+    }
+    if (forced != NULL) {
+        setenv("ATTN_KERNELS", forced, 1);
+    } else {
+        unsetenv("ATTN_KERNELS");
+    }
+    remove_tree(tmp);
+}
+END_TEST
+
 // --- decoding with the cache, checkpoints, bad input -----------------------------------------
 
 // The recall task's random orders: sort_indices (a merge sort) gives what
@@ -1215,32 +1399,49 @@ static const BadFlags BAD[] = {
     {{"--layers", "8", "--batch", "1000", NULL}, "ATTN_MAX_MIB="},
     {{"--svg", "/nonexistent-dir/maps.svg", NULL}, "--svg"},
     {{"--load", "/nonexistent-dir", NULL}, "--load"},
+    {{"--threads", "0", NULL}, "--threads expects a whole number from 1 to 64"},
+    {{"--threads", "65", NULL}, "--threads expects a whole number from 1 to 64"},
+    {{"--threads", "-2", NULL}, "--threads"},
+    {{"--threads", "two", NULL}, "--threads"},
+    {{"--threads", "2.5", "--bench", NULL}, "--threads"},
 };
 
 // --bench on a tiny model (it times nothing a test could check): its two cases, the larger
 // one twice the width and the sequence with 4 layers, each ending in one line of the format
-// tools/bench_pytorch_train.py reads.
+// tools/bench_pytorch_train.py reads; with --threads 2, a line on one thread and one on 2
+// for each, every other line within 100 columns.
 START_TEST(test_bench_lines) {
-    const char *args[] = {"--bench", "--layers", "1", "--dim", "16", "--heads", "2",
-                          "--kv-heads", "1", "--seq", "8", "--batch", "2", NULL};
-    RunResult r = run_program(lesson_binary(LESSON), args);
-    ck_assert_msg(r.status == 0, "--bench exited %d: %s", r.status, r.err);
-    const char *want[2] = {"bench task=recall layers=1 dim=16 seq=8 batch=2 ms_per_step=",
-                           "bench task=recall layers=4 dim=32 seq=16 batch=2 ms_per_step="};
-    const char *cursor = r.out;
-    int found = 0;
-    for (const char *line = next_line(&cursor); line != NULL; line = next_line(&cursor)) {
-        if (strncmp(line, "bench ", 6) != 0) {
-            continue;
+    for (int threads = 1; threads <= 2; threads++) {
+        const char *args[] = {"--bench", "--layers", "1", "--dim", "16", "--heads", "2",
+                              "--kv-heads", "1", "--seq", "8", "--batch", "2", "--threads",
+                              threads == 1 ? "1" : "2", NULL};
+        RunResult r = run_program(lesson_binary(LESSON), args);
+        ck_assert_msg(r.status == 0, "--bench exited %d: %s", r.status, r.err);
+        assert_lines_fit(threads == 1 ? "--bench" : "--bench --threads 2", r);
+        const char *cases[2] = {"bench task=recall layers=1 dim=16 seq=8 batch=2 ",
+                                "bench task=recall layers=4 dim=32 seq=16 batch=2 "};
+        const char *counts[3] = {"", "threads=1 ", "threads=2 "};
+        const char *cursor = r.out;
+        int found = 0, lines = 2 * threads;   // for each case, each thread count
+        for (const char *line = next_line(&cursor); line != NULL; line = next_line(&cursor)) {
+            if (strncmp(line, "bench ", 6) != 0) {
+                continue;
+            }
+            ck_assert_int_lt(found, lines);
+            const char *want = path_join("%s%sms_per_step=", cases[found / threads],
+                                         counts[threads == 1 ? 0 : 1 + found % 2]);
+            ck_assert_msg(strncmp(line, want, strlen(want)) == 0, "%s", line);
+            double ms = 0, tokens = 0;
+            ck_assert_msg(sscanf(line + strlen(want), "%lf tokens_per_s=%lf", &ms, &tokens) == 2
+                          && ms > 0 && tokens > 0, "%s", line);
+            found += 1;
         }
-        ck_assert_int_lt(found, 2);
-        ck_assert_msg(strncmp(line, want[found], strlen(want[found])) == 0, "%s", line);
-        double ms = 0, tokens = 0;
-        ck_assert_msg(sscanf(line + strlen(want[found]), "%lf tokens_per_s=%lf", &ms, &tokens) == 2
-                      && ms > 0 && tokens > 0, "%s", line);
-        found += 1;
+        ck_assert_int_eq(found, lines);
+        if (threads == 2) {
+            ck_assert_msg(strstr(r.out, "training steps on one thread and on 2 ") != NULL &&
+                          strstr(r.out, "\n     2 threads: best ") != NULL, "%s", r.out);
+        }
     }
-    ck_assert_int_eq(found, 2);
 }
 END_TEST
 
@@ -1306,6 +1507,8 @@ static Suite *lesson16_suite(void) {
     tcase_add_test(pieces, test_long_sums_match_their_scalar_twin);
     tcase_add_test(pieces, test_sort_indices_is_a_stable_sort);
     tcase_add_test(pieces, test_cached_decoding_matches_the_full_forward);
+    tcase_add_test(pieces, test_share_rows_covers_every_row_once);
+    tcase_add_test(pieces, test_threads_gemm_shares_rows_and_keeps_the_bits);
     suite_add_tcase(suite, pieces);
     TCase *runs = new_tcase("runs");
     tcase_set_timeout(runs, 60);
@@ -1313,6 +1516,7 @@ static Suite *lesson16_suite(void) {
     tcase_add_test(runs, test_bad_checkpoints_are_refused);
     tcase_add_test(runs, test_save_leaves_nothing_half_written);
     tcase_add_test(runs, test_bench_lines);
+    tcase_add_test(runs, test_threads_print_and_dump_the_same_bits);
     tcase_add_test(runs, test_bad_flags);
     suite_add_tcase(suite, runs);
     TCase *outputs = new_tcase("outputs");

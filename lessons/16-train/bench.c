@@ -1,21 +1,32 @@
 // bench.c - --bench: milliseconds per training step and tokens per second, at the lesson's
-// sizes and at a larger model, on one core.
+// sizes and at a larger model, on one core; with --threads N (N > 1), on one thread and on N.
 //
 // Each case is a whole training step as part 3 takes it: make_batch, the forward, the loss,
 // loss.backward(), clip_grad_norm_, AdamW. The cases are timed in rounds, in turn (case 1,
 // case 2, case 1, ...), so that a busy machine slows them alike; each keeps its best round,
 // and the spread of its rounds says how steady the machine was (the clock and the rounds'
 // best and spread: common/speed/timing.h). tools/bench_pytorch_train.py runs this beside
-// PyTorch training the same model and prints the ratio.
+// PyTorch training the same model and prints the ratio. With --threads N, each round times
+// each case on one thread and then on N (threads.c's pool, limited to one thread and then
+// let use all), the steps of one run going on from one to the other.
+#define _POSIX_C_SOURCE 200809L   // sysconf
+
 #include "bench.h"
 
 #include <stdio.h>
+#include <unistd.h>
 
 #include "kernels.h"
 #include "speed/timing.h"
+#include "threads.h"
 #include "train.h"
 
 enum { CASES = 2, ROUNDS = 7, WARMUP = 3 };
+
+// How many thread counts each case is timed at: one, and N if --threads N is more.
+static int passes(const Settings *s) {
+    return s->threads > 1 ? 2 : 1;
+}
 
 // The larger model: twice the width, four layers, twice the sequence, twice the heads and
 // the key/value heads (8 and 4 from the defaults, so that a head stays 16 wide).
@@ -39,7 +50,7 @@ static void bench_cases(Settings cases[CASES], int steps_per_round[CASES], const
     cases[0] = *s;
     cases[1] = larger(s);
     for (int i = 0; i < CASES; i++) {
-        cases[i].steps = WARMUP + ROUNDS * 20;
+        cases[i].steps = WARMUP + passes(s) * ROUNDS * 20;
         cases[i].load_dir = cases[i].save_dir = cases[i].svg_file = NULL;
         const Config *c = &cases[i].config;
         double work = (double)cases[i].batch * c->seq * c->hidden_size * c->num_hidden_layers;
@@ -53,13 +64,21 @@ Cost bench_cost(const Settings *settings) {
     bench_cases(cases, steps_per_round, settings);
     Cost cost = {0};
     for (int i = 0; i < CASES; i++) {   // both runs are made first, then timed in turn
-        Cost steps = steps_cost(&cases[i], WARMUP + ROUNDS * steps_per_round[i]);
+        Cost steps = steps_cost(&cases[i], WARMUP + passes(settings) * ROUNDS *
+                                               steps_per_round[i]);
         cost.bytes += run_bytes(&cases[i]);
         cost.kernel_seconds += steps.kernel_seconds;
         cost.exps += steps.exps;
         cost.elements += steps.elements;
     }
     return cost;
+}
+
+// A case's line on `threads` threads: its best, worst and spread, and the products' rate.
+static void print_times(const Timing *t, int threads, double gflop) {
+    printf("    %2d thread%s best %.3f ms, worst %.3f ms (spread %.0f%%), %.1f GFLOP/s",
+           threads, threads > 1 ? "s:" : ": ", t->best, t->worst, 100.0 * spread(t),
+           gflop / (t->best * 1e-3));
 }
 
 int bench_training(const Lesson *lesson, const Settings *settings) {
@@ -72,7 +91,10 @@ int bench_training(const Lesson *lesson, const Settings *settings) {
         manual_seed(0);
         runs[i] = run_init(&cases[i]);
     }
-    Timing times[CASES] = {{0}};
+    // threads[0] is 1; threads[1] the pool's, which may be fewer than --threads said if the
+    // system refused some (--threads 1: the pool is this thread alone, one pass).
+    int threads[2] = {1, threads_start(settings->threads)}, n_passes = threads[1] > 1 ? 2 : 1;
+    Timing times[CASES][2] = {{{0}}};
     int taken[CASES] = {0};
     for (int i = 0; i < CASES; i++) {
         for (int w = 0; w < WARMUP; w++) {
@@ -81,28 +103,57 @@ int bench_training(const Lesson *lesson, const Settings *settings) {
     }
     for (int round = 0; round < ROUNDS; round++) {
         for (int i = 0; i < CASES; i++) {
-            double start = now_seconds();
-            for (int k = 0; k < steps_per_round[i]; k++) {
-                train_step(&runs[i], taken[i]++);
+            for (int pass = 0; pass < n_passes; pass++) {
+                threads_limit(threads[pass]);
+                double start = now_seconds();
+                for (int k = 0; k < steps_per_round[i]; k++) {
+                    train_step(&runs[i], taken[i]++);
+                }
+                add_time(&times[i][pass], (now_seconds() - start) * 1e3 / steps_per_round[i]);
             }
-            add_time(&times[i], (now_seconds() - start) * 1e3 / steps_per_round[i]);
         }
     }
-    printf("training steps on one core, kernels %s: best of %d rounds, each case in turn\n",
-           kernels->name, ROUNDS);
+    threads_stop();
+    if (n_passes == 1) {
+        printf("training steps on one core, kernels %s: best of %d rounds, each case in turn\n",
+               kernels->name, ROUNDS);
+    } else {
+        printf("training steps on one thread and on %d (%ld processors online), kernels %s:\n"
+               "best of %d rounds, each case in turn, on one thread then on %d\n", threads[1],
+               sysconf(_SC_NPROCESSORS_ONLN), kernels->name, ROUNDS, threads[1]);
+    }
+    if (threads[1] < settings->threads) {
+        printf("(--threads %d: the system refused to start %d of the %d workers)\n",
+               settings->threads, settings->threads - threads[1], settings->threads - 1);
+    }
     for (int i = 0; i < CASES; i++) {
         double gflop = 2 * step_multiply_adds(&cases[i]) * 1e-9;   // a multiply, an add
-        printf("  case %d: %d steps a round, best %.3f ms, worst %.3f ms (spread %.0f%%)\n"
-               "          %.2f GFLOP of matrix products a step: %.1f GFLOP/s at the best\n",
-               i + 1, steps_per_round[i], times[i].best, times[i].worst,
-               100.0 * spread(&times[i]), gflop, gflop / (times[i].best * 1e-3));
+        if (n_passes == 1) {
+            printf("  case %d: %d steps a round, best %.3f ms, worst %.3f ms (spread %.0f%%)\n"
+                   "          %.2f GFLOP of matrix products a step: %.1f GFLOP/s at the best\n",
+                   i + 1, steps_per_round[i], times[i][0].best, times[i][0].worst,
+                   100.0 * spread(&times[i][0]), gflop, gflop / (times[i][0].best * 1e-3));
+            continue;
+        }
+        printf("  case %d: %d steps a round, %.2f GFLOP of matrix products a step\n", i + 1,
+               steps_per_round[i], gflop);
+        print_times(&times[i][0], 1, gflop);
+        printf("\n");
+        print_times(&times[i][1], threads[1], gflop);
+        printf(", %.2fx one thread\n", times[i][0].best / times[i][1].best);
     }
     for (int i = 0; i < CASES; i++) {
         const Config *c = &cases[i].config;
-        printf("bench task=%s layers=%d dim=%d seq=%d batch=%d ms_per_step=%.3f "
-               "tokens_per_s=%.0f\n", c->task == RECALL ? "recall" : "reverse",
-               c->num_hidden_layers, c->hidden_size, c->seq, cases[i].batch, times[i].best,
-               cases[i].batch * c->seq / (times[i].best * 1e-3));
+        for (int pass = 0; pass < n_passes; pass++) {
+            printf("bench task=%s layers=%d dim=%d seq=%d batch=%d ", c->task == RECALL
+                   ? "recall" : "reverse", c->num_hidden_layers, c->hidden_size, c->seq,
+                   cases[i].batch);
+            if (n_passes > 1) {   // (one thread alone: the format bench_pytorch_train.py reads)
+                printf("threads=%d ", threads[pass]);
+            }
+            printf("ms_per_step=%.3f tokens_per_s=%.0f\n", times[i][pass].best,
+                   cases[i].batch * c->seq / (times[i][pass].best * 1e-3));
+        }
     }
     return 0;
 }

@@ -146,7 +146,7 @@ static void softmax_backward_scaled_scalar(float *d_scores, const float *dp, con
 static const Kernels SCALAR = {"scalar", gemm_scalar, softmax_exact_lastdim, silu_scalar,
                                silu_backward_scalar, adamw_scalar, norm_scalar, add_scalar,
                                mul_scalar, scale_scalar, sum_exact, softmax_exact_backward_row,
-                               causal_scale_scalar, softmax_backward_scaled_scalar, 1.0};
+                               causal_scale_scalar, softmax_backward_scaled_scalar, 1.0, 1};
 
 #ifdef HAVE_VECTOR_KERNELS   // speed/vectors.h: x86-64, GCC or Clang
 
@@ -546,7 +546,7 @@ AVX2_CODE static void softmax_backward_scaled_avx2(float *d_scores, const float 
 static const Kernels AVX2_KERNELS = {"avx2", gemm_avx2, softmax_rows_avx2, silu_avx2,
                                      silu_backward_avx2, adamw_avx2, norm_avx2, add_avx2,
                                      mul_avx2, scale_avx2, sum_avx2, softmax_backward_row_avx2,
-                                     causal_scale_avx2, softmax_backward_scaled_avx2, 0.1};
+                                     causal_scale_avx2, softmax_backward_scaled_avx2, 0.1, 4};
 
 // --- AVX-512: 16 columns per register -----------------------------------------------------
 
@@ -661,7 +661,7 @@ static const Kernels AVX512_KERNELS = {"avx512", gemm_avx512, softmax_rows_avx2,
                                        silu_backward_avx2, adamw_avx2, norm_avx2, add_avx2,
                                        mul_avx2, scale_avx2, sum_avx2,
                                        softmax_backward_row_avx2, causal_scale_avx2,
-                                       softmax_backward_scaled_avx2, 0.06};
+                                       softmax_backward_scaled_avx2, 0.06, 12};
 #endif
 
 // --- choosing ------------------------------------------------------------------------------

@@ -68,6 +68,10 @@ typedef struct {
     // 0.82, 0.045, 0.035 on an Intel Xeon (family 6, model 167; gcc 12, 2026-12-07); these
     // round up, for a slower machine.
     double ns_per_multiply_add;
+    // The rows of c its gemm computes together, the height of its blocks (12 with AVX-512,
+    // which finishes with 8 or 4; 4 with AVX2; 1, the plain loop): --threads deals each
+    // product out in whole blocks (threads.c).
+    int row_block;
 } Kernels;
 
 // The kernels this run uses, set by kernels_choose(): ATTN_KERNELS=scalar, avx2 or avx512

@@ -44,9 +44,10 @@
 //   make lesson-16 ARGS="--task reverse"    the other task
 //   make lesson-16 ARGS="--layers 1"        one layer cannot learn recall: watch it fail
 //   make lesson-16 ARGS="--bench"           ms per training step, at two sizes
+//   make lesson-16 ARGS="--threads 2"       the products shared by 2 threads: the same bits
 //   flags: --task --layers --dim --heads --kv-heads --hidden --vocab --seq --batch --steps
-//          --lr --weight-decay --warmup --clip --save DIR --load DIR --svg FILE --bench
-//          --seed --dump DIR --dot FILE --heatmap --help
+//          --lr --weight-decay --warmup --clip --threads --save DIR --load DIR --svg FILE
+//          --bench --seed --dump DIR --dot FILE --heatmap --help
 //
 // WHAT TO LOOK FOR
 //   - The first loss, 2.91, is above ln(16) = 2.77: random weights do not spread their
@@ -76,6 +77,7 @@
 #include "model.h"
 #include "show.h"
 #include "svg.h"
+#include "threads.h"
 #include "train.h"
 
 // --- the tasks ------------------------------------------------------------------------------
@@ -517,6 +519,7 @@ int main(int argc, char **argv) {
         return bench_training(&lesson, &s);
     }
     lesson_start(&lesson);
+    threads_start(s.threads);               // --threads: the products' workers (threads.c)
     trace_pause(lesson.dump_dir == NULL);   // the drawn parameters: --dump's, not --dot's
     Run run = run_init(&s);                 // the parameters and the example drawn
     trace_pause(false);
@@ -534,6 +537,7 @@ int main(int argc, char **argv) {
     part4_maps(&run);
     part5_decoding(&run);
     part6_evaluation(&run);
+    threads_stop();
     finish_outputs(&run, lesson.dump_dir != NULL);   // --save, --svg, the run's dumps
     return lesson_finish(&lesson);
 }
@@ -653,7 +657,9 @@ double step_multiply_adds(const Settings *s) {
 // the same kernels, far below the budget's prices for plain loops. Two things grow with the
 // vocabulary instead, in plain loops, and are counted at the budget's prices: log_softmax's
 // exps (counted for every row's logits, though only the rows that ask take them), and
-// (recall) each batch's draws of B * NV/2 keys and their merge sort.
+// (recall) each batch's draws of B * NV/2 keys and their merge sort. The price is one
+// thread's whatever --threads says (threads.c): the safe side, as more threads need not run
+// faster (not on a machine whose cores are busy, or fewer than the threads).
 Cost steps_cost(const Settings *s, double steps) {
     const Config *c = &s->config;
     double B = s->batch, N = c->seq, NV = c->vocab_size;

@@ -7,12 +7,13 @@
 #include "model.h"
 #include "speed/choice.h"
 #include "svg.h"
+#include "threads.h"
 
 static const char *const TASKS[] = {"recall", "reverse", NULL};
 
 Settings read_flags(Lesson *lesson, int argc, char **argv) {
     static int layers = 2, dim = 64, heads = 4, kv_heads = 2, vocab = 16, seq = 16, batch = 32;
-    static int hidden = 0, steps = 300, warmup = 20;
+    static int hidden = 0, steps = 300, warmup = 20, threads = 1;
     static double lr = 0.003, weight_decay = 0.01, clip = 1.0;
     static const char *task = "recall";
     static const char *save_dir, *load_dir, *svg_file;
@@ -31,6 +32,8 @@ Settings read_flags(Lesson *lesson, int argc, char **argv) {
          MAX_SIZE_FLAG},
         {"--steps", &steps, "optimizer steps (0 with --load: evaluate only)", 0, 100000},
         {"--warmup", &warmup, "steps of linear learning-rate warmup", 0, 100000},
+        {"--threads", &threads, "threads sharing every matrix product (the same bits)", 1,
+         MAX_THREADS},
     };
     static ProbabilityFlag probabilities[] = {
         {"--lr", &lr, "AdamW's peak learning rate"},
@@ -53,7 +56,7 @@ Settings read_flags(Lesson *lesson, int argc, char **argv) {
     *lesson = (Lesson){
         .program = "lesson-16",
         .summary = "train: a tiny Llama trained end to end, step for step with PyTorch",
-        .sizes = sizes, .n_sizes = 6, .ints = ints, .n_ints = 4,
+        .sizes = sizes, .n_sizes = 6, .ints = ints, .n_ints = 5,
         .probabilities = probabilities, .n_probabilities = 2, .floats = float_flags,
         .n_floats = 1, .choices = choices, .n_choices = 1,
         .switches = switches, .n_switches = 1, .paths = paths, .n_paths = 3,
@@ -95,8 +98,8 @@ Settings read_flags(Lesson *lesson, int argc, char **argv) {
                    1e-6f},
         .batch = batch, .steps = steps, .warmup = warmup, .lr = lr, .weight_decay = weight_decay,
         .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .clip = clip,
-        .save_dir = save_dir, .load_dir = load_dir, .svg_file = svg_file, .bench = bench,
-        .heatmap = lesson->heatmap,
+        .save_dir = save_dir, .load_dir = load_dir, .svg_file = svg_file,
+        .threads = threads, .bench = bench, .heatmap = lesson->heatmap,
     };
     checkpoint_check(lesson, &s);   // --load read and checked; --save and --load declared
     if (svg_file != NULL) {         // checked with the run's other outputs (lesson_start)
