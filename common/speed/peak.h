@@ -25,9 +25,10 @@ double fma_peak(const char *name, bool one_chain, int runs);
 // The same with each step a multiply, rounded, then an add, as the products of lessons 16 to
 // 18 must take them (PyTorch's reference BLAS rounds both): the 12 chains' lane 0 summed (the
 // same bits for every set), and their rate in GFLOP/s. A core whose adds have units of their
-// own runs it at its FMA peak (Zen 4: the lessons' products reached 85-95% of it); one whose
-// adds share the FMA units at half (the Intel Xeon of docs/fast-on-a-cpu.md, 512-bit: 106
-// GFLOP/s against its FMA peak of 216).
+// own should run it at its FMA peak (Zen 4's adds have pipes apart from its FMAs; there lesson
+// 16's product blocks reached 85-95% of the FMA peak; this rate was not measured there); one
+// whose 512-bit adds share the FMA units' ports runs it at half (the Intel Xeon of
+// docs/fast-on-a-cpu.md, 2026-12-07: 106 to 110 GFLOP/s against an FMA peak of 215 to 222).
 float mul_add_chains(const char *name, long steps);
 double mul_add_peak(const char *name, int runs);
 

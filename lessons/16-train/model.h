@@ -103,7 +103,7 @@ typedef struct {
     const char *save_dir;          // --save DIR: the trained state_dict, or NULL
     const char *load_dir;          // --load DIR: start from this state_dict, or NULL
     const char *svg_file;          // --svg FILE: the attention maps as an image, or NULL
-    int threads;                   // --threads N: the threads sharing every matrix product
+    int threads;                   // --threads N: the threads sharing the matrix products
     bool bench;
     bool heatmap;                  // --heatmap: the trained maps as lesson/heatmap.h draws them
 } Settings;

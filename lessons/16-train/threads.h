@@ -1,5 +1,5 @@
-// threads.h - --threads N: every matrix product of a step shared among N threads by rows of
-// its output, with the same bits for any N (threads.c says why they cannot change).
+// threads.h - --threads N: a step's matrix products (all but the smallest: MIN_SHARED_WORK)
+// shared among N threads by rows of their output, with the same bits for any N (threads.c says why they cannot change).
 #ifndef THREADS16_H
 #define THREADS16_H
 

@@ -32,7 +32,7 @@ Settings read_flags(Lesson *lesson, int argc, char **argv) {
          MAX_SIZE_FLAG},
         {"--steps", &steps, "optimizer steps (0 with --load: evaluate only)", 0, 100000},
         {"--warmup", &warmup, "steps of linear learning-rate warmup", 0, 100000},
-        {"--threads", &threads, "threads sharing every matrix product (the same bits)", 1,
+        {"--threads", &threads, "threads sharing the matrix products (the same bits)", 1,
          MAX_THREADS},
     };
     static ProbabilityFlag probabilities[] = {
