@@ -1,5 +1,6 @@
 // threads.h - --threads N: a step's matrix products (all but the smallest: MIN_SHARED_WORK)
-// shared among N threads by rows of their output, with the same bits for any N (threads.c says why they cannot change).
+// shared among N threads by rows of their output, with the same bits for any N (threads.c
+// says why they cannot change).
 #ifndef THREADS16_H
 #define THREADS16_H
 
