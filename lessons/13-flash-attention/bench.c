@@ -514,9 +514,9 @@ static const char *slow_flags(const Lesson *lesson, const BenchRun *settings) {
                      values[f]);
         }
     }
-    if (flag_given(lesson, "--kernels") || with[0] == '\0') {
-        snprintf(with + strlen(with), sizeof with - strlen(with), " the %s kernels",
-                 settings->kernels->name);
+    if (flag_given(lesson, "--kernels") || with[0] == '\0') {   // "with --block-q 1 and the ..."
+        snprintf(with + strlen(with), sizeof with - strlen(with), "%s the %s kernels",
+                 with[0] != '\0' ? " and" : "", settings->kernels->name);
     }
     return with;
 }
