@@ -371,6 +371,10 @@ void bench(const Lesson *lesson, int seq, int block_q, int block_k, int threads)
         printf("tiled, with --threads %d: on %d threads, then on one, in every round (a "
                "second's worth\nof the runs on one thread); %%peak: of %d core%s' peak\n",
                threads, threads, cores_used(threads), cores_used(threads) > 1 ? "s" : "");
+        if (threads > BENCH_HEADS) {   // the backward's units: (batch row, key/value head)
+            printf("  (%d of them at most have work: it is shared by heads, and there are %d)\n",
+                   BENCH_HEADS, BENCH_HEADS);
+        }
     }
     print_table(cases, 2 * n_seqs, peak, threads);
     if (threads > 1) {
