@@ -505,7 +505,7 @@ static BackwardScratch BackwardScratch_start(int N, int D, int Bq, int Bk, size_
 // One query head h of batch row b: delta first, then every key block (outer)
 // against every query block (inner). Its counts are added to the worker's at
 // the end (the workers sit side by side in memory: a count written at every
-// tile would keep moving a cache line between their cores).
+// tile could keep moving a cache line between their cores).
 static void backward_head(BackwardWorker *me, int b, int h) {
     const FlashAttention *self = me->self;
     BackwardScratch *w = &me->w;
