@@ -4,7 +4,8 @@
 // FlashAttention-2's tiled backward. Each is handed its forward's output
 // (and the loops their P), made once a case. With --threads N the tiled
 // backward runs on N threads and on one in every round, and the two are
-// compared: their times, and their gradients bit for bit.
+// compared: their times, and their gradients bit for bit; the loops are
+// left out then (--bench alone runs them).
 //
 // Each case runs both backwards in turns, the tiled one until it has had a
 // second (3 to 10 runs), the loops 3 times (2 when a run takes over a
@@ -63,7 +64,7 @@ static double fma_peak_of(const Kernels *kernels) {
 typedef struct {
     int seq;
     bool causal;
-    Timing loops, tiled;      // loops.runs == 0: not run (its P would not fit)
+    Timing loops, tiled;      // loops.runs == 0: not run (its P would not fit, or --threads)
     Timing tiled_one;         // the tiled backward on one thread (--threads N > 1)
     TiledCounts counts;       // the tiled backward's FLOPs, blocks, delta, workers
     size_t standard_extra, tiled_extra;
@@ -125,7 +126,9 @@ static void bench_case(BenchCase *c, Shares *shares, int N, const BenchRun *run,
     const Tensor *grad_out = randn(shape);
     Tensor *lse;
     const Tensor *out = bench_tiled_forward(&lse, run, query, key, value);
-    bool fits = (double)BENCH_HEADS * N * N <= (double)MAX_ELEMENTS;
+    // The loops run where their P fits, and on one thread only: with --threads the rounds
+    // go to the tiled backward on one thread and on N (the loops would double the bench).
+    bool fits = (double)BENCH_HEADS * N * N <= (double)MAX_ELEMENTS && run->threads == 1;
     const Tensor *P = fits ? standard_P(query, key, value, run->causal) : NULL;
     *c = (BenchCase){.seq = N, .causal = run->causal,
                      .standard_extra = standard_extra_bytes(1, BENCH_HEADS, N), .diff = NAN,
@@ -369,7 +372,8 @@ void bench(const Lesson *lesson, int seq, int block_q, int block_k, int threads)
            BENCH_REPEATS);
     if (threads > 1) {
         printf("tiled, with --threads %d: on %d threads, then on one, in every round (a "
-               "second's worth\nof the runs on one thread); %%peak: of %d core%s' peak\n",
+               "second's worth\nof the runs on one thread); %%peak: of %d core%s' peak; the "
+               "loops left out (--bench\nwithout --threads runs them)\n",
                threads, threads, cores_used(threads), cores_used(threads) > 1 ? "s" : "");
         if (threads > BENCH_HEADS) {   // the backward's units: (batch row, key/value head)
             printf("  (%d of them at most have work: it is shared by heads, and there are %d)\n",
@@ -454,7 +458,7 @@ static Cost bench_cost(const int *seqs, int n_seqs, const BenchRun *run) {
     double sets = fmin(run->threads, H) + (run->threads > 1);   // blocks and deltas held
     for (int i = 0; i < n_seqs; i++) {
         double N = seqs[i], HNN = H * N * N;
-        bool fits = HNN <= (double)MAX_ELEMENTS;
+        bool fits = HNN <= (double)MAX_ELEMENTS && run->threads == 1;   // the loops run
         double tiles = H * ceil(N / fmin(run->block_q, N)) * ceil(N / fmin(run->block_k, N));
         double Bq = fmin(run->block_q, N), Bk = fmin(run->block_k, N);
         double tile_products = 5 * Bq * Bk * D * (lanes > 1 ? 0.4e-9 / lanes : 1.1e-9);
