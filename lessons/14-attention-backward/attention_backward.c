@@ -23,6 +23,8 @@
 //   one head, does). The standard backward (what autograd runs on the notes'
 //   attention) keeps P, (B, H, N, N), and makes dP and dS as large; the
 //   lesson runs it too, by plain loops, to check the tiled one against.
+//   --threads N shares the tiled backward among N threads, by (batch row,
+//   key/value head): the same bits for any N (FlashAttention_backward says why).
 //
 // THE MATH (one head: S = Q K^T / sqrt(D), P = softmax(S), O = P V; dX is dLoss/dX)
 //   dV = P^T dO                   dP = dO V^T
@@ -46,8 +48,9 @@
 //   make lesson-14 ARGS="--train"   dropout on: its noise reused by the backward
 //   make lesson-14 ARGS="--seq 10 --block-q 4 --block-k 3 --causal --kv-heads 1"
 //   make lesson-14 ARGS=--bench     the tiled backward against the standard one's loops
+//   make lesson-14 ARGS="--bench --threads 2"   ... on 2 threads and on one, the same rounds
 //   flags: --batch --seq --dim --heads --kv-heads --head-dim --block-q --block-k --causal
-//          --train --bench --seed --dump DIR --dot FILE --heatmap --help
+//          --threads --train --bench --seed --dump DIR --dot FILE --heatmap --help
 //
 // WHAT TO LOOK FOR
 //   - Part 1: the masked keys' rows of K.grad and V.grad are exactly 0, and
@@ -73,7 +76,10 @@
 //   g = h / R its key/value head, d inside a head; qs and ks the first query
 //   and key of a block, j a query inside its block, p a key inside its block.
 
+#define _POSIX_C_SOURCE 200809L   // pthreads
+
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -88,6 +94,7 @@
 #define MASK_FILL -1e20f    // lesson 5's masked_fill value
 #define ATT_DROPOUT 0.1     // lesson 5's nn.Dropout(0.1)
 #define MAX_BLOCK 4096      // --block-q and --block-k go from 1 to this
+#define MAX_THREADS 256     // --threads goes from 1 to this
 #define TOLERANCE 1e-5f     // tiled against standard gradients: float rounding only
 #define MAP_MAX_BLOCKS 16   // the tile map is drawn up to 16 x 16 blocks
 #define CHECK_STEP 1e-4     // the central differences' step, in double
@@ -346,13 +353,15 @@ typedef struct {
     bool causal;               // query t sees keys 0 .. t only
     int block_q, block_k;      // Bq, Bk
     const Kernels *kernels;
+    int threads;               // workers sharing the backward: the same bits however many
 } FlashAttention;
 
 typedef enum { TILE_FULL, TILE_DIAGONAL, TILE_SKIPPED } TileKind;
 
 static FlashAttention FlashAttention_init(int num_heads, int num_kv_heads, bool causal,
                                           int block_q, int block_k) {
-    return (FlashAttention){num_heads, num_kv_heads, causal, block_q, block_k, kernels_best()};
+    return (FlashAttention){num_heads, num_kv_heads, causal, block_q, block_k, kernels_best(),
+                            1};
 }
 
 // As lesson 13: a tile of queries qs .. qs+nq-1 and keys ks .. ks+nk-1 is
@@ -384,8 +393,9 @@ typedef struct {
 typedef struct {
     long tiles[3];          // tiles of each TileKind, over all batches and heads
     double flops;           // 2 * the multiply-adds of the five products, as done
-    size_t scratch_bytes;   // the blocks it allocated: the same for any N
-    size_t delta_bytes;     // delta of one head: N floats
+    size_t scratch_bytes;   // the blocks of one worker: the same for any N
+    size_t delta_bytes;     // delta of one head, in each worker: N floats
+    int workers;            // the threads that shared the work, each with its blocks and delta
 } BackwardSteps;
 
 // The backward's scratch: a key block's K_j^T and V_j^T, a query block
@@ -438,60 +448,166 @@ static void backward_tile(const BackwardScratch *w, const Kernels *kern, const H
     kern->matmul(dk_j, D, w->ds, 1, ldk, q_i, D, nk, D, nq, true);
 }
 
-// FlashAttention-2's backward: for each head, delta = rowsum(dO * O) first; then
-// for each block of keys, walk the query blocks. dK_j and dV_j gather in their
-// rows of key.grad and value.grad (the R query heads of a key/value head add
-// into the same rows), dQ_i adds into query.grad. out and lse are the tiled
-// forward's, grad_out is dO (B, H, N, D).
-static QKVGrads FlashAttention_backward(BackwardSteps *steps, const FlashAttention *self,
-                                        const Tensor *query, const Tensor *key,
-                                        const Tensor *value, const Tensor *out,
-                                        const Tensor *lse, const Tensor *grad_out) {
-    int B = size(query, 0), H = size(query, 1), N = size(query, 2), D = size(query, 3);
-    int KV = self->num_kv_heads, R = H / KV;
-    int Bq = min_int(self->block_q, N), Bk = min_int(self->block_k, N);
-    const Tensor *q = contiguous(query), *k = contiguous(key), *v = contiguous(value);
-    const Tensor *o = contiguous(out), *dO = contiguous(grad_out), *l = contiguous(lse);
-    QKVGrads grads = {zeros(shape4(B, H, N, D)), zeros(shape4(B, KV, N, D)),
-                      zeros(shape4(B, KV, N, D))};
+// --- the parallel split: by batch row and key/value head ----------------------------------------
+
+// The work is shared out so that no number can change: every sum is added
+// up by one worker, in the order one thread adds it.
+//   What is summed, and in what order (one thread, the loops below): dQ_i of
+//   query head h adds one tile a key block, the key blocks in order; dK_j and
+//   dV_j of key/value head g add the R query heads of its group, h = g*R,
+//   g*R + 1, ..., and inside each head one tile a query block, in order.
+//   So the unit of work is a (b, g) pair: batch row b, key/value head g, and
+//   the R query heads that read it, in order. It writes its own rows of
+//   query.grad (those of its R query heads) and of key.grad and value.grad
+//   (those of head g), and no other unit writes them. Whichever worker takes
+//   it, it does the same operations in the same order: the same bits for any
+//   number of threads, and no two workers ever write the same memory.
+//   Finer splits would change that. By key block (each worker its own dK_j,
+//   dV_j rows), two workers would add into the same dQ_i rows; by query
+//   block, into the same dK_j and dV_j rows. Either needs a lock or atomic
+//   adds, and the order of the additions, so the last bits, would then
+//   depend on which worker came first. FlashAttention-2's CUDA backward does
+//   the first: a thread block per key block (and batch and head), dQ added in
+//   float with atomicAdd (Dao-AILab/flash-attention, csrc/flash_attn/src/:
+//   flash_bwd_launch_template.h and flash_bwd_kernel.h; its `deterministic`
+//   option gives each thread block a dQ of its own, summed afterwards, for
+//   the same bits every run). On a CPU with a few cores there are enough
+//   (b, g) units at the usual sizes (the bench's: 8); with fewer units than
+//   threads, the extra threads have nothing to do (--kv-heads 1 --batch 1:
+//   one unit, one thread).
+
+// One worker: the units it takes, its own scratch, and what it counted.
+typedef struct {
+    const FlashAttention *self;
+    const Tensor *q, *k, *v, *o, *dO, *lse;   // contiguous; only read
+    QKVGrads grads;                           // each unit writes only its own rows
+    int first, step;                          // it takes units first, first + step, ...
+    BackwardScratch w;                        // its blocks and delta
+    long tiles[3];                            // what it did
+    double flops;
+} BackwardWorker;
+
+// The backward's scratch, in ONE allocation whose size depends on Bq, Bk, D
+// and N (delta) only, made before any thread starts.
+static BackwardScratch BackwardScratch_start(int N, int D, int Bq, int Bk, size_t *blocks) {
     BackwardScratch w;
     w.ldk = (Bk + 15) / 16 * 16;
-    size_t blocks = (2 * (size_t)D + 2 * (size_t)Bq) * (size_t)w.ldk + (size_t)Bq * D;
-    w.k_t = arena_alloc(blocks + (size_t)N, sizeof(float));
+    *blocks = (2 * (size_t)D + 2 * (size_t)Bq) * (size_t)w.ldk + (size_t)Bq * D;   // floats
+    w.k_t = arena_alloc(*blocks + (size_t)N, sizeof(float));
     w.v_t = w.k_t + (size_t)D * w.ldk;
     w.q_s = w.v_t + (size_t)D * w.ldk;
     w.p = w.q_s + (size_t)Bq * D;
     w.ds = w.p + (size_t)Bq * w.ldk;
     w.delta = w.ds + (size_t)Bq * w.ldk;
-    BackwardSteps counts = {{0, 0, 0}, 0.0, blocks * sizeof(float), (size_t)N * sizeof(float)};
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < H; h++) {
-            int g = h / R;   // the key/value head query head h reads
-            HeadRows x = {at4(q, b, h, 0, 0), at4(k, b, g, 0, 0), at4(v, b, g, 0, 0),
-                          at4(o, b, h, 0, 0), at4(dO, b, h, 0, 0), at3(l, b, h, 0),
-                          at4(grads.query, b, h, 0, 0), at4(grads.key, b, g, 0, 0),
-                          at4(grads.value, b, g, 0, 0)};
-            // delta = rowsum(dO * O), the softmax's row term: N numbers for this head
-            self->kernels->row_dots(w.delta, x.dO, x.o, N, D);
-            for (int ks = 0; ks < N; ks += Bk) {   // outer: a block of keys and values
-                int nk = min_int(Bk, N - ks);
-                for (int d = 0; d < D; d++) {      // K_j^T and V_j^T (D, nk): the one copy
-                    for (int p = 0; p < nk; p++) {
-                        w.k_t[(long)d * w.ldk + p] = x.k[(long)(ks + p) * D + d];
-                        w.v_t[(long)d * w.ldk + p] = x.v[(long)(ks + p) * D + d];
-                    }
-                }
-                for (int qs = 0; qs < N; qs += Bq) {   // inner: the query blocks
-                    int nq = min_int(Bq, N - qs);
-                    TileKind kind = tile_kind(self->causal, qs, nq, ks, nk);
-                    counts.tiles[kind] += 1;
-                    if (kind != TILE_SKIPPED) {
-                        backward_tile(&w, self->kernels, &x, D, qs, nq, ks, nk, kind);
-                        counts.flops += 10.0 * nq * nk * D;
-                    }
-                }
+    return w;
+}
+
+// One query head h of batch row b: delta first, then every key block (outer)
+// against every query block (inner). Its counts are added to the worker's at
+// the end (the workers sit side by side in memory: a count written at every
+// tile could keep moving a cache line between their cores).
+static void backward_head(BackwardWorker *me, int b, int h) {
+    const FlashAttention *self = me->self;
+    BackwardScratch *w = &me->w;
+    int N = size(me->q, 2), D = size(me->q, 3);
+    int Bq = min_int(self->block_q, N), Bk = min_int(self->block_k, N);
+    int g = h / (self->num_heads / self->num_kv_heads);   // the key/value head h reads
+    HeadRows x = {at4(me->q, b, h, 0, 0), at4(me->k, b, g, 0, 0), at4(me->v, b, g, 0, 0),
+                  at4(me->o, b, h, 0, 0), at4(me->dO, b, h, 0, 0), at3(me->lse, b, h, 0),
+                  at4(me->grads.query, b, h, 0, 0), at4(me->grads.key, b, g, 0, 0),
+                  at4(me->grads.value, b, g, 0, 0)};
+    long tiles[3] = {0, 0, 0};
+    double flops = 0.0;
+    // delta = rowsum(dO * O), the softmax's row term: N numbers for this head
+    self->kernels->row_dots(w->delta, x.dO, x.o, N, D);
+    for (int ks = 0; ks < N; ks += Bk) {   // outer: a block of keys and values
+        int nk = min_int(Bk, N - ks);
+        for (int d = 0; d < D; d++) {      // K_j^T and V_j^T (D, nk): the one copy
+            for (int p = 0; p < nk; p++) {
+                w->k_t[(long)d * w->ldk + p] = x.k[(long)(ks + p) * D + d];
+                w->v_t[(long)d * w->ldk + p] = x.v[(long)(ks + p) * D + d];
             }
         }
+        for (int qs = 0; qs < N; qs += Bq) {   // inner: the query blocks
+            int nq = min_int(Bq, N - qs);
+            TileKind kind = tile_kind(self->causal, qs, nq, ks, nk);
+            tiles[kind] += 1;
+            if (kind != TILE_SKIPPED) {
+                backward_tile(w, self->kernels, &x, D, qs, nq, ks, nk, kind);
+                flops += 10.0 * nq * nk * D;
+            }
+        }
+    }
+    for (int kind = 0; kind < 3; kind++) {
+        me->tiles[kind] += tiles[kind];
+    }
+    me->flops += flops;
+}
+
+// A worker's share: units u = first, first + step, ... of the B * KV, unit u
+// being batch row u / KV and key/value head u % KV. On one thread that is
+// every unit in the order of the loops over b and h.
+static void *backward_work(void *arg) {
+    BackwardWorker *me = arg;
+    int B = size(me->q, 0), KV = me->self->num_kv_heads, R = me->self->num_heads / KV;
+    for (int u = me->first; u < B * KV; u += me->step) {
+        int b = u / KV, g = u % KV;
+        for (int h = g * R; h < (g + 1) * R; h++) {   // the group's query heads, in order
+            backward_head(me, b, h);
+        }
+    }
+    return NULL;
+}
+
+// FlashAttention-2's backward: for each head, delta = rowsum(dO * O) first; then
+// for each block of keys, walk the query blocks. dK_j and dV_j gather in their
+// rows of key.grad and value.grad (the R query heads of a key/value head add
+// into the same rows), dQ_i adds into query.grad. out and lse are the tiled
+// forward's, grad_out is dO (B, H, N, D). self->threads workers share it, by
+// (b, g) units (above).
+static QKVGrads FlashAttention_backward(BackwardSteps *steps, const FlashAttention *self,
+                                        const Tensor *query, const Tensor *key,
+                                        const Tensor *value, const Tensor *out,
+                                        const Tensor *lse, const Tensor *grad_out) {
+    int B = size(query, 0), H = size(query, 1), N = size(query, 2), D = size(query, 3);
+    int KV = self->num_kv_heads;
+    int Bq = min_int(self->block_q, N), Bk = min_int(self->block_k, N);
+    const Tensor *q = contiguous(query), *k = contiguous(key), *v = contiguous(value);
+    const Tensor *o = contiguous(out), *dO = contiguous(grad_out), *l = contiguous(lse);
+    QKVGrads grads = {zeros(shape4(B, H, N, D)), zeros(shape4(B, KV, N, D)),
+                      zeros(shape4(B, KV, N, D))};
+    int threads = min_int(self->threads, B * KV);   // no more workers than units
+    BackwardWorker *workers = arena_alloc((size_t)threads, sizeof(BackwardWorker));
+    pthread_t *ids = arena_alloc((size_t)threads, sizeof(pthread_t));
+    size_t blocks = 0;
+    for (int t = 0; t < threads; t++) {   // worker t takes units t, t + threads, ...
+        workers[t] = (BackwardWorker){self, q, k, v, o, dO, l, grads, t, threads,
+                                      BackwardScratch_start(N, D, Bq, Bk, &blocks), {0, 0, 0},
+                                      0.0};
+    }
+    // Worker 0 is this thread. If the system refuses a thread, this thread
+    // takes that worker's units too, after its own.
+    int started = 1;
+    while (started < threads &&
+           pthread_create(&ids[started], NULL, backward_work, &workers[started]) == 0) {
+        started += 1;
+    }
+    backward_work(&workers[0]);
+    for (int t = started; t < threads; t++) {
+        backward_work(&workers[t]);
+    }
+    for (int t = 1; t < started; t++) {
+        pthread_join(ids[t], NULL);
+    }
+    // The workers' counts, added in worker order: whole numbers (the FLOPs
+    // too, sums of 10 * nq * nk * D far below 2^53), so exactly one thread's.
+    BackwardSteps counts = {{0, 0, 0}, 0.0, blocks * sizeof(float), (size_t)N * sizeof(float),
+                            threads};
+    for (int t = 0; t < threads; t++) {
+        for (int kind = 0; kind < 3; kind++) {
+            counts.tiles[kind] += workers[t].tiles[kind];
+        }
+        counts.flops += workers[t].flops;
     }
     const Tensor *saved[5] = {query, key, lse, value, out};   // dV needs only the first 3
     trace_step("tiles: P^T dO", grads.value, grad_out, 3, saved);
@@ -523,6 +639,7 @@ static QKVGrads standard_backward(const Tensor *P, const Tensor *query, const Te
 typedef struct {
     int batch, seq, dim, heads, kv_heads, head_dim, block_q, block_k;
     bool causal, train;
+    int threads;   // part 2's backward, and --bench's: --threads
 } Sizes;
 
 static void print_grad(const char *name, const Tensor *grad) {
@@ -726,7 +843,8 @@ static void print_costs(const Sizes *n, const BackwardSteps *steps, const Tensor
     printf("extra memory:\n  standard: P (kept by its forward), dP and dS, (B, H, N, N) each: "
            "%.2f KiB\n  tiled: lse (B, H, N), kept by the forward, and delta (N) of one head: "
            "%.2f KiB;\n    its blocks, K_j^T and V_j^T (D, Bk), two (Bq, Bk) and Q_i / sqrt(D) "
-           "(Bq, D): %.2f KiB,\n    whatever N is\n",
+           "(Bq, D): %.2f KiB,\n    whatever N is\n"
+           "    (with --threads, each thread has its own delta and blocks)\n",
            standard_extra_bytes(B, H, N) / 1024.0,
            ((double)numel(lse) * sizeof(float) + steps->delta_bytes) / 1024.0,
            steps->scratch_bytes / 1024.0);
@@ -748,6 +866,7 @@ static void part2_flash_backward(const Sizes *n, uint64_t seed, bool heatmap) {
     const Tensor *value = named("value", randn(shape4(B, KV, N, D)));        // (B, KV, N, D)
 
     FlashAttention flash = FlashAttention_init(H, KV, n->causal, n->block_q, n->block_k);
+    flash.threads = n->threads;   // the backward's workers (the forward runs on one thread)
     Tensor *lse;
     const Tensor *attn_out =
         named("attn_out", FlashAttention_forward(&lse, &flash, query, key, value));
@@ -825,7 +944,7 @@ int main(int argc, char **argv) {
     bool run_bench = false;
     Sizes n = read_flags(&lesson, &run_bench, argc, argv);   // appendix F
     if (run_bench) {
-        bench(&lesson, n.seq, n.block_q, n.block_k);   // bench.c: its own sizes and budget
+        bench(&lesson, n.seq, n.block_q, n.block_k, n.threads);   // bench.c: its own sizes
         return lesson_finish(&lesson);
     }
     check_budget(&lesson, attention_backward_cost(&n));
@@ -841,6 +960,7 @@ static FlashAttention bench_flash(const BenchRun *run, int heads) {
     FlashAttention flash = FlashAttention_init(heads, heads, run->causal, run->block_q,
                                                run->block_k);
     flash.kernels = run->kernels;
+    flash.threads = run->threads;   // the backward's; the forward runs on one thread
     return flash;
 }
 
@@ -850,15 +970,14 @@ const Tensor *bench_tiled_forward(Tensor **lse, const BenchRun *run, const Tenso
     return FlashAttention_forward(lse, &flash, query, key, value);
 }
 
-void bench_tiled_backward(Tensor **grads, double *flops, size_t *extra, const BenchRun *run,
+void bench_tiled_backward(Tensor **grads, TiledCounts *counts, const BenchRun *run,
                           const Tensor *query, const Tensor *key, const Tensor *value,
                           const Tensor *out, const Tensor *lse, const Tensor *grad_out) {
     FlashAttention flash = bench_flash(run, size(query, 1));
     BackwardSteps steps;
     QKVGrads g = FlashAttention_backward(&steps, &flash, query, key, value, out, lse, grad_out);
     grads[0] = g.query, grads[1] = g.key, grads[2] = g.value;
-    *flops = steps.flops;
-    *extra = steps.scratch_bytes + steps.delta_bytes;
+    *counts = (TiledCounts){steps.flops, steps.scratch_bytes, steps.delta_bytes, steps.workers};
 }
 
 void bench_loops_backward(Tensor **grads, const Tensor *P, const Tensor *query,
@@ -1221,19 +1340,21 @@ static void check_part1(const SelfAttV4 *net, const SelfAttV4Steps *f, const Sel
 // 6 (B, H, N, D) and 6 (B, KV, N, D) tensors (inputs, outputs, gradients,
 // copies), lse (B, H, N), the tiles' scratch (the forward's D + Bk + 4 rows
 // of Bq rounded up to 16, the backward's 2D + 2Bq rows of Bk rounded up to 16,
-// Bq rows of D and N, part 2's first tile shown: Bq + Bk rows of D, 2 (Bq,
-// Bk)), and 5 (Bq, Bk): S, P, dP, dS and the forward's; the standard
-// path, when its P fits, 5 (B, H, N, N) (scores, scaled, P, dP, dS), one more
-// and three (N, N) for the causal mask. Its work: the tiled forward (2
-// products) and backward (5), the standard one (2 and 4), each BHNN*D
-// multiply-adds, P's exp three times.
+// Bq rows of D and N for each of its workers, min(--threads, B * KV), part 2's
+// first tile shown: Bq + Bk rows of D, 2 (Bq, Bk)), and 5 (Bq, Bk): S, P, dP,
+// dS and the forward's; the standard path, when its P fits, 5 (B, H, N, N)
+// (scores, scaled, P, dP, dS), one more and three (N, N) for the causal mask.
+// Its work: the tiled forward (2 products) and backward (5), the standard one
+// (2 and 4), each BHNN*D multiply-adds, P's exp three times (the backward's
+// processor time is the same on any number of threads).
 static Cost attention_backward_cost(const Sizes *n) {
     double B = n->batch, T = n->seq, C = n->dim, H = n->heads, KV = n->kv_heads, N = n->seq;
     double D = n->head_dim, BTT = B * T * T, BTC = B * T * C, BHNN = B * H * N * N;
     bool part1 = BTT <= (double)MAX_ELEMENTS, standard = BHNN <= (double)MAX_ELEMENTS;
     double Bq = fmin(n->block_q, N), Bk = fmin(n->block_k, N);
     double ldS = 16 * ceil(Bq / 16), ldk = 16 * ceil(Bk / 16);   // rows rounded up to 16
-    double scratch = (D + Bk + 4) * ldS + (2 * D + 2 * Bq) * ldk + Bq * D + N +
+    double workers = fmin(n->threads, B * KV);   // each with its blocks and delta
+    double scratch = (D + Bk + 4) * ldS + workers * ((2 * D + 2 * Bq) * ldk + Bq * D + N) +
                      (Bq + Bk) * D + 2 * Bq * Bk;
     double floats = part1 * ((8 + 4 * n->train) * BTT + 29 * BTC + 24 * C * C) +
                     6 * B * H * N * D + 6 * B * KV * N * D + B * H * N + scratch +
@@ -1256,7 +1377,7 @@ static Cost attention_backward_cost(const Sizes *n) {
 // fit the helper's limits (not checked with --bench, which has its own sizes).
 static Sizes read_flags(Lesson *lesson, bool *run_bench, int argc, char **argv) {
     static Sizes n = {.batch = 3, .seq = 4, .dim = 2, .heads = 2, .kv_heads = 0, .head_dim = 4,
-                      .block_q = 2, .block_k = 2};
+                      .block_q = 2, .block_k = 2, .threads = 1};
     static bool bench_switch = false;
     static SizeFlag sizes[] = {
         {"--batch", &n.batch, "batch size"},
@@ -1272,18 +1393,20 @@ static Sizes read_flags(Lesson *lesson, bool *run_bench, int argc, char **argv) 
          MAX_BLOCK},
         {"--block-k", &n.block_k, "part 2: keys per block, Bk (--bench: chosen for the core)", 1,
          MAX_BLOCK},
+        {"--threads", &n.threads, "part 2: threads sharing the tiled backward (--bench: against "
+                                  "one)", 1, MAX_THREADS},
     };
     static SwitchFlag switches[] = {
         {"--causal", &n.causal, "the causal mask (part 1: instead of padding)"},
         {"--train", &n.train, "part 1: training mode, dropout on"},
         {"--bench", &bench_switch, "time the tiled backward against the standard one's loops "
-                                   "on one core"},
+                                   "(with --threads N: on N threads and on one)"},
     };
     *lesson = (Lesson){
         .program = "lesson-14",
         .summary = "attention-backward: the gradients of attention by hand, then "
                    "FlashAttention-2's tiled backward",
-        .sizes = sizes, .n_sizes = 5, .ints = ints, .n_ints = 3,
+        .sizes = sizes, .n_sizes = 5, .ints = ints, .n_ints = 4,
         .switches = switches, .n_switches = 3,
     };
     parse_lesson_args(lesson, argc, argv);
