@@ -81,8 +81,8 @@ void print_load(FILE *out, const Load *load) {
                 "do, but small\n  differences between them may be noise; run again when it is "
                 "quiet.\n");
     } else if (load->worst > SLOW_MEDIAN) {
-        fprintf(out, "  At most half the runs of a case were more than %.0f%% slow (its first "
-                "run starts with\n  cold caches), and this thread had its core: no sign of "
+        fprintf(out, "  At most half the runs of a case were more than %.0f%% slow (a first "
+                "run may start with\n  cold caches), and this thread had its core: no sign of "
                 "another job.\n", 100 * SLOW_MEDIAN);
     } else {
         fprintf(out, "  No sign of another job.\n");
