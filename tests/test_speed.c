@@ -197,6 +197,7 @@ START_TEST(test_blocks_for_each_core) {
         {"AuthenticAMD", 25, 17, 1024, 16, 64, 1024, 64, 64, "AMD Zen 4"},   // EPYC 9004
         {"AuthenticAMD", 25, 17, 1024, 8, 64, 512, 64, 64, "AMD Zen 4"},     // ATTN_KERNELS=avx2
         {"AuthenticAMD", 25, 33, 512, 8, 64, 512, 64, 64, "AMD Zen 4"},      // Zen 3: AVX2 only
+        {"AuthenticAMD", 25, 17, 1024, 1, 64, 512, 64, 64, "AMD Zen 4"},     // the twins
         {"AuthenticAMD", 26, 2, 1024, 16, 64, 1024, 64, 64, "AMD Zen 5"},
         {"GenuineIntel", 6, 143, 2048, 16, 64, 512, 64, 64, "Intel Xeon, 2 MiB L2"},  // SPR
         {"GenuineIntel", 6, 167, 2048, 16, 64, 512, 64, 64, "Intel Xeon, 2 MiB L2"},  // the VM
@@ -219,6 +220,11 @@ START_TEST(test_blocks_for_each_core) {
                       cases[i].family, cases[i].model, cases[i].lanes, b.forward_q, b.forward_k,
                       b.backward_q, b.backward_k, b.core);
     }
+    // Zen 4's reason names the registers the run takes: the twins are not said to have 8 floats.
+    Core zen4 = core_of("AuthenticAMD", 25, 17, 1024);
+    ck_assert_ptr_nonnull(strstr(bench_blocks(&zen4, 16).why, "two 256-bit halves"));
+    ck_assert_ptr_nonnull(strstr(bench_blocks(&zen4, 8).why, "8-float registers"));
+    ck_assert_ptr_nonnull(strstr(bench_blocks(&zen4, 1).why, "scalar twins"));
     // This machine's own row is one of them.
     BenchBlocks here = bench_blocks_here(16);
     ck_assert(here.forward_q > 0 && here.forward_k > 0 && here.core != NULL);

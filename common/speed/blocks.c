@@ -25,9 +25,13 @@ BenchBlocks bench_blocks(const Core *core, int lanes) {
                               "the forward's 64 x 1024 ran fastest there, 0.6% ahead of 64 x 512, "
                               "its score block (256 KiB) within the 1 MiB L2; the backward's "
                               "64 x 64 to 256 x 128 within 2-3%"
-                            : "with 8-float registers the forward's 64 x 512 ran fastest there "
+                        : lanes == 8
+                            ? "with 8-float registers the forward's 64 x 512 ran fastest there "
                               "(64 x 1024 was 4% slower); the backward's 64 x 64 to 256 x 128 "
-                              "within 2-3%");
+                              "within 2-3%"
+                            : "the scalar twins take the 8-float registers' blocks (the "
+                              "forward's 64 x 512 ran fastest there with AVX2); no blocks were "
+                              "measured for the twins");
     }
     if (amd && core->family == 26) {
         // Zen 5: not measured here.
