@@ -12,9 +12,10 @@
 // against their scalar twins; cached decoding against the full forward; a small model
 // trained, saved and loaded again, answering 99% right both times; checkpoints
 // that are missing, cut short or of another shape refused before anything runs; bad flags;
-// the format of --bench's lines. --threads: runs on 1, 2 and 3 threads print and dump the
-// same bits with every kernel set; the rows each thread takes (share_rows, and threads_gemm
-// seen from inside its kernel) cover every row of a product once, in whole blocks.
+// the format of --bench's lines, and its timing of a shared product whole. --threads: runs
+// on 1, 2 and 3 threads print and dump the same bits with every kernel set; the rows each
+// thread takes (share_rows, and threads_gemm seen from inside its kernel) cover every row of
+// a product once, in whole blocks.
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 
@@ -24,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define main lesson_main
@@ -892,6 +894,44 @@ START_TEST(test_threads_gemm_shares_rows_and_keeps_the_bits) {
 }
 END_TEST
 
+// The scalar gemm, slowed by 50 ms on a worker thread (any but `caller`).
+static pthread_t caller;
+
+static void gemm_slow_on_workers(float *c, int ldc, const float *a, int a_row, int a_col,
+                                 const float *b, int ldb, int m, int n, int k, bool accumulate) {
+    if (!pthread_equal(pthread_self(), caller)) {
+        nanosleep(&(struct timespec){0, 50000000}, NULL);
+    }
+    kernels_named("scalar")->gemm(c, ldc, a, a_row, a_col, b, ldb, m, n, k, accumulate);
+}
+
+// --bench's timed_gemm (bench.c) is threads_gemm with a clock around it: the same bits, and
+// a product shared among threads is timed whole, on this thread, the workers' shares and
+// the wait for them included: a worker's share 50 ms slower makes the time at least that.
+START_TEST(test_bench_times_a_shared_product_whole) {
+    enum { M = 48, N = 40, K = 64 };   // 122,880 multiply-adds: shared (MIN_SHARED_WORK)
+    static float a[M * K], b[K * N], want[M * N], got[M * N];
+    manual_seed(12);
+    fill(a, M * K);
+    fill(b, K * N);
+    const Kernels *chosen = kernels;
+    Kernels slowed = *kernels_named("scalar");
+    slowed.gemm = gemm_slow_on_workers;
+    slowed.row_block = 12;
+    kernels = &slowed;
+    caller = pthread_self();
+    ck_assert_int_eq(threads_start(2), 2);
+    kernels_named("scalar")->gemm(want, N, a, K, 1, b, N, M, N, K, false);
+    product_seconds = 0.0;
+    timed_gemm(got, N, a, K, 1, b, N, M, N, K, false);
+    double shared = product_seconds;
+    threads_stop();
+    kernels = chosen;
+    assert_same_floats(got, want, M * N, "timed_gemm on 2 threads");
+    ck_assert_msg(shared >= 0.05, "a product with a 50 ms share timed at %.3f s", shared);
+}
+END_TEST
+
 // A short run on 1, 2 and 3 threads (and at the most, 64) with each kernel set this CPU has
 // (their blocks: 1, 4 and 12 rows), at sizes where the products are shared and a share can
 // be empty (lm_head's weight gradient: 16 rows, 2 blocks of 12, for 3 threads): the same
@@ -1406,10 +1446,20 @@ static const BadFlags BAD[] = {
     {{"--threads", "2.5", "--bench", NULL}, "--threads"},
 };
 
+// The count of `needle` in `haystack`.
+static int occurrences(const char *haystack, const char *needle) {
+    int n = 0;
+    for (const char *at = strstr(haystack, needle); at != NULL; at = strstr(at + 1, needle)) {
+        n += 1;
+    }
+    return n;
+}
+
 // --bench on a tiny model (it times nothing a test could check): its two cases, the larger
 // one twice the width and the sequence with 4 layers, each ending in one line of the format
-// tools/bench_pytorch_train.py reads; with --threads 2, a line on one thread and one on 2
-// for each, every other line within 100 columns.
+// tools/bench_pytorch_train.py reads, with the products' time and the core's two peaks; with
+// --threads 2, a line on one thread and one on 2 for each, every other line within 100
+// columns; the products timed apart under every timed line, and the peaks said once.
 START_TEST(test_bench_lines) {
     for (int threads = 1; threads <= 2; threads++) {
         const char *args[] = {"--bench", "--layers", "1", "--dim", "16", "--heads", "2",
@@ -1431,15 +1481,26 @@ START_TEST(test_bench_lines) {
             const char *want = path_join("%s%sms_per_step=", cases[found / threads],
                                          counts[threads == 1 ? 0 : 1 + found % 2]);
             ck_assert_msg(strncmp(line, want, strlen(want)) == 0, "%s", line);
-            double ms = 0, tokens = 0;
-            ck_assert_msg(sscanf(line + strlen(want), "%lf tokens_per_s=%lf", &ms, &tokens) == 2
-                          && ms > 0 && tokens > 0, "%s", line);
+            double ms = 0, tokens = 0, products = 0, fma = 0, mul_add = 0;
+            ck_assert_msg(sscanf(line + strlen(want), "%lf tokens_per_s=%lf products_ms=%lf "
+                                 "fma_peak=%lf mul_add_peak=%lf", &ms, &tokens, &products,
+                                 &fma, &mul_add) == 5 && ms > 0 && tokens > 0 && fma > 0 &&
+                          mul_add > 0, "%s", line);
+            // the products are part of the step: their best round is no longer than its best
+            ck_assert_msg(products > 0 && products <= ms * 1.001, "%s", line);
             found += 1;
         }
         ck_assert_int_eq(found, lines);
-        if (threads == 2) {
+        ck_assert_msg(occurrences(r.out, "\n          the products alone (their best round): ")
+                      == lines && occurrences(r.out, "% of the FMA peak, ") == lines &&
+                      occurrences(r.out, "% of the multiply-then-add peak\n") == lines &&
+                      occurrences(r.out, "\n  FMA ") == 1, "%s", r.out);
+        if (threads == 1) {
+            ck_assert_msg(strstr(r.out, "\nthis core's peaks with ") != NULL, "%s", r.out);
+        } else {
             ck_assert_msg(strstr(r.out, "training steps on one thread and on 2 ") != NULL &&
-                          strstr(r.out, "\n     2 threads: best ") != NULL, "%s", r.out);
+                          strstr(r.out, "\n     2 threads: best ") != NULL &&
+                          strstr(r.out, "\none core's peaks with ") != NULL, "%s", r.out);
         }
     }
 }
@@ -1509,6 +1570,7 @@ static Suite *lesson16_suite(void) {
     tcase_add_test(pieces, test_cached_decoding_matches_the_full_forward);
     tcase_add_test(pieces, test_share_rows_covers_every_row_once);
     tcase_add_test(pieces, test_threads_gemm_shares_rows_and_keeps_the_bits);
+    tcase_add_test(pieces, test_bench_times_a_shared_product_whole);
     suite_add_tcase(suite, pieces);
     TCase *runs = new_tcase("runs");
     tcase_set_timeout(runs, 60);

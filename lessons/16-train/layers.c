@@ -19,8 +19,9 @@
 // Size letters: B batch, N tokens a sequence, C hidden_size, H query heads, KV key/value
 // heads, R = H / KV, D head_dim, NV vocabulary; r a row b*N + t of a (B*N, .) matrix.
 //
-// Every matrix product goes through threads_gemm: kernels->gemm, its rows of output shared
-// among --threads N threads (threads.c), the same bits for any N.
+// Every matrix product goes through layers_gemm: threads_gemm, kernels->gemm with its rows of
+// output shared among --threads N threads (threads.c), the same bits for any N (bench.c points
+// layers_gemm at a wrapper that times each product).
 #include "layers.h"
 
 #include <math.h>
@@ -31,6 +32,9 @@
 #include "exact/sum_exact.h"
 #include "kernels.h"
 #include "threads.h"
+
+void (*layers_gemm)(float *c, int ldc, const float *a, int a_row, int a_col, const float *b,
+                    int ldb, int m, int n, int k, bool accumulate) = threads_gemm;
 
 // --- the embedding ----------------------------------------------------------------------------
 
@@ -118,7 +122,7 @@ void linear_forward(float *y, const Linear *layer, const float *x, int rows, flo
             scratch[i * out + o] = W[o * in + i];
         }
     }
-    threads_gemm(y, out, x, in, 1, scratch, out, rows, out, in, false);
+    layers_gemm(y, out, x, in, 1, scratch, out, rows, out, in, false);
 }
 
 // Each y[r][o] = sum_i x[r][i] W[o][i], so dx[r][i] = sum_o dy[r][o] W[o][i] and
@@ -128,9 +132,9 @@ void linear_backward(float *dx, float *dW, const Linear *layer, const float *dy,
                      int rows) {
     int in = layer->in_features, out = layer->out_features;
     if (dx != NULL) {
-        threads_gemm(dx, in, dy, out, 1, layer->weight->data, in, rows, in, out, false);
+        layers_gemm(dx, in, dy, out, 1, layer->weight->data, in, rows, in, out, false);
     }
-    threads_gemm(dW, in, dy, 1, out, x, in, out, in, rows, false);
+    layers_gemm(dW, in, dy, 1, out, x, in, out, in, rows, false);
 }
 
 // --- RoPE -------------------------------------------------------------------------------------
@@ -220,11 +224,11 @@ void attention_forward(LayerActivations *a, const Config *c, int B, int start, i
                     k_t[d * L + s] = k[(long)s * KV * D + d];
                 }
             }
-            threads_gemm(att, L, q, H * D, 1, k_t, L, T, L, D, false);       // q @ k^T
+            layers_gemm(att, L, q, H * D, 1, k_t, L, T, L, D, false);        // q @ k^T
             kernels->causal_scale(att, T, L, start, scale);  // / sqrt(D); -inf after query t
             kernels->softmax_rows(att, T, L);         // exp(-inf) = 0: no weight on the future
-            threads_gemm(a->y + (((long)b * N + start) * H + h) * D, H * D, att, L, 1, v, KV * D,
-                         T, D, L, false);                                   // att @ v
+            layers_gemm(a->y + (((long)b * N + start) * H + h) * D, H * D, att, L, 1, v, KV * D,
+                        T, D, L, false);                                   // att @ v
         }
     }
 }
@@ -278,8 +282,8 @@ void attention_backward(BackwardScratch *w, const LayerActivations *a, const Con
                     v_t[d * N + s] = v_bg[(long)s * KV * D + d];
                 }
             }
-            threads_gemm(w->d_att, N, dy_bh, H * D, 1, v_t, N, N, N, D, false);   // dO V^T
-            threads_gemm(dv_r, D, att, 1, N, dy_bh, H * D, N, D, N, false);       // P^T dO
+            layers_gemm(w->d_att, N, dy_bh, H * D, 1, v_t, N, N, N, D, false);   // dO V^T
+            layers_gemm(dv_r, D, att, 1, N, dy_bh, H * D, N, D, N, false);       // P^T dO
             for (int t = 0; t < N; t++) {
                 const float *p = att + t * N, *dp = w->d_att + t * N;
                 float row = kernels->softmax_backward_row(dp, p, N);
@@ -287,8 +291,8 @@ void attention_backward(BackwardScratch *w, const LayerActivations *a, const Con
                 kernels->softmax_backward_scaled(w->d_scores + t * N, dp, p, row, scale, t + 1, N);
             }
             float *dq = w->d_q + ((long)b * N * H + h) * D;
-            threads_gemm(dq, H * D, w->d_scores, N, 1, k_bg, KV * D, N, D, N, false);  // dS K
-            threads_gemm(dk_r, D, w->d_scores, 1, N, q_bh, H * D, N, D, N, false);  // dS^T Q
+            layers_gemm(dq, H * D, w->d_scores, N, 1, k_bg, KV * D, N, D, N, false);  // dS K
+            layers_gemm(dk_r, D, w->d_scores, 1, N, q_bh, H * D, N, D, N, false);  // dS^T Q
             if (r == R - 1) {   // the group is done: its R heads' dK and dV, summed
                 group_sum(w->d_k + ((long)b * N * KV + g) * D, w->group_dk, w->group_sum, R,
                           N, D, KV * D, true);

@@ -6,7 +6,15 @@
 #ifndef LAYERS16_H
 #define LAYERS16_H
 
+#include <stdbool.h>
+
 #include "model.h"
+
+// How every matrix product below is computed: threads_gemm (threads.h: kernels->gemm, its
+// rows shared among --threads N threads). bench.c points it for a while at a wrapper that
+// times each call and calls threads_gemm.
+extern void (*layers_gemm)(float *c, int ldc, const float *a, int a_row, int a_col,
+                           const float *b, int ldb, int m, int n, int k, bool accumulate);
 
 // x (rows, C) = rows of embed_tokens (NV, C) picked by ids, rows r0 .. r0+rows-1.
 void embedding_forward(float *x, const Tensor *embed_tokens, const float *ids, int r0, int rows);
