@@ -539,15 +539,16 @@ static void finish_outputs(const Run *run, bool dump) {
 // === appendix B: what a run takes (lesson/budget.h) ==========================================
 
 // The multiply-adds of one training step's matrix products: every Linear's forward, dx and dW
-// (3 products of rows x in x out), attention's 2 forward and 4 backward products of N x N x D
-// per head (counted whole, though half of them lie above the causal diagonal).
+// (3 products of rows x in x out), attention's 2 forward and 4 backward products of D a
+// (query, key) pair per head, over the pairs they compute (causal_pairs: about half of N x N,
+// the products skipping what the mask makes 0).
 double step_multiply_adds(const Settings *s) {
     const Config *c = &s->config;
     double C = c->hidden_size, D = c->head_dim, F = c->intermediate_size, N = c->seq;
     double H = c->num_attention_heads, KV = c->num_key_value_heads, L = c->num_hidden_layers;
     double rows = (double)s->batch * N;
     double linear = L * (2 * C * H * D + 2 * C * KV * D + 3 * C * F) + C * c->vocab_size;
-    return 3 * rows * linear + 6 * L * s->batch * H * N * N * D;
+    return 3 * rows * linear + 6 * L * s->batch * H * causal_pairs(c->seq) * D;
 }
 
 // What `steps` training steps take: their matrix products' multiply-adds at the price of the

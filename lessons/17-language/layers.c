@@ -186,6 +186,34 @@ void rope_backward(float *d, const float *cos, const float *sin, int rows, int N
 
 // --- attention --------------------------------------------------------------------------------
 
+// Attention's products skip what the causal mask makes zero, a block of CAUSAL_BLOCK queries
+// (or keys) at a time: at seq 256 they do 56% of the whole products' multiply-adds (blocks of
+// 32: the triangle and the diagonal's blocks), where PyTorch computes them whole and masks.
+// The bits stay PyTorch's: a masked weight, and its gradient, is exactly 0, so each product
+// it would enter is +0 or -0, and kernels.h's sums (sum = 0, then sum + product, in order)
+// never hold -0 (+0 + -0 is +0), so adding a zero product never changes a sum. Leaving out
+// the zeros at the end of a sum (q's row after its own key) or at its start (a key's column
+// before its own query) gives the same float.
+#define CAUSAL_BLOCK 32
+
+static int min_int(int a, int b) {
+    return a < b ? a : b;
+}
+
+// The (query, key) pairs each of attention's products computes in a sequence of N, by those
+// blocks: block t0 .. t0+rows-1 takes keys 0 .. t0+rows-1 (the triangle and the diagonal's
+// blocks; N * N if computed whole, N * (N + 1) / 2 the triangle alone). The products by
+// blocks of keys (P^T dO, dS^T Q) take the same number, block s0 .. s0+rows-1 summing over
+// the N - s0 queries from s0 on.
+double causal_pairs(int N) {
+    double pairs = 0;
+    for (int t0 = 0; t0 < N; t0 += CAUSAL_BLOCK) {
+        int rows = min_int(CAUSAL_BLOCK, N - t0);
+        pairs += (double)rows * (t0 + rows);
+    }
+    return pairs;
+}
+
 // Causal attention of the queries at positions start .. start+T-1 on the keys 0 .. start+T-1
 // (L of them), query head h reading key/value head g = h / R where it lies (lesson 15):
 //   att = softmax(q k^T / sqrt(D), -inf after the query's own position),  y = att @ v
@@ -209,11 +237,24 @@ void attention_forward(LayerActivations *a, const Config *c, int B, int start, i
                     k_t[d * L + s] = k[(long)s * KV * D + d];
                 }
             }
-            kernels->gemm(att, L, q, H * D, 1, k_t, L, T, L, D, false);      // q @ k^T
+            float *y = a->y + (((long)b * N + start) * H + h) * D;         // row t: + t*H*D
+            // q @ k^T, a block of queries at a time: block t0 .. t0+rows-1 sees the keys
+            // 0 .. start+t0+rows-1 (`seen`); the scores after them are masked, so they are
+            // not computed (causal_scale writes -inf there whatever the product left).
+            for (int t0 = 0; t0 < T; t0 += CAUSAL_BLOCK) {
+                int rows = min_int(CAUSAL_BLOCK, T - t0), seen = start + t0 + rows;
+                kernels->gemm(att + (long)t0 * L, L, q + (long)t0 * H * D, H * D, 1, k_t, L,
+                              rows, seen, D, false);                        // (rows, seen)
+            }
             kernels->causal_scale(att, T, L, start, scale);  // / sqrt(D); -inf after query t
             kernels->softmax_rows(att, T, L);         // exp(-inf) = 0: no weight on the future
-            kernels->gemm(a->y + (((long)b * N + start) * H + h) * D, H * D, att, L, 1, v, KV * D,
-                          T, D, L, false);                                  // att @ v
+            // att @ v, the same blocks: a query's weights after `seen` are 0, and a sum of
+            // products that ends in zeros is the sum without them, to the bit (below).
+            for (int t0 = 0; t0 < T; t0 += CAUSAL_BLOCK) {
+                int rows = min_int(CAUSAL_BLOCK, T - t0), seen = start + t0 + rows;
+                kernels->gemm(y + (long)t0 * H * D, H * D, att + (long)t0 * L, L, 1, v, KV * D,
+                              rows, D, seen, false);                        // (rows, D)
+            }
         }
     }
 }
@@ -267,8 +308,24 @@ void attention_backward(BackwardScratch *w, const LayerActivations *a, const Con
                     v_t[d * N + s] = v_bg[(long)s * KV * D + d];
                 }
             }
-            kernels->gemm(w->d_att, N, dy_bh, H * D, 1, v_t, N, N, N, D, false);   // dO V^T
-            kernels->gemm(dv_r, D, att, 1, N, dy_bh, H * D, N, D, N, false);       // P^T dO
+            // dO V^T (N, N), by blocks of queries as in the forward: block t0 .. t1-1 up to
+            // key t1-1; after it P is 0, and so is dP * P: those entries are set to 0.
+            for (int t0 = 0; t0 < N; t0 += CAUSAL_BLOCK) {
+                int rows = min_int(CAUSAL_BLOCK, N - t0), t1 = t0 + rows;
+                kernels->gemm(w->d_att + (long)t0 * N, N, dy_bh + (long)t0 * H * D, H * D, 1,
+                              v_t, N, rows, t1, D, false);                  // (rows, t1)
+                for (int t = t0; t < t1; t++) {
+                    memset(w->d_att + (long)t * N + t1, 0, (size_t)(N - t1) * sizeof(float));
+                }
+            }
+            // P^T dO (N, D), by blocks of keys: key s has weight 0 from every query before it,
+            // so block s0 .. s0+rows-1 sums over the queries s0 .. N-1 only (a sum that starts
+            // with zeros is the sum without them).
+            for (int s0 = 0; s0 < N; s0 += CAUSAL_BLOCK) {
+                int rows = min_int(CAUSAL_BLOCK, N - s0);
+                kernels->gemm(dv_r + (long)s0 * D, D, att + (long)s0 * N + s0, 1, N,
+                              dy_bh + (long)s0 * H * D, H * D, rows, D, N - s0, false);
+            }
             for (int t = 0; t < N; t++) {
                 const float *p = att + t * N, *dp = w->d_att + t * N;
                 float row = kernels->softmax_backward_row(dp, p, N);
@@ -276,8 +333,15 @@ void attention_backward(BackwardScratch *w, const LayerActivations *a, const Con
                 kernels->softmax_backward_scaled(w->d_scores + t * N, dp, p, row, scale, t + 1, N);
             }
             float *dq = w->d_q + ((long)b * N * H + h) * D;
-            kernels->gemm(dq, H * D, w->d_scores, N, 1, k_bg, KV * D, N, D, N, false);  // dS K
-            kernels->gemm(dk_r, D, w->d_scores, 1, N, q_bh, H * D, N, D, N, false);  // dS^T Q
+            // dS K (N, D) and dS^T Q (N, D), by the same blocks: dS is 0 after each query's
+            // own position, as P is.
+            for (int t0 = 0; t0 < N; t0 += CAUSAL_BLOCK) {
+                int rows = min_int(CAUSAL_BLOCK, N - t0);
+                kernels->gemm(dq + (long)t0 * H * D, H * D, w->d_scores + (long)t0 * N, N, 1,
+                              k_bg, KV * D, rows, D, t0 + rows, false);     // dS K
+                kernels->gemm(dk_r + (long)t0 * D, D, w->d_scores + (long)t0 * N + t0, 1, N,
+                              q_bh + (long)t0 * H * D, H * D, rows, D, N - t0, false);  // dS^T Q
+            }
             if (r == R - 1) {   // the group is done: its R heads' dK and dV, summed
                 group_sum(w->d_k + ((long)b * N * KV + g) * D, w->group_dk, w->group_sum, R,
                           N, D, KV * D, true);

@@ -37,6 +37,9 @@ void rope_forward(float *x, const float *cos, const float *sin, int r0, int rows
 void rope_backward(float *d, const float *cos, const float *sin, int rows, int N, int heads,
                    int D);
 
+// The (query, key) pairs each of attention's products computes in a sequence of N: the causal
+// triangle, in blocks (layers.c).
+double causal_pairs(int N);
 // Causal grouped-query attention of the queries at positions start .. start+T-1: a->att
 // and a->y from a->q, a->k, a->v. k_t holds a head's keys transposed (D * (start+T)).
 void attention_forward(LayerActivations *a, const Config *config, int B, int start, int T,
