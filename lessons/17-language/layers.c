@@ -328,8 +328,9 @@ void attention_backward(BackwardScratch *w, const LayerActivations *a, const Con
             // so block s0 .. s0+rows-1 sums over the queries s0 .. N-1 only (a sum that starts
             // with zeros is the sum without them). It runs after the rows' pass above, which
             // reads att in order and leaves it in the cache: this product reads it down its
-            // columns, a cache line a query, and took twice as long when it came first, with
-            // att (written by the forward long before) still to be fetched from memory.
+            // columns, a cache line a query. When it came first, with att (written by the
+            // forward long before) still to be fetched from memory, it and dS^T Q below took
+            // twice the time they take now, together (docs/fast-on-a-cpu.md, lesson 17).
             for (int s0 = 0; s0 < N; s0 += CAUSAL_BLOCK) {
                 int rows = min_int(CAUSAL_BLOCK, N - s0);
                 kernels->gemm(dv_r + (long)s0 * D, D, att + (long)s0 * N + s0, 1, N,
