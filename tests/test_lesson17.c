@@ -528,6 +528,78 @@ START_TEST(test_log_softmax_kernels_match_their_scalar_twin) {
 }
 END_TEST
 
+// Attention's kernels on causal rows, whose masked keys come in whole runs of 8 (skipped by
+// the vector kernels: no exp, no division) and partial ones: causal_scale, softmax_rows on
+// its output, softmax_backward_scaled, each the scalar twin's bits, at every T up to 40 and
+// starts 0 and 5 (decoding). And softmax_rows on rows with eight -inf at the front and in
+// the middle (sampling's cut tokens), and on a row of -inf alone (NaN from both).
+START_TEST(test_attention_kernels_match_their_scalar_twin) {
+    const Kernels *scalar = kernels_named("scalar");
+    const char *names[2] = {"avx2", "avx512"};
+    enum { MAX_T = 40, MAX_L = 45 };
+    float *scores = floats(MAX_T * MAX_L), *want = floats(MAX_T * MAX_L);
+    float *got = floats(MAX_T * MAX_L), *dp = floats(MAX_T * MAX_L);
+    manual_seed(13);
+    for (int i = 0; i < MAX_T * MAX_L; i++) {
+        scores[i] = ((float)(random32() & 0xFFFF) / 65536.0f - 0.5f) * 20.0f;
+        dp[i] = (float)(random32() & 0xFFFF) / 65536.0f - 0.5f;
+    }
+    for (int k = 0; k < 2; k++) {
+        const Kernels *set = kernels_named(names[k]);
+        if (set == NULL) {
+            note_skipped("no %s kernels on this CPU: not compared", names[k]);
+            continue;
+        }
+        for (int start = 0; start <= 5; start += 5) {
+            for (int T = 1; T + start <= MAX_L && T <= MAX_T; T++) {
+                int L = start + T;
+                size_t bytes = sizeof(float) * (size_t)T * (size_t)L;
+                memcpy(want, scores, bytes);
+                memcpy(got, scores, bytes);
+                scalar->causal_scale(want, T, L, start, 4.0f);
+                set->causal_scale(got, T, L, start, 4.0f);
+                ck_assert_msg(memcmp(want, got, bytes) == 0, "%s causal_scale T %d start %d",
+                              names[k], T, start);
+                scalar->softmax_rows(want, T, L);
+                set->softmax_rows(got, T, L);
+                ck_assert_msg(memcmp(want, got, bytes) == 0, "%s softmax T %d start %d",
+                              names[k], T, start);
+                for (int t = 0; t < T; t++) {   // got's rows: dS, from dP and want's P
+                    float row = scalar->softmax_backward_row(dp + t * L, want + t * L, L);
+                    scalar->softmax_backward_scaled(got + t * L, dp + t * L, want + t * L,
+                                                    row, 4.0f, start + t + 1, L);
+                    float d[MAX_L];
+                    set->softmax_backward_scaled(d, dp + t * L, want + t * L, row, 4.0f,
+                                                 start + t + 1, L);
+                    ck_assert_msg(memcmp(d, got + t * L, sizeof(float) * (size_t)L) == 0,
+                                  "%s softmax' T %d start %d row %d", names[k], T, start, t);
+                }
+            }
+        }
+        for (int front = 0; front <= 16; front += 16) {   // -inf at 0..7, or 16..23
+            memcpy(want, scores, sizeof(float) * 40);
+            for (int i = front; i < front + 8; i++) {
+                want[i] = -INFINITY;
+            }
+            memcpy(got, want, sizeof(float) * 40);
+            scalar->softmax_rows(want, 1, 40);
+            set->softmax_rows(got, 1, 40);
+            ck_assert_msg(memcmp(want, got, sizeof(float) * 40) == 0, "%s softmax, -inf at %d",
+                          names[k], front);
+        }
+        for (int i = 0; i < 16; i++) {
+            want[i] = got[i] = -INFINITY;
+        }
+        scalar->softmax_rows(want, 1, 16);
+        set->softmax_rows(got, 1, 16);
+        for (int i = 0; i < 16; i++) {
+            ck_assert_msg(isnan(want[i]) && isnan(got[i]), "%s softmax of -inf alone",
+                          names[k]);
+        }
+    }
+}
+END_TEST
+
 // --- runs: checkpoints, bad input, --bench ------------------------------------------------------
 
 static void write_file_text(const char *path, const char *text) {
@@ -1145,6 +1217,7 @@ static Suite *lesson17_suite(void) {
     tcase_add_test(pieces, test_generation_through_the_cache);
     tcase_add_test(pieces, test_measures_by_hand);
     tcase_add_test(pieces, test_log_softmax_kernels_match_their_scalar_twin);
+    tcase_add_test(pieces, test_attention_kernels_match_their_scalar_twin);
     suite_add_tcase(suite, pieces);
     TCase *runs = new_tcase("runs");
     tcase_set_timeout(runs, 120);

@@ -302,10 +302,20 @@ AVX2_CODE static void softmax_rows_avx2(float *x, long rows, int n) {
             max = row[i] > max ? row[i] : max;
         }
         __m256 m = _mm256_set1_ps(max), sums = _mm256_setzero_ps();
+        __m256 minus_inf = _mm256_set1_ps(-INFINITY);
         for (int i = 0; i < whole; i += 8) {
-            __m256 e = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(row + i), m));
+            __m256 x8 = _mm256_loadu_ps(row + i);
+            // Eight -inf (attention's masked keys, sampling's cut tokens) have exp 0: stored
+            // as such, without the exp, and not added (sums + 0 is sums: an exp is never -0,
+            // so no lane holds -0). Not when the max itself is -inf: exp(-inf - -inf) is NaN.
+            if (max > -INFINITY &&
+                _mm256_movemask_ps(_mm256_cmp_ps(x8, minus_inf, _CMP_EQ_OQ)) == 0xff) {
+                _mm256_storeu_ps(row + i, _mm256_setzero_ps());
+                continue;
+            }
+            __m256 e = exp_avx2(_mm256_sub_ps(x8, m));
             _mm256_storeu_ps(row + i, e);
-            sums = i == 0 ? e : _mm256_add_ps(sums, e);
+            sums = _mm256_add_ps(sums, e);   // the first: 0 + e = e
         }
         float lane[8];
         _mm256_storeu_ps(lane, sums);
@@ -610,6 +620,10 @@ AVX2_CODE static void causal_scale_avx2(float *att, int T, int L, int start, flo
         float *row = att + t * L;
         int s = 0;
         for (; s + 8 <= L; s += 8) {
+            if (s > start + t) {   // eight keys after the query: -inf, nothing to divide
+                _mm256_storeu_ps(row + s, minus_inf);
+                continue;
+            }
             __m256 scaled = _mm256_div_ps(_mm256_loadu_ps(row + s), scale8);
             _mm256_storeu_ps(row + s, _mm256_blendv_ps(minus_inf, scaled,
                                                        lanes_below(s, start + t + 1)));
@@ -625,6 +639,10 @@ AVX2_CODE static void softmax_backward_scaled_avx2(float *d_scores, const float 
     __m256 row8 = _mm256_set1_ps(row), scale8 = _mm256_set1_ps(scale);
     int s = 0;
     for (; s + 8 <= n; s += 8) {
+        if (s >= seen) {   // eight keys the query did not see: 0, nothing to compute
+            _mm256_storeu_ps(d_scores + s, _mm256_setzero_ps());
+            continue;
+        }
         __m256 d = _mm256_sub_ps(_mm256_loadu_ps(dp + s), row8);
         d = _mm256_div_ps(_mm256_mul_ps(d, _mm256_loadu_ps(p + s)), scale8);
         _mm256_storeu_ps(d_scores + s, _mm256_and_ps(d, lanes_below(s, seen)));
@@ -724,7 +742,23 @@ AVX512_CODE static void blocks_x16_avx512(float *c, int ldc, const float *a, int
 // again for each block of rows. Each element still adds its terms in order, its partial sum
 // stored in c and loaded back between chunks (exact). The columns and rows past the blocks
 // take their whole sums in one go (gemm_rest_avx2).
+//
+// Each chunk starts by asking for its rows of b, and of a where a is transposed (a_row 1: its
+// chunk is rows p0 .. p0+terms-1 of the matrix in memory, one run of addresses), to be
+// brought into the L2 cache, in address order (prefetch hints: they change no value). A
+// weight's gradient reads x and dy, which the forward wrote long before, and which are larger
+// than the L2 at --bench's larger model (down_proj's x: 5.4 MiB); there, on the Xeon of
+// docs/fast-on-a-cpu.md's lesson 17 section, the hints took the weights' gradients from about
+// 60 to 73 GFLOP/s (timed inside the step, 2026-12-07).
 enum { K_CHUNK = 256 };
+
+// Hints that the floats x[0 .. n-1] be brought into the L2 cache: one a cache line.
+AVX512_CODE static void prefetch_floats(const float *x, long n) {
+    const char *bytes = (const char *)x;
+    for (long offset = 0; offset < n * (long)sizeof(float); offset += 64) {
+        _mm_prefetch(bytes + offset, _MM_HINT_T1);
+    }
+}
 
 AVX512_CODE static void gemm_avx512(float *c, int ldc, const float *a, int a_row, int a_col,
                                     const float *b, int ldb, int m, int n, int k, bool accumulate) {
@@ -732,6 +766,10 @@ AVX512_CODE static void gemm_avx512(float *c, int ldc, const float *a, int a_row
     if (!accumulate && k > K_CHUNK) {
         for (int p0 = 0; p0 < k; p0 += K_CHUNK) {
             int terms = k - p0 < K_CHUNK ? k - p0 : K_CHUNK;
+            prefetch_floats(b + (long)p0 * ldb, (long)(terms - 1) * ldb + n);
+            if (a_row == 1) {
+                prefetch_floats(a + (long)p0 * a_col, (long)(terms - 1) * a_col + m);
+            }
             blocks_x16_avx512(c, ldc, a + (long)p0 * a_col, a_row, a_col, b + (long)p0 * ldb,
                               ldb, m, sixteens, terms, false, p0 > 0);
         }

@@ -318,19 +318,23 @@ void attention_backward(BackwardScratch *w, const LayerActivations *a, const Con
                     memset(w->d_att + (long)t * N + t1, 0, (size_t)(N - t1) * sizeof(float));
                 }
             }
-            // P^T dO (N, D), by blocks of keys: key s has weight 0 from every query before it,
-            // so block s0 .. s0+rows-1 sums over the queries s0 .. N-1 only (a sum that starts
-            // with zeros is the sum without them).
-            for (int s0 = 0; s0 < N; s0 += CAUSAL_BLOCK) {
-                int rows = min_int(CAUSAL_BLOCK, N - s0);
-                kernels->gemm(dv_r + (long)s0 * D, D, att + (long)s0 * N + s0, 1, N,
-                              dy_bh + (long)s0 * H * D, H * D, rows, D, N - s0, false);
-            }
             for (int t = 0; t < N; t++) {
                 const float *p = att + t * N, *dp = w->d_att + t * N;
                 float row = kernels->softmax_backward_row(dp, p, N);
                 // d_scores[s] = ((dp[s] - row) * p[s]) / scale for s <= t, 0 after
                 kernels->softmax_backward_scaled(w->d_scores + t * N, dp, p, row, scale, t + 1, N);
+            }
+            // P^T dO (N, D), by blocks of keys: key s has weight 0 from every query before it,
+            // so block s0 .. s0+rows-1 sums over the queries s0 .. N-1 only (a sum that starts
+            // with zeros is the sum without them). It runs after the rows' pass above, which
+            // reads att in order and leaves it in the cache: this product reads it down its
+            // columns, a cache line a query. When it came first, with att (written by the
+            // forward long before) still to be fetched from memory, it and dS^T Q below took
+            // twice the time they take now, together (docs/fast-on-a-cpu.md, lesson 17).
+            for (int s0 = 0; s0 < N; s0 += CAUSAL_BLOCK) {
+                int rows = min_int(CAUSAL_BLOCK, N - s0);
+                kernels->gemm(dv_r + (long)s0 * D, D, att + (long)s0 * N + s0, 1, N,
+                              dy_bh + (long)s0 * H * D, H * D, rows, D, N - s0, false);
             }
             float *dq = w->d_q + ((long)b * N * H + h) * D;
             // dS K (N, D) and dS^T Q (N, D), by the same blocks: dS is 0 after each query's
