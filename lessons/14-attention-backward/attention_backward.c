@@ -23,8 +23,9 @@
 //   one head, does). The standard backward (what autograd runs on the notes'
 //   attention) keeps P, (B, H, N, N), and makes dP and dS as large; the
 //   lesson runs it too, by plain loops, to check the tiled one against.
-//   --threads N shares the tiled backward among N threads, by (batch row,
-//   key/value head): the same bits for any N (FlashAttention_backward says why).
+//   --threads W shares the tiled backward among W threads, by (batch row,
+//   key/value head): the same bits for any W (the comment "the parallel
+//   split", above FlashAttention_backward, says why).
 //
 // THE MATH (one head: S = Q K^T / sqrt(D), P = softmax(S), O = P V; dX is dLoss/dX)
 //   dV = P^T dO                   dP = dO V^T
@@ -393,7 +394,7 @@ typedef struct {
 typedef struct {
     long tiles[3];          // tiles of each TileKind, over all batches and heads
     double flops;           // 2 * the multiply-adds of the five products, as done
-    size_t scratch_bytes;   // the blocks of one worker: the same for any N
+    size_t scratch_bytes;   // the blocks of one worker: the same for any seq and workers
     size_t delta_bytes;     // delta of one head, in each worker: N floats
     int workers;            // the threads that shared the work, each with its blocks and delta
 } BackwardSteps;
@@ -469,11 +470,13 @@ static void backward_tile(const BackwardScratch *w, const Kernels *kern, const H
 //   depend on which worker came first. FlashAttention-2's CUDA backward does
 //   the first: a thread block per key block (and batch and head), dQ added in
 //   float with atomicAdd (Dao-AILab/flash-attention, csrc/flash_attn/src/:
-//   flash_bwd_launch_template.h and flash_bwd_kernel.h; its `deterministic`
-//   option gives each thread block a dQ of its own, summed afterwards, for
-//   the same bits every run). On a CPU with a few cores there are enough
-//   (b, g) units at the usual sizes (the bench's: 8); with fewer units than
-//   threads, the extra threads have nothing to do (--kv-heads 1 --batch 1:
+//   flash_bwd_launch_template.h and flash_bwd_kernel.h, read at v2.8.3; its
+//   `deterministic` option, from v2.4.1, gives each thread block a dQ of its
+//   own, summed afterwards: the same bits from run to run on one GPU, though
+//   the number of copies is the GPU's count of SMs over B*H, so another GPU
+//   adds in another order). On a CPU with a few cores there are enough (b, g)
+//   units at the usual sizes (the bench's: 8); with fewer units than threads,
+//   only as many threads start as there are units (--kv-heads 1 --batch 1:
 //   one unit, one thread).
 
 // One worker: the units it takes, its own scratch, and what it counted.
@@ -585,8 +588,9 @@ static QKVGrads FlashAttention_backward(BackwardSteps *steps, const FlashAttenti
                                       BackwardScratch_start(N, D, Bq, Bk, &blocks), {0, 0, 0},
                                       0.0};
     }
-    // Worker 0 is this thread. If the system refuses a thread, this thread
-    // takes that worker's units too, after its own.
+    // Worker 0 is this thread. If the system refuses a thread, no more are
+    // started, and this thread takes the units of that worker and of every
+    // later one, after its own.
     int started = 1;
     while (started < threads &&
            pthread_create(&ids[started], NULL, backward_work, &workers[started]) == 0) {

@@ -77,8 +77,10 @@ static const Timing *one_thread(const BenchCase *c, int threads) {
     return threads > 1 ? &c->tiled_one : &c->tiled;
 }
 
-// The cores N threads run on: N, or as many as the machine has.
+// The cores N threads run on: N, or as many as the machine has; and no more
+// than the bench's units of work, its 8 heads (more threads are not started).
 static int cores_used(int threads) {
+    threads = threads < BENCH_HEADS ? threads : BENCH_HEADS;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     return cores > 0 && cores < threads ? (int)cores : threads;
 }
@@ -152,7 +154,8 @@ static void bench_case(BenchCase *c, Shares *shares, int N, const BenchRun *run,
                          (size_t)numel(lse) * sizeof(float);
         if (r == 0) {
             memcpy(tiled_grads, grads, sizeof grads);
-        } else {
+        } else {   // every run on N threads, and (below) on one: the first run's bits
+            c->same_bits = c->same_bits && (!both || same_bits(grads, tiled_grads));
             arena_release(run_mark);
         }
         if (both) {
@@ -376,7 +379,7 @@ void bench(const Lesson *lesson, int seq, int block_q, int block_k, int threads)
                "loops left out (--bench\nwithout --threads runs them)\n",
                threads, threads, cores_used(threads), cores_used(threads) > 1 ? "s" : "");
         if (threads > BENCH_HEADS) {   // the backward's units: (batch row, key/value head)
-            printf("  (%d of them at most have work: it is shared by heads, and there are %d)\n",
+            printf("  (only %d of them start: it is shared by heads, and there are %d)\n",
                    BENCH_HEADS, BENCH_HEADS);
         }
     }
