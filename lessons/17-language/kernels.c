@@ -736,9 +736,9 @@ AVX512_CODE static void blocks_x16_avx512(float *c, int ldc, const float *a, int
 }
 
 // A long sum goes in chunks of K_CHUNK terms, all of c through one chunk before the next:
-// the weights' gradients dW = dy^T @ x sum over every row of the batch (1024 at --bench's
+// the weights' gradients dW = dy^T @ x sum over every row of the batch (4,096 at --bench's
 // larger model), and a chunk of dy and x stays in the L2 cache for every block, where the
-// whole of x (1.34 MiB for down_proj's input there, 1024 rows of 344) would come from memory
+// whole of x (5.4 MiB for down_proj's input there, 4,096 rows of 344) would come from memory
 // again for each block of rows. Each element still adds its terms in order, its partial sum
 // stored in c and loaded back between chunks (exact). The columns and rows past the blocks
 // take their whole sums in one go (gemm_rest_avx2).
@@ -746,8 +746,8 @@ AVX512_CODE static void blocks_x16_avx512(float *c, int ldc, const float *a, int
 // Each chunk starts by asking for its rows of b, and of a where a is transposed (a_row 1: its
 // chunk is rows p0 .. p0+terms-1 of the matrix in memory, one run of addresses), to be
 // brought into the L2 cache, in address order (prefetch hints: they change no value). A
-// weight's gradient reads x and dy, which the forward wrote long before, and which are larger
-// than the L2 at --bench's larger model (down_proj's x: 5.4 MiB); there, on the Xeon of
+// weight's gradient reads x, which the forward wrote long before and which is larger than the
+// L2 at --bench's larger model (down_proj's x: 5.4 MiB), and dy; there, on the Xeon of
 // docs/fast-on-a-cpu.md's lesson 17 section, the hints took the weights' gradients from about
 // 60 to 73 GFLOP/s (timed inside the step, 2026-12-07).
 enum { K_CHUNK = 256 };
